@@ -1,0 +1,992 @@
+//! Strict, bounded CBOR (RFC 8949) decoder and deterministic encoder for zTensor manifests.
+//!
+//! The decoder never panics on hostile input: nesting is limited by `max_depth`, and every
+//! declared length is checked against the remaining input before anything is allocated.
+
+use std::fmt;
+
+/// A CBOR data item.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// Major type 0: a non-negative integer.
+    Unsigned(u64),
+    /// Major type 1: the integer `-1 - n`, so `Negative(u64::MAX)` is -2^64.
+    Negative(u64),
+    /// Half, single and double precision floats all decode to this.
+    Float(f64),
+    /// Major type 3: a UTF-8 text string.
+    Text(String),
+    /// Major type 2: a byte string.
+    Bytes(Vec<u8>),
+    /// Simple values 20 (false) and 21 (true).
+    Bool(bool),
+    /// Simple value 22.
+    Null,
+    /// Simple value 23.
+    Undefined,
+    /// Any other simple value (0..=19 or 32..=255).
+    Simple(u8),
+    /// Major type 4.
+    Array(Vec<Value>),
+    /// Major type 5, entries in wire order.
+    Map(Vec<(Value, Value)>),
+    /// Major type 6: a tag number and the tagged item.
+    Tag(u64, Box<Value>),
+}
+
+/// A decoding failure and the input offset where it was detected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset in the input where decoding went wrong.
+    pub offset: usize,
+    /// Description of the problem.
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CBOR error at byte {}: {}", self.offset, self.message)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Default nesting limit; arrays, maps and tags each count as one level.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+
+/// Decodes exactly one CBOR item that must span the whole input (trailing bytes are an error).
+pub fn decode(input: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
+    let (value, used) = decode_prefix(input, max_depth)?;
+    if used != input.len() {
+        return fail(used, "trailing bytes after the item");
+    }
+    Ok(value)
+}
+
+/// Decodes one item from the front, returns it and the number of bytes consumed.
+pub fn decode_prefix(input: &[u8], max_depth: usize) -> Result<(Value, usize), DecodeError> {
+    let mut decoder = Decoder {
+        input,
+        pos: 0,
+        max_depth,
+    };
+    let value = decoder.item(0)?;
+    Ok((value, decoder.pos))
+}
+
+const BREAK: u8 = 0xff;
+
+fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, DecodeError> {
+    Err(DecodeError {
+        offset,
+        message: message.into(),
+    })
+}
+
+struct Decoder<'a> {
+    input: &'a [u8],
+    pos: usize,
+    max_depth: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn remaining(&self) -> usize {
+        self.input.len() - self.pos
+    }
+
+    /// Errors unless at least `count * per_item` bytes remain.
+    fn check_room(&self, count: u64, per_item: u64) -> Result<(), DecodeError> {
+        let (needed, left) = (count.saturating_mul(per_item), self.remaining());
+        if needed > left as u64 {
+            let message =
+                format!("unexpected end of input: need at least {needed} bytes, {left} left");
+            return fail(self.pos, message);
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
+        self.check_room(n, 1)?;
+        let bytes = &self.input[self.pos..self.pos + n as usize];
+        self.pos += n as usize;
+        Ok(bytes)
+    }
+
+    /// Consumes a break byte if one is next; errors at end of input.
+    fn at_break(&mut self) -> Result<bool, DecodeError> {
+        match self.input.get(self.pos) {
+            None => fail(self.pos, "unexpected end of input: missing break"),
+            Some(&b) => {
+                self.pos += usize::from(b == BREAK);
+                Ok(b == BREAK)
+            }
+        }
+    }
+
+    /// Reads an item head: (major type, additional info, argument); the argument is 0 for info 31.
+    fn head(&mut self) -> Result<(u8, u8, u64), DecodeError> {
+        let start = self.pos;
+        let byte = self.take(1)?[0];
+        let (major, info) = (byte >> 5, byte & 0x1f);
+        let arg = match info {
+            0..=23 => u64::from(info),
+            24..=27 => self
+                .take(1 << (info - 24))?
+                .iter()
+                .fold(0, |acc, &b| (acc << 8) | u64::from(b)),
+            28..=30 => return fail(start, format!("reserved additional information {info}")),
+            _ => 0,
+        };
+        Ok((major, info, arg))
+    }
+
+    fn enter(&self, depth: usize, at: usize) -> Result<usize, DecodeError> {
+        if depth >= self.max_depth {
+            return fail(at, format!("nesting deeper than {} levels", self.max_depth));
+        }
+        Ok(depth + 1)
+    }
+
+    fn item(&mut self, depth: usize) -> Result<Value, DecodeError> {
+        let start = self.pos;
+        let (major, info, arg) = self.head()?;
+        let indefinite = info == 31;
+        Ok(match major {
+            0 | 1 | 6 if indefinite => {
+                return fail(
+                    start,
+                    format!("indefinite length is invalid for major type {major}"),
+                );
+            }
+            0 => Value::Unsigned(arg),
+            1 => Value::Negative(arg),
+            2 => Value::Bytes(self.string(2, indefinite, arg)?),
+            3 => {
+                let bytes = self.string(3, indefinite, arg)?;
+                // Every chunk was already validated, so this cannot fail in practice.
+                Value::Text(
+                    String::from_utf8(bytes)
+                        .or_else(|_| fail(start, "invalid UTF-8 in text string"))?,
+                )
+            }
+            4 => {
+                let depth = self.enter(depth, start)?;
+                Value::Array(self.array(indefinite, arg, depth)?)
+            }
+            5 => {
+                let depth = self.enter(depth, start)?;
+                Value::Map(self.map(indefinite, arg, depth)?)
+            }
+            6 => {
+                let depth = self.enter(depth, start)?;
+                Value::Tag(arg, Box::new(self.item(depth)?))
+            }
+            _ => simple(start, info, arg)?,
+        })
+    }
+
+    /// Reads a definite or indefinite byte (major 2) or text (major 3) string.
+    fn string(&mut self, major: u8, indefinite: bool, len: u64) -> Result<Vec<u8>, DecodeError> {
+        if !indefinite {
+            return Ok(self.chunk(major, len)?.to_vec());
+        }
+        let mut out = Vec::new();
+        loop {
+            let at = self.pos;
+            if self.at_break()? {
+                return Ok(out);
+            }
+            let (chunk_major, info, len) = self.head()?;
+            if chunk_major != major || info == 31 {
+                return fail(
+                    at,
+                    "chunk of an indefinite-length string must be a definite string of the same type",
+                );
+            }
+            out.extend_from_slice(self.chunk(major, len)?);
+        }
+    }
+
+    /// Takes `len` string bytes, checking UTF-8 for text strings.
+    fn chunk(&mut self, major: u8, len: u64) -> Result<&'a [u8], DecodeError> {
+        let at = self.pos;
+        let bytes = self.take(len)?;
+        if major == 3
+            && let Err(e) = std::str::from_utf8(bytes)
+        {
+            return fail(at + e.valid_up_to(), "invalid UTF-8 in text string");
+        }
+        Ok(bytes)
+    }
+
+    fn array(
+        &mut self,
+        indefinite: bool,
+        len: u64,
+        depth: usize,
+    ) -> Result<Vec<Value>, DecodeError> {
+        if indefinite {
+            let mut items = Vec::new();
+            while !self.at_break()? {
+                items.push(self.item(depth)?);
+            }
+            return Ok(items);
+        }
+        self.check_room(len, 1)?;
+        let mut items = Vec::with_capacity(len as usize);
+        for _ in 0..len {
+            items.push(self.item(depth)?);
+        }
+        Ok(items)
+    }
+
+    fn map(
+        &mut self,
+        indefinite: bool,
+        len: u64,
+        depth: usize,
+    ) -> Result<Vec<(Value, Value)>, DecodeError> {
+        if indefinite {
+            let mut pairs = Vec::new();
+            while !self.at_break()? {
+                let key = self.item(depth)?;
+                pairs.push((key, self.item(depth)?));
+            }
+            return Ok(pairs);
+        }
+        self.check_room(len, 2)?;
+        let mut pairs = Vec::with_capacity(len as usize);
+        for _ in 0..len {
+            let key = self.item(depth)?;
+            pairs.push((key, self.item(depth)?));
+        }
+        Ok(pairs)
+    }
+}
+
+/// Interprets a major type 7 head.
+fn simple(start: usize, info: u8, arg: u64) -> Result<Value, DecodeError> {
+    Ok(match info {
+        20 => Value::Bool(false),
+        21 => Value::Bool(true),
+        22 => Value::Null,
+        23 => Value::Undefined,
+        0..=19 => Value::Simple(info),
+        24 if arg < 32 => {
+            return fail(
+                start,
+                format!("simple value {arg} must not use the two-byte form"),
+            );
+        }
+        24 => Value::Simple(arg as u8),
+        25 => Value::Float(f16_to_f64(arg as u16)),
+        26 => Value::Float(f64::from(f32::from_bits(arg as u32))),
+        27 => Value::Float(f64::from_bits(arg)),
+        _ => return fail(start, "unexpected break"),
+    })
+}
+
+/// Converts IEEE 754 half-precision bits to f64 exactly.
+fn f16_to_f64(bits: u16) -> f64 {
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let mantissa = f64::from(bits & 0x3ff);
+    let magnitude = match exponent {
+        0 => mantissa * 2f64.powi(-24),
+        31 if mantissa == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        _ => (1024.0 + mantissa) * 2f64.powi(exponent - 25),
+    };
+    if bits & 0x8000 != 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// Returns the half-precision bits of `f` if it is representable exactly (NaN excluded).
+fn f64_to_f16_exact(f: f64) -> Option<u16> {
+    let sign = if f.is_sign_negative() { 0x8000 } else { 0 };
+    if f == 0.0 || f.is_infinite() {
+        return Some(sign | if f == 0.0 { 0 } else { 0x7c00 });
+    }
+    let bits = f.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32 - 1023;
+    let significand = (bits & ((1 << 52) - 1)) | (1 << 52);
+    let (shift, base) = match exponent {
+        -14..=15 => (42, ((exponent + 15) as u16) << 10),
+        -24..=-15 => (28 - exponent, 0),
+        _ => return None,
+    };
+    if significand & ((1 << shift) - 1) != 0 {
+        return None;
+    }
+    // Masking drops the implicit bit of normals; subnormal fractions already fit in 10 bits.
+    Some(sign | base | ((significand >> shift) as u16 & 0x3ff))
+}
+
+fn encode_head(out: &mut Vec<u8>, major: u8, n: u64) {
+    let m = major << 5;
+    match n {
+        0..=23 => out.push(m | n as u8),
+        24..=0xff => out.extend([m | 24, n as u8]),
+        0x100..=0xffff => {
+            out.push(m | 25);
+            out.extend((n as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(m | 26);
+            out.extend((n as u32).to_be_bytes());
+        }
+        _ => {
+            out.push(m | 27);
+            out.extend(n.to_be_bytes());
+        }
+    }
+}
+
+fn encode_float(f: f64, out: &mut Vec<u8>) {
+    if f.is_nan() {
+        out.extend([0xf9, 0x7e, 0x00]);
+    } else if let Some(half) = f64_to_f16_exact(f) {
+        out.push(0xf9);
+        out.extend(half.to_be_bytes());
+    } else if f64::from(f as f32).to_bits() == f.to_bits() {
+        out.push(0xfa);
+        out.extend((f as f32).to_be_bytes());
+    } else {
+        out.push(0xfb);
+        out.extend(f.to_be_bytes());
+    }
+}
+
+/// Appends the deterministic encoding: definite lengths, shortest heads and floats, maps in stored order.
+///
+/// `Simple(n)` is only meaningful for n in 0..=19 or 32..=255; other values produce other items or invalid bytes.
+pub fn encode(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Unsigned(n) => encode_head(out, 0, *n),
+        Value::Negative(n) => encode_head(out, 1, *n),
+        Value::Float(f) => encode_float(*f, out),
+        Value::Bytes(b) => {
+            encode_head(out, 2, b.len() as u64);
+            out.extend_from_slice(b);
+        }
+        Value::Text(s) => {
+            encode_head(out, 3, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Array(items) => {
+            encode_head(out, 4, items.len() as u64);
+            items.iter().for_each(|item| encode(item, out));
+        }
+        Value::Map(pairs) => {
+            encode_head(out, 5, pairs.len() as u64);
+            for (key, val) in pairs {
+                encode(key, out);
+                encode(val, out);
+            }
+        }
+        Value::Tag(tag, inner) => {
+            encode_head(out, 6, *tag);
+            encode(inner, out);
+        }
+        Value::Bool(b) => out.push(if *b { 0xf5 } else { 0xf4 }),
+        Value::Null => out.push(0xf6),
+        Value::Undefined => out.push(0xf7),
+        Value::Simple(n) => encode_head(out, 7, u64::from(*n)),
+    }
+}
+
+/// Encodes a value into a new buffer (see [`encode`]).
+pub fn to_vec(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(value, &mut out);
+    out
+}
+
+impl Value {
+    /// The string if this is `Text`.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The integer if this is `Unsigned`.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Unsigned(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The items if this is an `Array`.
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// The entries if this is a `Map`.
+    pub fn as_map(&self) -> Option<&[(Value, Value)]> {
+        match self {
+            Value::Map(pairs) => Some(pairs),
+            _ => None,
+        }
+    }
+
+    /// Map lookup by text key (first match); None if self is not a map or the key is absent.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_text() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// Whether this is a `Map`.
+    pub fn is_map(&self) -> bool {
+        matches!(self, Value::Map(_))
+    }
+
+    /// A short name of the variant for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Unsigned(_) => "unsigned integer",
+            Value::Negative(_) => "negative integer",
+            Value::Float(_) => "float",
+            Value::Text(_) => "text",
+            Value::Bytes(_) => "bytes",
+            Value::Bool(_) => "bool",
+            Value::Null => "null",
+            Value::Undefined => "undefined",
+            Value::Simple(_) => "simple value",
+            Value::Array(_) => "array",
+            Value::Map(_) => "map",
+            Value::Tag(..) => "tag",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn dec(s: &str) -> Result<Value, DecodeError> {
+        decode(&hex(s), DEFAULT_MAX_DEPTH)
+    }
+
+    fn err_at(s: &str) -> usize {
+        dec(s).expect_err(s).offset
+    }
+
+    fn text(s: &str) -> Value {
+        Value::Text(s.into())
+    }
+
+    /// Runs `f` on a thread with a 2 MiB stack, like a default spawned thread.
+    fn on_small_stack<F: FnOnce() + Send + 'static>(f: F) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn rfc_8949_encodings() {
+        use Value::*;
+        let cases = [
+            (Unsigned(0), "00"),
+            (Unsigned(23), "17"),
+            (Unsigned(24), "1818"),
+            (Unsigned(1000), "1903e8"),
+            (Unsigned(1000000), "1a000f4240"),
+            (Unsigned(1000000000000), "1b000000e8d4a51000"),
+            (Unsigned(u64::MAX), "1bffffffffffffffff"),
+            (Negative(u64::MAX), "3bffffffffffffffff"),
+            (Negative(0), "20"),
+            (Negative(999), "3903e7"),
+            (Float(0.0), "f90000"),
+            (Float(-0.0), "f98000"),
+            (Float(0.5), "f93800"),
+            (Float(1.5), "f93e00"),
+            (Float(65504.0), "f97bff"),
+            (Float(100000.0), "fa47c35000"),
+            (Float(3.4028234663852886e38), "fa7f7fffff"),
+            (Float(1.1), "fb3ff199999999999a"),
+            (Float(1.0e300), "fb7e37e43c8800759c"),
+            (Float(5.960464477539063e-8), "f90001"),
+            (Float(0.00006103515625), "f90400"),
+            (Float(-4.0), "f9c400"),
+            (Float(f64::INFINITY), "f97c00"),
+            (Float(f64::NEG_INFINITY), "f9fc00"),
+            (Float(f64::NAN), "f97e00"),
+            (text(""), "60"),
+            (text("a"), "6161"),
+            (text("\u{00fc}"), "62c3bc"),
+            (Bytes(vec![]), "40"),
+            (Bytes(vec![1, 2]), "420102"),
+            (Array(vec![]), "80"),
+            (
+                Array(vec![Unsigned(1), Array(vec![Unsigned(2), Unsigned(3)])]),
+                "8201820203",
+            ),
+            (
+                Array((1..=25).map(Unsigned).collect()),
+                "98190102030405060708090a0b0c0d0e0f101112131415161718181819",
+            ),
+            (Map(vec![]), "a0"),
+            (Map(vec![(text("a"), Unsigned(1))]), "a1616101"),
+            (
+                Map(vec![(Unsigned(1), Unsigned(2)), (Unsigned(3), Unsigned(4))]),
+                "a201020304",
+            ),
+            (Tag(1, Box::new(Unsigned(1363896240))), "c11a514b67b0"),
+            (Tag(0, Box::new(text("a"))), "c06161"),
+            (Bool(false), "f4"),
+            (Bool(true), "f5"),
+            (Null, "f6"),
+            (Undefined, "f7"),
+            (Simple(16), "f0"),
+            (Simple(255), "f8ff"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(to_vec(&value), hex(expected), "{value:?}");
+            let back = dec(expected).unwrap();
+            match value {
+                Float(f) if f.is_nan() => assert!(matches!(back, Float(g) if g.is_nan())),
+                _ => assert_eq!(back, value, "{expected}"),
+            }
+        }
+    }
+
+    #[test]
+    fn heads_with_non_shortest_arguments() {
+        assert_eq!(dec("17").unwrap(), Value::Unsigned(23));
+        assert_eq!(dec("1800").unwrap(), Value::Unsigned(0));
+        assert_eq!(dec("190001").unwrap(), Value::Unsigned(1));
+        assert_eq!(dec("1a00000001").unwrap(), Value::Unsigned(1));
+        assert_eq!(dec("1b0000000000000001").unwrap(), Value::Unsigned(1));
+        assert_eq!(dec("3800").unwrap(), Value::Negative(0));
+        assert_eq!(dec("5800").unwrap(), Value::Bytes(vec![]));
+        assert_eq!(err_at("790001"), 3); // one byte declared, none left
+        assert_eq!(dec("79000161").unwrap(), text("a"));
+        assert_eq!(
+            dec("9a0000000101").unwrap(),
+            Value::Array(vec![Value::Unsigned(1)])
+        );
+        assert_eq!(
+            dec("bb00000000000000010102").unwrap(),
+            Value::Map(vec![(Value::Unsigned(1), Value::Unsigned(2))])
+        );
+        assert_eq!(
+            dec("d81801").unwrap(),
+            Value::Tag(24, Box::new(Value::Unsigned(1)))
+        );
+        assert_eq!(
+            dec("db000000000000000101").unwrap(),
+            Value::Tag(1, Box::new(Value::Unsigned(1)))
+        );
+    }
+
+    #[test]
+    fn reserved_additional_info_is_rejected() {
+        for major in 0u8..8 {
+            for info in 28u8..=30 {
+                let byte = (major << 5) | info;
+                assert_eq!(
+                    decode(&[byte, 0, 0, 0, 0, 0, 0, 0, 0], 8)
+                        .unwrap_err()
+                        .offset,
+                    0,
+                    "{byte:#x}"
+                );
+            }
+        }
+        assert_eq!(err_at("811c"), 1);
+    }
+
+    #[test]
+    fn indefinite_lengths() {
+        assert_eq!(
+            dec("5f42010243030405ff").unwrap(),
+            Value::Bytes(vec![1, 2, 3, 4, 5])
+        );
+        assert_eq!(dec("5fff").unwrap(), Value::Bytes(vec![]));
+        assert_eq!(
+            dec("7f657374726561646d696e67ff").unwrap(),
+            text("streaming")
+        );
+        assert_eq!(dec("9fff").unwrap(), Value::Array(vec![]));
+        let nested = dec("9f018202039f0405ffff").unwrap();
+        assert_eq!(to_vec(&nested), hex("8301820203820405"));
+        let map = dec("bf61610161629f0203ffff").unwrap();
+        assert_eq!(to_vec(&map), hex("a26161016162820203"));
+        assert_eq!(
+            dec("a26161bf61620361630461647f616561ffffff")
+                .unwrap_err()
+                .offset,
+            16
+        ); // 0xff is not UTF-8
+        // Chunks must be definite strings of the same major type.
+        assert_eq!(err_at("5f6161ff"), 1);
+        assert_eq!(err_at("7f4161ff"), 1);
+        assert_eq!(err_at("5f5f4101ffff"), 1);
+        assert_eq!(err_at("7f617801ff"), 3);
+        // Break missing, or an odd number of items in a map.
+        assert_eq!(err_at("5f4101"), 3);
+        assert_eq!(err_at("9f0102"), 3);
+        assert_eq!(err_at("bf01ff"), 2);
+        // Indefinite length on integers and tags.
+        assert_eq!(err_at("1f"), 0);
+        assert_eq!(err_at("3f"), 0);
+        assert_eq!(err_at("df01"), 0);
+    }
+
+    #[test]
+    fn stray_break_is_rejected() {
+        assert_eq!(err_at("ff"), 0);
+        assert_eq!(err_at("81ff"), 1);
+        assert_eq!(err_at("a1ff01"), 1);
+        assert_eq!(err_at("a101ff"), 2);
+        assert_eq!(err_at("c1ff"), 1);
+        assert_eq!(err_at("9f01c1ffff"), 3);
+    }
+
+    #[test]
+    fn floats_decode_exactly() {
+        let cases: [(&str, f64); 12] = [
+            ("f90000", 0.0),
+            ("f93c00", 1.0),
+            ("f9c000", -2.0),
+            ("f97bff", 65504.0),
+            ("f90001", 5.960464477539063e-8),
+            ("f903ff", 0.00006097555160522461),
+            ("f90400", 0.00006103515625),
+            ("f97c00", f64::INFINITY),
+            ("f9fc00", f64::NEG_INFINITY),
+            ("fa47c35000", 100000.0),
+            ("fb3ff199999999999a", 1.1),
+            ("fa00000001", f64::from(f32::from_bits(1))),
+        ];
+        for (h, expected) in cases {
+            assert_eq!(dec(h).unwrap(), Value::Float(expected), "{h}");
+        }
+        assert!(
+            matches!(dec("f98000").unwrap(), Value::Float(f) if f == 0.0 && f.is_sign_negative())
+        );
+        for h in [
+            "f97e00",
+            "f97c01",
+            "f9fe00",
+            "fa7fc00000",
+            "fb7ff8000000000000",
+        ] {
+            assert!(
+                matches!(dec(h).unwrap(), Value::Float(f) if f.is_nan()),
+                "{h}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_half_float_round_trips_through_f64() {
+        for bits in 0..=u16::MAX {
+            let wire = [0xf9, (bits >> 8) as u8, bits as u8];
+            let Value::Float(f) = decode(&wire, 0).unwrap() else {
+                panic!("not a float")
+            };
+            if f.is_nan() {
+                assert_eq!((bits >> 10) & 0x1f, 0x1f);
+                continue;
+            }
+            assert_eq!(to_vec(&Value::Float(f)), wire, "{bits:#06x}");
+        }
+    }
+
+    #[test]
+    fn floats_use_the_shortest_exact_width() {
+        let width = |f: f64| to_vec(&Value::Float(f)).len();
+        assert_eq!(width(65504.0), 3);
+        assert_eq!(width(65505.0), 5);
+        assert_eq!(width(2f64.powi(-24)), 3);
+        assert_eq!(width(2f64.powi(-25)), 5);
+        assert_eq!(width(3.0 * 2f64.powi(-24)), 3);
+        assert_eq!(width(1.0 + 2f64.powi(-10)), 3);
+        assert_eq!(width(1.0 + 2f64.powi(-11)), 5);
+        assert_eq!(width(f64::from(f32::MAX)), 5);
+        assert_eq!(width(f64::from(f32::from_bits(1))), 5);
+        assert_eq!(width(f64::MAX), 9);
+        assert_eq!(width(f64::MIN_POSITIVE), 9);
+        assert_eq!(width(0.1), 9);
+    }
+
+    #[test]
+    fn simple_values() {
+        assert_eq!(dec("f4").unwrap(), Value::Bool(false));
+        assert_eq!(dec("f5").unwrap(), Value::Bool(true));
+        assert_eq!(dec("f6").unwrap(), Value::Null);
+        assert_eq!(dec("f7").unwrap(), Value::Undefined);
+        assert_eq!(dec("e0").unwrap(), Value::Simple(0));
+        assert_eq!(dec("f3").unwrap(), Value::Simple(19));
+        assert_eq!(dec("f820").unwrap(), Value::Simple(32));
+        assert_eq!(dec("f8ff").unwrap(), Value::Simple(255));
+        for h in ["f800", "f814", "f818", "f81f"] {
+            assert_eq!(err_at(h), 0, "{h}");
+        }
+        assert_eq!(err_at("f8"), 1);
+    }
+
+    #[test]
+    fn text_must_be_utf8() {
+        assert_eq!(dec("62c3bc").unwrap(), text("ü"));
+        assert_eq!(err_at("62c328"), 1);
+        assert_eq!(err_at("6361ed"), 1); // truncated before the check
+        assert_eq!(err_at("63616180"), 3);
+        assert_eq!(err_at("63eda080"), 1); // encoded surrogate
+        // A code point split across chunks is invalid.
+        assert_eq!(err_at("7f61c361bcff"), 2);
+        // Byte strings carry any bytes.
+        assert_eq!(dec("42c328").unwrap(), Value::Bytes(vec![0xc3, 0x28]));
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let nest = |prefix: u8, n: usize| {
+            let mut v = vec![prefix; n];
+            v.push(0x00);
+            v
+        };
+        on_small_stack(move || {
+            let bomb = vec![0x81u8; 10_000];
+            assert_eq!(decode(&bomb, DEFAULT_MAX_DEPTH).unwrap_err().offset, 128);
+            for byte in [0x81, 0x9f, 0xc1] {
+                let ok = if byte == 0x9f {
+                    let mut v = vec![0x9f; 128];
+                    v.push(0);
+                    v.extend([0xff; 128]);
+                    v
+                } else {
+                    nest(byte, 128)
+                };
+                let value = decode(&ok, DEFAULT_MAX_DEPTH).unwrap();
+                assert_eq!(
+                    to_vec(&value).len(),
+                    if byte == 0x9f { 129 } else { ok.len() }
+                );
+                assert!(decode(&ok, 127).is_err());
+            }
+            let mut maps = Vec::new();
+            for _ in 0..129 {
+                maps.extend([0xa1, 0x00]);
+            }
+            maps.push(0x00);
+            assert_eq!(decode(&maps, DEFAULT_MAX_DEPTH).unwrap_err().offset, 256);
+            assert!(decode(&maps[2..], DEFAULT_MAX_DEPTH).is_ok());
+        });
+        assert_eq!(decode(&[0x00], 0).unwrap(), Value::Unsigned(0));
+        assert_eq!(decode(&[0x80], 0).unwrap_err().offset, 0);
+        assert_eq!(decode(&[0x80], 1).unwrap(), Value::Array(vec![]));
+    }
+
+    #[test]
+    fn declared_lengths_are_checked_before_allocating() {
+        // Byte and text strings of length 2^60 in a 10-byte input.
+        assert_eq!(err_at("5b1000000000000000"), 9);
+        assert_eq!(err_at("7b100000000000000000"), 9);
+        assert_eq!(err_at("5bffffffffffffffff00"), 9);
+        // Arrays need one byte per item, maps two.
+        assert_eq!(err_at("9bffffffffffffffff00"), 9);
+        assert_eq!(err_at("9a7fffffff00"), 5);
+        assert_eq!(err_at("bb800000000000000000"), 9);
+        assert!(dec("83010203").is_ok());
+        assert_eq!(err_at("830102"), 1);
+        assert_eq!(err_at("a2010201"), 1);
+        assert_eq!(dec("a201020304").unwrap().as_map().unwrap().len(), 2);
+        // Inside an indefinite string chunk.
+        assert_eq!(err_at("5f5bffffffffffffffff00ff"), 10);
+    }
+
+    fn sample() -> Value {
+        use Value::*;
+        Map(vec![
+            (text("name"), text("weight \u{1F600} ü")),
+            (
+                text("shape"),
+                Array(vec![
+                    Unsigned(3),
+                    Unsigned(300),
+                    Unsigned(70000),
+                    Unsigned(5_000_000_000),
+                ]),
+            ),
+            (
+                text("neg"),
+                Array(vec![
+                    Negative(0),
+                    Negative(23),
+                    Negative(24),
+                    Negative(u64::MAX),
+                ]),
+            ),
+            (
+                text("floats"),
+                Array(vec![
+                    Float(0.5),
+                    Float(-1.0e-300),
+                    Float(3.25e10),
+                    Float(f64::INFINITY),
+                    Float(0.1),
+                ]),
+            ),
+            (Unsigned(7), Bytes((0..=255).collect())),
+            (
+                Negative(3),
+                Map(vec![
+                    (Bool(true), Null),
+                    (Undefined, Simple(5)),
+                    (Simple(200), Bool(false)),
+                ]),
+            ),
+            (
+                Array(vec![]),
+                Tag(42, Box::new(Tag(u64::MAX, Box::new(Map(vec![]))))),
+            ),
+            (Bytes(vec![]), Array(vec![text(""), text(&"x".repeat(300))])),
+        ])
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let value = sample();
+        let bytes = to_vec(&value);
+        assert_eq!(decode(&bytes, DEFAULT_MAX_DEPTH).unwrap(), value);
+        let mut appended = vec![0xaa];
+        encode(&value, &mut appended);
+        assert_eq!(&appended[1..], &bytes[..]);
+        let nan = decode(&to_vec(&Value::Float(f64::NAN)), 0).unwrap();
+        assert!(matches!(nan, Value::Float(f) if f.is_nan()));
+    }
+
+    #[test]
+    fn truncated_input_errors_everywhere() {
+        let bytes = to_vec(&sample());
+        for len in 0..bytes.len() {
+            let err = decode(&bytes[..len], DEFAULT_MAX_DEPTH).unwrap_err();
+            assert!(err.offset <= len, "prefix {len}: {err}");
+            assert!(err.message.contains("end of input"), "prefix {len}: {err}");
+        }
+        assert_eq!(err_at(""), 0);
+        assert_eq!(err_at("19"), 1);
+        assert_eq!(err_at("1b000000"), 1);
+        assert_eq!(err_at("fb3ff1"), 1);
+        assert_eq!(err_at("826161"), 3);
+    }
+
+    #[test]
+    fn trailing_bytes_and_prefix_decoding() {
+        assert_eq!(err_at("0000"), 1);
+        assert_eq!(
+            decode_prefix(&hex("820102ff"), 4).unwrap(),
+            (
+                Value::Array(vec![Value::Unsigned(1), Value::Unsigned(2)]),
+                3
+            )
+        );
+        let err = dec("0000").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "CBOR error at byte 1: trailing bytes after the item"
+        );
+    }
+
+    #[test]
+    fn integer_extremes() {
+        assert_eq!(
+            dec("3bffffffffffffffff").unwrap(),
+            Value::Negative(u64::MAX)
+        );
+        assert_eq!(dec("1bffffffffffffffff").unwrap().as_u64(), Some(u64::MAX));
+        assert_eq!(dec("3bffffffffffffffff").unwrap().as_u64(), None);
+    }
+
+    #[test]
+    fn accessors() {
+        let value = sample();
+        assert!(value.is_map());
+        assert_eq!(
+            value.get("name").and_then(Value::as_text),
+            Some("weight \u{1F600} ü")
+        );
+        assert_eq!(
+            value
+                .get("shape")
+                .and_then(Value::as_array)
+                .map(<[Value]>::len),
+            Some(4)
+        );
+        assert_eq!(
+            value.get("shape").unwrap().as_array().unwrap()[1].as_u64(),
+            Some(300)
+        );
+        assert_eq!(value.get("missing"), None);
+        assert_eq!(Value::Null.get("name"), None);
+        assert_eq!(
+            Value::Map(vec![
+                (text("k"), Value::Unsigned(1)),
+                (text("k"), Value::Unsigned(2))
+            ])
+            .get("k"),
+            Some(&Value::Unsigned(1))
+        );
+        assert_eq!(value.as_map().unwrap().len(), 8);
+        assert!(
+            value.as_array().is_none() && value.as_text().is_none() && value.as_u64().is_none()
+        );
+        assert!(!Value::Array(vec![]).is_map());
+        let names: Vec<_> = [
+            Value::Unsigned(0),
+            Value::Negative(0),
+            Value::Float(0.0),
+            text(""),
+            Value::Bytes(vec![]),
+            Value::Bool(true),
+            Value::Null,
+            Value::Undefined,
+            Value::Simple(0),
+            Value::Array(vec![]),
+            Value::Map(vec![]),
+            Value::Tag(0, Box::new(Value::Null)),
+        ]
+        .iter()
+        .map(Value::type_name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "unsigned integer",
+                "negative integer",
+                "float",
+                "text",
+                "bytes",
+                "bool",
+                "null",
+                "undefined",
+                "simple value",
+                "array",
+                "map",
+                "tag"
+            ]
+        );
+    }
+}

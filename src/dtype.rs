@@ -1,0 +1,246 @@
+//! Storage dtypes, logical types, their names in every spelling we read, and byte widths.
+
+use crate::error::{Result, bail};
+
+/// The 13 storage types of the format. The numeric values are the C ABI's `zt_dtype`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum DType {
+    F64 = 0,
+    F32 = 1,
+    F16 = 2,
+    BF16 = 3,
+    I64 = 4,
+    I32 = 5,
+    I16 = 6,
+    I8 = 7,
+    U64 = 8,
+    U32 = 9,
+    U16 = 10,
+    U8 = 11,
+    Bool = 12,
+}
+
+/// Every storage dtype, in `zt_dtype` order.
+pub const ALL_DTYPES: [DType; 13] = [
+    DType::F64,
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I64,
+    DType::I32,
+    DType::I16,
+    DType::I8,
+    DType::U64,
+    DType::U32,
+    DType::U16,
+    DType::U8,
+    DType::Bool,
+];
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// The v1.x manifest spelling: "f32", "bf16", "bool" ...
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F64 => "f64",
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I64 => "i64",
+            DType::I32 => "i32",
+            DType::I16 => "i16",
+            DType::I8 => "i8",
+            DType::U64 => "u64",
+            DType::U32 => "u32",
+            DType::U16 => "u16",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// The legacy v0.1 spelling: "float32", "bfloat16", "uint8" ...
+    pub const fn legacy_name(self) -> &'static str {
+        match self {
+            DType::F64 => "float64",
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::I64 => "int64",
+            DType::I32 => "int32",
+            DType::I16 => "int16",
+            DType::I8 => "int8",
+            DType::U64 => "uint64",
+            DType::U32 => "uint32",
+            DType::U16 => "uint16",
+            DType::U8 => "uint8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses a v1.x storage dtype name.
+    pub fn from_name(name: &str) -> Option<DType> {
+        ALL_DTYPES.iter().copied().find(|d| d.name() == name)
+    }
+
+    /// Parses a legacy v0.1 dtype name (the long spellings; the short ones are accepted too).
+    pub fn from_legacy_name(name: &str) -> Option<DType> {
+        ALL_DTYPES
+            .iter()
+            .copied()
+            .find(|d| d.legacy_name() == name)
+            .or_else(|| DType::from_name(name))
+    }
+
+    /// From the C enum value, range-checked.
+    pub fn from_u32(value: u32) -> Option<DType> {
+        ALL_DTYPES.get(value as usize).copied()
+    }
+
+    /// True for f64, f32, f16 and bf16.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
+    }
+
+    /// True for the signed integer types.
+    pub const fn is_signed_int(self) -> bool {
+        matches!(self, DType::I64 | DType::I32 | DType::I16 | DType::I8)
+    }
+
+    /// True for the unsigned integer types.
+    pub const fn is_unsigned_int(self) -> bool {
+        matches!(self, DType::U64 | DType::U32 | DType::U16 | DType::U8)
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a known logical type (`type` in the manifest) requires of its component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogicalTypeInfo {
+    /// The storage dtype the type must be stored as.
+    pub storage: DType,
+    /// Storage elements per logical element (2 for complex).
+    pub ratio: u64,
+}
+
+/// The logical types the v1.2 spec names.
+pub const KNOWN_LOGICAL_TYPES: [&str; 6] = [
+    "f8_e4m3fn",
+    "f8_e5m2",
+    "f8_e4m3fnuz",
+    "f8_e5m2fnuz",
+    "complex64",
+    "complex128",
+];
+
+/// The requirements of a known logical type; None for types this library does not know
+/// (those are accepted and read as their raw storage elements).
+pub fn logical_type_info(name: &str) -> Option<LogicalTypeInfo> {
+    let (storage, ratio) = match name {
+        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" => (DType::U8, 1),
+        "complex64" => (DType::F32, 2),
+        "complex128" => (DType::F64, 2),
+        _ => return None,
+    };
+    Some(LogicalTypeInfo { storage, ratio })
+}
+
+/// Checks that a logical type agrees with its storage dtype. Unknown types pass.
+pub fn check_logical_type(dtype: DType, logical: Option<&str>) -> Result<()> {
+    if let Some(name) = logical {
+        if name.is_empty() {
+            bail!(Format, "empty logical type");
+        }
+        if let Some(info) = logical_type_info(name) {
+            if info.storage != dtype {
+                bail!(
+                    Format,
+                    "logical type '{name}' must be stored as {}, not {dtype}",
+                    info.storage
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Maps a v1.1 dtype spelling (`f8_e4m3`, `f8_e5m2`, `complex64`, `complex128`) or a v1.2
+/// dtype to (storage dtype, logical type).
+pub fn parse_v11_dtype(name: &str) -> Option<(DType, Option<&'static str>)> {
+    match name {
+        "f8_e4m3" => Some((DType::U8, Some("f8_e4m3fn"))),
+        "f8_e5m2" => Some((DType::U8, Some("f8_e5m2"))),
+        "complex64" => Some((DType::F32, Some("complex64"))),
+        "complex128" => Some((DType::F64, Some("complex128"))),
+        _ => DType::from_name(name).map(|d| (d, None)),
+    }
+}
+
+/// Product of the dimensions; None on u64 overflow. The empty shape has one element.
+pub fn numel(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
+/// Bytes a component with this shape, dtype and logical type must decode to;
+/// None on overflow or for an unknown logical type (whose ratio we can't know).
+pub fn dense_byte_size(shape: &[u64], dtype: DType, logical: Option<&str>) -> Option<u64> {
+    let ratio = match logical {
+        None => 1,
+        Some(t) => logical_type_info(t)?.ratio,
+    };
+    numel(shape)?.checked_mul(ratio)?.checked_mul(dtype.size() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_values_are_stable() {
+        for (i, d) in ALL_DTYPES.iter().enumerate() {
+            assert_eq!(*d as u32, i as u32);
+            assert_eq!(DType::from_u32(i as u32), Some(*d));
+            assert_eq!(DType::from_name(d.name()), Some(*d));
+            assert_eq!(DType::from_legacy_name(d.legacy_name()), Some(*d));
+        }
+        assert_eq!(DType::from_u32(13), None);
+        assert_eq!(DType::from_name("float32"), None);
+        assert_eq!(DType::from_legacy_name("bfloat16"), Some(DType::BF16));
+    }
+
+    #[test]
+    fn v11_spellings_map_to_storage_plus_type() {
+        assert_eq!(parse_v11_dtype("f8_e4m3"), Some((DType::U8, Some("f8_e4m3fn"))));
+        assert_eq!(parse_v11_dtype("complex128"), Some((DType::F64, Some("complex128"))));
+        assert_eq!(parse_v11_dtype("i16"), Some((DType::I16, None)));
+        assert_eq!(parse_v11_dtype("f8"), None);
+    }
+
+    #[test]
+    fn sizes_include_the_compound_ratio() {
+        assert_eq!(dense_byte_size(&[3, 4], DType::F32, None), Some(48));
+        assert_eq!(dense_byte_size(&[3], DType::F32, Some("complex64")), Some(24));
+        assert_eq!(dense_byte_size(&[], DType::F64, None), Some(8));
+        assert_eq!(dense_byte_size(&[5, 0], DType::F64, None), Some(0));
+        assert_eq!(dense_byte_size(&[u64::MAX, 2], DType::U8, None), None);
+        assert_eq!(dense_byte_size(&[u64::MAX], DType::U16, None), None);
+        assert_eq!(dense_byte_size(&[4], DType::U8, Some("mx_fp4")), None);
+        assert!(check_logical_type(DType::F32, Some("f8_e5m2")).is_err());
+        assert!(check_logical_type(DType::U8, Some("f8_e5m2")).is_ok());
+        assert!(check_logical_type(DType::U8, Some("my_type")).is_ok());
+    }
+}

@@ -1,0 +1,46 @@
+//! # ztensor
+//!
+//! Reads zTensor files (v1.2.0, v1.1.0 and legacy v0.1.0) and writes v1.2.0, with a C ABI
+//! (`include/ztensor.h`) over the same API.
+//!
+//! ```
+//! use ztensor::{DType, Reader, WriteOptions, Writer};
+//!
+//! let mut w = Writer::new(Vec::new()).unwrap();
+//! let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! w.add("w", DType::F32, &[2, 2], &values, &WriteOptions::default()).unwrap();
+//! let bytes = w.finish().unwrap();
+//!
+//! let r = Reader::from_slice(&bytes).unwrap();
+//! let i = r.find("w").unwrap();
+//! let view = r.view(i, 0).unwrap();
+//! assert_eq!(view.data, &values[..]);
+//! ```
+//!
+//! What is checked when: `open` decodes and validates the whole manifest (structure, types,
+//! bounds, alignment, overlap, sizes against shapes, sparse component sizes); data bytes
+//! are only touched on access: zstd integrity and exact decoded length when decoded,
+//! digests by `verify`, sparse index values and bool bytes by `validate_values`.
+
+mod buffer;
+pub mod cbor;
+mod codec;
+pub mod dtype;
+mod error;
+pub mod json;
+mod legacy;
+mod limits;
+mod manifest;
+mod model;
+mod reader;
+mod validate;
+mod writer;
+
+pub use codec::{DigestAlgorithm, hex_lower, zstd_level_range};
+pub use dtype::DType;
+pub use error::{Error, ErrorKind, Result};
+pub use limits::Limits;
+pub use manifest::WRITE_VERSION;
+pub use model::{ALIGNMENT, Component, Encoding, Object};
+pub use reader::{MAGIC_V01, MAGIC_V1, OpenOptions, Reader, View};
+pub use writer::{WriteOptions, Writer};

@@ -1,0 +1,451 @@
+//! The in-memory model of a file (objects and components) that every input format is
+//! parsed into, and the structural validation every model passes before a reader exists.
+
+use std::collections::HashMap;
+use std::ffi::c_char;
+
+use crate::cbor::Value;
+use crate::dtype::{DType, dense_byte_size, logical_type_info, numel};
+use crate::error::{Result, bail, err};
+
+/// Alignment of every blob in the file, in bytes.
+pub const ALIGNMENT: u64 = 64;
+
+/// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
+/// It never contains an interior NUL.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CText(Box<str>);
+
+impl CText {
+    /// Copies `s`, refusing interior NUL bytes.
+    pub fn new(s: &str) -> Result<CText> {
+        if s.as_bytes().contains(&0) {
+            bail!(Format, "text {:?} contains a NUL byte", s);
+        }
+        let mut owned = String::with_capacity(s.len() + 1);
+        owned.push_str(s);
+        owned.push('\0');
+        Ok(CText(owned.into_boxed_str()))
+    }
+    /// The text without the terminator.
+    pub fn as_str(&self) -> &str {
+        &self.0[..self.0.len() - 1]
+    }
+    /// A NUL-terminated pointer, valid as long as `self`.
+    pub fn as_ptr(&self) -> *const c_char {
+        self.0.as_ptr().cast()
+    }
+}
+
+impl std::fmt::Debug for CText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// How stored bytes are encoded. Values are the C ABI's `zt_encoding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Encoding {
+    /// Stored as is.
+    Raw = 0,
+    /// One or more concatenated zstd frames.
+    Zstd = 1,
+}
+
+impl Encoding {
+    /// The manifest spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Raw => "raw",
+            Encoding::Zstd => "zstd",
+        }
+    }
+    /// From the C enum value, range-checked.
+    pub fn from_u32(v: u32) -> Option<Encoding> {
+        match v {
+            0 => Some(Encoding::Raw),
+            1 => Some(Encoding::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// A contiguous stored region of the file and how it is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blob {
+    /// Absolute file offset.
+    pub offset: u64,
+    /// Stored bytes.
+    pub length: u64,
+    /// How the stored bytes are encoded.
+    pub encoding: Encoding,
+    /// Bytes after decoding.
+    pub decoded_length: u64,
+}
+
+/// How a component's bytes are obtained from its decoded blob. Only legacy v0.1 files
+/// need anything but `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transform {
+    /// The decoded blob is the component.
+    None,
+    /// The decoded blob holds big-endian elements of this many bytes: swap each.
+    SwapBytes(u8),
+    /// A byte range of the decoded blob, elements of `swap` bytes swapped when `swap > 1`.
+    Slice { start: u64, len: u64, swap: u8 },
+    /// Legacy COO records `[ndim x u64 index][value]`: gather the values.
+    CooValues { ndim: u64, nnz: u64, value_size: u8, swap: bool },
+    /// Legacy COO records: gather the indices into structure-of-arrays order.
+    CooCoords { ndim: u64, nnz: u64, value_size: u8, swap: bool },
+}
+
+/// One component of an object: a role, a type, and where its bytes are.
+#[derive(Clone, Debug)]
+pub struct Component {
+    pub(crate) role: CText,
+    pub(crate) dtype: DType,
+    pub(crate) logical_type: Option<CText>,
+    pub(crate) blob: Blob,
+    pub(crate) decoded_length: u64,
+    pub(crate) digest: Option<CText>,
+    pub(crate) transform: Transform,
+}
+
+impl Component {
+    /// The role name ("data", "values", "indices" ...).
+    pub fn role(&self) -> &str {
+        self.role.as_str()
+    }
+    /// The storage dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// The logical type, if the file gives one.
+    pub fn logical_type(&self) -> Option<&str> {
+        self.logical_type.as_ref().map(CText::as_str)
+    }
+    /// The stored encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.blob.encoding
+    }
+    /// Absolute file offset of the stored bytes.
+    pub fn offset(&self) -> u64 {
+        self.blob.offset
+    }
+    /// Stored (possibly compressed) bytes.
+    pub fn length(&self) -> u64 {
+        self.blob.length
+    }
+    /// Bytes of this component after decoding.
+    pub fn decoded_length(&self) -> u64 {
+        self.decoded_length
+    }
+    /// The digest string as stored ("sha256:...", "crc32c:0x..."), if any.
+    pub fn digest(&self) -> Option<&str> {
+        self.digest.as_ref().map(CText::as_str)
+    }
+    /// Number of storage elements after decoding.
+    pub fn element_count(&self) -> u64 {
+        self.decoded_length / self.dtype.size() as u64
+    }
+    /// True when the stored bytes are the component's bytes (raw, little-endian, whole blob).
+    pub fn is_plain(&self) -> bool {
+        self.blob.encoding == Encoding::Raw && self.transform == Transform::None
+    }
+    pub(crate) fn role_c(&self) -> &CText {
+        &self.role
+    }
+    pub(crate) fn logical_type_c(&self) -> Option<&CText> {
+        self.logical_type.as_ref()
+    }
+    pub(crate) fn digest_c(&self) -> Option<&CText> {
+        self.digest.as_ref()
+    }
+}
+
+/// A named object: shape, format, attributes and components.
+#[derive(Clone, Debug)]
+pub struct Object {
+    pub(crate) name: CText,
+    pub(crate) format: CText,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) attributes: Option<Value>,
+    pub(crate) components: Vec<Component>,
+}
+
+impl Object {
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+    /// The layout: "dense", "sparse_csr", "sparse_coo", "quantized_group", or as stored.
+    pub fn format(&self) -> &str {
+        self.format.as_str()
+    }
+    /// The logical shape; empty for a scalar.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+    /// The object's attributes (a CBOR map), if any.
+    pub fn attributes(&self) -> Option<&Value> {
+        self.attributes.as_ref()
+    }
+    /// The components in manifest order.
+    pub fn components(&self) -> &[Component] {
+        &self.components
+    }
+    /// Index of the component with this role.
+    pub fn find_component(&self, role: &str) -> Option<usize> {
+        self.components.iter().position(|c| c.role() == role)
+    }
+    pub(crate) fn name_c(&self) -> &CText {
+        &self.name
+    }
+    pub(crate) fn format_c(&self) -> &CText {
+        &self.format
+    }
+}
+
+/// A whole file's model: version, attributes, objects in manifest order, and a name index.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub(crate) version: CText,
+    pub(crate) attributes: Option<Value>,
+    pub(crate) objects: Vec<Object>,
+    pub(crate) by_name: HashMap<Box<str>, usize>,
+}
+
+impl Model {
+    /// Builds the model and its name index, refusing duplicate names.
+    pub(crate) fn new(version: &str, attributes: Option<Value>, objects: Vec<Object>) -> Result<Model> {
+        let mut by_name = HashMap::with_capacity(objects.len());
+        for (i, o) in objects.iter().enumerate() {
+            if by_name.insert(Box::<str>::from(o.name()), i).is_some() {
+                bail!(Format, "duplicate object name '{}'", o.name());
+            }
+        }
+        Ok(Model { version: CText::new(version)?, attributes, objects, by_name })
+    }
+}
+
+/// The checks on names: non-empty, bounded, no NUL (UTF-8 is guaranteed by the decoders).
+pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText> {
+    if name.is_empty() {
+        bail!(Format, "{what} name is empty");
+    }
+    if name.len() > max_len {
+        bail!(Limit, "{what} name is {} bytes, over the limit of {max_len}", name.len());
+    }
+    CText::new(name).map_err(|e| e.context(format!("{what} name")))
+}
+
+/// Checks a digest string's syntax: "sha256:<64 hex>", "crc32c:0x<8 hex>", or
+/// "<algorithm>:<anything>" for algorithms we don't know (reported at verification).
+pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {
+    let Some((algo, hex)) = digest.split_once(':') else {
+        bail!(Format, "malformed digest '{digest}': expected 'algorithm:hex'");
+    };
+    let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let ok = match algo {
+        "sha256" => hex.len() == 64 && is_hex(hex),
+        "crc32c" => hex.len() == 10 && (hex.starts_with("0x") || hex.starts_with("0X")) && is_hex(&hex[2..]),
+        _ => !algo.is_empty() && !hex.is_empty(),
+    };
+    if !ok {
+        bail!(Format, "malformed digest '{digest}'");
+    }
+    Ok(())
+}
+
+/// Validates a model against the file it came from: blob bounds, alignment and overlap,
+/// component sizes against shape and dtype, sparse structure sizes. `data_end` is where
+/// the manifest starts (no blob may reach past it).
+pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result<()> {
+    let mut blobs: Vec<(u64, u64)> = Vec::new();
+    for obj in &model.objects {
+        let ctx = |e: crate::error::Error| e.context(format!("object '{}'", obj.name()));
+        numel(&obj.shape).ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
+        for c in &obj.components {
+            let cctx = |e: crate::error::Error| ctx(e.context(format!("component '{}'", c.role())));
+            check_blob(&c.blob, data_end, max_decoded).map_err(cctx)?;
+            if c.decoded_length > max_decoded {
+                return Err(cctx(err!(
+                    Limit,
+                    "decoded length {} is over the decode limit {max_decoded}",
+                    c.decoded_length
+                )));
+            }
+            if c.decoded_length % c.dtype.size() as u64 != 0 {
+                return Err(cctx(err!(
+                    Format,
+                    "{} bytes is not a whole number of {} elements",
+                    c.decoded_length,
+                    c.dtype
+                )));
+            }
+            if let Some(t) = c.logical_type() {
+                if let Some(info) = logical_type_info(t) {
+                    let unit = info.ratio * c.dtype.size() as u64;
+                    if c.decoded_length % unit != 0 {
+                        return Err(cctx(err!(
+                            Format,
+                            "{} bytes is not a whole number of '{t}' elements",
+                            c.decoded_length
+                        )));
+                    }
+                }
+            }
+            if c.blob.length > 0 {
+                blobs.push((c.blob.offset, c.blob.length));
+            }
+        }
+        check_structure(obj).map_err(ctx)?;
+    }
+    blobs.sort_unstable();
+    blobs.dedup();
+    for pair in blobs.windows(2) {
+        let (a_off, a_len) = pair[0];
+        let (b_off, b_len) = pair[1];
+        if b_off < a_off + a_len {
+            bail!(
+                Format,
+                "blobs [{a_off}, {}) and [{b_off}, {}) overlap",
+                a_off + a_len,
+                b_off + b_len
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
+    let Blob { offset, length, encoding, decoded_length } = *blob;
+    if offset == 0 {
+        bail!(Format, "offset 0 points at the file header");
+    }
+    if offset % ALIGNMENT != 0 {
+        bail!(Format, "offset {offset} is not a multiple of {ALIGNMENT}");
+    }
+    let end = offset
+        .checked_add(length)
+        .ok_or_else(|| err!(Format, "offset {offset} + length {length} overflows"))?;
+    if end > data_end {
+        bail!(
+            Format,
+            "bytes [{offset}, {end}) reach past the data region, which ends at {data_end} where the manifest starts"
+        );
+    }
+    match encoding {
+        Encoding::Raw if decoded_length != length => {
+            bail!(Format, "raw blob of {length} bytes cannot decode to {decoded_length} bytes")
+        }
+        Encoding::Zstd => {
+            if decoded_length > max_decoded {
+                bail!(Limit, "uncompressed_length {decoded_length} is over the decode limit {max_decoded}");
+            }
+            // A zstd block expands at most 128 KiB from a 4-byte RLE block; allow 2x slack.
+            let ceiling = length.saturating_mul(65536).saturating_add(65536);
+            if decoded_length > ceiling {
+                bail!(
+                    Format,
+                    "uncompressed_length {decoded_length} is impossible for {length} bytes of zstd"
+                );
+            }
+            if length == 0 && decoded_length > 0 {
+                bail!(Format, "zstd blob of 0 bytes cannot decode to {decoded_length} bytes");
+            }
+        }
+        Encoding::Raw => {}
+    }
+    Ok(())
+}
+
+fn component_of<'o>(obj: &'o Object, role: &str) -> Result<&'o Component> {
+    obj.components
+        .iter()
+        .find(|c| c.role() == role)
+        .ok_or_else(|| err!(Format, "{} object has no '{role}' component", obj.format()))
+}
+
+/// Index dtypes we accept for sparse objects: u64 (the spec) and u32 (what some writers
+/// emit). We write u64 only.
+fn check_index(c: &Component) -> Result<()> {
+    if !matches!(c.dtype, DType::U64 | DType::U32) {
+        bail!(Format, "index component '{}' must be u64 (or u32), not {}", c.role(), c.dtype);
+    }
+    Ok(())
+}
+
+/// Logical elements of a values component (complex counts pairs).
+fn logical_elements(c: &Component) -> u64 {
+    let ratio = c.logical_type().and_then(logical_type_info).map_or(1, |i| i.ratio);
+    c.decoded_length / (c.dtype.size() as u64 * ratio)
+}
+
+/// Size consistency of the known formats, from the manifest alone.
+pub(crate) fn check_structure(obj: &Object) -> Result<()> {
+    let total = numel(&obj.shape).unwrap_or(u64::MAX);
+    match obj.format() {
+        "dense" => {
+            let data = component_of(obj, "data")?;
+            if let Some(expected) = dense_byte_size(&obj.shape, data.dtype, data.logical_type()) {
+                if data.decoded_length != expected {
+                    bail!(
+                        Format,
+                        "'data' holds {} bytes but shape {:?} of {}{} needs {expected}",
+                        data.decoded_length,
+                        obj.shape,
+                        data.dtype,
+                        data.logical_type().map(|t| format!(" ({t})")).unwrap_or_default()
+                    );
+                }
+            }
+        }
+        "sparse_csr" => {
+            let values = component_of(obj, "values")?;
+            let indices = component_of(obj, "indices")?;
+            let indptr = component_of(obj, "indptr")?;
+            check_index(indices)?;
+            check_index(indptr)?;
+            if obj.shape.len() != 2 {
+                bail!(Format, "sparse_csr needs a 2-d shape, not {:?}", obj.shape);
+            }
+            let nnz = logical_elements(values);
+            if indptr.element_count() != obj.shape[0].saturating_add(1) {
+                bail!(
+                    Format,
+                    "indptr has {} entries, expected rows + 1 = {}",
+                    indptr.element_count(),
+                    obj.shape[0] as u128 + 1
+                );
+            }
+            if indices.element_count() != nnz {
+                bail!(Format, "indices has {} entries but values has {nnz}", indices.element_count());
+            }
+            if nnz > total {
+                bail!(Format, "{nnz} stored values exceed the shape's {total} elements");
+            }
+        }
+        "sparse_coo" => {
+            let values = component_of(obj, "values")?;
+            let coords = component_of(obj, "coords")?;
+            check_index(coords)?;
+            let nnz = logical_elements(values);
+            let expected = (obj.shape.len() as u64).checked_mul(nnz);
+            if expected != Some(coords.element_count()) {
+                bail!(
+                    Format,
+                    "coords has {} entries, expected ndim {} x nnz {nnz}",
+                    coords.element_count(),
+                    obj.shape.len()
+                );
+            }
+            if nnz > total {
+                bail!(Format, "{nnz} stored values exceed the shape's {total} elements");
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,513 @@
+//! Opening files (mmap, caller memory, or pread), looking objects up, and getting their
+//! bytes: zero-copy views, decoded views cached once, copies into caller buffers, range
+//! reads and digest verification. A `Reader` is immutable after open and `Send + Sync`.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use memmap2::Mmap;
+
+use crate::buffer::AlignedBuf;
+use crate::cbor::Value;
+use crate::codec::{StreamDecoder, parse_digest, zstd_decode_into};
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::limits::Limits;
+use crate::model::{ALIGNMENT, Blob, Component, Encoding, Model, Object, Transform, validate};
+use crate::{legacy, manifest};
+
+/// Magic bytes of v1.x files, at both ends.
+pub const MAGIC_V1: &[u8; 8] = b"ZTEN1000";
+/// Magic bytes at the start of legacy v0.1 files.
+pub const MAGIC_V01: &[u8; 8] = b"ZTEN0001";
+
+/// How to open a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Map the file (default). When false, every access is a `pread` into memory: nothing
+    /// is zero-copy, but a file truncated by someone else can't raise SIGBUS.
+    pub use_mmap: bool,
+    /// Verify every digest while opening (reads every stored byte once).
+    pub verify_on_open: bool,
+    /// Safety limits.
+    pub limits: Limits,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { use_mmap: true, verify_on_open: false, limits: Limits::default() }
+    }
+}
+
+enum Source<'a> {
+    Map(Mmap),
+    Slice(&'a [u8]),
+    File(File),
+}
+
+impl Source<'_> {
+    /// The whole file when it is addressable memory.
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Source::Map(m) => Some(m),
+            Source::Slice(s) => Some(s),
+            Source::File(_) => None,
+        }
+    }
+
+    /// `dst.len()` bytes at `offset`; the caller has bounds-checked the range.
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        match self {
+            Source::File(f) => f
+                .read_exact_at(dst, offset)
+                .map_err(|e| Error::io(format_args!("reading {} bytes at offset {offset}", dst.len()), e)),
+            _ => {
+                let all = self.bytes().expect("memory source");
+                let start = offset as usize;
+                dst.copy_from_slice(&all[start..start + dst.len()]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes `[offset, offset + len)`: borrowed from memory, or read from the file.
+    fn region(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        if let Some(all) = self.bytes() {
+            return Ok(Cow::Borrowed(&all[offset as usize..(offset + len) as usize]));
+        }
+        let mut v = vec![0u8; usize::try_from(len).map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?];
+        self.read_at(offset, &mut v)?;
+        Ok(Cow::Owned(v))
+    }
+}
+
+struct Cache {
+    cell: OnceLock<AlignedBuf>,
+    lock: Mutex<()>,
+}
+
+/// A borrowed view of a component's decoded bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct View<'r> {
+    /// The bytes; 64-byte aligned.
+    pub data: &'r [u8],
+    /// The storage dtype of the elements.
+    pub dtype: DType,
+    /// True when `data` points into the mapped file or the caller's memory, false when it
+    /// is a decoded copy owned by the reader.
+    pub zero_copy: bool,
+}
+
+/// An open file. Immutable after open; every method may be called from many threads.
+pub struct Reader<'a> {
+    source: Source<'a>,
+    model: Model,
+    limits: Limits,
+    caches: Box<[Cache]>,
+    first_cache: Box<[usize]>,
+    cached_total: AtomicU64,
+}
+
+impl std::fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").field("version", &self.version()).field("objects", &self.model.objects.len()).finish()
+    }
+}
+
+impl Reader<'static> {
+    /// Opens a file by path with the default options (read-only mmap).
+    /// Costs: one mmap, the manifest is decoded and validated once; no data is read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader<'static>> {
+        Self::open_with(path, &OpenOptions::default())
+    }
+
+    /// Opens a file by path with options.
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
+        let path = path.as_ref();
+        let ctx = |e: Error| e.context(path.display());
+        let file = File::open(path).map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
+        let source = if options.use_mmap {
+            let len = file.metadata().map_err(|e| ctx(Error::io("reading its size", e)))?.len();
+            if len < 17 {
+                return Err(ctx(err!(Format, "file is {len} bytes, too short to be a zTensor file")));
+            }
+            // SAFETY: the mapping is read-only. If another process truncates the file while it
+            // is mapped, access faults (SIGBUS); `use_mmap = false` avoids that.
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| ctx(Error::io("mapping the file", e)))?;
+            Source::Map(map)
+        } else {
+            Source::File(file)
+        };
+        Reader::from_source(source, options).map_err(ctx)
+    }
+}
+
+impl<'a> Reader<'a> {
+    /// Opens a file held in memory; the bytes are borrowed, never copied.
+    pub fn from_slice(bytes: &'a [u8]) -> Result<Reader<'a>> {
+        Self::from_slice_with(bytes, &OpenOptions::default())
+    }
+
+    /// Opens a file held in memory, with options (`use_mmap` is ignored).
+    pub fn from_slice_with(bytes: &'a [u8], options: &OpenOptions) -> Result<Reader<'a>> {
+        Reader::from_source(Source::Slice(bytes), options)
+    }
+
+    fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
+        let limits = options.limits;
+        let size = match &source {
+            Source::File(f) => f.metadata().map_err(|e| Error::io("reading the file size", e))?.len(),
+            other => other.bytes().expect("memory source").len() as u64,
+        };
+        let model = read_model(&source, size, &limits)?;
+        let mut first_cache = Vec::with_capacity(model.objects.len());
+        let mut count = 0usize;
+        for o in &model.objects {
+            first_cache.push(count);
+            count += o.components.len();
+        }
+        let caches = (0..count).map(|_| Cache { cell: OnceLock::new(), lock: Mutex::new(()) }).collect();
+        let reader = Reader {
+            source,
+            model,
+            limits,
+            caches,
+            first_cache: first_cache.into_boxed_slice(),
+            cached_total: AtomicU64::new(0),
+        };
+        if options.verify_on_open {
+            reader.verify()?;
+        }
+        Ok(reader)
+    }
+
+    /// The file's format version: "1.2.0", "1.1.0", "0.1.0" ...
+    pub fn version(&self) -> &str {
+        self.model.version.as_str()
+    }
+
+    /// File-level attributes (a CBOR map), if any.
+    pub fn attributes(&self) -> Option<&Value> {
+        self.model.attributes.as_ref()
+    }
+
+    /// All objects, in manifest order.
+    pub fn objects(&self) -> &[Object] {
+        &self.model.objects
+    }
+
+    /// The object at `index`.
+    pub fn object(&self, index: usize) -> Result<&Object> {
+        self.model
+            .objects
+            .get(index)
+            .ok_or_else(|| err!(NotFound, "no object at index {index} (the file has {})", self.model.objects.len()))
+    }
+
+    /// The index of the object called `name`; O(1).
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.model.by_name.get(name).copied()
+    }
+
+    /// The limits this reader was opened with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
+    }
+
+    fn component(&self, object: usize, component: usize) -> Result<(&Object, &Component)> {
+        let obj = self.object(object)?;
+        let c = obj.components.get(component).ok_or_else(|| {
+            err!(NotFound, "object '{}' has no component at index {component}", obj.name())
+        })?;
+        Ok((obj, c))
+    }
+
+    fn ctx(obj: &Object, c: &Component) -> impl Fn(Error) -> Error {
+        let what = format!("object '{}' component '{}'", obj.name(), c.role());
+        move |e| e.context(&what)
+    }
+
+    /// A view of a component's decoded bytes. Raw components are zero-copy (a slice of the
+    /// mapping or the caller's memory, when that is 64-byte aligned). Anything else is
+    /// decoded once into memory the reader owns and keeps until it is dropped; concurrent
+    /// first calls decode once.
+    pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
+        let (obj, c) = self.component(object, component)?;
+        if c.is_plain() {
+            if let Some(all) = self.source.bytes() {
+                let start = c.blob.offset as usize;
+                let data = &all[start..start + c.blob.length as usize];
+                if data.as_ptr() as usize % ALIGNMENT as usize == 0 || data.is_empty() {
+                    return Ok(View { data, dtype: c.dtype, zero_copy: true });
+                }
+            }
+        }
+        let cache = &self.caches[self.first_cache[object] + component];
+        if let Some(buf) = cache.cell.get() {
+            return Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false });
+        }
+        let _guard = cache.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(buf) = cache.cell.get() {
+            return Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false });
+        }
+        let ctx = Self::ctx(obj, c);
+        let len = c.decoded_length;
+        let total = self.cached_total.fetch_add(len, Ordering::SeqCst).saturating_add(len);
+        if total > self.limits.max_total_cached {
+            self.cached_total.fetch_sub(len, Ordering::SeqCst);
+            return Err(ctx(err!(
+                Limit,
+                "caching {len} decoded bytes would exceed the reader's cache limit of {}",
+                self.limits.max_total_cached
+            )));
+        }
+        let mut buf = match AlignedBuf::zeroed(len) {
+            Ok(b) => b,
+            Err(e) => {
+                self.cached_total.fetch_sub(len, Ordering::SeqCst);
+                return Err(ctx(e));
+            }
+        };
+        if let Err(e) = self.decode_into(c, buf.as_mut_slice()) {
+            self.cached_total.fetch_sub(len, Ordering::SeqCst);
+            return Err(ctx(e));
+        }
+        let buf = cache.cell.get_or_init(|| buf);
+        Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false })
+    }
+
+    /// Copies or decodes a component into `dst`, which must be exactly `decoded_length`
+    /// bytes. Decodes straight into `dst`, with no intermediate copy, unless a view already
+    /// cached the decoded bytes (then it copies them).
+    pub fn read_into(&self, object: usize, component: usize, dst: &mut [u8]) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        check_dst(c.decoded_length, dst.len())?;
+        if let Some(buf) = self.caches[self.first_cache[object] + component].cell.get() {
+            dst.copy_from_slice(buf.as_slice());
+            return Ok(());
+        }
+        self.decode_into(c, dst).map_err(Self::ctx(obj, c))
+    }
+
+    /// Reads a component into a new vector (allocates `decoded_length` bytes).
+    pub fn read_to_vec(&self, object: usize, component: usize) -> Result<Vec<u8>> {
+        let (_, c) = self.component(object, component)?;
+        let len = usize::try_from(c.decoded_length).map_err(|_| err!(Limit, "component too large for memory"))?;
+        let mut v = vec![0u8; len];
+        self.read_into(object, component, &mut v)?;
+        Ok(v)
+    }
+
+    /// Reads the decoded bytes `[offset, offset + dst.len())` of a component into `dst`.
+    /// For zstd components the frames are decoded in a stream up to the end of the range,
+    /// with a bounded working buffer, and nothing is cached.
+    pub fn read_range(&self, object: usize, component: usize, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        offset.checked_add(dst.len() as u64).filter(|&e| e <= c.decoded_length).ok_or_else(|| {
+            err!(
+                InvalidArgument,
+                "range [{offset}, {offset} + {}) is outside the component's {} bytes",
+                dst.len(),
+                c.decoded_length
+            )
+        })?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if let Some(buf) = self.caches[self.first_cache[object] + component].cell.get() {
+            dst.copy_from_slice(&buf.as_slice()[offset as usize..offset as usize + dst.len()]);
+            return Ok(());
+        }
+        let ctx = Self::ctx(obj, c);
+        match (c.blob.encoding, c.transform) {
+            (Encoding::Raw, Transform::None) => self.source.read_at(c.blob.offset + offset, dst).map_err(ctx),
+            (Encoding::Zstd, Transform::None) => self.zstd_range(&c.blob, offset, dst).map_err(ctx),
+            _ => {
+                let all = self.read_to_vec(object, component)?;
+                dst.copy_from_slice(&all[offset as usize..offset as usize + dst.len()]);
+                Ok(())
+            }
+        }
+    }
+
+    fn zstd_range(&self, blob: &Blob, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let stored = self.source.region(blob.offset, blob.length)?;
+        let mut dec = StreamDecoder::new()?;
+        let mut scratch = vec![0u8; 1 << 17];
+        let mut input: &[u8] = &stored;
+        let mut pos = 0u64; // decoded bytes produced so far
+        let mut filled = 0usize;
+        while filled < dst.len() {
+            let skipping = pos < offset;
+            let out: &mut [u8] = if skipping {
+                let n = ((offset - pos) as usize).min(scratch.len());
+                &mut scratch[..n]
+            } else {
+                &mut dst[filled..]
+            };
+            let (used, produced) = dec.run(input, out)?;
+            input = &input[used..];
+            if used == 0 && produced == 0 {
+                bail!(Format, "zstd data ends after {pos} decoded bytes, before the range ends");
+            }
+            pos += produced as u64;
+            if !skipping {
+                filled += produced;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes a component into `dst` (exactly its decoded length).
+    fn decode_into(&self, c: &Component, dst: &mut [u8]) -> Result<()> {
+        match c.transform {
+            Transform::None => self.decode_blob_into(&c.blob, dst),
+            Transform::SwapBytes(width) => {
+                self.decode_blob_into(&c.blob, dst)?;
+                swap_in_place(dst, width);
+                Ok(())
+            }
+            other => {
+                let len = usize::try_from(c.blob.decoded_length).map_err(|_| err!(Limit, "blob too large for memory"))?;
+                let mut blob = vec![0u8; len];
+                self.decode_blob_into(&c.blob, &mut blob)?;
+                legacy::gather(other, &blob, dst)
+            }
+        }
+    }
+
+    fn decode_blob_into(&self, blob: &Blob, dst: &mut [u8]) -> Result<()> {
+        debug_assert_eq!(dst.len() as u64, blob.decoded_length);
+        match blob.encoding {
+            Encoding::Raw => self.source.read_at(blob.offset, dst),
+            Encoding::Zstd => {
+                let stored = self.source.region(blob.offset, blob.length)?;
+                zstd_decode_into(&stored, dst)
+            }
+        }
+    }
+
+    /// Checks one component's stored digest. `NotFound` when it has none, `Unsupported`
+    /// for an algorithm this build doesn't know, `Checksum` on mismatch. Reads every stored
+    /// byte of the component once.
+    pub fn verify_component(&self, object: usize, component: usize) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        let ctx = Self::ctx(obj, c);
+        let digest = c.digest().ok_or_else(|| ctx(err!(NotFound, "the component has no digest")))?;
+        self.check_digest(&c.blob, digest).map_err(ctx)
+    }
+
+    fn check_digest(&self, blob: &Blob, digest: &str) -> Result<()> {
+        let expected = parse_digest(digest)?;
+        let mut hasher = expected.hasher();
+        match self.source.bytes() {
+            Some(all) => hasher.update(&all[blob.offset as usize..(blob.offset + blob.length) as usize]),
+            None => {
+                let mut chunk = vec![0u8; (1 << 20).min(blob.length as usize)];
+                let mut done = 0u64;
+                while done < blob.length {
+                    let n = chunk.len().min((blob.length - done) as usize);
+                    self.source.read_at(blob.offset + done, &mut chunk[..n])?;
+                    hasher.update(&chunk[..n]);
+                    done += n as u64;
+                }
+            }
+        }
+        expected.check(hasher)
+    }
+
+    /// Checks every stored digest in the file (each stored blob once) and returns the first
+    /// failure. A file without digests verifies as Ok.
+    pub fn verify(&self) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        for (oi, obj) in self.model.objects.iter().enumerate() {
+            for (ci, c) in obj.components.iter().enumerate() {
+                if let Some(d) = c.digest() {
+                    if seen.insert((c.blob.offset, c.blob.length, d)) {
+                        self.verify_component(oi, ci)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an object's values beyond what the manifest shows: sparse structure (indptr
+    /// starts at 0, never decreases and ends at nnz; indices and coordinates in range) and
+    /// bool bytes (0 or 1). Decodes the components it checks.
+    pub fn validate_values(&self, object: usize) -> Result<()> {
+        let obj = self.object(object)?;
+        crate::validate::check_values(self, object, obj).map_err(|e| e.context(format!("object '{}'", obj.name())))
+    }
+}
+
+/// A destination must be exactly the size the call fills.
+pub(crate) fn check_dst(needed: u64, given: usize) -> Result<()> {
+    match (given as u64).cmp(&needed) {
+        std::cmp::Ordering::Less => bail!(BufferTooSmall, "buffer of {given} bytes is smaller than the {needed} bytes to read"),
+        std::cmp::Ordering::Greater => {
+            bail!(InvalidArgument, "buffer of {given} bytes is larger than the {needed} bytes to read; sizes must match")
+        }
+        std::cmp::Ordering::Equal => Ok(()),
+    }
+}
+
+/// Reverses the bytes of each `width`-byte element.
+pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
+    if width > 1 {
+        for chunk in bytes.chunks_exact_mut(width as usize) {
+            chunk.reverse();
+        }
+    }
+}
+
+/// Finds the manifest, decodes and validates it, for either container version.
+fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> {
+    if size < 8 {
+        bail!(Format, "file is {size} bytes, too short to be a zTensor file");
+    }
+    let mut head = [0u8; 8];
+    source.read_at(0, &mut head)?;
+    let (tail_len, legacy) = match &head {
+        MAGIC_V1 => (16u64, false),
+        MAGIC_V01 => (8u64, true),
+        _ => bail!(Format, "not a zTensor file: the header magic is {:?}", String::from_utf8_lossy(&head)),
+    };
+    if size < 8 + tail_len + 1 {
+        bail!(Format, "file is {size} bytes, too short to hold a header, a manifest and a footer");
+    }
+    let mut tail = [0u8; 16];
+    let tail = &mut tail[..tail_len as usize];
+    source.read_at(size - tail_len, tail)?;
+    if !legacy && &tail[8..16] != MAGIC_V1 {
+        bail!(Format, "the footer magic is {:?}, not \"ZTEN1000\": the file is truncated or corrupt", String::from_utf8_lossy(&tail[8..16]));
+    }
+    let manifest_size = u64::from_le_bytes(tail[..8].try_into().expect("8 bytes"));
+    if manifest_size == 0 {
+        bail!(Format, "manifest size is 0");
+    }
+    if manifest_size > limits.max_manifest_size {
+        bail!(Limit, "manifest size {manifest_size} is over the limit of {}", limits.max_manifest_size);
+    }
+    if manifest_size > size - 8 - tail_len {
+        bail!(Format, "manifest size {manifest_size} does not fit between the header and the footer of a {size}-byte file");
+    }
+    let start = size - tail_len - manifest_size;
+    let bytes = source.region(start, manifest_size)?;
+    let root = crate::cbor::decode(&bytes, limits.max_cbor_depth).map_err(|e| {
+        let kind = if e.message.contains("nesting deeper") { ErrorKind::Limit } else { ErrorKind::Format };
+        Error::new(kind, format!("manifest at offset {start}: {e}"))
+    })?;
+    drop(bytes);
+    let model = if legacy { legacy::parse(&root, limits)? } else { manifest::parse(&root, limits)? };
+    validate(&model, start, limits.max_decoded_size)?;
+    Ok(model)
+}

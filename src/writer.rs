@@ -1,0 +1,489 @@
+//! The append-only writer: header, 64-byte aligned blobs with zero padding, manifest,
+//! manifest size, footer. Always writes version 1.2.0. Writing to a path goes through a
+//! temporary file in the same directory that is renamed into place only by `finish`.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions as FsOpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::cbor::Value;
+use crate::codec::{DigestAlgorithm, Hasher, StreamEncoder, zstd_level_range};
+use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
+use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::limits::Limits;
+use crate::model::{ALIGNMENT, Blob, CText, Component, Encoding, Object, Transform, check_name, check_structure};
+use crate::reader::MAGIC_V1;
+
+/// How one component is stored. `WriteOptions::default()` is raw, no digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Raw or zstd.
+    pub encoding: Encoding,
+    /// zstd level; 0 means the library default (3).
+    pub level: i32,
+    /// Digest of the stored bytes to record.
+    pub digest: DigestAlgorithm,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { encoding: Encoding::Raw, level: 0, digest: DigestAlgorithm::None }
+    }
+}
+
+impl WriteOptions {
+    /// zstd at `level` (0 = default), no digest.
+    pub fn zstd(level: i32) -> Self {
+        WriteOptions { encoding: Encoding::Zstd, level, ..Default::default() }
+    }
+    /// These options with a digest.
+    pub fn with_digest(self, digest: DigestAlgorithm) -> Self {
+        WriteOptions { digest, ..self }
+    }
+}
+
+/// A component being streamed.
+struct Stream {
+    role: CText,
+    dtype: DType,
+    logical_type: Option<CText>,
+    offset: u64,
+    decoded: u64,
+    hasher: Hasher,
+    encoder: Option<StreamEncoder>,
+}
+
+/// Where a path writer puts its bytes until `finish`.
+struct Target {
+    temp: PathBuf,
+    path: PathBuf,
+    done: bool,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// An append-only writer. Add objects, then `finish`. Used by one thread at a time.
+pub struct Writer<W: Write = BufWriter<File>> {
+    out: W,
+    pos: u64,
+    objects: Vec<Object>,
+    by_name: HashMap<String, usize>,
+    open_object: bool,
+    stream: Option<Stream>,
+    file_attributes: Option<Value>,
+    failed: Option<String>,
+    target: Option<Target>,
+}
+
+impl<W: Write> std::fmt::Debug for Writer<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("position", &self.pos).field("objects", &self.objects.len()).finish()
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Writer<BufWriter<File>> {
+    /// Creates a writer for `path`. Nothing appears under `path` until `finish` succeeds;
+    /// the bytes go to a temporary file beside it, removed if the writer is dropped unfinished.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file_name = path
+            .file_name()
+            .ok_or_else(|| err!(InvalidArgument, "'{}' does not name a file", path.display()))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut temp_name = std::ffi::OsString::from(".");
+        temp_name.push(file_name);
+        temp_name.push(format!(
+            ".{}.{}.tmp",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let temp = dir.join(temp_name);
+        let file = FsOpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| Error::io(format_args!("creating {}", temp.display()), e))?;
+        let target = Target { temp, path, done: false };
+        let mut w = Writer::new_inner(BufWriter::with_capacity(1 << 20, file), Some(target));
+        w.emit(MAGIC_V1)?;
+        Ok(w)
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer appending to any `Write` (a socket, a `Vec<u8>` ...). Writes the header now.
+    pub fn new(out: W) -> Result<Self> {
+        let mut w = Writer::new_inner(out, None);
+        w.emit(MAGIC_V1)?;
+        Ok(w)
+    }
+
+    fn new_inner(out: W, target: Option<Target>) -> Self {
+        Writer {
+            out,
+            pos: 0,
+            objects: Vec::new(),
+            by_name: HashMap::new(),
+            open_object: false,
+            stream: None,
+            file_attributes: None,
+            failed: None,
+            target,
+        }
+    }
+
+    /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
+    fn emit(&mut self, bytes: &[u8]) -> Result<()> {
+        emit_to(&mut self.out, &mut self.pos, &mut self.failed, bytes)
+    }
+
+    fn pad_to_alignment(&mut self) -> Result<()> {
+        const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
+        let pad = (ALIGNMENT - self.pos % ALIGNMENT) % ALIGNMENT;
+        self.emit(&ZEROS[..pad as usize])
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if let Some(why) = &self.failed {
+            bail!(State, "the writer failed earlier and can't continue ({why})");
+        }
+        Ok(())
+    }
+
+    /// Adds a dense object with one raw or encoded "data" component.
+    /// `data.len()` must equal the element count of `shape` times the dtype size.
+    pub fn add(&mut self, name: &str, dtype: DType, shape: &[u64], data: &[u8], options: &WriteOptions) -> Result<()> {
+        self.add_typed(name, dtype, None, shape, data, options)
+    }
+
+    /// Adds a dense object whose data has a logical type (fp8 kinds, complex ...).
+    pub fn add_typed(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        logical_type: Option<&str>,
+        shape: &[u64],
+        data: &[u8],
+        options: &WriteOptions,
+    ) -> Result<()> {
+        self.check_usable()?;
+        if self.open_object {
+            bail!(State, "object '{}' is still open: end it before adding another", self.objects.last().map_or("", |o| o.name()));
+        }
+        check_logical_type(dtype, logical_type).map_err(as_argument)?;
+        check_shape(shape)?;
+        match dense_byte_size(shape, dtype, logical_type) {
+            Some(n) if n == data.len() as u64 => {}
+            Some(n) => bail!(
+                InvalidArgument,
+                "object '{name}': {} bytes given, but shape {shape:?} of {dtype}{} needs {n}",
+                data.len(),
+                logical_type.map(|t| format!(" ({t})")).unwrap_or_default()
+            ),
+            None if logical_type.is_some() => {}
+            None => bail!(InvalidArgument, "object '{name}': shape {shape:?} overflows"),
+        }
+        self.begin_object(name, "dense", shape)?;
+        let result = self.add_component("data", dtype, logical_type, data, options).and_then(|()| self.end_object());
+        if result.is_err() {
+            self.abandon_object();
+        }
+        result
+    }
+
+    /// Begins an object of any format; add its components, then `end_object`.
+    pub fn begin_object(&mut self, name: &str, format: &str, shape: &[u64]) -> Result<()> {
+        self.check_usable()?;
+        if self.open_object {
+            bail!(State, "object '{}' is still open: end it before beginning another", self.objects.last().map_or("", |o| o.name()));
+        }
+        let name_c = check_name("object", name, Limits::default().max_name_length).map_err(as_argument)?;
+        if self.by_name.contains_key(name) {
+            bail!(InvalidArgument, "an object named '{name}' was already added");
+        }
+        if format.is_empty() {
+            bail!(InvalidArgument, "object '{name}': the format is empty");
+        }
+        let format_c = CText::new(format).map_err(as_argument)?;
+        check_shape(shape)?;
+        self.by_name.insert(name.to_owned(), self.objects.len());
+        self.objects.push(Object { name: name_c, format: format_c, shape: shape.to_vec(), attributes: None, components: Vec::new() });
+        self.open_object = true;
+        Ok(())
+    }
+
+    /// Adds a whole component to the open object.
+    pub fn add_component(
+        &mut self,
+        role: &str,
+        dtype: DType,
+        logical_type: Option<&str>,
+        data: &[u8],
+        options: &WriteOptions,
+    ) -> Result<()> {
+        self.begin_component(role, dtype, logical_type, options)?;
+        let r = self.write(data).and_then(|()| self.end_component());
+        if r.is_err() {
+            self.stream = None;
+        }
+        r
+    }
+
+    /// Begins streaming a component of the open object; feed it with `write`, end it with
+    /// `end_component`. Memory use is bounded whatever the component's size.
+    pub fn begin_component(
+        &mut self,
+        role: &str,
+        dtype: DType,
+        logical_type: Option<&str>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        self.check_usable()?;
+        if !self.open_object {
+            bail!(State, "no object is open: begin one before adding components");
+        }
+        if let Some(s) = &self.stream {
+            bail!(State, "component '{}' is still being written: end it first", s.role.as_str());
+        }
+        let obj = self.objects.last().expect("open object");
+        let role_c = check_name("component", role, Limits::default().max_name_length).map_err(as_argument)?;
+        if obj.find_component(role).is_some() {
+            bail!(InvalidArgument, "object '{}' already has a '{role}' component", obj.name());
+        }
+        check_logical_type(dtype, logical_type).map_err(as_argument)?;
+        let encoder = match options.encoding {
+            Encoding::Raw => None,
+            Encoding::Zstd => {
+                if options.level != 0 && !zstd_level_range().contains(&options.level) {
+                    bail!(InvalidArgument, "zstd level {} is outside {:?}", options.level, zstd_level_range());
+                }
+                Some(StreamEncoder::new(options.level)?)
+            }
+        };
+        self.pad_to_alignment()?;
+        self.stream = Some(Stream {
+            role: role_c,
+            dtype,
+            logical_type: logical_type.map(CText::new).transpose().map_err(as_argument)?,
+            offset: self.pos,
+            decoded: 0,
+            hasher: Hasher::new(options.digest),
+            encoder,
+        });
+        Ok(())
+    }
+
+    /// Appends a chunk of the component being streamed (any size, including 0).
+    pub fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let Some(mut s) = self.stream.take() else {
+            bail!(State, "no component is being written: call begin_component first");
+        };
+        if s.dtype == DType::Bool {
+            if let Some(i) = data.iter().position(|&b| b > 1) {
+                self.stream = Some(s);
+                bail!(InvalidArgument, "bool byte {} at index {} is neither 0 nor 1", data[i], i);
+            }
+        }
+        s.decoded += data.len() as u64;
+        let result = match s.encoder.as_mut() {
+            None => {
+                s.hasher.update(data);
+                self.emit(data)
+            }
+            Some(enc) => {
+                let hasher = &mut s.hasher;
+                enc.write(data, &mut |piece| {
+                    hasher.update(piece);
+                    emit_to(&mut self.out, &mut self.pos, &mut self.failed, piece)
+                })
+            }
+        };
+        self.stream = Some(s);
+        result
+    }
+
+    /// Ends the component being streamed and records it in the open object.
+    pub fn end_component(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let Some(mut s) = self.stream.take() else {
+            bail!(State, "no component is being written");
+        };
+        if let Some(enc) = s.encoder.as_mut() {
+            let hasher = &mut s.hasher;
+            enc.finish(&mut |piece| {
+                hasher.update(piece);
+                emit_to(&mut self.out, &mut self.pos, &mut self.failed, piece)
+            })?;
+        }
+        let unit = s.dtype.size() as u64
+            * s.logical_type.as_ref().and_then(|t| logical_type_info(t.as_str())).map_or(1, |i| i.ratio);
+        if s.decoded % unit != 0 {
+            bail!(
+                InvalidArgument,
+                "component '{}': {} bytes is not a whole number of {}-byte elements",
+                s.role.as_str(),
+                s.decoded,
+                unit
+            );
+        }
+        let encoding = if s.encoder.is_some() { Encoding::Zstd } else { Encoding::Raw };
+        let component = Component {
+            role: s.role,
+            dtype: s.dtype,
+            logical_type: s.logical_type,
+            blob: Blob { offset: s.offset, length: self.pos - s.offset, encoding, decoded_length: s.decoded },
+            decoded_length: s.decoded,
+            digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
+            transform: Transform::None,
+        };
+        self.objects.last_mut().expect("open object").components.push(component);
+        Ok(())
+    }
+
+    /// Ends the open object after checking its components against its shape and format
+    /// (dense data size, sparse index counts). A refused object is dropped from the file.
+    pub fn end_object(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if !self.open_object {
+            bail!(State, "no object is open");
+        }
+        if let Some(s) = &self.stream {
+            bail!(State, "component '{}' is still being written: end it first", s.role.as_str());
+        }
+        let obj = self.objects.last().expect("open object");
+        if let Err(e) = check_structure(obj).and_then(|()| check_writable_indices(obj)) {
+            let e = as_argument(e).context(format!("object '{}'", obj.name()));
+            self.abandon_object();
+            return Err(e);
+        }
+        self.open_object = false;
+        Ok(())
+    }
+
+    /// Drops the open object (its bytes stay in the file, unreferenced).
+    fn abandon_object(&mut self) {
+        if self.open_object {
+            self.stream = None;
+            if let Some(o) = self.objects.pop() {
+                self.by_name.remove(o.name());
+            }
+            self.open_object = false;
+        }
+    }
+
+    /// Sets the file's attributes (a CBOR map); a second call replaces them.
+    pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
+        self.check_usable()?;
+        check_attributes(&attributes)?;
+        self.file_attributes = Some(attributes);
+        Ok(())
+    }
+
+    /// Sets the attributes of an object already begun (open or ended); replaces.
+    pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
+        self.check_usable()?;
+        check_attributes(&attributes)?;
+        let &i = self.by_name.get(name).ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
+        self.objects[i].attributes = Some(attributes);
+        Ok(())
+    }
+
+    /// Writes the manifest and footer, flushes, and (for a path) syncs and renames the
+    /// temporary file into place. Returns the underlying writer.
+    pub fn finish(mut self) -> Result<W> {
+        self.check_usable()?;
+        if self.open_object {
+            bail!(State, "object '{}' is still open: end it before finishing", self.objects.last().map_or("", |o| o.name()));
+        }
+        let manifest = crate::manifest::encode(self.file_attributes.as_ref(), &self.objects);
+        self.emit(&manifest)?;
+        self.emit(&(manifest.len() as u64).to_le_bytes())?;
+        self.emit(MAGIC_V1)?;
+        self.out.flush().map_err(|e| Error::io("flushing", e))?;
+        if let Some(target) = &mut self.target {
+            let file = File::open(&target.temp).map_err(|e| Error::io(format_args!("reopening {}", target.temp.display()), e))?;
+            file.sync_all().map_err(|e| Error::io(format_args!("syncing {}", target.temp.display()), e))?;
+            std::fs::rename(&target.temp, &target.path).map_err(|e| {
+                Error::io(format_args!("renaming {} to {}", target.temp.display(), target.path.display()), e)
+            })?;
+            target.done = true;
+            if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if let Ok(d) = File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+        }
+        let Writer { out, target, .. } = self;
+        drop(target);
+        Ok(out)
+    }
+
+    /// Bytes written so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+fn emit_to<W: Write>(out: &mut W, pos: &mut u64, failed: &mut Option<String>, bytes: &[u8]) -> Result<()> {
+    if let Err(e) = out.write_all(bytes) {
+        let e = Error::io(format_args!("writing {} bytes at offset {pos}", bytes.len()), e);
+        *failed = Some(e.message().to_owned());
+        return Err(e);
+    }
+    *pos += bytes.len() as u64;
+    Ok(())
+}
+
+fn as_argument(e: Error) -> Error {
+    match e.kind() {
+        ErrorKind::Format | ErrorKind::Limit => Error::new(ErrorKind::InvalidArgument, e.message()),
+        _ => e,
+    }
+}
+
+fn check_shape(shape: &[u64]) -> Result<()> {
+    let max = Limits::default().max_rank;
+    if shape.len() > max {
+        bail!(InvalidArgument, "shape has {} dimensions; readers accept at most {max} by default", shape.len());
+    }
+    if crate::dtype::numel(shape).is_none() {
+        bail!(InvalidArgument, "shape {shape:?} has more elements than u64 can count");
+    }
+    Ok(())
+}
+
+fn check_attributes(v: &Value) -> Result<()> {
+    if !v.is_map() {
+        bail!(InvalidArgument, "attributes must be a map, not {}", v.type_name());
+    }
+    Ok(())
+}
+
+/// The spec requires u64 index components; the writer holds files to it.
+fn check_writable_indices(obj: &Object) -> Result<()> {
+    let roles: &[&str] = match obj.format() {
+        "sparse_csr" => &["indices", "indptr"],
+        "sparse_coo" => &["coords"],
+        _ => &[],
+    };
+    for c in obj.components.iter().filter(|c| roles.contains(&c.role())) {
+        if c.dtype != DType::U64 {
+            bail!(InvalidArgument, "index component '{}' must be u64, not {}", c.role(), c.dtype);
+        }
+    }
+    Ok(())
+}

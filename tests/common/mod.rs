@@ -1,0 +1,51 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use ztensor::{DType, Reader};
+
+/// Deterministic pseudo-random bytes (xorshift), so tests need no fixtures.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Valid element bytes for a dtype (bools are 0/1).
+pub fn data_for(dtype: DType, numel: usize, seed: u64) -> Vec<u8> {
+    let mut b = bytes(seed, numel * dtype.size());
+    if dtype == DType::Bool {
+        b.iter_mut().for_each(|x| *x &= 1);
+    }
+    b
+}
+
+/// Little-endian bytes of u64 values.
+pub fn u64s(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Little-endian bytes of f32 values.
+pub fn f32s(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Reads a component by object name and role into a vector.
+pub fn read(r: &Reader<'_>, name: &str, role: &str) -> Vec<u8> {
+    let o = r.find(name).unwrap_or_else(|| panic!("no object {name}"));
+    let c = r.objects()[o].find_component(role).unwrap_or_else(|| panic!("no component {role}"));
+    r.read_to_vec(o, c).unwrap()
+}
+
+/// A fresh directory under the target dir for one test.
+pub fn temp_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
