@@ -25,8 +25,10 @@
 mod buffer;
 pub mod cbor;
 mod codec;
+pub mod convert;
 pub mod dtype;
 mod error;
+pub mod ffi;
 pub mod json;
 mod legacy;
 mod limits;

@@ -395,6 +395,44 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a component converted element by element into `dtype` (see `convert`):
+    /// `dst` must be exactly element count x `dtype.size()` bytes. Reading as the stored
+    /// dtype is `read_into`. Borrows the mapped or cached bytes when it can, else decodes
+    /// into a temporary buffer.
+    pub fn read_as(&self, object: usize, component: usize, dtype: DType, dst: &mut [u8]) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        let ctx = Self::ctx(obj, c);
+        crate::convert::check(c.dtype, c.logical_type(), dtype).map_err(&ctx)?;
+        let needed = c
+            .element_count()
+            .checked_mul(dtype.size() as u64)
+            .ok_or_else(|| ctx(err!(Limit, "the converted size overflows")))?;
+        check_dst(needed, dst.len())?;
+        if dtype == c.dtype {
+            return self.read_into(object, component, dst);
+        }
+        let temp;
+        let src: &[u8] = match self.borrowed(object, component, c) {
+            Some(s) => s,
+            None => {
+                temp = self.read_to_vec(object, component)?;
+                &temp
+            }
+        };
+        crate::convert::convert(c.dtype, c.logical_type(), src, dtype, dst);
+        Ok(())
+    }
+
+    /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
+    fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
+        if c.is_plain() {
+            if let Some(all) = self.source.bytes() {
+                return Some(&all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize]);
+            }
+        }
+        self.caches[self.first_cache[object] + component].cell.get().map(AlignedBuf::as_slice)
+    }
+
     /// Checks one component's stored digest. `NotFound` when it has none, `Unsupported`
     /// for an algorithm this build doesn't know, `Checksum` on mismatch. Reads every stored
     /// byte of the component once.

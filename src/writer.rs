@@ -405,10 +405,7 @@ impl<W: Write> Writer<W> {
     /// Writes the manifest and footer, flushes, and (for a path) syncs and renames the
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
-        self.check_usable()?;
-        if self.open_object {
-            bail!(State, "object '{}' is still open: end it before finishing", self.objects.last().map_or("", |o| o.name()));
-        }
+        self.check_finishable()?;
         let manifest = crate::manifest::encode(self.file_attributes.as_ref(), &self.objects);
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
@@ -430,6 +427,15 @@ impl<W: Write> Writer<W> {
         let Writer { out, target, .. } = self;
         drop(target);
         Ok(out)
+    }
+
+    /// Ok when `finish` may be called now: nothing open, no earlier I/O failure.
+    pub fn check_finishable(&self) -> Result<()> {
+        self.check_usable()?;
+        if self.open_object {
+            bail!(State, "object '{}' is still open: end it before finishing", self.objects.last().map_or("", |o| o.name()));
+        }
+        Ok(())
     }
 
     /// Bytes written so far.

@@ -1,0 +1,237 @@
+//! Element conversion for `read_as`: floats among f64/f32/f16/bf16 (fp8 logical types
+//! read as their values), integers (and bools) widened to types that hold every value,
+//! small integers to floats that represent them exactly. Anything lossy or meaningless is
+//! `Unsupported`.
+
+use half::{bf16, f16};
+
+use crate::dtype::DType;
+use crate::error::{Result, bail};
+
+/// How the source elements are read.
+#[derive(Clone, Copy)]
+enum SourceKind {
+    Storage(DType),
+    Fp8(fn(u8) -> f32),
+}
+
+/// Decodes an OCP/NVIDIA FP8 E4M3FN byte (no infinities; S.1111.111 is NaN).
+pub fn f8_e4m3fn_to_f32(b: u8) -> f32 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((b >> 3) & 0x0f) as i32;
+    let man = (b & 0x07) as f32;
+    if exp == 0x0f && b & 0x07 == 0x07 {
+        return f32::NAN;
+    }
+    if exp == 0 {
+        return sign * man / 8.0 * 2f32.powi(-6);
+    }
+    sign * (1.0 + man / 8.0) * 2f32.powi(exp - 7)
+}
+
+/// Decodes an OCP FP8 E5M2 byte (IEEE-like: infinities and NaNs at exponent 31).
+pub fn f8_e5m2_to_f32(b: u8) -> f32 {
+    // E5M2 is the top byte of an IEEE half.
+    f16::from_bits((b as u16) << 8).to_f32()
+}
+
+/// Decodes an AMD FP8 E4M3FNUZ byte (bias 8, 0x80 is the only NaN, no infinities).
+pub fn f8_e4m3fnuz_to_f32(b: u8) -> f32 {
+    if b == 0x80 {
+        return f32::NAN;
+    }
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((b >> 3) & 0x0f) as i32;
+    let man = (b & 0x07) as f32;
+    if exp == 0 {
+        return sign * man / 8.0 * 2f32.powi(-7);
+    }
+    sign * (1.0 + man / 8.0) * 2f32.powi(exp - 8)
+}
+
+/// Decodes an AMD FP8 E5M2FNUZ byte (bias 16, 0x80 is the only NaN, no infinities).
+pub fn f8_e5m2fnuz_to_f32(b: u8) -> f32 {
+    if b == 0x80 {
+        return f32::NAN;
+    }
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((b >> 2) & 0x1f) as i32;
+    let man = (b & 0x03) as f32;
+    if exp == 0 {
+        return sign * man / 4.0 * 2f32.powi(-15);
+    }
+    sign * (1.0 + man / 4.0) * 2f32.powi(exp - 16)
+}
+
+fn source_kind(storage: DType, logical: Option<&str>) -> Option<SourceKind> {
+    match logical {
+        None => Some(SourceKind::Storage(storage)),
+        Some("f8_e4m3fn") => Some(SourceKind::Fp8(f8_e4m3fn_to_f32)),
+        Some("f8_e5m2") => Some(SourceKind::Fp8(f8_e5m2_to_f32)),
+        Some("f8_e4m3fnuz") => Some(SourceKind::Fp8(f8_e4m3fnuz_to_f32)),
+        Some("f8_e5m2fnuz") => Some(SourceKind::Fp8(f8_e5m2fnuz_to_f32)),
+        Some(_) => None,
+    }
+}
+
+/// Value range class of an integer dtype: (signed, bits). Bool counts as unsigned 1-bit.
+fn int_class(d: DType) -> Option<(bool, u32)> {
+    Some(match d {
+        DType::I8 => (true, 8),
+        DType::I16 => (true, 16),
+        DType::I32 => (true, 32),
+        DType::I64 => (true, 64),
+        DType::U8 => (false, 8),
+        DType::U16 => (false, 16),
+        DType::U32 => (false, 32),
+        DType::U64 => (false, 64),
+        DType::Bool => (false, 1),
+        _ => return None,
+    })
+}
+
+/// Mantissa bits + 1 of a float dtype: the largest integer width it represents exactly.
+fn exact_int_bits(d: DType) -> u32 {
+    match d {
+        DType::F64 => 53,
+        DType::F32 => 24,
+        DType::F16 => 11,
+        DType::BF16 => 8,
+        _ => 0,
+    }
+}
+
+/// Checks that a conversion is allowed, without touching data.
+pub(crate) fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<()> {
+    if to == storage {
+        return Ok(());
+    }
+    let Some(kind) = source_kind(storage, logical) else {
+        bail!(Unsupported, "elements of logical type '{}' can only be read as {storage}", logical.unwrap_or(""));
+    };
+    let ok = match kind {
+        SourceKind::Fp8(_) => to.is_float(),
+        SourceKind::Storage(from) if from.is_float() => to.is_float(),
+        SourceKind::Storage(from) => match (int_class(from), int_class(to)) {
+            (Some((fs, fb)), Some((ts, tb))) => to != DType::Bool && tb > fb && (ts || !fs),
+            (Some((fs, fb)), None) => to.is_float() && fb - fs as u32 <= exact_int_bits(to),
+            _ => false,
+        },
+    };
+    if !ok {
+        let from = logical.map_or_else(|| storage.name().to_owned(), str::to_owned);
+        bail!(Unsupported, "converting {from} to {to} would lose values or has no meaning");
+    }
+    Ok(())
+}
+
+fn load_f64(d: DType, b: &[u8]) -> f64 {
+    match d {
+        DType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
+        DType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+        DType::F16 => f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+        DType::BF16 => bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
+        DType::I8 => b[0] as i8 as f64,
+        DType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as f64,
+        DType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+        DType::U8 | DType::Bool => b[0] as f64,
+        DType::U16 => u16::from_le_bytes(b.try_into().unwrap()) as f64,
+        DType::U32 => u32::from_le_bytes(b.try_into().unwrap()) as f64,
+        DType::I64 | DType::U64 => unreachable!("64-bit integers never convert to floats"),
+    }
+}
+
+fn store_f64(d: DType, v: f64, out: &mut [u8]) {
+    match d {
+        DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
+        DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
+        DType::F16 => out.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
+        DType::BF16 => out.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
+        _ => unreachable!("checked: float destination"),
+    }
+}
+
+fn load_i128(d: DType, b: &[u8]) -> i128 {
+    let mut w = [0u8; 8];
+    w[..b.len()].copy_from_slice(b);
+    let raw = u64::from_le_bytes(w);
+    let bits = 8 * b.len() as u32;
+    match int_class(d) {
+        Some((true, _)) => ((raw << (64 - bits)) as i64 >> (64 - bits)) as i128,
+        _ => raw as i128,
+    }
+}
+
+/// Converts `src` (elements of `storage`/`logical`) into `dst` (elements of `to`). Sizes
+/// have been checked: same element count.
+pub(crate) fn convert(storage: DType, logical: Option<&str>, src: &[u8], to: DType, dst: &mut [u8]) {
+    let (sw, dw) = (storage.size(), to.size());
+    if to == storage {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let pairs = src.chunks_exact(sw).zip(dst.chunks_exact_mut(dw));
+    match source_kind(storage, logical) {
+        Some(SourceKind::Fp8(decode)) => pairs.for_each(|(s, d)| store_f64(to, decode(s[0]) as f64, d)),
+        _ if to.is_float() => pairs.for_each(|(s, d)| store_f64(to, load_f64(storage, s), d)),
+        _ => pairs.for_each(|(s, d)| {
+            let v = load_i128(storage, s).to_le_bytes();
+            d.copy_from_slice(&v[..dw]);
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp8_decoders_match_known_values() {
+        assert_eq!(f8_e4m3fn_to_f32(0x38), 1.0);
+        assert_eq!(f8_e4m3fn_to_f32(0x7e), 448.0);
+        assert_eq!(f8_e4m3fn_to_f32(0x01), 2f32.powi(-9));
+        assert_eq!(f8_e4m3fn_to_f32(0xb8), -1.0);
+        assert!(f8_e4m3fn_to_f32(0x7f).is_nan());
+        assert_eq!(f8_e5m2_to_f32(0x3c), 1.0);
+        assert_eq!(f8_e5m2_to_f32(0x7b), 57344.0);
+        assert_eq!(f8_e5m2_to_f32(0x7c), f32::INFINITY);
+        assert!(f8_e5m2_to_f32(0x7d).is_nan());
+        assert_eq!(f8_e4m3fnuz_to_f32(0x40), 1.0);
+        assert_eq!(f8_e4m3fnuz_to_f32(0x7f), 240.0);
+        assert!(f8_e4m3fnuz_to_f32(0x80).is_nan());
+        assert_eq!(f8_e5m2fnuz_to_f32(0x40), 1.0);
+        assert_eq!(f8_e5m2fnuz_to_f32(0x7f), 57344.0);
+        assert!(f8_e5m2fnuz_to_f32(0x80).is_nan());
+    }
+
+    #[test]
+    fn allowed_and_refused_conversions() {
+        use DType::*;
+        for (from, to) in [(BF16, F32), (F32, F16), (F64, BF16), (I8, I64), (U8, I16), (U32, U64), (Bool, U8), (I16, F32), (U32, F64), (I32, F64), (I8, BF16), (U8, BF16)] {
+            check(from, None, to).unwrap_or_else(|e| panic!("{from} -> {to}: {e}"));
+        }
+        for (from, to) in [(I64, I32), (U8, I8), (I8, U64), (U64, I64), (I64, F64), (I32, F32), (F32, I32), (U8, Bool), (I16, F16), (U16, BF16)] {
+            assert!(check(from, None, to).is_err(), "{from} -> {to} must be refused");
+        }
+        check(U8, Some("f8_e4m3fn"), F32).unwrap();
+        assert!(check(U8, Some("f8_e4m3fn"), I32).is_err());
+        assert!(check(F32, Some("complex64"), F64).is_err());
+        check(F32, Some("complex64"), F32).unwrap();
+    }
+
+    #[test]
+    fn conversions_produce_exact_values() {
+        let src: Vec<u8> = [-1i8, 5, -128].iter().map(|&v| v as u8).collect();
+        let mut out = vec![0u8; 24];
+        convert(DType::I8, None, &src, DType::I64, &mut out);
+        let got: Vec<i64> = out.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, [-1, 5, -128]);
+        let src: Vec<u8> = [1.5f32, -2.25].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0u8; 4];
+        convert(DType::F32, None, &src, DType::BF16, &mut out);
+        assert_eq!(out, [0xc0, 0x3f, 0x10, 0xc0]);
+        let mut out = vec![0u8; 8];
+        convert(DType::U8, Some("f8_e4m3fn"), &[0x38, 0xb8], DType::F32, &mut out);
+        assert_eq!(out, [1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
+    }
+}

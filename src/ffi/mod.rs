@@ -1,0 +1,308 @@
+//! The C ABI: argument checks, the panic boundary, the thread-local last error, and the
+//! handles. No format logic lives here; every function forwards to the Rust API.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+mod read;
+mod write;
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::{Error, ErrorKind, Result, bail};
+
+pub use read::*;
+pub use write::*;
+
+/// Major version of this header. Compare with `zt_version()` at run time to catch a
+/// header/library mismatch.
+pub const ZT_VERSION_MAJOR: u32 = 0;
+/// Minor version of this header.
+pub const ZT_VERSION_MINOR: u32 = 1;
+/// Patch version of this header.
+pub const ZT_VERSION_PATCH: u32 = 0;
+
+/// Status of every fallible call. `ZT_OK` is 0; the values are stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_status {
+    /// Success.
+    ZT_OK = 0,
+    /// NULL where not allowed, bad enum value, bad shape, wrong size ...
+    ZT_ERR_INVALID_ARGUMENT = 1,
+    /// The operating system said no.
+    ZT_ERR_IO = 2,
+    /// Malformed, truncated or inconsistent file.
+    ZT_ERR_FORMAT = 3,
+    /// Well-formed, but a feature this build can't decode.
+    ZT_ERR_UNSUPPORTED = 4,
+    /// No such object, component or attribute.
+    ZT_ERR_NOT_FOUND = 5,
+    /// A stored digest does not match the bytes.
+    ZT_ERR_CHECKSUM = 6,
+    /// A safety limit was hit (manifest size, decoded size ...).
+    ZT_ERR_LIMIT = 7,
+    /// The destination buffer is smaller than the data.
+    ZT_ERR_BUFFER_TOO_SMALL = 8,
+    /// The call is not valid now, e.g. add after finish.
+    ZT_ERR_STATE = 9,
+    /// A bug: a caught panic.
+    ZT_ERR_INTERNAL = 10,
+}
+
+/// Storage dtypes; values are stable. Functions take them as `uint32_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_dtype {
+    ZT_F64 = 0,
+    ZT_F32 = 1,
+    ZT_F16 = 2,
+    ZT_BF16 = 3,
+    ZT_I64 = 4,
+    ZT_I32 = 5,
+    ZT_I16 = 6,
+    ZT_I8 = 7,
+    ZT_U64 = 8,
+    ZT_U32 = 9,
+    ZT_U16 = 10,
+    ZT_U8 = 11,
+    ZT_BOOL = 12,
+}
+
+/// Component encodings; values are stable. Functions take them as `uint32_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_encoding {
+    /// Stored as is.
+    ZT_ENCODING_RAW = 0,
+    /// zstd frames.
+    ZT_ENCODING_ZSTD = 1,
+}
+
+/// Digest algorithms the writer can record; values are stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_digest {
+    /// No digest.
+    ZT_DIGEST_NONE = 0,
+    /// "sha256:<64 hex>".
+    ZT_DIGEST_SHA256 = 1,
+    /// "crc32c:0x<8 hex>".
+    ZT_DIGEST_CRC32C = 2,
+}
+
+impl From<ErrorKind> for zt_status {
+    fn from(kind: ErrorKind) -> Self {
+        match kind {
+            ErrorKind::InvalidArgument => zt_status::ZT_ERR_INVALID_ARGUMENT,
+            ErrorKind::Io => zt_status::ZT_ERR_IO,
+            ErrorKind::Format => zt_status::ZT_ERR_FORMAT,
+            ErrorKind::Unsupported => zt_status::ZT_ERR_UNSUPPORTED,
+            ErrorKind::NotFound => zt_status::ZT_ERR_NOT_FOUND,
+            ErrorKind::Checksum => zt_status::ZT_ERR_CHECKSUM,
+            ErrorKind::Limit => zt_status::ZT_ERR_LIMIT,
+            ErrorKind::BufferTooSmall => zt_status::ZT_ERR_BUFFER_TOO_SMALL,
+            ErrorKind::State => zt_status::ZT_ERR_STATE,
+            ErrorKind::Internal => zt_status::ZT_ERR_INTERNAL,
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    let text = CString::new(message.replace('\0', "?")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+fn clear_last_error() {
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        if !e.as_bytes().is_empty() {
+            *e = CString::default();
+        }
+    });
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+/// The panic boundary and error bookkeeping of every fallible entry point.
+pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> zt_status {
+    clear_last_error();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => zt_status::ZT_OK,
+        Ok(Err(e)) => {
+            set_last_error(e.message());
+            e.kind().into()
+        }
+        Err(p) => {
+            set_last_error(&format!("internal error (a bug, please report it): {}", panic_message(&*p)));
+            zt_status::ZT_ERR_INTERNAL
+        }
+    }
+}
+
+/// The panic boundary of infallible getters: `fallback` if anything panics.
+pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    clear_last_error();
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        set_last_error(&format!("internal error (a bug, please report it): {}", panic_message(&*p)));
+        fallback
+    })
+}
+
+/// A required pointer argument.
+pub(crate) fn need<'p, T>(ptr: *const T, what: &str) -> Result<&'p T> {
+    // SAFETY: the caller passes a valid pointer or NULL, per the API contract.
+    unsafe { ptr.as_ref() }.ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+}
+
+/// A required mutable pointer argument.
+pub(crate) fn need_mut<'p, T>(ptr: *mut T, what: &str) -> Result<&'p mut T> {
+    // SAFETY: as `need`.
+    unsafe { ptr.as_mut() }.ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+}
+
+/// A required NUL-terminated UTF-8 string argument.
+pub(crate) fn need_str<'p>(ptr: *const c_char, what: &str) -> Result<&'p str> {
+    if ptr.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    // SAFETY: the caller passes a NUL-terminated string, per the API contract.
+    let s = unsafe { CStr::from_ptr(ptr) };
+    s.to_str().map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{what} is not valid UTF-8")))
+}
+
+/// A byte buffer argument: NULL is allowed only when `size` is 0.
+pub(crate) fn need_bytes<'p>(ptr: *const std::ffi::c_void, size: usize, what: &str) -> Result<&'p [u8]> {
+    if size == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        bail!(InvalidArgument, "{what} is NULL but its size is {size}");
+    }
+    // SAFETY: the caller passes `size` readable bytes, per the API contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr.cast(), size) })
+}
+
+/// A writable byte buffer argument: NULL is allowed only when `size` is 0.
+pub(crate) fn need_bytes_mut<'p>(ptr: *mut std::ffi::c_void, size: usize, what: &str) -> Result<&'p mut [u8]> {
+    if size == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        bail!(InvalidArgument, "{what} is NULL but its size is {size}");
+    }
+    // SAFETY: the caller passes `size` writable bytes, per the API contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast(), size) })
+}
+
+/// Writes a result through an out-pointer (checked non-NULL before any work).
+pub(crate) fn put<T>(out: *mut T, value: T) {
+    // SAFETY: checked non-NULL by the caller before doing the work.
+    unsafe { out.write(value) }
+}
+
+/// Checks an out-pointer up front.
+pub(crate) fn need_out<T>(out: *mut T, what: &str) -> Result<()> {
+    if out.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    Ok(())
+}
+
+/// The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.
+#[unsafe(no_mangle)]
+pub extern "C" fn zt_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
+/// outside the enum. Never NULL; static storage. Thread-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
+    let name: &'static str = match status {
+        0 => "ZT_OK\0",
+        1 => "ZT_ERR_INVALID_ARGUMENT\0",
+        2 => "ZT_ERR_IO\0",
+        3 => "ZT_ERR_FORMAT\0",
+        4 => "ZT_ERR_UNSUPPORTED\0",
+        5 => "ZT_ERR_NOT_FOUND\0",
+        6 => "ZT_ERR_CHECKSUM\0",
+        7 => "ZT_ERR_LIMIT\0",
+        8 => "ZT_ERR_BUFFER_TOO_SMALL\0",
+        9 => "ZT_ERR_STATE\0",
+        10 => "ZT_ERR_INTERNAL\0",
+        _ => "ZT_UNKNOWN_STATUS\0",
+    };
+    name.as_ptr().cast()
+}
+
+/// A human-readable message for the last failing `zt_` call on this thread, with context
+/// (file, object, component, offset). Never NULL; "" after a successful call. Valid until
+/// the next `zt_` call on this thread. Thread-safe (each thread has its own).
+#[unsafe(no_mangle)]
+pub extern "C" fn zt_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_version_macros_match_cargo() {
+        assert_eq!(ZT_VERSION_MAJOR.to_string(), env!("CARGO_PKG_VERSION_MAJOR"));
+        assert_eq!(ZT_VERSION_MINOR.to_string(), env!("CARGO_PKG_VERSION_MINOR"));
+        assert_eq!(ZT_VERSION_PATCH.to_string(), env!("CARGO_PKG_VERSION_PATCH"));
+        // SAFETY: static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(zt_version()) }.to_str().unwrap();
+        assert_eq!(v, env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn status_values_and_names_agree() {
+        for code in 0..=10u32 {
+            // SAFETY: static NUL-terminated string.
+            let name = unsafe { CStr::from_ptr(zt_status_name(code)) }.to_str().unwrap();
+            if code > 0 {
+                let kind = [
+                    ErrorKind::InvalidArgument,
+                    ErrorKind::Io,
+                    ErrorKind::Format,
+                    ErrorKind::Unsupported,
+                    ErrorKind::NotFound,
+                    ErrorKind::Checksum,
+                    ErrorKind::Limit,
+                    ErrorKind::BufferTooSmall,
+                    ErrorKind::State,
+                    ErrorKind::Internal,
+                ][code as usize - 1];
+                assert_eq!(kind.code(), code);
+                assert_eq!(zt_status::from(kind) as u32, code);
+                assert_eq!(kind.status_name(), name);
+            }
+        }
+        // SAFETY: static NUL-terminated string.
+        assert_eq!(unsafe { CStr::from_ptr(zt_status_name(11)) }.to_str().unwrap(), "ZT_UNKNOWN_STATUS");
+    }
+
+    #[test]
+    fn panics_become_internal_errors() {
+        assert_eq!(guard(|| panic!("boom")), zt_status::ZT_ERR_INTERNAL);
+        // SAFETY: thread-local NUL-terminated string.
+        let msg = unsafe { CStr::from_ptr(zt_last_error()) }.to_str().unwrap().to_owned();
+        assert!(msg.contains("boom"), "{msg}");
+        assert_eq!(guard(|| Ok(())), zt_status::ZT_OK);
+        // SAFETY: as above.
+        assert_eq!(unsafe { CStr::from_ptr(zt_last_error()) }.to_bytes(), b"");
+    }
+}

@@ -1,0 +1,238 @@
+//! C ABI: writing files (always the current spec, 1.2.0).
+
+use std::ffi::{CStr, c_char, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::{guard, need_bytes, need_mut, need_out, need_str, put, zt_status};
+use crate::codec::DigestAlgorithm;
+use crate::dtype::DType;
+use crate::error::{Result, bail, err};
+use crate::model::Encoding;
+use crate::writer::{WriteOptions, Writer};
+
+/// A file being written. Opaque; used by one thread at a time.
+pub struct zt_writer {
+    /// None once `zt_writer_finish` has run (successfully or not).
+    inner: Option<Writer>,
+}
+
+/// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
+/// digest.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zt_write_options {
+    /// A `zt_encoding` value; default `ZT_ENCODING_RAW`.
+    pub encoding: u32,
+    /// zstd level; 0 = library default (3). Negative levels are zstd's fast modes.
+    pub level: i32,
+    /// A `zt_digest` value; default `ZT_DIGEST_NONE`.
+    pub digest: u32,
+}
+
+fn write_options(options: *const zt_write_options) -> Result<WriteOptions> {
+    // SAFETY: NULL or a valid struct, per the API contract.
+    let Some(o) = (unsafe { options.as_ref() }) else {
+        return Ok(WriteOptions::default());
+    };
+    Ok(WriteOptions {
+        encoding: Encoding::from_u32(o.encoding).ok_or_else(|| err!(InvalidArgument, "unknown encoding value {}", o.encoding))?,
+        level: o.level,
+        digest: DigestAlgorithm::from_u32(o.digest).ok_or_else(|| err!(InvalidArgument, "unknown digest value {}", o.digest))?,
+    })
+}
+
+fn dtype(value: u32) -> Result<DType> {
+    DType::from_u32(value).ok_or_else(|| err!(InvalidArgument, "unknown dtype value {value}"))
+}
+
+fn shape<'p>(shape: *const u64, ndim: usize) -> Result<&'p [u64]> {
+    if ndim == 0 {
+        return Ok(&[]);
+    }
+    if shape.is_null() {
+        bail!(InvalidArgument, "shape is NULL but ndim is {ndim}");
+    }
+    // SAFETY: the caller passes ndim readable entries, per the API contract.
+    Ok(unsafe { std::slice::from_raw_parts(shape, ndim) })
+}
+
+fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
+    if ptr.is_null() { Ok(None) } else { need_str(ptr, what).map(Some) }
+}
+
+fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
+    need_mut(w, "writer")?
+        .inner
+        .as_mut()
+        .ok_or_else(|| err!(State, "the writer has already finished"))
+}
+
+/// Creates a writer for `path`. The bytes go to a temporary file in the same directory;
+/// nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
+/// stays intact until then. Free with `zt_writer_free` in every case.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_create(path: *const c_char, out: *mut *mut zt_writer) -> zt_status {
+    guard(|| {
+        need_out(out, "out")?;
+        if path.is_null() {
+            bail!(InvalidArgument, "path is NULL");
+        }
+        // SAFETY: NUL-terminated path bytes, per the API contract.
+        let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+        let w = Writer::create(Path::new(std::ffi::OsStr::from_bytes(bytes)))?;
+        put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+        Ok(())
+    })
+}
+
+/// Adds a dense object with one "data" component. `size` must be the element count of
+/// `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
+/// NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_add(
+    w: *mut zt_writer,
+    name: *const c_char,
+    dtype: u32,
+    shape: *const u64,
+    ndim: usize,
+    data: *const c_void,
+    size: usize,
+    options: *const zt_write_options,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let (dtype, shape) = (self::dtype(dtype)?, self::shape(shape, ndim)?);
+        let data = need_bytes(data, size, "data")?;
+        w.add(name, dtype, shape, data, &write_options(options)?)
+    })
+}
+
+/// Begins an object of any format ("dense", "sparse_csr", "sparse_coo",
+/// "quantized_group", or your own); add components, then `zt_writer_end_object`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_begin_object(
+    w: *mut zt_writer,
+    name: *const c_char,
+    format: *const c_char,
+    shape: *const u64,
+    ndim: usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let format = need_str(format, "format")?;
+        w.begin_object(name, format, self::shape(shape, ndim)?)
+    })
+}
+
+/// Adds a whole component to the open object. `type` is the logical type or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_add_component(
+    w: *mut zt_writer,
+    role: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    data: *const c_void,
+    size: usize,
+    options: *const zt_write_options,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let role = need_str(role, "role")?;
+        let dtype = self::dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        let data = need_bytes(data, size, "data")?;
+        w.add_component(role, dtype, logical, data, &write_options(options)?)
+    })
+}
+
+/// Ends the open object after checking its components against its shape and format
+/// (dense data size, sparse index counts, u64 indices). A refused object is left out of
+/// the file (`ZT_ERR_INVALID_ARGUMENT`); the writer stays usable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_end_object(w: *mut zt_writer) -> zt_status {
+    guard(|| writer(w)?.end_object())
+}
+
+/// Begins streaming one component of the open object; send its bytes with
+/// `zt_writer_write` in chunks of any size, then `zt_writer_end_component`. Memory use
+/// stays bounded whatever the component's size, so tensors larger than memory can be
+/// written.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_begin_component(
+    w: *mut zt_writer,
+    role: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    options: *const zt_write_options,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let role = need_str(role, "role")?;
+        let dtype = self::dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        w.begin_component(role, dtype, logical, &write_options(options)?)
+    })
+}
+
+/// Appends a chunk to the component being streamed (`data` may be NULL when `size` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_write(w: *mut zt_writer, data: *const c_void, size: usize) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        w.write(need_bytes(data, size, "data")?)
+    })
+}
+
+/// Ends the streamed component; the object's sizes are checked at `zt_writer_end_object`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_end_component(w: *mut zt_writer) -> zt_status {
+    guard(|| writer(w)?.end_component())
+}
+
+/// Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
+/// CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
+/// object already begun (open or ended). Any time before finish; a second call replaces.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_attributes_json(w: *mut zt_writer, object: *const c_char, json: *const c_char) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let object = optional_str(object, "object")?;
+        let text = need_str(json, "json")?;
+        let value = crate::json::from_json(text, crate::limits::Limits::default().max_cbor_depth)
+            .map_err(|e| err!(InvalidArgument, "attributes: {e}"))?;
+        match object {
+            None => w.set_file_attributes(value),
+            Some(name) => w.set_object_attributes(name, value),
+        }
+    })
+}
+
+/// Writes the manifest and footer, flushes, syncs, and renames the temporary file into
+/// place. With an object still open it
+/// returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
+/// its result) the writer only accepts `zt_writer_free`; other calls return
+/// `ZT_ERR_STATE`. On failure nothing appears at the path.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
+    guard(|| {
+        writer(w)?.check_finishable()?;
+        let handle = need_mut(w, "writer")?;
+        let inner = handle.inner.take().ok_or_else(|| err!(State, "the writer has already finished"))?;
+        inner.finish().map(drop)
+    })
+}
+
+/// Frees a writer, finished or not; an unfinished file is discarded (its temporary file
+/// removed). NULL is a no-op.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_free(w: *mut zt_writer) {
+    super::guard_value((), || {
+        if !w.is_null() {
+            // SAFETY: created by Box::into_raw in zt_writer_create, freed once per the contract.
+            drop(unsafe { Box::from_raw(w) });
+        }
+    })
+}
