@@ -41,6 +41,8 @@ pub struct DecodeError {
     pub offset: usize,
     /// Description of the problem.
     pub message: String,
+    /// True when the input nests deeper than the depth limit (a limit, not a malformation).
+    pub too_deep: bool,
 }
 
 impl fmt::Display for DecodeError {
@@ -80,6 +82,7 @@ fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, DecodeError> 
     Err(DecodeError {
         offset,
         message: message.into(),
+        too_deep: false,
     })
 }
 
@@ -142,7 +145,11 @@ impl<'a> Decoder<'a> {
 
     fn enter(&self, depth: usize, at: usize) -> Result<usize, DecodeError> {
         if depth >= self.max_depth {
-            return fail(at, format!("nesting deeper than {} levels", self.max_depth));
+            return Err(DecodeError {
+                offset: at,
+                message: format!("nesting deeper than {} levels", self.max_depth),
+                too_deep: true,
+            });
         }
         Ok(depth + 1)
     }

@@ -8,7 +8,9 @@ use crate::dtype::{DType, dense_byte_size};
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
 use crate::manifest::parse_shape;
-use crate::model::{Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax, check_name};
+use crate::model::{
+    Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax, check_name, check_unique_keys,
+};
 
 /// Keys of a legacy tensor map that are not carried into the object's attributes.
 const KNOWN_KEYS: [&str; 10] =
@@ -52,9 +54,10 @@ pub(crate) fn parse(root: &Value, limits: &Limits) -> Result<Model> {
 }
 
 fn parse_tensor(m: &Value, limits: &Limits) -> Result<Object> {
-    if !m.is_map() {
+    let Some(entries) = m.as_map() else {
         bail!(Format, "legacy tensor entry must be a map, not {}", m.type_name());
-    }
+    };
+    check_unique_keys(entries, "the legacy tensor")?;
     let name = check_name("object", text_field(m, "name")?, limits.max_name_length)?;
     let offset = uint_field(m, "offset")?;
     let length = uint_field(m, "size")?;

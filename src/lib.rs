@@ -41,7 +41,7 @@ mod writer;
 pub use codec::{DigestAlgorithm, hex_lower, zstd_level_range};
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
-pub use limits::Limits;
+pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use manifest::WRITE_VERSION;
 pub use model::{ALIGNMENT, Component, Encoding, Object};
 pub use reader::{MAGIC_V01, MAGIC_V1, OpenOptions, Reader, View};

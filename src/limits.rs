@@ -2,6 +2,9 @@
 //! each limit turns a crafted file into a `Limit` error instead of a crash or a huge
 //! allocation.
 
+/// The hard ceiling of `Limits::max_cbor_depth`.
+pub const MAX_CBOR_DEPTH: usize = 256;
+
 /// Safety limits; `Limits::default()` gives the documented defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -16,7 +19,8 @@ pub struct Limits {
     pub max_rank: usize,
     /// Longest object or role name, in bytes. Default 65536.
     pub max_name_length: usize,
-    /// Deepest nesting of CBOR containers in a manifest. Default 128.
+    /// Deepest nesting of CBOR containers in a manifest. Default 128; values above
+    /// `MAX_CBOR_DEPTH` (256) act as 256, so the decoder's stack use stays bounded.
     pub max_cbor_depth: usize,
 }
 

@@ -5,7 +5,9 @@ use crate::cbor::Value;
 use crate::dtype::{check_logical_type, dense_byte_size, parse_v11_dtype};
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
-use crate::model::{Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax, check_name};
+use crate::model::{
+    Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax, check_name, check_unique_keys,
+};
 
 /// The version string this library writes.
 pub const WRITE_VERSION: &str = "1.2.0";
@@ -48,26 +50,29 @@ pub(crate) fn parse_shape(v: &Value, limits: &Limits) -> Result<Vec<u64>> {
 
 /// Turns a decoded v1.x manifest into a model (not yet validated against the file).
 pub(crate) fn parse(root: &Value, limits: &Limits) -> Result<Model> {
-    map(root, "the manifest")?;
+    check_unique_keys(map(root, "the manifest")?, "the manifest")?;
     let version = text(required(root, "version", "the manifest")?, "version")?;
     let major = version.split('.').next().unwrap_or("");
     if major != "1" {
         bail!(Unsupported, "manifest version '{version}' is not a 1.x version this library reads");
     }
+    // v1.2 made uncompressed_length required on zstd components; v1.1 writers may omit it.
+    let minor: u64 = version.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(0);
+    let derive_missing_length = minor < 2;
     let file_attributes = attributes(root, "file")?;
     let entries = map(required(root, "objects", "the manifest")?, "objects")?;
     let mut objects = Vec::with_capacity(entries.len());
     for (key, body) in entries {
         let name = text(key, "an object name")?;
         let name_c = check_name("object", name, limits.max_name_length)?;
-        let object = parse_object(name_c, body, limits).map_err(|e| e.context(format!("object '{name}'")))?;
+        let object = parse_object(name_c, body, limits, derive_missing_length).map_err(|e| e.context(format!("object '{name}'")))?;
         objects.push(object);
     }
     Model::new(version, file_attributes, objects)
 }
 
-fn parse_object(name: CText, body: &Value, limits: &Limits) -> Result<Object> {
-    map(body, "an object")?;
+fn parse_object(name: CText, body: &Value, limits: &Limits, derive_missing_length: bool) -> Result<Object> {
+    check_unique_keys(map(body, "an object")?, "the object")?;
     let shape = parse_shape(required(body, "shape", "an object")?, limits)?;
     let format = text(required(body, "format", "an object")?, "format")?;
     if format.is_empty() {
@@ -81,7 +86,7 @@ fn parse_object(name: CText, body: &Value, limits: &Limits) -> Result<Object> {
         if components.iter().any(|c| c.role() == role) {
             bail!(Format, "duplicate component role '{role}'");
         }
-        let dense_data = format == "dense" && role == "data";
+        let dense_data = derive_missing_length && format == "dense" && role == "data";
         let c = parse_component(role_c, cbody, dense_data.then_some(shape.as_slice()))
             .map_err(|e| e.context(format!("component '{role}'")))?;
         components.push(c);
@@ -95,10 +100,10 @@ fn parse_object(name: CText, body: &Value, limits: &Limits) -> Result<Object> {
     })
 }
 
-/// `dense_shape` is the object's shape when this is a dense object's data, used for a
-/// v1.1 zstd component without `uncompressed_length`.
+/// `dense_shape` is the object's shape when this is a v1.1 dense object's data: a zstd
+/// component without `uncompressed_length` then takes its decoded size from the shape.
 fn parse_component(role: CText, body: &Value, dense_shape: Option<&[u64]>) -> Result<Component> {
-    map(body, "a component")?;
+    check_unique_keys(map(body, "a component")?, "the component")?;
     let dtype_name = text(required(body, "dtype", "a component")?, "dtype")?;
     let (dtype, implied_type) =
         parse_v11_dtype(dtype_name).ok_or_else(|| err!(Format, "unknown dtype '{dtype_name}'"))?;
@@ -137,7 +142,7 @@ fn parse_component(role: CText, body: &Value, dense_shape: Option<&[u64]>) -> Re
         (Encoding::Zstd, Some(n)) => n,
         (Encoding::Zstd, None) => dense_shape
             .and_then(|s| dense_byte_size(s, dtype, logical_type.as_deref()))
-            .ok_or_else(|| err!(Format, "zstd component lacks uncompressed_length and its size cannot be derived from the shape"))?,
+            .ok_or_else(|| err!(Format, "zstd component lacks uncompressed_length (required since v1.2; v1.1 dense data takes it from the shape)"))?,
     };
     let digest = match body.get("digest") {
         None | Some(Value::Null) => None,

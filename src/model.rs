@@ -240,6 +240,19 @@ pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText
     CText::new(name).map_err(|e| e.context(format!("{what} name")))
 }
 
+/// Refuses a map that repeats a text key: readers keeping the first and readers keeping
+/// the last would see different files (serde-derived readers, like the reference one,
+/// refuse a repeated field).
+pub(crate) fn check_unique_keys(entries: &[(Value, Value)], what: &str) -> Result<()> {
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
+    for key in entries.iter().filter_map(|(k, _)| k.as_text()) {
+        if !seen.insert(key) {
+            bail!(Format, "{what} has the key '{key}' more than once");
+        }
+    }
+    Ok(())
+}
+
 /// Checks a digest string's syntax: "sha256:<64 hex>", "crc32c:0x<8 hex>", or
 /// "<algorithm>:<anything>" for algorithms we don't know (reported at verification).
 pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {

@@ -540,8 +540,9 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
     }
     let start = size - tail_len - manifest_size;
     let bytes = source.region(start, manifest_size)?;
-    let root = crate::cbor::decode(&bytes, limits.max_cbor_depth).map_err(|e| {
-        let kind = if e.message.contains("nesting deeper") { ErrorKind::Limit } else { ErrorKind::Format };
+    let depth = limits.max_cbor_depth.min(crate::limits::MAX_CBOR_DEPTH);
+    let root = crate::cbor::decode(&bytes, depth).map_err(|e| {
+        let kind = if e.too_deep { ErrorKind::Limit } else { ErrorKind::Format };
         Error::new(kind, format!("manifest at offset {start}: {e}"))
     })?;
     drop(bytes);

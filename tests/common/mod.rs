@@ -49,3 +49,17 @@ pub fn temp_dir(test: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Compares attribute trees from two sources, treating integral floats as equal to
+/// integers (JSON has one number type) and map key order as irrelevant.
+pub fn same(ours: &ztensor::cbor::Value, expected: &ztensor::cbor::Value) -> bool {
+    use ztensor::cbor::Value;
+    match (ours, expected) {
+        (Value::Map(a), Value::Map(b)) => {
+            a.len() == b.len() && b.iter().all(|(k, v)| a.iter().any(|(k2, v2)| k2 == k && same(v2, v)))
+        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y)),
+        (Value::Float(a), Value::Unsigned(b)) | (Value::Unsigned(b), Value::Float(a)) => *a == *b as f64,
+        _ => ours == expected,
+    }
+}
