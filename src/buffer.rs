@@ -22,13 +22,15 @@ unsafe impl Sync for AlignedBuf {}
 impl AlignedBuf {
     /// Allocates `len` zero bytes; a `Limit` error when the allocator refuses.
     pub(crate) fn zeroed(len: u64) -> Result<AlignedBuf> {
-        let len = usize::try_from(len).map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?;
+        let len =
+            usize::try_from(len).map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?;
         if len == 0 {
             // A dangling but aligned pointer: never dereferenced for zero bytes.
             let ptr = NonNull::new(ALIGN as *mut u8).expect("non-null");
             return Ok(AlignedBuf { ptr, len });
         }
-        let layout = Layout::from_size_align(len, ALIGN).map_err(|_| err!(Limit, "{len} bytes cannot be allocated"))?;
+        let layout = Layout::from_size_align(len, ALIGN)
+            .map_err(|_| err!(Limit, "{len} bytes cannot be allocated"))?;
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).ok_or_else(|| err!(Limit, "could not allocate {len} bytes"))?;
@@ -50,7 +52,12 @@ impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.len > 0 {
             // SAFETY: allocated in `zeroed` with exactly this layout.
-            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.len, ALIGN)) }
+            unsafe {
+                dealloc(
+                    self.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(self.len, ALIGN),
+                )
+            }
         }
     }
 }

@@ -271,6 +271,223 @@ impl<'a> Decoder<'a> {
     }
 }
 
+impl Decoder<'_> {
+    /// Validates one item exactly as `item` would (UTF-8, heads, breaks, depth) without
+    /// building it: no allocation at all.
+    fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
+        let start = self.pos;
+        let (major, info, arg) = self.head()?;
+        let indefinite = info == 31;
+        match major {
+            0 | 1 | 6 if indefinite => fail(
+                start,
+                format!("indefinite length is invalid for major type {major}"),
+            ),
+            0 | 1 => Ok(()),
+            2 | 3 if !indefinite => self.chunk(major, arg).map(drop),
+            2 | 3 => loop {
+                let at = self.pos;
+                if self.at_break()? {
+                    return Ok(());
+                }
+                let (chunk_major, info, len) = self.head()?;
+                if chunk_major != major || info == 31 {
+                    return fail(
+                        at,
+                        "chunk of an indefinite-length string must be a definite string of the same type",
+                    );
+                }
+                self.chunk(major, len)?;
+            },
+            4 | 5 => {
+                let depth = self.enter(depth, start)?;
+                let per = u64::from(major - 3);
+                if indefinite {
+                    while !self.at_break()? {
+                        for _ in 0..per {
+                            self.skip(depth)?;
+                        }
+                    }
+                } else {
+                    self.check_room(arg, per)?;
+                    for _ in 0..arg.saturating_mul(per) {
+                        self.skip(depth)?;
+                    }
+                }
+                Ok(())
+            }
+            6 => {
+                let depth = self.enter(depth, start)?;
+                self.skip(depth)
+            }
+            _ => simple(start, info, arg).map(drop),
+        }
+    }
+}
+
+/// A pull reader for parsing a known schema straight from CBOR bytes, so that no tree of
+/// the whole document is ever built: memory stays proportional to what the caller keeps.
+/// Subtrees the caller doesn't interpret are validated and skipped, or captured as bytes.
+pub(crate) struct Cursor<'a> {
+    dec: Decoder<'a>,
+}
+
+/// The length of a container being read: a count, or "until a break".
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Len {
+    Definite(u64),
+    Indefinite,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(input: &'a [u8], max_depth: usize) -> Self {
+        Cursor {
+            dec: Decoder {
+                input,
+                pos: 0,
+                max_depth,
+            },
+        }
+    }
+
+    /// Byte offset of the next item.
+    pub(crate) fn position(&self) -> usize {
+        self.dec.pos
+    }
+
+    /// The whole input.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.dec.input
+    }
+
+    /// Errors unless every byte was consumed.
+    pub(crate) fn finish(&self) -> Result<(), DecodeError> {
+        if self.dec.pos != self.dec.input.len() {
+            return fail(self.dec.pos, "trailing bytes after the item");
+        }
+        Ok(())
+    }
+
+    fn peek_major(&self) -> Result<u8, DecodeError> {
+        match self.dec.input.get(self.dec.pos) {
+            Some(b) => Ok(b >> 5),
+            None => fail(self.dec.pos, "unexpected end of input"),
+        }
+    }
+
+    /// The CBOR type name of the next item, for error messages.
+    pub(crate) fn peek_type(&self) -> &'static str {
+        match self.dec.input.get(self.dec.pos).copied() {
+            None => "end of input",
+            Some(b) => match b >> 5 {
+                0 => "unsigned integer",
+                1 => "negative integer",
+                2 => "bytes",
+                3 => "text",
+                4 => "array",
+                5 => "map",
+                6 => "tag",
+                _ => match b {
+                    0xf4 | 0xf5 => "bool",
+                    0xf6 => "null",
+                    0xf7 => "undefined",
+                    0xf9..=0xfb => "float",
+                    _ => "simple value",
+                },
+            },
+        }
+    }
+
+    /// True (and consumed) when the next item is null or undefined.
+    pub(crate) fn take_null(&mut self) -> bool {
+        if matches!(self.dec.input.get(self.dec.pos), Some(0xf6 | 0xf7)) {
+            self.dec.pos += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Starts a container of major type 4 (array) or 5 (map); None if the next item is
+    /// something else (nothing consumed then). Counts against the depth limit via `depth`.
+    fn open(&mut self, major: u8, depth: usize) -> Result<Option<Len>, DecodeError> {
+        if self.peek_major()? != major {
+            return Ok(None);
+        }
+        let start = self.dec.pos;
+        self.dec.enter(depth, start)?;
+        let (_, info, arg) = self.dec.head()?;
+        if info == 31 {
+            return Ok(Some(Len::Indefinite));
+        }
+        self.dec.check_room(arg, u64::from(major - 3))?;
+        Ok(Some(Len::Definite(arg)))
+    }
+
+    /// Starts an array at nesting `depth` (0 for the root).
+    pub(crate) fn array(&mut self, depth: usize) -> Result<Option<Len>, DecodeError> {
+        self.open(4, depth)
+    }
+
+    /// Starts a map at nesting `depth` (0 for the root).
+    pub(crate) fn map(&mut self, depth: usize) -> Result<Option<Len>, DecodeError> {
+        self.open(5, depth)
+    }
+
+    /// Whether another element of a container follows; consumes the break of an indefinite
+    /// one. `remaining` counts down definite containers.
+    pub(crate) fn more(&mut self, len: &mut Len) -> Result<bool, DecodeError> {
+        match len {
+            Len::Definite(0) => Ok(false),
+            Len::Definite(n) => {
+                *n -= 1;
+                Ok(true)
+            }
+            Len::Indefinite => Ok(!self.dec.at_break()?),
+        }
+    }
+
+    /// An unsigned integer, or None (nothing consumed) if the next item is not one.
+    pub(crate) fn unsigned(&mut self) -> Result<Option<u64>, DecodeError> {
+        if self.peek_major()? != 0 {
+            return Ok(None);
+        }
+        let (_, _, arg) = self.dec.head()?;
+        Ok(Some(arg))
+    }
+
+    /// A text string (definite strings are borrowed), or None (nothing consumed).
+    pub(crate) fn text(&mut self) -> Result<Option<std::borrow::Cow<'a, str>>, DecodeError> {
+        if self.peek_major()? != 3 {
+            return Ok(None);
+        }
+        let start = self.dec.pos;
+        let (_, info, arg) = self.dec.head()?;
+        if info != 31 {
+            let bytes = self.dec.chunk(3, arg)?;
+            // chunk() validated UTF-8.
+            return Ok(Some(std::borrow::Cow::Borrowed(
+                std::str::from_utf8(bytes).expect("validated"),
+            )));
+        }
+        let bytes = self.dec.string(3, true, 0)?;
+        String::from_utf8(bytes)
+            .map(|s| Some(std::borrow::Cow::Owned(s)))
+            .or_else(|_| fail(start, "invalid UTF-8 in text string"))
+    }
+
+    /// Validates and skips the next item, nested at `depth`.
+    pub(crate) fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
+        self.dec.skip(depth)
+    }
+
+    /// Validates the next item (nested at `depth`) and returns its encoded bytes.
+    pub(crate) fn capture(&mut self, depth: usize) -> Result<&'a [u8], DecodeError> {
+        let start = self.dec.pos;
+        self.dec.skip(depth)?;
+        Ok(&self.dec.input[start..self.dec.pos])
+    }
+}
+
 /// Interprets a major type 7 head.
 fn simple(start: usize, info: u8, arg: u64) -> Result<Value, DecodeError> {
     Ok(match info {
@@ -331,7 +548,7 @@ fn f64_to_f16_exact(f: f64) -> Option<u16> {
     Some(sign | base | ((significand >> shift) as u16 & 0x3ff))
 }
 
-fn encode_head(out: &mut Vec<u8>, major: u8, n: u64) {
+pub(crate) fn encode_head(out: &mut Vec<u8>, major: u8, n: u64) {
     let m = major << 5;
     match n {
         0..=23 => out.push(m | n as u8),

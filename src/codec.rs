@@ -86,12 +86,18 @@ pub(crate) fn parse_digest(digest: &str) -> Result<Expected> {
     match algo {
         "sha256" => Ok(Expected::Sha256(hex.to_ascii_lowercase())),
         "crc32c" => {
-            let digits = hex.strip_prefix("0x").or_else(|| hex.strip_prefix("0X")).unwrap_or(hex);
+            let digits = hex
+                .strip_prefix("0x")
+                .or_else(|| hex.strip_prefix("0X"))
+                .unwrap_or(hex);
             u32::from_str_radix(digits, 16)
                 .map(Expected::Crc32c)
                 .map_err(|_| err!(Format, "malformed digest '{digest}'"))
         }
-        other => bail!(Unsupported, "digest algorithm '{other}' is not supported, so it was not verified"),
+        other => bail!(
+            Unsupported,
+            "digest algorithm '{other}' is not supported, so it was not verified"
+        ),
     }
 }
 
@@ -118,13 +124,20 @@ impl Expected {
 
 /// Decodes zstd frames into `dst`, which must come out exactly full.
 pub(crate) fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
-    let mut dctx = zstd::bulk::Decompressor::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
+    let mut dctx =
+        zstd::bulk::Decompressor::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
     let expected = dst.len();
     match dctx.decompress_to_buffer(src, dst) {
         Ok(n) if n == expected => Ok(()),
-        Ok(n) => bail!(Format, "zstd data decodes to {n} bytes, the manifest says {expected}"),
+        Ok(n) => bail!(
+            Format,
+            "zstd data decodes to {n} bytes, the manifest says {expected}"
+        ),
         Err(e) if e.to_string().contains("too small") => {
-            bail!(Format, "zstd data decodes to more than the {expected} bytes the manifest says")
+            bail!(
+                Format,
+                "zstd data decodes to more than the {expected} bytes the manifest says"
+            )
         }
         Err(e) => bail!(Format, "corrupt zstd data: {e}"),
     }
@@ -138,7 +151,8 @@ pub(crate) struct StreamDecoder {
 
 impl StreamDecoder {
     pub(crate) fn new() -> Result<StreamDecoder> {
-        let inner = zstd::stream::raw::Decoder::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
+        let inner =
+            zstd::stream::raw::Decoder::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
         Ok(StreamDecoder { inner })
     }
     /// Feeds `input`; returns (input bytes consumed, output bytes written).
@@ -184,14 +198,19 @@ mod tests {
         let mut h = e.hasher();
         h.update(b"123456789");
         e.check(h).unwrap();
-        let e = parse_digest("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD").unwrap();
+        let e =
+            parse_digest("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD")
+                .unwrap();
         let mut h = e.hasher();
         h.update(b"abc");
         e.check(h).unwrap();
         let mut h = e.hasher();
         h.update(b"abd");
         assert_eq!(e.check(h).unwrap_err().kind(), ErrorKind::Checksum);
-        assert_eq!(parse_digest("md5:00").err().unwrap().kind(), ErrorKind::Unsupported);
+        assert_eq!(
+            parse_digest("md5:00").err().unwrap().kind(),
+            ErrorKind::Unsupported
+        );
     }
 
     #[test]
@@ -202,15 +221,26 @@ mod tests {
         zstd_decode_into(&z, &mut out).unwrap();
         assert_eq!(out, data);
         let mut short = vec![0u8; data.len() - 1];
-        assert_eq!(zstd_decode_into(&z, &mut short).unwrap_err().kind(), ErrorKind::Format);
+        assert_eq!(
+            zstd_decode_into(&z, &mut short).unwrap_err().kind(),
+            ErrorKind::Format
+        );
         let mut long = vec![0u8; data.len() + 1];
-        assert_eq!(zstd_decode_into(&z, &mut long).unwrap_err().kind(), ErrorKind::Format);
+        assert_eq!(
+            zstd_decode_into(&z, &mut long).unwrap_err().kind(),
+            ErrorKind::Format
+        );
         let mut two = z.clone();
         two.extend_from_slice(&z);
         let mut out2 = vec![0u8; 2 * data.len()];
         zstd_decode_into(&two, &mut out2).unwrap();
         assert_eq!(&out2[data.len()..], &data[..]);
-        assert_eq!(zstd_decode_into(&z[..z.len() / 2], &mut out).unwrap_err().kind(), ErrorKind::Format);
+        assert_eq!(
+            zstd_decode_into(&z[..z.len() / 2], &mut out)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Format
+        );
     }
 }
 
@@ -223,17 +253,27 @@ pub(crate) struct StreamEncoder {
 impl StreamEncoder {
     /// A new frame at `level` (0 = library default).
     pub(crate) fn new(level: i32) -> Result<StreamEncoder> {
-        let inner = zstd::stream::raw::Encoder::new(level).map_err(|e| err!(Internal, "zstd context: {e}"))?;
-        Ok(StreamEncoder { inner, out: vec![0u8; zstd::zstd_safe::CCtx::out_size()] })
+        let inner = zstd::stream::raw::Encoder::new(level)
+            .map_err(|e| err!(Internal, "zstd context: {e}"))?;
+        Ok(StreamEncoder {
+            inner,
+            out: vec![0u8; zstd::zstd_safe::CCtx::out_size()],
+        })
     }
 
     /// Compresses `input`, handing every produced piece to `sink`.
-    pub(crate) fn write(&mut self, mut input: &[u8], sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    pub(crate) fn write(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
         while !input.is_empty() {
             let mut inb = InBuffer::around(input);
             let mut outb = OutBuffer::around(&mut self.out[..]);
-            self.inner.run(&mut inb, &mut outb).map_err(|e| err!(Internal, "zstd compression: {e}"))?;
+            self.inner
+                .run(&mut inb, &mut outb)
+                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
             let (used, produced) = (inb.pos(), outb.pos());
             input = &input[used..];
             if produced > 0 {
@@ -248,7 +288,10 @@ impl StreamEncoder {
         use zstd::stream::raw::{Operation, OutBuffer};
         loop {
             let mut outb = OutBuffer::around(&mut self.out[..]);
-            let remaining = self.inner.finish(&mut outb, true).map_err(|e| err!(Internal, "zstd compression: {e}"))?;
+            let remaining = self
+                .inner
+                .finish(&mut outb, true)
+                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
             let produced = outb.pos();
             if produced > 0 {
                 sink(&self.out[..produced])?;

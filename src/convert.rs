@@ -107,7 +107,11 @@ pub(crate) fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<
         return Ok(());
     }
     let Some(kind) = source_kind(storage, logical) else {
-        bail!(Unsupported, "elements of logical type '{}' can only be read as {storage}", logical.unwrap_or(""));
+        bail!(
+            Unsupported,
+            "elements of logical type '{}' can only be read as {storage}",
+            logical.unwrap_or("")
+        );
     };
     let ok = match kind {
         SourceKind::Fp8(_) => to.is_float(),
@@ -120,7 +124,10 @@ pub(crate) fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<
     };
     if !ok {
         let from = logical.map_or_else(|| storage.name().to_owned(), str::to_owned);
-        bail!(Unsupported, "converting {from} to {to} would lose values or has no meaning");
+        bail!(
+            Unsupported,
+            "converting {from} to {to} would lose values or has no meaning"
+        );
     }
     Ok(())
 }
@@ -164,7 +171,13 @@ fn load_i128(d: DType, b: &[u8]) -> i128 {
 
 /// Converts `src` (elements of `storage`/`logical`) into `dst` (elements of `to`). Sizes
 /// have been checked: same element count.
-pub(crate) fn convert(storage: DType, logical: Option<&str>, src: &[u8], to: DType, dst: &mut [u8]) {
+pub(crate) fn convert(
+    storage: DType,
+    logical: Option<&str>,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+) {
     let (sw, dw) = (storage.size(), to.size());
     if to == storage {
         dst.copy_from_slice(src);
@@ -172,7 +185,9 @@ pub(crate) fn convert(storage: DType, logical: Option<&str>, src: &[u8], to: DTy
     }
     let pairs = src.chunks_exact(sw).zip(dst.chunks_exact_mut(dw));
     match source_kind(storage, logical) {
-        Some(SourceKind::Fp8(decode)) => pairs.for_each(|(s, d)| store_f64(to, decode(s[0]) as f64, d)),
+        Some(SourceKind::Fp8(decode)) => {
+            pairs.for_each(|(s, d)| store_f64(to, decode(s[0]) as f64, d))
+        }
         _ if to.is_float() => pairs.for_each(|(s, d)| store_f64(to, load_f64(storage, s), d)),
         _ => pairs.for_each(|(s, d)| {
             let v = load_i128(storage, s).to_le_bytes();
@@ -207,11 +222,38 @@ mod tests {
     #[test]
     fn allowed_and_refused_conversions() {
         use DType::*;
-        for (from, to) in [(BF16, F32), (F32, F16), (F64, BF16), (I8, I64), (U8, I16), (U32, U64), (Bool, U8), (I16, F32), (U32, F64), (I32, F64), (I8, BF16), (U8, BF16)] {
+        for (from, to) in [
+            (BF16, F32),
+            (F32, F16),
+            (F64, BF16),
+            (I8, I64),
+            (U8, I16),
+            (U32, U64),
+            (Bool, U8),
+            (I16, F32),
+            (U32, F64),
+            (I32, F64),
+            (I8, BF16),
+            (U8, BF16),
+        ] {
             check(from, None, to).unwrap_or_else(|e| panic!("{from} -> {to}: {e}"));
         }
-        for (from, to) in [(I64, I32), (U8, I8), (I8, U64), (U64, I64), (I64, F64), (I32, F32), (F32, I32), (U8, Bool), (I16, F16), (U16, BF16)] {
-            assert!(check(from, None, to).is_err(), "{from} -> {to} must be refused");
+        for (from, to) in [
+            (I64, I32),
+            (U8, I8),
+            (I8, U64),
+            (U64, I64),
+            (I64, F64),
+            (I32, F32),
+            (F32, I32),
+            (U8, Bool),
+            (I16, F16),
+            (U16, BF16),
+        ] {
+            assert!(
+                check(from, None, to).is_err(),
+                "{from} -> {to} must be refused"
+            );
         }
         check(U8, Some("f8_e4m3fn"), F32).unwrap();
         assert!(check(U8, Some("f8_e4m3fn"), I32).is_err());
@@ -224,14 +266,32 @@ mod tests {
         let src: Vec<u8> = [-1i8, 5, -128].iter().map(|&v| v as u8).collect();
         let mut out = vec![0u8; 24];
         convert(DType::I8, None, &src, DType::I64, &mut out);
-        let got: Vec<i64> = out.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        let got: Vec<i64> = out
+            .chunks(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         assert_eq!(got, [-1, 5, -128]);
-        let src: Vec<u8> = [1.5f32, -2.25].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let src: Vec<u8> = [1.5f32, -2.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let mut out = vec![0u8; 4];
         convert(DType::F32, None, &src, DType::BF16, &mut out);
         assert_eq!(out, [0xc0, 0x3f, 0x10, 0xc0]);
         let mut out = vec![0u8; 8];
-        convert(DType::U8, Some("f8_e4m3fn"), &[0x38, 0xb8], DType::F32, &mut out);
-        assert_eq!(out, [1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
+        convert(
+            DType::U8,
+            Some("f8_e4m3fn"),
+            &[0x38, 0xb8],
+            DType::F32,
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [1.0f32, -1.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<_>>()
+        );
     }
 }

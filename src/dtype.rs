@@ -202,7 +202,9 @@ pub fn dense_byte_size(shape: &[u64], dtype: DType, logical: Option<&str>) -> Op
         None => 1,
         Some(t) => logical_type_info(t)?.ratio,
     };
-    numel(shape)?.checked_mul(ratio)?.checked_mul(dtype.size() as u64)
+    numel(shape)?
+        .checked_mul(ratio)?
+        .checked_mul(dtype.size() as u64)
 }
 
 #[cfg(test)]
@@ -224,8 +226,14 @@ mod tests {
 
     #[test]
     fn v11_spellings_map_to_storage_plus_type() {
-        assert_eq!(parse_v11_dtype("f8_e4m3"), Some((DType::U8, Some("f8_e4m3fn"))));
-        assert_eq!(parse_v11_dtype("complex128"), Some((DType::F64, Some("complex128"))));
+        assert_eq!(
+            parse_v11_dtype("f8_e4m3"),
+            Some((DType::U8, Some("f8_e4m3fn")))
+        );
+        assert_eq!(
+            parse_v11_dtype("complex128"),
+            Some((DType::F64, Some("complex128")))
+        );
         assert_eq!(parse_v11_dtype("i16"), Some((DType::I16, None)));
         assert_eq!(parse_v11_dtype("f8"), None);
     }
@@ -233,7 +241,10 @@ mod tests {
     #[test]
     fn sizes_include_the_compound_ratio() {
         assert_eq!(dense_byte_size(&[3, 4], DType::F32, None), Some(48));
-        assert_eq!(dense_byte_size(&[3], DType::F32, Some("complex64")), Some(24));
+        assert_eq!(
+            dense_byte_size(&[3], DType::F32, Some("complex64")),
+            Some(24)
+        );
         assert_eq!(dense_byte_size(&[], DType::F64, None), Some(8));
         assert_eq!(dense_byte_size(&[5, 0], DType::F64, None), Some(0));
         assert_eq!(dense_byte_size(&[u64::MAX, 2], DType::U8, None), None);

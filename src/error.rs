@@ -63,7 +63,10 @@ pub struct Error {
 impl Error {
     /// Builds an error from a kind and a message.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into() }
+        Error {
+            kind,
+            message: message.into(),
+        }
     }
     /// The category, for programs.
     pub fn kind(&self) -> ErrorKind {

@@ -43,6 +43,6 @@ pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
 pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use manifest::WRITE_VERSION;
-pub use model::{ALIGNMENT, Component, Encoding, Object};
+pub use model::{ALIGNMENT, Attributes, Component, Encoding, Object};
 pub use reader::{MAGIC_V01, MAGIC_V1, OpenOptions, Reader, View};
 pub use writer::{WriteOptions, Writer};

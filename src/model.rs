@@ -95,9 +95,19 @@ pub enum Transform {
     /// A byte range of the decoded blob, elements of `swap` bytes swapped when `swap > 1`.
     Slice { start: u64, len: u64, swap: u8 },
     /// Legacy COO records `[ndim x u64 index][value]`: gather the values.
-    CooValues { ndim: u64, nnz: u64, value_size: u8, swap: bool },
+    CooValues {
+        ndim: u64,
+        nnz: u64,
+        value_size: u8,
+        swap: bool,
+    },
     /// Legacy COO records: gather the indices into structure-of-arrays order.
-    CooCoords { ndim: u64, nnz: u64, value_size: u8, swap: bool },
+    CooCoords {
+        ndim: u64,
+        nnz: u64,
+        value_size: u8,
+        swap: bool,
+    },
 }
 
 /// One component of an object: a role, a type, and where its bytes are.
@@ -164,13 +174,43 @@ impl Component {
     }
 }
 
+/// Attributes as their CBOR bytes (a map), validated when the file was opened and decoded
+/// only on request, so that opening never builds trees of metadata nobody asked for.
+#[derive(Clone, PartialEq)]
+pub struct Attributes(Box<[u8]>);
+
+impl Attributes {
+    pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
+        Attributes(bytes.into())
+    }
+    /// Encodes a value (the writer checks it is a map).
+    pub(crate) fn from_value(v: &Value) -> Attributes {
+        Attributes(crate::cbor::to_vec(v).into_boxed_slice())
+    }
+    /// The CBOR encoding of the attribute map.
+    pub fn as_cbor(&self) -> &[u8] {
+        &self.0
+    }
+    /// Decodes the attribute map (allocates the tree).
+    pub fn value(&self) -> Value {
+        crate::cbor::decode(&self.0, crate::limits::MAX_CBOR_DEPTH)
+            .expect("validated when the file was opened")
+    }
+}
+
+impl std::fmt::Debug for Attributes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.value(), f)
+    }
+}
+
 /// A named object: shape, format, attributes and components.
 #[derive(Clone, Debug)]
 pub struct Object {
     pub(crate) name: CText,
     pub(crate) format: CText,
     pub(crate) shape: Vec<u64>,
-    pub(crate) attributes: Option<Value>,
+    pub(crate) attributes: Option<Attributes>,
     pub(crate) components: Vec<Component>,
 }
 
@@ -187,8 +227,12 @@ impl Object {
     pub fn shape(&self) -> &[u64] {
         &self.shape
     }
-    /// The object's attributes (a CBOR map), if any.
-    pub fn attributes(&self) -> Option<&Value> {
+    /// The object's attributes (a CBOR map), decoded on each call; None when absent.
+    pub fn attributes(&self) -> Option<Value> {
+        self.attributes.as_ref().map(Attributes::value)
+    }
+    /// The object's attributes as stored (CBOR bytes), without decoding.
+    pub fn raw_attributes(&self) -> Option<&Attributes> {
         self.attributes.as_ref()
     }
     /// The components in manifest order.
@@ -211,21 +255,30 @@ impl Object {
 #[derive(Clone, Debug)]
 pub struct Model {
     pub(crate) version: CText,
-    pub(crate) attributes: Option<Value>,
+    pub(crate) attributes: Option<Attributes>,
     pub(crate) objects: Vec<Object>,
     pub(crate) by_name: HashMap<Box<str>, usize>,
 }
 
 impl Model {
     /// Builds the model and its name index, refusing duplicate names.
-    pub(crate) fn new(version: &str, attributes: Option<Value>, objects: Vec<Object>) -> Result<Model> {
+    pub(crate) fn new(
+        version: &str,
+        attributes: Option<Attributes>,
+        objects: Vec<Object>,
+    ) -> Result<Model> {
         let mut by_name = HashMap::with_capacity(objects.len());
         for (i, o) in objects.iter().enumerate() {
             if by_name.insert(Box::<str>::from(o.name()), i).is_some() {
                 bail!(Format, "duplicate object name '{}'", o.name());
             }
         }
-        Ok(Model { version: CText::new(version)?, attributes, objects, by_name })
+        Ok(Model {
+            version: CText::new(version)?,
+            attributes,
+            objects,
+            by_name,
+        })
     }
 }
 
@@ -235,34 +288,30 @@ pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText
         bail!(Format, "{what} name is empty");
     }
     if name.len() > max_len {
-        bail!(Limit, "{what} name is {} bytes, over the limit of {max_len}", name.len());
+        bail!(
+            Limit,
+            "{what} name is {} bytes, over the limit of {max_len}",
+            name.len()
+        );
     }
     CText::new(name).map_err(|e| e.context(format!("{what} name")))
-}
-
-/// Refuses a map that repeats a text key: readers keeping the first and readers keeping
-/// the last would see different files (serde-derived readers, like the reference one,
-/// refuse a repeated field).
-pub(crate) fn check_unique_keys(entries: &[(Value, Value)], what: &str) -> Result<()> {
-    let mut seen = std::collections::HashSet::with_capacity(entries.len());
-    for key in entries.iter().filter_map(|(k, _)| k.as_text()) {
-        if !seen.insert(key) {
-            bail!(Format, "{what} has the key '{key}' more than once");
-        }
-    }
-    Ok(())
 }
 
 /// Checks a digest string's syntax: "sha256:<64 hex>", "crc32c:0x<8 hex>", or
 /// "<algorithm>:<anything>" for algorithms we don't know (reported at verification).
 pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {
     let Some((algo, hex)) = digest.split_once(':') else {
-        bail!(Format, "malformed digest '{digest}': expected 'algorithm:hex'");
+        bail!(
+            Format,
+            "malformed digest '{digest}': expected 'algorithm:hex'"
+        );
     };
     let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
     let ok = match algo {
         "sha256" => hex.len() == 64 && is_hex(hex),
-        "crc32c" => hex.len() == 10 && (hex.starts_with("0x") || hex.starts_with("0X")) && is_hex(&hex[2..]),
+        "crc32c" => {
+            hex.len() == 10 && (hex.starts_with("0x") || hex.starts_with("0X")) && is_hex(&hex[2..])
+        }
         _ => !algo.is_empty() && !hex.is_empty(),
     };
     if !ok {
@@ -278,7 +327,8 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
     let mut blobs: Vec<(u64, u64)> = Vec::new();
     for obj in &model.objects {
         let ctx = |e: crate::error::Error| e.context(format!("object '{}'", obj.name()));
-        numel(&obj.shape).ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
+        numel(&obj.shape)
+            .ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
         for c in &obj.components {
             let cctx = |e: crate::error::Error| ctx(e.context(format!("component '{}'", c.role())));
             check_blob(&c.blob, data_end, max_decoded).map_err(cctx)?;
@@ -333,7 +383,12 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
 }
 
 fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
-    let Blob { offset, length, encoding, decoded_length } = *blob;
+    let Blob {
+        offset,
+        length,
+        encoding,
+        decoded_length,
+    } = *blob;
     if offset == 0 {
         bail!(Format, "offset 0 points at the file header");
     }
@@ -351,11 +406,17 @@ fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
     }
     match encoding {
         Encoding::Raw if decoded_length != length => {
-            bail!(Format, "raw blob of {length} bytes cannot decode to {decoded_length} bytes")
+            bail!(
+                Format,
+                "raw blob of {length} bytes cannot decode to {decoded_length} bytes"
+            )
         }
         Encoding::Zstd => {
             if decoded_length > max_decoded {
-                bail!(Limit, "uncompressed_length {decoded_length} is over the decode limit {max_decoded}");
+                bail!(
+                    Limit,
+                    "uncompressed_length {decoded_length} is over the decode limit {max_decoded}"
+                );
             }
             // A zstd block expands at most 128 KiB from a 4-byte RLE block; allow 2x slack.
             let ceiling = length.saturating_mul(65536).saturating_add(65536);
@@ -366,7 +427,10 @@ fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
                 );
             }
             if length == 0 && decoded_length > 0 {
-                bail!(Format, "zstd blob of 0 bytes cannot decode to {decoded_length} bytes");
+                bail!(
+                    Format,
+                    "zstd blob of 0 bytes cannot decode to {decoded_length} bytes"
+                );
             }
         }
         Encoding::Raw => {}
@@ -385,14 +449,22 @@ fn component_of<'o>(obj: &'o Object, role: &str) -> Result<&'o Component> {
 /// emit). We write u64 only.
 fn check_index(c: &Component) -> Result<()> {
     if !matches!(c.dtype, DType::U64 | DType::U32) {
-        bail!(Format, "index component '{}' must be u64 (or u32), not {}", c.role(), c.dtype);
+        bail!(
+            Format,
+            "index component '{}' must be u64 (or u32), not {}",
+            c.role(),
+            c.dtype
+        );
     }
     Ok(())
 }
 
 /// Logical elements of a values component (complex counts pairs).
 fn logical_elements(c: &Component) -> u64 {
-    let ratio = c.logical_type().and_then(logical_type_info).map_or(1, |i| i.ratio);
+    let ratio = c
+        .logical_type()
+        .and_then(logical_type_info)
+        .map_or(1, |i| i.ratio);
     c.decoded_length / (c.dtype.size() as u64 * ratio)
 }
 
@@ -410,7 +482,9 @@ pub(crate) fn check_structure(obj: &Object) -> Result<()> {
                         data.decoded_length,
                         obj.shape,
                         data.dtype,
-                        data.logical_type().map(|t| format!(" ({t})")).unwrap_or_default()
+                        data.logical_type()
+                            .map(|t| format!(" ({t})"))
+                            .unwrap_or_default()
                     );
                 }
             }
@@ -434,10 +508,17 @@ pub(crate) fn check_structure(obj: &Object) -> Result<()> {
                 );
             }
             if indices.element_count() != nnz {
-                bail!(Format, "indices has {} entries but values has {nnz}", indices.element_count());
+                bail!(
+                    Format,
+                    "indices has {} entries but values has {nnz}",
+                    indices.element_count()
+                );
             }
             if nnz > total {
-                bail!(Format, "{nnz} stored values exceed the shape's {total} elements");
+                bail!(
+                    Format,
+                    "{nnz} stored values exceed the shape's {total} elements"
+                );
             }
         }
         "sparse_coo" => {
@@ -455,7 +536,10 @@ pub(crate) fn check_structure(obj: &Object) -> Result<()> {
                 );
             }
             if nnz > total {
-                bail!(Format, "{nnz} stored values exceed the shape's {total} elements");
+                bail!(
+                    Format,
+                    "{nnz} stored values exceed the shape's {total} elements"
+                );
             }
         }
         _ => {}

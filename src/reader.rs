@@ -15,9 +15,11 @@ use crate::buffer::AlignedBuf;
 use crate::cbor::Value;
 use crate::codec::{StreamDecoder, parse_digest, zstd_decode_into};
 use crate::dtype::DType;
-use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
-use crate::model::{ALIGNMENT, Blob, Component, Encoding, Model, Object, Transform, validate};
+use crate::model::{
+    ALIGNMENT, Attributes, Blob, Component, Encoding, Model, Object, Transform, validate,
+};
 use crate::{legacy, manifest};
 
 /// Magic bytes of v1.x files, at both ends.
@@ -39,7 +41,11 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { use_mmap: true, verify_on_open: false, limits: Limits::default() }
+        OpenOptions {
+            use_mmap: true,
+            verify_on_open: false,
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -62,9 +68,12 @@ impl Source<'_> {
     /// `dst.len()` bytes at `offset`; the caller has bounds-checked the range.
     fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
         match self {
-            Source::File(f) => f
-                .read_exact_at(dst, offset)
-                .map_err(|e| Error::io(format_args!("reading {} bytes at offset {offset}", dst.len()), e)),
+            Source::File(f) => f.read_exact_at(dst, offset).map_err(|e| {
+                Error::io(
+                    format_args!("reading {} bytes at offset {offset}", dst.len()),
+                    e,
+                )
+            }),
             _ => {
                 let all = self.bytes().expect("memory source");
                 let start = offset as usize;
@@ -77,9 +86,15 @@ impl Source<'_> {
     /// The bytes `[offset, offset + len)`: borrowed from memory, or read from the file.
     fn region(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
         if let Some(all) = self.bytes() {
-            return Ok(Cow::Borrowed(&all[offset as usize..(offset + len) as usize]));
+            return Ok(Cow::Borrowed(
+                &all[offset as usize..(offset + len) as usize],
+            ));
         }
-        let mut v = vec![0u8; usize::try_from(len).map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?];
+        let mut v = vec![
+            0u8;
+            usize::try_from(len)
+                .map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?
+        ];
         self.read_at(offset, &mut v)?;
         Ok(Cow::Owned(v))
     }
@@ -114,7 +129,10 @@ pub struct Reader<'a> {
 
 impl std::fmt::Debug for Reader<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader").field("version", &self.version()).field("objects", &self.model.objects.len()).finish()
+        f.debug_struct("Reader")
+            .field("version", &self.version())
+            .field("objects", &self.model.objects.len())
+            .finish()
     }
 }
 
@@ -129,15 +147,23 @@ impl Reader<'static> {
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
         let path = path.as_ref();
         let ctx = |e: Error| e.context(path.display());
-        let file = File::open(path).map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
+        let file = File::open(path)
+            .map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
         let source = if options.use_mmap {
-            let len = file.metadata().map_err(|e| ctx(Error::io("reading its size", e)))?.len();
+            let len = file
+                .metadata()
+                .map_err(|e| ctx(Error::io("reading its size", e)))?
+                .len();
             if len < 17 {
-                return Err(ctx(err!(Format, "file is {len} bytes, too short to be a zTensor file")));
+                return Err(ctx(err!(
+                    Format,
+                    "file is {len} bytes, too short to be a zTensor file"
+                )));
             }
             // SAFETY: the mapping is read-only. If another process truncates the file while it
             // is mapped, access faults (SIGBUS); `use_mmap = false` avoids that.
-            let map = unsafe { Mmap::map(&file) }.map_err(|e| ctx(Error::io("mapping the file", e)))?;
+            let map =
+                unsafe { Mmap::map(&file) }.map_err(|e| ctx(Error::io("mapping the file", e)))?;
             Source::Map(map)
         } else {
             Source::File(file)
@@ -160,7 +186,10 @@ impl<'a> Reader<'a> {
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
         let limits = options.limits;
         let size = match &source {
-            Source::File(f) => f.metadata().map_err(|e| Error::io("reading the file size", e))?.len(),
+            Source::File(f) => f
+                .metadata()
+                .map_err(|e| Error::io("reading the file size", e))?
+                .len(),
             other => other.bytes().expect("memory source").len() as u64,
         };
         let model = read_model(&source, size, &limits)?;
@@ -170,7 +199,12 @@ impl<'a> Reader<'a> {
             first_cache.push(count);
             count += o.components.len();
         }
-        let caches = (0..count).map(|_| Cache { cell: OnceLock::new(), lock: Mutex::new(()) }).collect();
+        let caches = (0..count)
+            .map(|_| Cache {
+                cell: OnceLock::new(),
+                lock: Mutex::new(()),
+            })
+            .collect();
         let reader = Reader {
             source,
             model,
@@ -190,8 +224,13 @@ impl<'a> Reader<'a> {
         self.model.version.as_str()
     }
 
-    /// File-level attributes (a CBOR map), if any.
-    pub fn attributes(&self) -> Option<&Value> {
+    /// File-level attributes (a CBOR map), decoded on each call; None when absent.
+    pub fn attributes(&self) -> Option<Value> {
+        self.model.attributes.as_ref().map(Attributes::value)
+    }
+
+    /// File-level attributes as stored (CBOR bytes), without decoding.
+    pub fn raw_attributes(&self) -> Option<&Attributes> {
         self.model.attributes.as_ref()
     }
 
@@ -202,10 +241,13 @@ impl<'a> Reader<'a> {
 
     /// The object at `index`.
     pub fn object(&self, index: usize) -> Result<&Object> {
-        self.model
-            .objects
-            .get(index)
-            .ok_or_else(|| err!(NotFound, "no object at index {index} (the file has {})", self.model.objects.len()))
+        self.model.objects.get(index).ok_or_else(|| {
+            err!(
+                NotFound,
+                "no object at index {index} (the file has {})",
+                self.model.objects.len()
+            )
+        })
     }
 
     /// The index of the object called `name`; O(1).
@@ -225,7 +267,11 @@ impl<'a> Reader<'a> {
     fn component(&self, object: usize, component: usize) -> Result<(&Object, &Component)> {
         let obj = self.object(object)?;
         let c = obj.components.get(component).ok_or_else(|| {
-            err!(NotFound, "object '{}' has no component at index {component}", obj.name())
+            err!(
+                NotFound,
+                "object '{}' has no component at index {component}",
+                obj.name()
+            )
         })?;
         Ok((obj, c))
     }
@@ -246,21 +292,36 @@ impl<'a> Reader<'a> {
                 let start = c.blob.offset as usize;
                 let data = &all[start..start + c.blob.length as usize];
                 if data.as_ptr() as usize % ALIGNMENT as usize == 0 || data.is_empty() {
-                    return Ok(View { data, dtype: c.dtype, zero_copy: true });
+                    return Ok(View {
+                        data,
+                        dtype: c.dtype,
+                        zero_copy: true,
+                    });
                 }
             }
         }
         let cache = &self.caches[self.first_cache[object] + component];
         if let Some(buf) = cache.cell.get() {
-            return Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false });
+            return Ok(View {
+                data: buf.as_slice(),
+                dtype: c.dtype,
+                zero_copy: false,
+            });
         }
         let _guard = cache.lock.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(buf) = cache.cell.get() {
-            return Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false });
+            return Ok(View {
+                data: buf.as_slice(),
+                dtype: c.dtype,
+                zero_copy: false,
+            });
         }
         let ctx = Self::ctx(obj, c);
         let len = c.decoded_length;
-        let total = self.cached_total.fetch_add(len, Ordering::SeqCst).saturating_add(len);
+        let total = self
+            .cached_total
+            .fetch_add(len, Ordering::SeqCst)
+            .saturating_add(len);
         if total > self.limits.max_total_cached {
             self.cached_total.fetch_sub(len, Ordering::SeqCst);
             return Err(ctx(err!(
@@ -281,7 +342,11 @@ impl<'a> Reader<'a> {
             return Err(ctx(e));
         }
         let buf = cache.cell.get_or_init(|| buf);
-        Ok(View { data: buf.as_slice(), dtype: c.dtype, zero_copy: false })
+        Ok(View {
+            data: buf.as_slice(),
+            dtype: c.dtype,
+            zero_copy: false,
+        })
     }
 
     /// Copies or decodes a component into `dst`, which must be exactly `decoded_length`
@@ -300,7 +365,8 @@ impl<'a> Reader<'a> {
     /// Reads a component into a new vector (allocates `decoded_length` bytes).
     pub fn read_to_vec(&self, object: usize, component: usize) -> Result<Vec<u8>> {
         let (_, c) = self.component(object, component)?;
-        let len = usize::try_from(c.decoded_length).map_err(|_| err!(Limit, "component too large for memory"))?;
+        let len = usize::try_from(c.decoded_length)
+            .map_err(|_| err!(Limit, "component too large for memory"))?;
         let mut v = vec![0u8; len];
         self.read_into(object, component, &mut v)?;
         Ok(v)
@@ -309,16 +375,25 @@ impl<'a> Reader<'a> {
     /// Reads the decoded bytes `[offset, offset + dst.len())` of a component into `dst`.
     /// For zstd components the frames are decoded in a stream up to the end of the range,
     /// with a bounded working buffer, and nothing is cached.
-    pub fn read_range(&self, object: usize, component: usize, offset: u64, dst: &mut [u8]) -> Result<()> {
+    pub fn read_range(
+        &self,
+        object: usize,
+        component: usize,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
-        offset.checked_add(dst.len() as u64).filter(|&e| e <= c.decoded_length).ok_or_else(|| {
-            err!(
-                InvalidArgument,
-                "range [{offset}, {offset} + {}) is outside the component's {} bytes",
-                dst.len(),
-                c.decoded_length
-            )
-        })?;
+        offset
+            .checked_add(dst.len() as u64)
+            .filter(|&e| e <= c.decoded_length)
+            .ok_or_else(|| {
+                err!(
+                    InvalidArgument,
+                    "range [{offset}, {offset} + {}) is outside the component's {} bytes",
+                    dst.len(),
+                    c.decoded_length
+                )
+            })?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -328,7 +403,10 @@ impl<'a> Reader<'a> {
         }
         let ctx = Self::ctx(obj, c);
         match (c.blob.encoding, c.transform) {
-            (Encoding::Raw, Transform::None) => self.source.read_at(c.blob.offset + offset, dst).map_err(ctx),
+            (Encoding::Raw, Transform::None) => self
+                .source
+                .read_at(c.blob.offset + offset, dst)
+                .map_err(ctx),
             (Encoding::Zstd, Transform::None) => self.zstd_range(&c.blob, offset, dst).map_err(ctx),
             _ => {
                 let all = self.read_to_vec(object, component)?;
@@ -356,7 +434,10 @@ impl<'a> Reader<'a> {
             let (used, produced) = dec.run(input, out)?;
             input = &input[used..];
             if used == 0 && produced == 0 {
-                bail!(Format, "zstd data ends after {pos} decoded bytes, before the range ends");
+                bail!(
+                    Format,
+                    "zstd data ends after {pos} decoded bytes, before the range ends"
+                );
             }
             pos += produced as u64;
             if !skipping {
@@ -376,7 +457,8 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             other => {
-                let len = usize::try_from(c.blob.decoded_length).map_err(|_| err!(Limit, "blob too large for memory"))?;
+                let len = usize::try_from(c.blob.decoded_length)
+                    .map_err(|_| err!(Limit, "blob too large for memory"))?;
                 let mut blob = vec![0u8; len];
                 self.decode_blob_into(&c.blob, &mut blob)?;
                 legacy::gather(other, &blob, dst)
@@ -399,7 +481,13 @@ impl<'a> Reader<'a> {
     /// `dst` must be exactly element count x `dtype.size()` bytes. Reading as the stored
     /// dtype is `read_into`. Borrows the mapped or cached bytes when it can, else decodes
     /// into a temporary buffer.
-    pub fn read_as(&self, object: usize, component: usize, dtype: DType, dst: &mut [u8]) -> Result<()> {
+    pub fn read_as(
+        &self,
+        object: usize,
+        component: usize,
+        dtype: DType,
+        dst: &mut [u8],
+    ) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
         let ctx = Self::ctx(obj, c);
         crate::convert::check(c.dtype, c.logical_type(), dtype).map_err(&ctx)?;
@@ -427,10 +515,15 @@ impl<'a> Reader<'a> {
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain() {
             if let Some(all) = self.source.bytes() {
-                return Some(&all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize]);
+                return Some(
+                    &all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize],
+                );
             }
         }
-        self.caches[self.first_cache[object] + component].cell.get().map(AlignedBuf::as_slice)
+        self.caches[self.first_cache[object] + component]
+            .cell
+            .get()
+            .map(AlignedBuf::as_slice)
     }
 
     /// Checks one component's stored digest. `NotFound` when it has none, `Unsupported`
@@ -439,7 +532,9 @@ impl<'a> Reader<'a> {
     pub fn verify_component(&self, object: usize, component: usize) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
         let ctx = Self::ctx(obj, c);
-        let digest = c.digest().ok_or_else(|| ctx(err!(NotFound, "the component has no digest")))?;
+        let digest = c
+            .digest()
+            .ok_or_else(|| ctx(err!(NotFound, "the component has no digest")))?;
         self.check_digest(&c.blob, digest).map_err(ctx)
     }
 
@@ -447,7 +542,9 @@ impl<'a> Reader<'a> {
         let expected = parse_digest(digest)?;
         let mut hasher = expected.hasher();
         match self.source.bytes() {
-            Some(all) => hasher.update(&all[blob.offset as usize..(blob.offset + blob.length) as usize]),
+            Some(all) => {
+                hasher.update(&all[blob.offset as usize..(blob.offset + blob.length) as usize])
+            }
             None => {
                 let mut chunk = vec![0u8; (1 << 20).min(blob.length as usize)];
                 let mut done = 0u64;
@@ -483,16 +580,23 @@ impl<'a> Reader<'a> {
     /// bool bytes (0 or 1). Decodes the components it checks.
     pub fn validate_values(&self, object: usize) -> Result<()> {
         let obj = self.object(object)?;
-        crate::validate::check_values(self, object, obj).map_err(|e| e.context(format!("object '{}'", obj.name())))
+        crate::validate::check_values(self, object, obj)
+            .map_err(|e| e.context(format!("object '{}'", obj.name())))
     }
 }
 
 /// A destination must be exactly the size the call fills.
 pub(crate) fn check_dst(needed: u64, given: usize) -> Result<()> {
     match (given as u64).cmp(&needed) {
-        std::cmp::Ordering::Less => bail!(BufferTooSmall, "buffer of {given} bytes is smaller than the {needed} bytes to read"),
+        std::cmp::Ordering::Less => bail!(
+            BufferTooSmall,
+            "buffer of {given} bytes is smaller than the {needed} bytes to read"
+        ),
         std::cmp::Ordering::Greater => {
-            bail!(InvalidArgument, "buffer of {given} bytes is larger than the {needed} bytes to read; sizes must match")
+            bail!(
+                InvalidArgument,
+                "buffer of {given} bytes is larger than the {needed} bytes to read; sizes must match"
+            )
         }
         std::cmp::Ordering::Equal => Ok(()),
     }
@@ -510,43 +614,63 @@ pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
 /// Finds the manifest, decodes and validates it, for either container version.
 fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> {
     if size < 8 {
-        bail!(Format, "file is {size} bytes, too short to be a zTensor file");
+        bail!(
+            Format,
+            "file is {size} bytes, too short to be a zTensor file"
+        );
     }
     let mut head = [0u8; 8];
     source.read_at(0, &mut head)?;
     let (tail_len, legacy) = match &head {
         MAGIC_V1 => (16u64, false),
         MAGIC_V01 => (8u64, true),
-        _ => bail!(Format, "not a zTensor file: the header magic is {:?}", String::from_utf8_lossy(&head)),
+        _ => bail!(
+            Format,
+            "not a zTensor file: the header magic is {:?}",
+            String::from_utf8_lossy(&head)
+        ),
     };
     if size < 8 + tail_len + 1 {
-        bail!(Format, "file is {size} bytes, too short to hold a header, a manifest and a footer");
+        bail!(
+            Format,
+            "file is {size} bytes, too short to hold a header, a manifest and a footer"
+        );
     }
     let mut tail = [0u8; 16];
     let tail = &mut tail[..tail_len as usize];
     source.read_at(size - tail_len, tail)?;
     if !legacy && &tail[8..16] != MAGIC_V1 {
-        bail!(Format, "the footer magic is {:?}, not \"ZTEN1000\": the file is truncated or corrupt", String::from_utf8_lossy(&tail[8..16]));
+        bail!(
+            Format,
+            "the footer magic is {:?}, not \"ZTEN1000\": the file is truncated or corrupt",
+            String::from_utf8_lossy(&tail[8..16])
+        );
     }
     let manifest_size = u64::from_le_bytes(tail[..8].try_into().expect("8 bytes"));
     if manifest_size == 0 {
         bail!(Format, "manifest size is 0");
     }
     if manifest_size > limits.max_manifest_size {
-        bail!(Limit, "manifest size {manifest_size} is over the limit of {}", limits.max_manifest_size);
+        bail!(
+            Limit,
+            "manifest size {manifest_size} is over the limit of {}",
+            limits.max_manifest_size
+        );
     }
     if manifest_size > size - 8 - tail_len {
-        bail!(Format, "manifest size {manifest_size} does not fit between the header and the footer of a {size}-byte file");
+        bail!(
+            Format,
+            "manifest size {manifest_size} does not fit between the header and the footer of a {size}-byte file"
+        );
     }
     let start = size - tail_len - manifest_size;
     let bytes = source.region(start, manifest_size)?;
-    let depth = limits.max_cbor_depth.min(crate::limits::MAX_CBOR_DEPTH);
-    let root = crate::cbor::decode(&bytes, depth).map_err(|e| {
-        let kind = if e.too_deep { ErrorKind::Limit } else { ErrorKind::Format };
-        Error::new(kind, format!("manifest at offset {start}: {e}"))
-    })?;
+    let model = if legacy {
+        legacy::parse(&bytes, start, limits)?
+    } else {
+        manifest::parse(&bytes, start, limits)?
+    };
     drop(bytes);
-    let model = if legacy { legacy::parse(&root, limits)? } else { manifest::parse(&root, limits)? };
     validate(&model, start, limits.max_decoded_size)?;
     Ok(model)
 }

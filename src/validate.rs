@@ -12,8 +12,14 @@ fn indices(reader: &Reader<'_>, object: usize, obj: &Object, role: &str) -> Resu
     let c: &Component = &obj.components()[ci];
     let bytes = reader.read_to_vec(object, ci)?;
     Ok(match c.dtype() {
-        DType::U32 => bytes.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as u64).collect(),
-        _ => bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect(),
+        DType::U32 => bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as u64)
+            .collect(),
+        _ => bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .collect(),
     })
 }
 
@@ -22,7 +28,12 @@ pub(crate) fn check_values(reader: &Reader<'_>, object: usize, obj: &Object) -> 
         if c.dtype() == DType::Bool {
             let bytes = reader.read_to_vec(object, ci)?;
             if let Some(i) = bytes.iter().position(|&b| b > 1) {
-                bail!(Format, "component '{}': bool byte {} at index {i} is neither 0 nor 1", c.role(), bytes[i]);
+                bail!(
+                    Format,
+                    "component '{}': bool byte {} at index {i} is neither 0 nor 1",
+                    c.role(),
+                    bytes[i]
+                );
             }
         }
     }
@@ -36,14 +47,27 @@ pub(crate) fn check_values(reader: &Reader<'_>, object: usize, obj: &Object) -> 
                 bail!(Format, "indptr must start at 0, not {:?}", indptr.first());
             }
             if let Some(w) = indptr.windows(2).position(|w| w[1] < w[0]) {
-                bail!(Format, "indptr decreases at row {w}: {} then {}", indptr[w], indptr[w + 1]);
+                bail!(
+                    Format,
+                    "indptr decreases at row {w}: {} then {}",
+                    indptr[w],
+                    indptr[w + 1]
+                );
             }
             if indptr.last() != Some(&nnz) {
-                bail!(Format, "indptr ends at {:?}, not at nnz {nnz}", indptr.last());
+                bail!(
+                    Format,
+                    "indptr ends at {:?}, not at nnz {nnz}",
+                    indptr.last()
+                );
             }
             debug_assert_eq!(indptr.len() as u64, rows + 1);
             if let Some(i) = idx.iter().position(|&c| c >= cols) {
-                bail!(Format, "column index {} at position {i} is out of range for {cols} columns", idx[i]);
+                bail!(
+                    Format,
+                    "column index {} at position {i} is out of range for {cols} columns",
+                    idx[i]
+                );
             }
         }
         "sparse_coo" => {
@@ -52,8 +76,15 @@ pub(crate) fn check_values(reader: &Reader<'_>, object: usize, obj: &Object) -> 
             if ndim > 0 {
                 let nnz = coords.len() / ndim;
                 for (d, &extent) in obj.shape().iter().enumerate() {
-                    if let Some(i) = coords[d * nnz..(d + 1) * nnz].iter().position(|&x| x >= extent) {
-                        bail!(Format, "coordinate {} of value {i} in dimension {d} is out of range for extent {extent}", coords[d * nnz + i]);
+                    if let Some(i) = coords[d * nnz..(d + 1) * nnz]
+                        .iter()
+                        .position(|&x| x >= extent)
+                    {
+                        bail!(
+                            Format,
+                            "coordinate {} of value {i} in dimension {d} is out of range for extent {extent}",
+                            coords[d * nnz + i]
+                        );
                     }
                 }
             }

@@ -13,7 +13,10 @@ use crate::codec::{DigestAlgorithm, Hasher, StreamEncoder, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
-use crate::model::{ALIGNMENT, Blob, CText, Component, Encoding, Object, Transform, check_name, check_structure};
+use crate::model::{
+    ALIGNMENT, Attributes, Blob, CText, Component, Encoding, Object, Transform, check_name,
+    check_structure,
+};
 use crate::reader::MAGIC_V1;
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
@@ -29,14 +32,22 @@ pub struct WriteOptions {
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { encoding: Encoding::Raw, level: 0, digest: DigestAlgorithm::None }
+        WriteOptions {
+            encoding: Encoding::Raw,
+            level: 0,
+            digest: DigestAlgorithm::None,
+        }
     }
 }
 
 impl WriteOptions {
     /// zstd at `level` (0 = default), no digest.
     pub fn zstd(level: i32) -> Self {
-        WriteOptions { encoding: Encoding::Zstd, level, ..Default::default() }
+        WriteOptions {
+            encoding: Encoding::Zstd,
+            level,
+            ..Default::default()
+        }
     }
     /// These options with a digest.
     pub fn with_digest(self, digest: DigestAlgorithm) -> Self {
@@ -78,14 +89,17 @@ pub struct Writer<W: Write = BufWriter<File>> {
     by_name: HashMap<String, usize>,
     open_object: bool,
     stream: Option<Stream>,
-    file_attributes: Option<Value>,
+    file_attributes: Option<Attributes>,
     failed: Option<String>,
     target: Option<Target>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Writer").field("position", &self.pos).field("objects", &self.objects.len()).finish()
+        f.debug_struct("Writer")
+            .field("position", &self.pos)
+            .field("objects", &self.objects.len())
+            .finish()
     }
 }
 
@@ -116,7 +130,11 @@ impl Writer<BufWriter<File>> {
             .create_new(true)
             .open(&temp)
             .map_err(|e| Error::io(format_args!("creating {}", temp.display()), e))?;
-        let target = Target { temp, path, done: false };
+        let target = Target {
+            temp,
+            path,
+            done: false,
+        };
         let mut w = Writer::new_inner(BufWriter::with_capacity(1 << 20, file), Some(target));
         w.emit(MAGIC_V1)?;
         Ok(w)
@@ -158,14 +176,24 @@ impl<W: Write> Writer<W> {
 
     fn check_usable(&self) -> Result<()> {
         if let Some(why) = &self.failed {
-            bail!(State, "the writer failed earlier and can't continue ({why})");
+            bail!(
+                State,
+                "the writer failed earlier and can't continue ({why})"
+            );
         }
         Ok(())
     }
 
     /// Adds a dense object with one raw or encoded "data" component.
     /// `data.len()` must equal the element count of `shape` times the dtype size.
-    pub fn add(&mut self, name: &str, dtype: DType, shape: &[u64], data: &[u8], options: &WriteOptions) -> Result<()> {
+    pub fn add(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[u64],
+        data: &[u8],
+        options: &WriteOptions,
+    ) -> Result<()> {
         self.add_typed(name, dtype, None, shape, data, options)
     }
 
@@ -181,7 +209,11 @@ impl<W: Write> Writer<W> {
     ) -> Result<()> {
         self.check_usable()?;
         if self.open_object {
-            bail!(State, "object '{}' is still open: end it before adding another", self.objects.last().map_or("", |o| o.name()));
+            bail!(
+                State,
+                "object '{}' is still open: end it before adding another",
+                self.objects.last().map_or("", |o| o.name())
+            );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
         check_shape(shape)?;
@@ -194,10 +226,15 @@ impl<W: Write> Writer<W> {
                 logical_type.map(|t| format!(" ({t})")).unwrap_or_default()
             ),
             None if logical_type.is_some() => {}
-            None => bail!(InvalidArgument, "object '{name}': shape {shape:?} overflows"),
+            None => bail!(
+                InvalidArgument,
+                "object '{name}': shape {shape:?} overflows"
+            ),
         }
         self.begin_object(name, "dense", shape)?;
-        let result = self.add_component("data", dtype, logical_type, data, options).and_then(|()| self.end_object());
+        let result = self
+            .add_component("data", dtype, logical_type, data, options)
+            .and_then(|()| self.end_object());
         if result.is_err() {
             self.abandon_object();
         }
@@ -208,11 +245,19 @@ impl<W: Write> Writer<W> {
     pub fn begin_object(&mut self, name: &str, format: &str, shape: &[u64]) -> Result<()> {
         self.check_usable()?;
         if self.open_object {
-            bail!(State, "object '{}' is still open: end it before beginning another", self.objects.last().map_or("", |o| o.name()));
+            bail!(
+                State,
+                "object '{}' is still open: end it before beginning another",
+                self.objects.last().map_or("", |o| o.name())
+            );
         }
-        let name_c = check_name("object", name, Limits::default().max_name_length).map_err(as_argument)?;
+        let name_c =
+            check_name("object", name, Limits::default().max_name_length).map_err(as_argument)?;
         if self.by_name.contains_key(name) {
-            bail!(InvalidArgument, "an object named '{name}' was already added");
+            bail!(
+                InvalidArgument,
+                "an object named '{name}' was already added"
+            );
         }
         if format.is_empty() {
             bail!(InvalidArgument, "object '{name}': the format is empty");
@@ -220,7 +265,13 @@ impl<W: Write> Writer<W> {
         let format_c = CText::new(format).map_err(as_argument)?;
         check_shape(shape)?;
         self.by_name.insert(name.to_owned(), self.objects.len());
-        self.objects.push(Object { name: name_c, format: format_c, shape: shape.to_vec(), attributes: None, components: Vec::new() });
+        self.objects.push(Object {
+            name: name_c,
+            format: format_c,
+            shape: shape.to_vec(),
+            attributes: None,
+            components: Vec::new(),
+        });
         self.open_object = true;
         Ok(())
     }
@@ -253,22 +304,39 @@ impl<W: Write> Writer<W> {
     ) -> Result<()> {
         self.check_usable()?;
         if !self.open_object {
-            bail!(State, "no object is open: begin one before adding components");
+            bail!(
+                State,
+                "no object is open: begin one before adding components"
+            );
         }
         if let Some(s) = &self.stream {
-            bail!(State, "component '{}' is still being written: end it first", s.role.as_str());
+            bail!(
+                State,
+                "component '{}' is still being written: end it first",
+                s.role.as_str()
+            );
         }
         let obj = self.objects.last().expect("open object");
-        let role_c = check_name("component", role, Limits::default().max_name_length).map_err(as_argument)?;
+        let role_c = check_name("component", role, Limits::default().max_name_length)
+            .map_err(as_argument)?;
         if obj.find_component(role).is_some() {
-            bail!(InvalidArgument, "object '{}' already has a '{role}' component", obj.name());
+            bail!(
+                InvalidArgument,
+                "object '{}' already has a '{role}' component",
+                obj.name()
+            );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
         let encoder = match options.encoding {
             Encoding::Raw => None,
             Encoding::Zstd => {
                 if options.level != 0 && !zstd_level_range().contains(&options.level) {
-                    bail!(InvalidArgument, "zstd level {} is outside {:?}", options.level, zstd_level_range());
+                    bail!(
+                        InvalidArgument,
+                        "zstd level {} is outside {:?}",
+                        options.level,
+                        zstd_level_range()
+                    );
                 }
                 Some(StreamEncoder::new(options.level)?)
             }
@@ -277,7 +345,10 @@ impl<W: Write> Writer<W> {
         self.stream = Some(Stream {
             role: role_c,
             dtype,
-            logical_type: logical_type.map(CText::new).transpose().map_err(as_argument)?,
+            logical_type: logical_type
+                .map(CText::new)
+                .transpose()
+                .map_err(as_argument)?,
             offset: self.pos,
             decoded: 0,
             hasher: Hasher::new(options.digest),
@@ -290,12 +361,20 @@ impl<W: Write> Writer<W> {
     pub fn write(&mut self, data: &[u8]) -> Result<()> {
         self.check_usable()?;
         let Some(mut s) = self.stream.take() else {
-            bail!(State, "no component is being written: call begin_component first");
+            bail!(
+                State,
+                "no component is being written: call begin_component first"
+            );
         };
         if s.dtype == DType::Bool {
             if let Some(i) = data.iter().position(|&b| b > 1) {
                 self.stream = Some(s);
-                bail!(InvalidArgument, "bool byte {} at index {} is neither 0 nor 1", data[i], i);
+                bail!(
+                    InvalidArgument,
+                    "bool byte {} at index {} is neither 0 nor 1",
+                    data[i],
+                    i
+                );
             }
         }
         s.decoded += data.len() as u64;
@@ -330,7 +409,10 @@ impl<W: Write> Writer<W> {
             })?;
         }
         let unit = s.dtype.size() as u64
-            * s.logical_type.as_ref().and_then(|t| logical_type_info(t.as_str())).map_or(1, |i| i.ratio);
+            * s.logical_type
+                .as_ref()
+                .and_then(|t| logical_type_info(t.as_str()))
+                .map_or(1, |i| i.ratio);
         if s.decoded % unit != 0 {
             bail!(
                 InvalidArgument,
@@ -340,17 +422,30 @@ impl<W: Write> Writer<W> {
                 unit
             );
         }
-        let encoding = if s.encoder.is_some() { Encoding::Zstd } else { Encoding::Raw };
+        let encoding = if s.encoder.is_some() {
+            Encoding::Zstd
+        } else {
+            Encoding::Raw
+        };
         let component = Component {
             role: s.role,
             dtype: s.dtype,
             logical_type: s.logical_type,
-            blob: Blob { offset: s.offset, length: self.pos - s.offset, encoding, decoded_length: s.decoded },
+            blob: Blob {
+                offset: s.offset,
+                length: self.pos - s.offset,
+                encoding,
+                decoded_length: s.decoded,
+            },
             decoded_length: s.decoded,
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
             transform: Transform::None,
         };
-        self.objects.last_mut().expect("open object").components.push(component);
+        self.objects
+            .last_mut()
+            .expect("open object")
+            .components
+            .push(component);
         Ok(())
     }
 
@@ -362,7 +457,11 @@ impl<W: Write> Writer<W> {
             bail!(State, "no object is open");
         }
         if let Some(s) = &self.stream {
-            bail!(State, "component '{}' is still being written: end it first", s.role.as_str());
+            bail!(
+                State,
+                "component '{}' is still being written: end it first",
+                s.role.as_str()
+            );
         }
         let obj = self.objects.last().expect("open object");
         if let Err(e) = check_structure(obj).and_then(|()| check_writable_indices(obj)) {
@@ -389,7 +488,7 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
         check_attributes(&attributes)?;
-        self.file_attributes = Some(attributes);
+        self.file_attributes = Some(Attributes::from_value(&attributes));
         Ok(())
     }
 
@@ -397,8 +496,11 @@ impl<W: Write> Writer<W> {
     pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
         self.check_usable()?;
         check_attributes(&attributes)?;
-        let &i = self.by_name.get(name).ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
-        self.objects[i].attributes = Some(attributes);
+        let &i = self
+            .by_name
+            .get(name)
+            .ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
+        self.objects[i].attributes = Some(Attributes::from_value(&attributes));
         Ok(())
     }
 
@@ -412,10 +514,19 @@ impl<W: Write> Writer<W> {
         self.emit(MAGIC_V1)?;
         self.out.flush().map_err(|e| Error::io("flushing", e))?;
         if let Some(target) = &mut self.target {
-            let file = File::open(&target.temp).map_err(|e| Error::io(format_args!("reopening {}", target.temp.display()), e))?;
-            file.sync_all().map_err(|e| Error::io(format_args!("syncing {}", target.temp.display()), e))?;
+            let file = File::open(&target.temp)
+                .map_err(|e| Error::io(format_args!("reopening {}", target.temp.display()), e))?;
+            file.sync_all()
+                .map_err(|e| Error::io(format_args!("syncing {}", target.temp.display()), e))?;
             std::fs::rename(&target.temp, &target.path).map_err(|e| {
-                Error::io(format_args!("renaming {} to {}", target.temp.display(), target.path.display()), e)
+                Error::io(
+                    format_args!(
+                        "renaming {} to {}",
+                        target.temp.display(),
+                        target.path.display()
+                    ),
+                    e,
+                )
             })?;
             target.done = true;
             if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -433,7 +544,11 @@ impl<W: Write> Writer<W> {
     pub fn check_finishable(&self) -> Result<()> {
         self.check_usable()?;
         if self.open_object {
-            bail!(State, "object '{}' is still open: end it before finishing", self.objects.last().map_or("", |o| o.name()));
+            bail!(
+                State,
+                "object '{}' is still open: end it before finishing",
+                self.objects.last().map_or("", |o| o.name())
+            );
         }
         Ok(())
     }
@@ -444,9 +559,17 @@ impl<W: Write> Writer<W> {
     }
 }
 
-fn emit_to<W: Write>(out: &mut W, pos: &mut u64, failed: &mut Option<String>, bytes: &[u8]) -> Result<()> {
+fn emit_to<W: Write>(
+    out: &mut W,
+    pos: &mut u64,
+    failed: &mut Option<String>,
+    bytes: &[u8],
+) -> Result<()> {
     if let Err(e) = out.write_all(bytes) {
-        let e = Error::io(format_args!("writing {} bytes at offset {pos}", bytes.len()), e);
+        let e = Error::io(
+            format_args!("writing {} bytes at offset {pos}", bytes.len()),
+            e,
+        );
         *failed = Some(e.message().to_owned());
         return Err(e);
     }
@@ -464,17 +587,28 @@ fn as_argument(e: Error) -> Error {
 fn check_shape(shape: &[u64]) -> Result<()> {
     let max = Limits::default().max_rank;
     if shape.len() > max {
-        bail!(InvalidArgument, "shape has {} dimensions; readers accept at most {max} by default", shape.len());
+        bail!(
+            InvalidArgument,
+            "shape has {} dimensions; readers accept at most {max} by default",
+            shape.len()
+        );
     }
     if crate::dtype::numel(shape).is_none() {
-        bail!(InvalidArgument, "shape {shape:?} has more elements than u64 can count");
+        bail!(
+            InvalidArgument,
+            "shape {shape:?} has more elements than u64 can count"
+        );
     }
     Ok(())
 }
 
 fn check_attributes(v: &Value) -> Result<()> {
     if !v.is_map() {
-        bail!(InvalidArgument, "attributes must be a map, not {}", v.type_name());
+        bail!(
+            InvalidArgument,
+            "attributes must be a map, not {}",
+            v.type_name()
+        );
     }
     Ok(())
 }
@@ -488,7 +622,12 @@ fn check_writable_indices(obj: &Object) -> Result<()> {
     };
     for c in obj.components.iter().filter(|c| roles.contains(&c.role())) {
         if c.dtype != DType::U64 {
-            bail!(InvalidArgument, "index component '{}' must be u64, not {}", c.role(), c.dtype);
+            bail!(
+                InvalidArgument,
+                "index component '{}' must be u64, not {}",
+                c.role(),
+                c.dtype
+            );
         }
     }
     Ok(())

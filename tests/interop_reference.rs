@@ -25,26 +25,50 @@ fn reference_python() -> PathBuf {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-venv");
     let python = venv.join("bin/python");
     let marker = venv.join("requirements.installed");
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) && python.exists() {
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) && python.exists()
+    {
         return python;
     }
     let _ = std::fs::remove_dir_all(&venv);
     let base = std::env::var("ZT_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let run = |cmd: &mut Command| {
         let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-        assert!(out.status.success(), "{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     run(Command::new(&base).args(["-m", "venv"]).arg(&venv));
-    run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements));
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements));
     std::fs::write(&marker, wanted).unwrap();
     python
 }
 
 /// Runs the reference reader on a file: Ok(JSON) or Err(its error message).
 fn reference_dump(python: &Path, file: &Path) -> Result<Value, String> {
-    let out = Command::new(python).arg(repo().join("tests/interop/reference_dump.py")).arg(file).output().unwrap();
+    let out = Command::new(python)
+        .arg(repo().join("tests/interop/reference_dump.py"))
+        .arg(file)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc = from_json(stdout.trim(), 64).unwrap_or_else(|e| panic!("bad dump output ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let doc = from_json(stdout.trim(), 64).unwrap_or_else(|e| {
+        panic!(
+            "bad dump output ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     match doc.get("error") {
         Some(e) => Err(e.as_text().unwrap_or("?").to_owned()),
         None => {
@@ -62,33 +86,127 @@ fn write_sample(path: &Path) {
         let opts = [
             WriteOptions::default(),
             WriteOptions::zstd(3).with_digest(DigestAlgorithm::Sha256),
-            WriteOptions { encoding: Encoding::Raw, level: 0, digest: DigestAlgorithm::Crc32c },
+            WriteOptions {
+                encoding: Encoding::Raw,
+                level: 0,
+                digest: DigestAlgorithm::Crc32c,
+            },
         ][i % 3];
-        w.add(&format!("dense.{}", dtype.name()), dtype, &[3, 4], &data_for(dtype, 12, i as u64), &opts).unwrap();
+        w.add(
+            &format!("dense.{}", dtype.name()),
+            dtype,
+            &[3, 4],
+            &data_for(dtype, 12, i as u64),
+            &opts,
+        )
+        .unwrap();
     }
-    w.add("scalar", DType::F32, &[], &f32s(&[3.5]), &WriteOptions::default()).unwrap();
-    w.add("empty", DType::F32, &[0, 4], &[], &WriteOptions::default()).unwrap();
-    w.add("rank8", DType::U8, &[1, 2, 1, 2, 1, 2, 1, 2], &bytes(7, 16), &WriteOptions::zstd(1)).unwrap();
+    w.add(
+        "scalar",
+        DType::F32,
+        &[],
+        &f32s(&[3.5]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add("empty", DType::F32, &[0, 4], &[], &WriteOptions::default())
+        .unwrap();
+    w.add(
+        "rank8",
+        DType::U8,
+        &[1, 2, 1, 2, 1, 2, 1, 2],
+        &bytes(7, 16),
+        &WriteOptions::zstd(1),
+    )
+    .unwrap();
     for (i, ty) in ["f8_e4m3fn", "f8_e5m2"].iter().enumerate() {
-        w.add_typed(&format!("fp8.{ty}"), DType::U8, Some(ty), &[4], &bytes(i as u64, 4), &WriteOptions::default()).unwrap();
+        w.add_typed(
+            &format!("fp8.{ty}"),
+            DType::U8,
+            Some(ty),
+            &[4],
+            &bytes(i as u64, 4),
+            &WriteOptions::default(),
+        )
+        .unwrap();
     }
     w.begin_object("csr", "sparse_csr", &[3, 4]).unwrap();
-    w.add_component("values", DType::F32, None, &f32s(&[1.0, 2.0, 3.0]), &WriteOptions::default()).unwrap();
-    w.add_component("indices", DType::U64, None, &u64s(&[0, 3, 1]), &WriteOptions::default()).unwrap();
-    w.add_component("indptr", DType::U64, None, &u64s(&[0, 2, 2, 3]), &WriteOptions::default()).unwrap();
+    w.add_component(
+        "values",
+        DType::F32,
+        None,
+        &f32s(&[1.0, 2.0, 3.0]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "indices",
+        DType::U64,
+        None,
+        &u64s(&[0, 3, 1]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "indptr",
+        DType::U64,
+        None,
+        &u64s(&[0, 2, 2, 3]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
     w.end_object().unwrap();
     w.begin_object("coo", "sparse_coo", &[4, 5]).unwrap();
-    w.add_component("values", DType::I32, None, &[1, 0, 0, 0, 2, 0, 0, 0], &WriteOptions::zstd(0)).unwrap();
-    w.add_component("coords", DType::U64, None, &u64s(&[0, 3, 1, 4]), &WriteOptions::default()).unwrap();
+    w.add_component(
+        "values",
+        DType::I32,
+        None,
+        &[1, 0, 0, 0, 2, 0, 0, 0],
+        &WriteOptions::zstd(0),
+    )
+    .unwrap();
+    w.add_component(
+        "coords",
+        DType::U64,
+        None,
+        &u64s(&[0, 3, 1, 4]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
     w.end_object().unwrap();
     w.begin_object("quant", "quantized_group", &[8, 8]).unwrap();
-    w.add_component("packed_weight", DType::I32, None, &bytes(1, 32), &WriteOptions::default()).unwrap();
-    w.add_component("scales", DType::F16, None, &bytes(2, 8), &WriteOptions::default()).unwrap();
-    w.add_component("zeros", DType::F16, None, &bytes(3, 8), &WriteOptions::default()).unwrap();
+    w.add_component(
+        "packed_weight",
+        DType::I32,
+        None,
+        &bytes(1, 32),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "scales",
+        DType::F16,
+        None,
+        &bytes(2, 8),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "zeros",
+        DType::F16,
+        None,
+        &bytes(3, 8),
+        &WriteOptions::default(),
+    )
+    .unwrap();
     w.end_object().unwrap();
     w.set_object_attributes(
         "quant",
-        Value::Map(vec![(t("bits"), Value::Unsigned(4)), (t("group_size"), Value::Unsigned(128)), (t("packing"), t("8_per_i32"))]),
+        Value::Map(vec![
+            (t("bits"), Value::Unsigned(4)),
+            (t("group_size"), Value::Unsigned(128)),
+            (t("packing"), t("8_per_i32")),
+        ]),
     )
     .unwrap();
     w.set_object_attributes(
@@ -97,12 +215,20 @@ fn write_sample(path: &Path) {
             (t("note"), t("ünïcode")),
             (t("neg"), Value::Negative(41)),
             (t("half"), Value::Float(0.5)),
-            (t("list"), Value::Array(vec![Value::Bool(true), Value::Null, Value::Unsigned(1 << 40)])),
+            (
+                t("list"),
+                Value::Array(vec![
+                    Value::Bool(true),
+                    Value::Null,
+                    Value::Unsigned(1 << 40),
+                ]),
+            ),
             (t("raw"), Value::Bytes(vec![0xde, 0xad])),
         ]),
     )
     .unwrap();
-    w.set_file_attributes(Value::Map(vec![(t("framework"), t("ztensor-tests"))])).unwrap();
+    w.set_file_attributes(Value::Map(vec![(t("framework"), t("ztensor-tests"))]))
+        .unwrap();
     w.finish().unwrap();
 }
 
@@ -112,34 +238,75 @@ fn reference_reads_what_we_write() {
     let dir = temp_dir("interop_reference");
     let path = dir.join("ours.zt");
     write_sample(&path);
-    let dump = reference_dump(&python, &path).unwrap_or_else(|e| panic!("the reference failed to read our file: {e}"));
+    let dump = reference_dump(&python, &path)
+        .unwrap_or_else(|e| panic!("the reference failed to read our file: {e}"));
 
     let r = Reader::open(&path).unwrap();
     let theirs = dump.get("objects").unwrap().as_array().unwrap();
     let mut ours: Vec<usize> = (0..r.objects().len()).collect();
     ours.sort_by_key(|&i| r.objects()[i].name().to_owned());
-    let names = |v: &[Value]| v.iter().map(|o| o.get("name").unwrap().as_text().unwrap().to_owned()).collect::<Vec<_>>();
-    let our_names: Vec<String> = ours.iter().map(|&i| r.objects()[i].name().to_owned()).collect();
+    let names = |v: &[Value]| {
+        v.iter()
+            .map(|o| o.get("name").unwrap().as_text().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let our_names: Vec<String> = ours
+        .iter()
+        .map(|&i| r.objects()[i].name().to_owned())
+        .collect();
     assert_eq!(names(theirs), our_names);
     for (&oi, their) in ours.iter().zip(theirs) {
         let obj = &r.objects()[oi];
         let ctx = format!("object '{}'", obj.name());
-        assert_eq!(their.get("format").unwrap().as_text(), Some(obj.format()), "{ctx}");
-        let shape: Vec<u64> = their.get("shape").unwrap().as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+        assert_eq!(
+            their.get("format").unwrap().as_text(),
+            Some(obj.format()),
+            "{ctx}"
+        );
+        let shape: Vec<u64> = their
+            .get("shape")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect();
         assert_eq!(shape, obj.shape(), "{ctx}: shape");
-        let ours_attrs = obj.attributes().cloned().unwrap_or(Value::Map(vec![]));
-        assert!(same(&ours_attrs, their.get("attributes").unwrap()), "{ctx}: attributes {:?}", their.get("attributes"));
+        let ours_attrs = obj.attributes().unwrap_or(Value::Map(vec![]));
+        assert!(
+            same(&ours_attrs, their.get("attributes").unwrap()),
+            "{ctx}: attributes {:?}",
+            their.get("attributes")
+        );
         let comps = their.get("components").unwrap().as_array().unwrap();
         assert_eq!(comps.len(), obj.components().len(), "{ctx}");
         for tc in comps {
             let role = tc.get("role").unwrap().as_text().unwrap();
-            let ci = obj.find_component(role).unwrap_or_else(|| panic!("{ctx}: reference invents role {role}"));
+            let ci = obj
+                .find_component(role)
+                .unwrap_or_else(|| panic!("{ctx}: reference invents role {role}"));
             let c = &obj.components()[ci];
-            assert_eq!(tc.get("dtype").unwrap().as_text(), Some(c.dtype().name()), "{ctx} {role}");
-            assert_eq!(tc.get("type").and_then(Value::as_text), c.logical_type(), "{ctx} {role}");
-            assert_eq!(tc.get("encoding").unwrap().as_text(), Some(c.encoding().name()), "{ctx} {role}");
+            assert_eq!(
+                tc.get("dtype").unwrap().as_text(),
+                Some(c.dtype().name()),
+                "{ctx} {role}"
+            );
+            assert_eq!(
+                tc.get("type").and_then(Value::as_text),
+                c.logical_type(),
+                "{ctx} {role}"
+            );
+            assert_eq!(
+                tc.get("encoding").unwrap().as_text(),
+                Some(c.encoding().name()),
+                "{ctx} {role}"
+            );
             let want = hex_lower(&r.read_to_vec(oi, ci).unwrap());
-            assert_eq!(tc.get("data_hex").unwrap().as_text(), Some(want.as_str()), "{ctx} {role}: bytes");
+            assert_eq!(
+                tc.get("data_hex").unwrap().as_text(),
+                Some(want.as_str()),
+                "{ctx} {role}: bytes"
+            );
         }
     }
 
@@ -154,7 +321,12 @@ fn reference_reads_what_we_write() {
     let bad = dir.join("corrupt.zt");
     std::fs::write(&bad, corrupt).unwrap();
     let err = reference_dump(&python, &bad).expect_err("the reference accepted a corrupted digest");
-    assert!(err.to_lowercase().contains("checksum") || err.to_lowercase().contains("digest") || err.to_lowercase().contains("mismatch"), "{err}");
+    assert!(
+        err.to_lowercase().contains("checksum")
+            || err.to_lowercase().contains("digest")
+            || err.to_lowercase().contains("mismatch"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -167,7 +339,15 @@ fn reference_cannot_read_complex_objects_even_its_own() {
     let dir = temp_dir("interop_complex");
     let path = dir.join("complex.zt");
     let mut w = Writer::create(&path).unwrap();
-    w.add_typed("c", DType::F32, Some("complex64"), &[2], &f32s(&[1.0, 2.0, -3.0, 0.5]), &WriteOptions::default()).unwrap();
+    w.add_typed(
+        "c",
+        DType::F32,
+        Some("complex64"),
+        &[2],
+        &f32s(&[1.0, 2.0, -3.0, 0.5]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
     w.finish().unwrap();
     let theirs = repo().join("tests/vectors/reference/v12_type_complex64.zt");
     for file in [path.as_path(), theirs.as_path()] {
@@ -176,5 +356,8 @@ fn reference_cannot_read_complex_objects_even_its_own() {
     }
     let r = Reader::open(&theirs).unwrap();
     let c = &r.objects()[0].components()[0];
-    assert_eq!((c.dtype(), c.logical_type()), (DType::F32, Some("complex64")));
+    assert_eq!(
+        (c.dtype(), c.logical_type()),
+        (DType::F32, Some("complex64"))
+    );
 }

@@ -22,7 +22,8 @@ fn vectors() -> Vec<PathBuf> {
 }
 
 fn text(v: &Value) -> &str {
-    v.as_text().unwrap_or_else(|| panic!("expected text, got {v:?}"))
+    v.as_text()
+        .unwrap_or_else(|| panic!("expected text, got {v:?}"))
 }
 
 fn attrs_or_empty(v: Option<&Value>) -> Value {
@@ -37,7 +38,11 @@ fn check_file(path: &Path) {
     let ctx = path.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(r.version(), text(expected.get("version").unwrap()), "{ctx}");
     let want_attrs = attrs_or_empty(expected.get("attributes"));
-    assert!(same(&attrs_or_empty(r.attributes()), &want_attrs), "{ctx}: file attributes {:?}", r.attributes());
+    assert!(
+        same(&attrs_or_empty(r.attributes().as_ref()), &want_attrs),
+        "{ctx}: file attributes {:?}",
+        r.attributes()
+    );
 
     let want_objects = expected.get("objects").unwrap().as_array().unwrap();
     let mut ours: Vec<usize> = (0..r.objects().len()).collect();
@@ -48,9 +53,23 @@ fn check_file(path: &Path) {
         let octx = format!("{ctx} object '{}'", obj.name());
         assert_eq!(obj.name(), text(want.get("name").unwrap()), "{octx}");
         assert_eq!(obj.format(), text(want.get("format").unwrap()), "{octx}");
-        let shape: Vec<u64> = want.get("shape").unwrap().as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+        let shape: Vec<u64> = want
+            .get("shape")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect();
         assert_eq!(obj.shape(), &shape[..], "{octx}");
-        assert!(same(&attrs_or_empty(obj.attributes()), &attrs_or_empty(want.get("attributes"))), "{octx}: attributes {:?}", obj.attributes());
+        assert!(
+            same(
+                &attrs_or_empty(obj.attributes().as_ref()),
+                &attrs_or_empty(want.get("attributes"))
+            ),
+            "{octx}: attributes {:?}",
+            obj.attributes()
+        );
         let want_comps = want.get("components").unwrap().as_array().unwrap();
         let mut comps: Vec<usize> = (0..obj.components().len()).collect();
         comps.sort_by_key(|&i| obj.components()[i].role().to_owned());
@@ -60,17 +79,37 @@ fn check_file(path: &Path) {
             let cctx = format!("{octx} component '{}'", c.role());
             assert_eq!(c.role(), text(wc.get("role").unwrap()), "{cctx}");
             assert_eq!(c.dtype().name(), text(wc.get("dtype").unwrap()), "{cctx}");
-            assert_eq!(c.logical_type(), wc.get("type").and_then(Value::as_text), "{cctx}");
-            assert_eq!(c.encoding().name(), text(wc.get("encoding").unwrap()), "{cctx}");
-            assert_eq!(c.digest(), wc.get("digest").and_then(Value::as_text), "{cctx}");
-            let data = r.read_to_vec(oi, ci).unwrap_or_else(|e| panic!("{cctx}: {e}"));
-            assert_eq!(hex_lower(&data), text(wc.get("data_hex").unwrap()), "{cctx}: decoded bytes");
+            assert_eq!(
+                c.logical_type(),
+                wc.get("type").and_then(Value::as_text),
+                "{cctx}"
+            );
+            assert_eq!(
+                c.encoding().name(),
+                text(wc.get("encoding").unwrap()),
+                "{cctx}"
+            );
+            assert_eq!(
+                c.digest(),
+                wc.get("digest").and_then(Value::as_text),
+                "{cctx}"
+            );
+            let data = r
+                .read_to_vec(oi, ci)
+                .unwrap_or_else(|e| panic!("{cctx}: {e}"));
+            assert_eq!(
+                hex_lower(&data),
+                text(wc.get("data_hex").unwrap()),
+                "{cctx}: decoded bytes"
+            );
             assert_eq!(r.view(oi, ci).unwrap().data, &data[..], "{cctx}: view");
             if c.digest().is_some() {
-                r.verify_component(oi, ci).unwrap_or_else(|e| panic!("{cctx}: {e}"));
+                r.verify_component(oi, ci)
+                    .unwrap_or_else(|e| panic!("{cctx}: {e}"));
             }
         }
-        r.validate_values(oi).unwrap_or_else(|e| panic!("{octx}: {e}"));
+        r.validate_values(oi)
+            .unwrap_or_else(|e| panic!("{octx}: {e}"));
     }
     r.verify().unwrap();
 }
@@ -78,8 +117,18 @@ fn check_file(path: &Path) {
 #[test]
 fn reference_written_files_read_exactly() {
     let files = vectors();
-    assert!(files.iter().any(|f| f.file_name().unwrap().to_string_lossy().starts_with("v12_")), "no v1.2 vectors");
-    assert!(files.iter().any(|f| f.file_name().unwrap().to_string_lossy().starts_with("v01_")), "no v0.1 vectors");
+    assert!(
+        files
+            .iter()
+            .any(|f| f.file_name().unwrap().to_string_lossy().starts_with("v12_")),
+        "no v1.2 vectors"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f.file_name().unwrap().to_string_lossy().starts_with("v01_")),
+        "no v0.1 vectors"
+    );
     for f in &files {
         check_file(f);
     }

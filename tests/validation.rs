@@ -15,10 +15,10 @@ mod common;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ErrorKind::{Checksum, Format, Limit, Unsupported};
 use common::{f32s, u64s};
 use ztensor::cbor::{self, Value};
 use ztensor::{DType, Error, ErrorKind, Limits, OpenOptions, Reader};
-use ErrorKind::{Checksum, Format, Limit, Unsupported};
 
 // ---------------------------------------------------------------------------------------
 // Building manifests and files
@@ -41,7 +41,11 @@ fn dims(d: &[u64]) -> Value {
 }
 
 fn comp(dtype: &str, offset: u64, length: u64) -> Value {
-    m(&[("dtype", t(dtype)), ("offset", u(offset)), ("length", u(length))])
+    m(&[
+        ("dtype", t(dtype)),
+        ("offset", u(offset)),
+        ("length", u(length)),
+    ])
 }
 
 fn zcomp(dtype: &str, offset: u64, length: u64, uncompressed: u64) -> Value {
@@ -55,7 +59,11 @@ fn zcomp(dtype: &str, offset: u64, length: u64, uncompressed: u64) -> Value {
 }
 
 fn object(shape: &[u64], format: &str, components: &[(&str, Value)]) -> Value {
-    m(&[("shape", dims(shape)), ("format", t(format)), ("components", m(components))])
+    m(&[
+        ("shape", dims(shape)),
+        ("format", t(format)),
+        ("components", m(components)),
+    ])
 }
 
 fn root(version: &str, objects: &[(&str, Value)]) -> Value {
@@ -79,7 +87,11 @@ fn at<'v>(mut v: &'v mut Value, path: &[&str]) -> &'v mut Value {
     for key in path {
         v = match v {
             Value::Map(pairs) => {
-                &mut pairs.iter_mut().find(|(k, _)| k.as_text() == Some(key)).unwrap_or_else(|| panic!("no key {key}")).1
+                &mut pairs
+                    .iter_mut()
+                    .find(|(k, _)| k.as_text() == Some(key))
+                    .unwrap_or_else(|| panic!("no key {key}"))
+                    .1
             }
             Value::Array(items) => &mut items[key.parse::<usize>().expect("an index")],
             other => panic!("cannot index {other:?} with {key}"),
@@ -97,11 +109,19 @@ fn entries(v: &mut Value) -> &mut Vec<(Value, Value)> {
 
 impl Fixture {
     fn v1(manifest: Value, blobs: &[(u64, Vec<u8>)]) -> Fixture {
-        Fixture { manifest, blobs: blobs.to_vec(), legacy: false }
+        Fixture {
+            manifest,
+            blobs: blobs.to_vec(),
+            legacy: false,
+        }
     }
 
     fn legacy(manifest: Value, blobs: &[(u64, Vec<u8>)]) -> Fixture {
-        Fixture { manifest, blobs: blobs.to_vec(), legacy: true }
+        Fixture {
+            manifest,
+            blobs: blobs.to_vec(),
+            legacy: true,
+        }
     }
 
     /// Header, blobs at their offsets (gaps zero-filled), manifest, size, footer.
@@ -136,7 +156,11 @@ impl Fixture {
     fn renamed(&self, path: &[&str], old: &str, new: Value) -> Fixture {
         let mut f = self.clone();
         let pairs = entries(at(&mut f.manifest, path));
-        pairs.iter_mut().find(|(k, _)| k.as_text() == Some(old)).expect("the key").0 = new;
+        pairs
+            .iter_mut()
+            .find(|(k, _)| k.as_text() == Some(old))
+            .expect("the key")
+            .0 = new;
         f
     }
 
@@ -144,7 +168,11 @@ impl Fixture {
     fn duplicated(&self, path: &[&str], key: &str) -> Fixture {
         let mut f = self.clone();
         let pairs = entries(at(&mut f.manifest, path));
-        let entry = pairs.iter().find(|(k, _)| k.as_text() == Some(key)).expect("the key").clone();
+        let entry = pairs
+            .iter()
+            .find(|(k, _)| k.as_text() == Some(key))
+            .expect("the key")
+            .clone();
         pairs.push(entry);
         f
     }
@@ -158,7 +186,11 @@ impl Fixture {
 }
 
 fn assemble(legacy: bool, blobs: &[(u64, Vec<u8>)], manifest: &[u8]) -> Vec<u8> {
-    let mut out = if legacy { b"ZTEN0001".to_vec() } else { b"ZTEN1000".to_vec() };
+    let mut out = if legacy {
+        b"ZTEN0001".to_vec()
+    } else {
+        b"ZTEN1000".to_vec()
+    };
     for (offset, bytes) in blobs {
         let (start, end) = (*offset as usize, *offset as usize + bytes.len());
         if out.len() < end {
@@ -176,7 +208,9 @@ fn assemble(legacy: bool, blobs: &[(u64, Vec<u8>)], manifest: &[u8]) -> Vec<u8> 
 
 /// `hay` with its only occurrence of `from` replaced by `to`.
 fn replace_once(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    let hits: Vec<usize> = (0..=hay.len() - from.len()).filter(|&i| &hay[i..i + from.len()] == from).collect();
+    let hits: Vec<usize> = (0..=hay.len() - from.len())
+        .filter(|&i| &hay[i..i + from.len()] == from)
+        .collect();
     assert_eq!(hits.len(), 1, "{from:?} must occur exactly once");
     [&hay[..hits[0]], to, &hay[hits[0] + from.len()..]].concat()
 }
@@ -185,7 +219,13 @@ fn replace_once(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 fn depth(v: &Value) -> usize {
     match v {
         Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-        Value::Map(pairs) => 1 + pairs.iter().map(|(k, v)| depth(k).max(depth(v))).max().unwrap_or(0),
+        Value::Map(pairs) => {
+            1 + pairs
+                .iter()
+                .map(|(k, v)| depth(k).max(depth(v)))
+                .max()
+                .unwrap_or(0)
+        }
         Value::Tag(_, inner) => 1 + depth(inner),
         _ => 0,
     }
@@ -198,9 +238,14 @@ fn nested_arrays(levels: usize) -> Value {
 /// One zstd frame without a content size in its header, like the reference writer's.
 fn zstd_frame(data: &[u8]) -> Vec<u8> {
     let mut c = zstd::bulk::Compressor::new(3).unwrap();
-    c.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false)).unwrap();
+    c.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+        .unwrap();
     let frame = c.compress(data).unwrap();
-    assert_eq!(frame[4] & 0xe0, 0, "the frame header must not carry a content size");
+    assert_eq!(
+        frame[4] & 0xe0,
+        0,
+        "the frame header must not carry a content size"
+    );
     frame
 }
 
@@ -233,12 +278,30 @@ fn open_three_ways(bytes: &[u8], options: &OpenOptions) -> Vec<Result<(), Error>
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("validation");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{}-{}.zt", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
+    let path = dir.join(format!(
+        "{}-{}.zt",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&path, bytes).unwrap();
     let results = vec![
         Reader::from_slice_with(bytes, options).map(drop),
-        Reader::open_with(&path, &OpenOptions { use_mmap: true, ..*options }).map(drop),
-        Reader::open_with(&path, &OpenOptions { use_mmap: false, ..*options }).map(drop),
+        Reader::open_with(
+            &path,
+            &OpenOptions {
+                use_mmap: true,
+                ..*options
+            },
+        )
+        .map(drop),
+        Reader::open_with(
+            &path,
+            &OpenOptions {
+                use_mmap: false,
+                ..*options
+            },
+        )
+        .map(drop),
     ];
     std::fs::remove_file(&path).unwrap();
     results
@@ -248,12 +311,17 @@ fn open_three_ways(bytes: &[u8], options: &OpenOptions) -> Vec<Result<(), Error>
 fn assert_err<T: Debug>(result: Result<T, Error>, kind: ErrorKind, needle: &str) {
     let e = result.expect_err("must be refused");
     assert_eq!(e.kind(), kind, "wrong kind for: {e}");
-    assert!(e.message().contains(needle), "message {:?} lacks {needle:?}", e.message());
+    assert!(
+        e.message().contains(needle),
+        "message {:?} lacks {needle:?}",
+        e.message()
+    );
 }
 
 /// Versions a v1.2 fixture is also tried as: the manifest rules are the same for v1.1.
 fn versions(f: &Fixture) -> Vec<Fixture> {
-    let is_v12 = matches!(&f.manifest, Value::Map(_)) && f.manifest.get("version") == Some(&t("1.2.0"));
+    let is_v12 =
+        matches!(&f.manifest, Value::Map(_)) && f.manifest.get("version") == Some(&t("1.2.0"));
     let mut all = vec![f.clone()];
     if is_v12 {
         all.push(f.with(&["version"], t("1.1.0")));
@@ -277,7 +345,13 @@ fn opens(good: &Fixture) {
 
 /// `good` opens and `bad` is refused with `kind` and a message containing `needle`.
 #[track_caller]
-fn refused_with(good: &Fixture, bad: &Fixture, options: &OpenOptions, kind: ErrorKind, needle: &str) {
+fn refused_with(
+    good: &Fixture,
+    bad: &Fixture,
+    options: &OpenOptions,
+    kind: ErrorKind,
+    needle: &str,
+) {
     opens_with(good, options);
     for f in versions(bad) {
         refused_bytes(&f.bytes(), options, kind, needle);
@@ -327,7 +401,13 @@ fn w(key: &'static str) -> [&'static str; 3] {
 
 /// One dense f32 [2, 2] object "w", its 16 bytes at offset 64, manifest right after.
 fn dense() -> Fixture {
-    let manifest = root("1.2.0", &[("w", object(&[2, 2], "dense", &[("data", comp("f32", 64, 16))]))]);
+    let manifest = root(
+        "1.2.0",
+        &[(
+            "w",
+            object(&[2, 2], "dense", &[("data", comp("f32", 64, 16))]),
+        )],
+    );
     Fixture::v1(manifest, &[(64, f32s(&[1.0, 2.0, 3.0, 4.0]))])
 }
 
@@ -339,7 +419,10 @@ fn dense_values() -> Vec<u8> {
 /// `uncompressed` bytes.
 fn zstd_dense(frame: Vec<u8>, uncompressed: u64) -> Fixture {
     let c = zcomp("f32", 64, frame.len() as u64, uncompressed);
-    Fixture::v1(root("1.2.0", &[("w", object(&[4, 4], "dense", &[("data", c)]))]), &[(64, frame)])
+    Fixture::v1(
+        root("1.2.0", &[("w", object(&[4, 4], "dense", &[("data", c)]))]),
+        &[(64, frame)],
+    )
 }
 
 fn zstd_ok() -> Fixture {
@@ -351,23 +434,48 @@ fn two_blobs() -> Fixture {
     let manifest = root(
         "1.2.0",
         &[
-            ("a", object(&[32], "dense", &[("data", comp("f32", 64, 128))])),
-            ("b", object(&[16], "dense", &[("data", comp("f32", 192, 64))])),
+            (
+                "a",
+                object(&[32], "dense", &[("data", comp("f32", 64, 128))]),
+            ),
+            (
+                "b",
+                object(&[16], "dense", &[("data", comp("f32", 192, 64))]),
+            ),
         ],
     );
-    Fixture::v1(manifest, &[(64, common::bytes(1, 128)), (192, common::bytes(2, 64))])
+    Fixture::v1(
+        manifest,
+        &[(64, common::bytes(1, 128)), (192, common::bytes(2, 64))],
+    )
 }
 
 /// A complex64 object "w": shape [2], f32 storage, 2 * 2 * 4 = 16 bytes.
 fn complex() -> Fixture {
-    let c = m(&[("dtype", t("f32")), ("type", t("complex64")), ("offset", u(64)), ("length", u(16))]);
-    Fixture::v1(root("1.2.0", &[("w", object(&[2], "dense", &[("data", c)]))]), &[(64, f32s(&[1.0, -1.0, 0.5, 2.0]))])
+    let c = m(&[
+        ("dtype", t("f32")),
+        ("type", t("complex64")),
+        ("offset", u(64)),
+        ("length", u(16)),
+    ]);
+    Fixture::v1(
+        root("1.2.0", &[("w", object(&[2], "dense", &[("data", c)]))]),
+        &[(64, f32s(&[1.0, -1.0, 0.5, 2.0]))],
+    )
 }
 
 /// An fp8 object "w": shape [4], u8 storage with type f8_e4m3fn.
 fn fp8() -> Fixture {
-    let c = m(&[("dtype", t("u8")), ("type", t("f8_e4m3fn")), ("offset", u(64)), ("length", u(4))]);
-    Fixture::v1(root("1.2.0", &[("w", object(&[4], "dense", &[("data", c)]))]), &[(64, vec![0x38, 0x40, 0xb8, 0])])
+    let c = m(&[
+        ("dtype", t("u8")),
+        ("type", t("f8_e4m3fn")),
+        ("offset", u(64)),
+        ("length", u(4)),
+    ]);
+    Fixture::v1(
+        root("1.2.0", &[("w", object(&[4], "dense", &[("data", c)]))]),
+        &[(64, vec![0x38, 0x40, 0xb8, 0])],
+    )
 }
 
 /// A 2 x 3 CSR matrix "s" [[1, 0, 2], [0, 3, 0]]: values @64, indices @128, indptr @192.
@@ -387,7 +495,14 @@ fn csr() -> Fixture {
             ),
         )],
     );
-    Fixture::v1(manifest, &[(64, f32s(&[1.0, 2.0, 3.0])), (128, u64s(&[0, 2, 1])), (192, u64s(&[0, 2, 3]))])
+    Fixture::v1(
+        manifest,
+        &[
+            (64, f32s(&[1.0, 2.0, 3.0])),
+            (128, u64s(&[0, 2, 1])),
+            (192, u64s(&[0, 2, 3])),
+        ],
+    )
 }
 
 fn sparse_path(role: &'static str, key: &'static str) -> [&'static str; 5] {
@@ -398,14 +513,33 @@ fn sparse_path(role: &'static str, key: &'static str) -> [&'static str; 5] {
 fn coo() -> Fixture {
     let manifest = root(
         "1.2.0",
-        &[("s", object(&[2, 3], "sparse_coo", &[("values", comp("f32", 64, 8)), ("coords", comp("u64", 128, 32))]))],
+        &[(
+            "s",
+            object(
+                &[2, 3],
+                "sparse_coo",
+                &[
+                    ("values", comp("f32", 64, 8)),
+                    ("coords", comp("u64", 128, 32)),
+                ],
+            ),
+        )],
     );
-    Fixture::v1(manifest, &[(64, f32s(&[5.0, 6.0])), (128, u64s(&[0, 1, 2, 0]))])
+    Fixture::v1(
+        manifest,
+        &[(64, f32s(&[5.0, 6.0])), (128, u64s(&[0, 1, 2, 0]))],
+    )
 }
 
 /// A bool [4] object "w".
 fn bools() -> Fixture {
-    Fixture::v1(root("1.2.0", &[("w", object(&[4], "dense", &[("data", comp("bool", 64, 4))]))]), &[(64, vec![0, 1, 1, 0])])
+    Fixture::v1(
+        root(
+            "1.2.0",
+            &[("w", object(&[4], "dense", &[("data", comp("bool", 64, 4))]))],
+        ),
+        &[(64, vec![0, 1, 1, 0])],
+    )
 }
 
 /// A v1.2 file with no objects: header, manifest, size, footer.
@@ -425,13 +559,21 @@ fn legacy_dense() -> Fixture {
         ("layout", t("dense")),
         ("data_endianness", t("little")),
     ]);
-    Fixture::legacy(Value::Array(vec![tensor]), &[(64, f32s(&[1.0, 2.0, 3.0, 4.0]))])
+    Fixture::legacy(
+        Value::Array(vec![tensor]),
+        &[(64, f32s(&[1.0, 2.0, 3.0, 4.0]))],
+    )
 }
 
 fn legacy_sparse(layout: &str, blob: Vec<u8>) -> Fixture {
-    let f = legacy_dense().with(&["0", "layout"], t(layout)).with(&["0", "shape"], dims(&[2, 3]));
+    let f = legacy_dense()
+        .with(&["0", "layout"], t(layout))
+        .with(&["0", "shape"], dims(&[2, 3]));
     let f = f.with(&["0", "size"], u(blob.len() as u64));
-    Fixture { blobs: vec![(64, blob)], ..f }
+    Fixture {
+        blobs: vec![(64, blob)],
+        ..f
+    }
 }
 
 /// Legacy COO records [row u64][col u64][value f32]: (0, 1) = 1.5 and (1, 2) = -2.
@@ -442,7 +584,10 @@ fn legacy_coo() -> Fixture {
 
 /// Legacy CSR blob [indptr u64 x 3][indices u64 x 2][values f32 x 2].
 fn legacy_csr() -> Fixture {
-    legacy_sparse("sparsecsr", [u64s(&[0, 1, 2]), u64s(&[2, 0]), f32s(&[1.5, -2.0])].concat())
+    legacy_sparse(
+        "sparsecsr",
+        [u64s(&[0, 1, 2]), u64s(&[2, 0]), f32s(&[1.5, -2.0])].concat(),
+    )
 }
 
 // ---------------------------------------------------------------------------------------
@@ -453,9 +598,16 @@ fn legacy_csr() -> Fixture {
 fn rule_file_shorter_than_header_and_footer() {
     let good = empty().bytes();
     assert_eq!(good.len(), 8 + cbor::to_vec(&empty().manifest).len() + 16);
-    open_three_ways(&good, &OpenOptions::default()).into_iter().for_each(|r| r.unwrap());
+    open_three_ways(&good, &OpenOptions::default())
+        .into_iter()
+        .for_each(|r| r.unwrap());
     let size_and_footer = [&1u64.to_le_bytes()[..], b"ZTEN1000"].concat();
-    for short in [&b""[..], b"ZTEN", b"ZTEN1000", &[&b"ZTEN1000"[..], &size_and_footer].concat()] {
+    for short in [
+        &b""[..],
+        b"ZTEN",
+        b"ZTEN1000",
+        &[&b"ZTEN1000"[..], &size_and_footer].concat(),
+    ] {
         refused_bytes(short, &OpenOptions::default(), Format, "too short");
     }
     refused_bytes(&good[..20], &OpenOptions::default(), Format, "too short");
@@ -478,7 +630,12 @@ fn rule_wrong_magic_at_end() {
     bad[n - 1] = b'1';
     refused_bytes(&bad, &OpenOptions::default(), Format, "footer magic");
     // A truncated file has no footer magic either.
-    refused_bytes(&good[..n - 1], &OpenOptions::default(), Format, "footer magic");
+    refused_bytes(
+        &good[..n - 1],
+        &OpenOptions::default(),
+        Format,
+        "footer magic",
+    );
 }
 
 /// Sets the 8-byte manifest size field of a v1 file.
@@ -492,17 +649,32 @@ fn set_manifest_size(bytes: &[u8], size: u64) -> Vec<u8> {
 #[test]
 fn rule_manifest_size_zero() {
     let good = open_ok(&dense());
-    refused_bytes(&set_manifest_size(&good, 0), &OpenOptions::default(), Format, "manifest size is 0");
+    refused_bytes(
+        &set_manifest_size(&good, 0),
+        &OpenOptions::default(),
+        Format,
+        "manifest size is 0",
+    );
 }
 
 #[test]
 fn rule_manifest_size_past_the_file() {
     let good = open_ok(&dense());
     let past = good.len() as u64 + 100;
-    refused_bytes(&set_manifest_size(&good, past), &OpenOptions::default(), Format, "does not fit");
+    refused_bytes(
+        &set_manifest_size(&good, past),
+        &OpenOptions::default(),
+        Format,
+        "does not fit",
+    );
     // Without a limit in the way, the largest size must not overflow the arithmetic.
     let unlimited = limits(|l| l.max_manifest_size = u64::MAX);
-    refused_bytes(&set_manifest_size(&good, u64::MAX), &unlimited, Format, "does not fit");
+    refused_bytes(
+        &set_manifest_size(&good, u64::MAX),
+        &unlimited,
+        Format,
+        "does not fit",
+    );
 }
 
 #[test]
@@ -515,7 +687,12 @@ fn rule_manifest_size_over_the_limit() {
     refused_under(&f, &under, Limit, "over the limit");
     // The default limit is 1 GiB: a size just over it is a Limit, not a Format error.
     let good = open_ok(&f);
-    refused_bytes(&set_manifest_size(&good, (1 << 30) + 1), &OpenOptions::default(), Limit, "over the limit");
+    refused_bytes(
+        &set_manifest_size(&good, (1 << 30) + 1),
+        &OpenOptions::default(),
+        Limit,
+        "over the limit",
+    );
 }
 
 #[test]
@@ -524,8 +701,18 @@ fn rule_manifest_size_overlapping_the_header() {
     let good = open_ok(&empty());
     let exact = good.len() as u64 - 24;
     Reader::from_slice(&set_manifest_size(&good, exact)).unwrap();
-    refused_bytes(&set_manifest_size(&good, exact + 1), &OpenOptions::default(), Format, "between the header and the footer");
-    refused_bytes(&set_manifest_size(&good, exact + 8), &OpenOptions::default(), Format, "between the header and the footer");
+    refused_bytes(
+        &set_manifest_size(&good, exact + 1),
+        &OpenOptions::default(),
+        Format,
+        "between the header and the footer",
+    );
+    refused_bytes(
+        &set_manifest_size(&good, exact + 8),
+        &OpenOptions::default(),
+        Format,
+        "between the header and the footer",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -553,7 +740,12 @@ fn rule_cbor_malformed() {
         replace_once(&good, version, b"\x7f\x41\x31\xff"), // byte-string chunk in a text string
         vec![0xff],
     ] {
-        refused_bytes(&with_manifest_bytes(&bad), &OpenOptions::default(), Format, "CBOR error");
+        refused_bytes(
+            &with_manifest_bytes(&bad),
+            &OpenOptions::default(),
+            Format,
+            "CBOR error",
+        );
     }
 }
 
@@ -561,7 +753,12 @@ fn rule_cbor_malformed() {
 fn rule_cbor_trailing_bytes_after_the_manifest() {
     let good = good_manifest_bytes();
     let bad = [&good[..], &[0x00]].concat();
-    refused_bytes(&with_manifest_bytes(&bad), &OpenOptions::default(), Format, "trailing bytes");
+    refused_bytes(
+        &with_manifest_bytes(&bad),
+        &OpenOptions::default(),
+        Format,
+        "trailing bytes",
+    );
 }
 
 #[test]
@@ -570,14 +767,44 @@ fn rule_cbor_nesting_deeper_than_the_limit() {
     let levels = depth(&good.manifest);
     assert_eq!(levels, 12); // root map, attributes map, 10 arrays
     opens_with(&good, &limits(|l| l.max_cbor_depth = levels));
-    refused_under(&good, &limits(|l| l.max_cbor_depth = levels - 1), Limit, "nesting deeper");
+    refused_under(
+        &good,
+        &limits(|l| l.max_cbor_depth = levels - 1),
+        Limit,
+        "nesting deeper",
+    );
     // At the default limit (128), absurd nesting is a Limit error, not a stack overflow.
     let deep = dense().with(&["attributes"], m(&[("deep", nested_arrays(126))]));
     assert_eq!(depth(&deep.manifest), 128);
     let deeper = dense().with(&["attributes"], m(&[("deep", nested_arrays(127))]));
     refused(&deep, &deeper, Limit, "nesting deeper");
-    let bomb = [vec![0x81u8; 1_000_000], vec![0]].concat();
-    refused_bytes(&with_manifest_bytes(&bomb), &OpenOptions::default(), Limit, "nesting deeper");
+    // A million nested arrays inside the attributes: a Limit, without recursion trouble.
+    let mut bomb = vec![0xa3u8];
+    for (k, v) in [
+        ("version", &b"\x65\x31\x2e\x32\x2e\x30"[..]),
+        ("objects", &b"\xa0"[..]),
+    ] {
+        bomb.push(0x60 | k.len() as u8);
+        bomb.extend_from_slice(k.as_bytes());
+        bomb.extend_from_slice(v);
+    }
+    bomb.extend_from_slice(b"\x6aattributes\xa1\x64deep");
+    bomb.extend(std::iter::repeat_n(0x81u8, 1_000_000));
+    bomb.push(0);
+    refused_bytes(
+        &with_manifest_bytes(&bomb),
+        &OpenOptions::default(),
+        Limit,
+        "nesting deeper",
+    );
+    // The same bomb as the whole manifest: reported as the nesting fault, not as "not a map".
+    let root_bomb = [vec![0x81u8; 1_000_000], vec![0]].concat();
+    refused_bytes(
+        &with_manifest_bytes(&root_bomb),
+        &OpenOptions::default(),
+        Limit,
+        "nesting deeper",
+    );
 }
 
 #[test]
@@ -587,13 +814,18 @@ fn rule_cbor_declared_lengths_larger_than_the_bytes_present() {
     let version = b"\x651.2.0";
     for bad in [
         [&[0xbb][..], &u64::MAX.to_be_bytes(), &good[1..]].concat(), // root map of 2^64-1 entries
-        [&[0xa3][..], &good[1..]].concat(),                           // three entries, two present
-        replace_once(&good, version, b"\x7b\x10\0\0\0\0\0\0\0"),      // text of 2^60 bytes
-        replace_once(&good, version, b"\x5a\xff\xff\xff\xff"),        // bytes of 4 GiB
+        [&[0xa3][..], &good[1..]].concat(),                          // three entries, two present
+        replace_once(&good, version, b"\x7b\x10\0\0\0\0\0\0\0"),     // text of 2^60 bytes
+        replace_once(&good, version, b"\x5a\xff\xff\xff\xff"),       // bytes of 4 GiB
         replace_once(&good, version, b"\x9b\xff\xff\xff\xff\xff\xff\xff\xff"), // huge array
-        good[..good.len() - 1].to_vec(),                              // truncated item
+        good[..good.len() - 1].to_vec(),                             // truncated item
     ] {
-        refused_bytes(&with_manifest_bytes(&bad), &OpenOptions::default(), Format, "end of input");
+        refused_bytes(
+            &with_manifest_bytes(&bad),
+            &OpenOptions::default(),
+            Format,
+            "end of input",
+        );
     }
 }
 
@@ -604,144 +836,292 @@ fn rule_cbor_declared_lengths_larger_than_the_bytes_present() {
 #[test]
 fn rule_root_not_a_map() {
     let good = dense();
-    let bad = Fixture { manifest: Value::Array(vec![good.manifest.clone()]), ..good.clone() };
+    let bad = Fixture {
+        manifest: Value::Array(vec![good.manifest.clone()]),
+        ..good.clone()
+    };
     refused(&good, &bad, Format, "the manifest must be a map");
 }
 
 #[test]
 fn rule_missing_version() {
-    refused(&dense(), &dense().without(&["version"]), Format, "lacks the required key 'version'");
+    refused(
+        &dense(),
+        &dense().without(&["version"]),
+        Format,
+        "lacks the required key 'version'",
+    );
 }
 
 #[test]
 fn rule_missing_objects() {
-    refused(&dense(), &dense().without(&["objects"]), Format, "lacks the required key 'objects'");
+    refused(
+        &dense(),
+        &dense().without(&["objects"]),
+        Format,
+        "lacks the required key 'objects'",
+    );
 }
 
 #[test]
 fn rule_missing_shape() {
-    refused(&dense(), &dense().without(&w("shape")), Format, "lacks the required key 'shape'");
+    refused(
+        &dense(),
+        &dense().without(&w("shape")),
+        Format,
+        "lacks the required key 'shape'",
+    );
 }
 
 #[test]
 fn rule_missing_format() {
-    refused(&dense(), &dense().without(&w("format")), Format, "lacks the required key 'format'");
+    refused(
+        &dense(),
+        &dense().without(&w("format")),
+        Format,
+        "lacks the required key 'format'",
+    );
 }
 
 #[test]
 fn rule_missing_components() {
-    refused(&dense(), &dense().without(&w("components")), Format, "lacks the required key 'components'");
+    refused(
+        &dense(),
+        &dense().without(&w("components")),
+        Format,
+        "lacks the required key 'components'",
+    );
 }
 
 #[test]
 fn rule_missing_dtype() {
-    refused(&dense(), &dense().without(&d("dtype")), Format, "lacks the required key 'dtype'");
+    refused(
+        &dense(),
+        &dense().without(&d("dtype")),
+        Format,
+        "lacks the required key 'dtype'",
+    );
 }
 
 #[test]
 fn rule_missing_offset() {
-    refused(&dense(), &dense().without(&d("offset")), Format, "lacks the required key 'offset'");
+    refused(
+        &dense(),
+        &dense().without(&d("offset")),
+        Format,
+        "lacks the required key 'offset'",
+    );
 }
 
 #[test]
 fn rule_missing_length() {
-    refused(&dense(), &dense().without(&d("length")), Format, "lacks the required key 'length'");
+    refused(
+        &dense(),
+        &dense().without(&d("length")),
+        Format,
+        "lacks the required key 'length'",
+    );
 }
 
 #[test]
 fn rule_wrong_type_version() {
-    refused(&dense(), &dense().with(&["version"], u(1)), Format, "version must be text");
+    refused(
+        &dense(),
+        &dense().with(&["version"], u(1)),
+        Format,
+        "version must be text",
+    );
 }
 
 #[test]
 fn rule_wrong_type_objects() {
-    refused(&dense(), &dense().with(&["objects"], Value::Array(vec![])), Format, "objects must be a map");
+    refused(
+        &dense(),
+        &dense().with(&["objects"], Value::Array(vec![])),
+        Format,
+        "objects must be a map",
+    );
 }
 
 #[test]
 fn rule_wrong_type_object() {
-    refused(&dense(), &dense().with(&["objects", "w"], dims(&[2, 2])), Format, "an object must be a map");
+    refused(
+        &dense(),
+        &dense().with(&["objects", "w"], dims(&[2, 2])),
+        Format,
+        "an object must be a map",
+    );
 }
 
 #[test]
 fn rule_wrong_type_shape() {
     let good = dense();
-    refused(&good, &good.with(&w("shape"), t("2x2")), Format, "shape must be an array");
+    refused(
+        &good,
+        &good.with(&w("shape"), t("2x2")),
+        Format,
+        "shape must be an array",
+    );
     let negative = Value::Array(vec![u(2), Value::Negative(1)]);
-    refused(&good, &good.with(&w("shape"), negative), Format, "shape dimension must be an unsigned integer");
+    refused(
+        &good,
+        &good.with(&w("shape"), negative),
+        Format,
+        "shape dimension must be an unsigned integer",
+    );
     let float = Value::Array(vec![u(2), Value::Float(2.0)]);
-    refused(&good, &good.with(&w("shape"), float), Format, "shape dimension must be an unsigned integer");
+    refused(
+        &good,
+        &good.with(&w("shape"), float),
+        Format,
+        "shape dimension must be an unsigned integer",
+    );
 }
 
 #[test]
 fn rule_wrong_type_format() {
-    refused(&dense(), &dense().with(&w("format"), u(0)), Format, "format must be text");
-    refused(&dense(), &dense().with(&w("format"), t("")), Format, "format is empty");
+    refused(
+        &dense(),
+        &dense().with(&w("format"), u(0)),
+        Format,
+        "format must be text",
+    );
+    refused(
+        &dense(),
+        &dense().with(&w("format"), t("")),
+        Format,
+        "format is empty",
+    );
 }
 
 #[test]
 fn rule_wrong_type_components() {
     let list = Value::Array(vec![comp("f32", 64, 16)]);
-    refused(&dense(), &dense().with(&w("components"), list), Format, "components must be a map");
+    refused(
+        &dense(),
+        &dense().with(&w("components"), list),
+        Format,
+        "components must be a map",
+    );
 }
 
 #[test]
 fn rule_wrong_type_component() {
-    refused(&dense(), &dense().with(&["objects", "w", "components", "data"], t("f32")), Format, "a component must be a map");
+    refused(
+        &dense(),
+        &dense().with(&["objects", "w", "components", "data"], t("f32")),
+        Format,
+        "a component must be a map",
+    );
 }
 
 #[test]
 fn rule_wrong_type_dtype() {
-    refused(&dense(), &dense().with(&d("dtype"), u(1)), Format, "dtype must be text");
+    refused(
+        &dense(),
+        &dense().with(&d("dtype"), u(1)),
+        Format,
+        "dtype must be text",
+    );
 }
 
 #[test]
 fn rule_wrong_type_offset() {
     let good = dense();
-    for bad in [t("64"), Value::Negative(63), Value::Float(64.0), Value::Tag(2, Box::new(Value::Bytes(vec![64])))] {
-        refused(&good, &good.with(&d("offset"), bad), Format, "offset must be an unsigned integer");
+    for bad in [
+        t("64"),
+        Value::Negative(63),
+        Value::Float(64.0),
+        Value::Tag(2, Box::new(Value::Bytes(vec![64]))),
+    ] {
+        refused(
+            &good,
+            &good.with(&d("offset"), bad),
+            Format,
+            "offset must be an unsigned integer",
+        );
     }
 }
 
 #[test]
 fn rule_wrong_type_length() {
-    refused(&dense(), &dense().with(&d("length"), Value::Float(16.0)), Format, "length must be an unsigned integer");
+    refused(
+        &dense(),
+        &dense().with(&d("length"), Value::Float(16.0)),
+        Format,
+        "length must be an unsigned integer",
+    );
 }
 
 #[test]
 fn rule_wrong_type_encoding() {
-    refused(&dense(), &dense().with(&d("encoding"), u(0)), Format, "encoding must be text");
+    refused(
+        &dense(),
+        &dense().with(&d("encoding"), u(0)),
+        Format,
+        "encoding must be text",
+    );
 }
 
 #[test]
 fn rule_wrong_type_uncompressed_length() {
     let good = zstd_ok();
-    refused(&good, &good.with(&d("uncompressed_length"), t("64")), Format, "uncompressed_length must be an unsigned integer");
+    refused(
+        &good,
+        &good.with(&d("uncompressed_length"), t("64")),
+        Format,
+        "uncompressed_length must be an unsigned integer",
+    );
 }
 
 #[test]
 fn rule_wrong_type_digest() {
-    refused(&dense(), &dense().with(&d("digest"), Value::Bytes(vec![0; 32])), Format, "digest must be text");
+    refused(
+        &dense(),
+        &dense().with(&d("digest"), Value::Bytes(vec![0; 32])),
+        Format,
+        "digest must be text",
+    );
 }
 
 #[test]
 fn rule_wrong_type_logical_type() {
-    refused(&fp8(), &fp8().with(&d("type"), u(8)), Format, "type must be text");
+    refused(
+        &fp8(),
+        &fp8().with(&d("type"), u(8)),
+        Format,
+        "type must be text",
+    );
 }
 
 #[test]
 fn rule_wrong_type_attributes() {
     let good = dense().with(&["attributes"], m(&[("license", t("MIT"))]));
-    refused(&good, &good.with(&["attributes"], t("MIT")), Format, "file attributes must be a map");
+    refused(
+        &good,
+        &good.with(&["attributes"], t("MIT")),
+        Format,
+        "file attributes must be a map",
+    );
     let good = dense().with(&w("attributes"), m(&[("bits", u(4))]));
-    refused(&good, &good.with(&w("attributes"), Value::Array(vec![])), Format, "object attributes must be a map");
+    refused(
+        &good,
+        &good.with(&w("attributes"), Value::Array(vec![])),
+        Format,
+        "object attributes must be a map",
+    );
 }
 
 #[test]
 fn rule_unknown_dtype() {
     let good = dense();
     for name in ["f128", "float32", "F32", ""] {
-        refused(&good, &good.with(&d("dtype"), t(name)), Format, "unknown dtype");
+        refused(
+            &good,
+            &good.with(&d("dtype"), t(name)),
+            Format,
+            "unknown dtype",
+        );
     }
 }
 
@@ -750,14 +1130,24 @@ fn rule_unsupported_major_version() {
     let good = dense();
     opens(&good.with(&["version"], t("1.9.0")));
     for version in ["2.0.0", "0.1.0", "10.0.0", ""] {
-        refused(&good, &good.with(&["version"], t(version)), Unsupported, "not a 1.x version");
+        refused(
+            &good,
+            &good.with(&["version"], t(version)),
+            Unsupported,
+            "not a 1.x version",
+        );
     }
 }
 
 #[test]
 fn rule_unknown_encoding() {
     let good = dense().with(&d("encoding"), t("raw"));
-    refused(&good, &good.with(&d("encoding"), t("lz4")), Unsupported, "encoding 'lz4' is not supported");
+    refused(
+        &good,
+        &good.with(&d("encoding"), t("lz4")),
+        Unsupported,
+        "encoding 'lz4' is not supported",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -767,18 +1157,33 @@ fn rule_unknown_encoding() {
 #[test]
 fn rule_offset_not_a_multiple_of_64() {
     for offset in [72, 96, 65] {
-        refused(&dense(), &dense().with(&d("offset"), u(offset)), Format, "not a multiple of 64");
+        refused(
+            &dense(),
+            &dense().with(&d("offset"), u(offset)),
+            Format,
+            "not a multiple of 64",
+        );
     }
 }
 
 #[test]
 fn rule_offset_zero() {
-    refused(&dense(), &dense().with(&d("offset"), u(0)), Format, "offset 0 points at the file header");
+    refused(
+        &dense(),
+        &dense().with(&d("offset"), u(0)),
+        Format,
+        "offset 0 points at the file header",
+    );
 }
 
 #[test]
 fn rule_offset_past_the_end() {
-    refused(&dense(), &dense().with(&d("offset"), u(1 << 40)), Format, "reach past the data region");
+    refused(
+        &dense(),
+        &dense().with(&d("offset"), u(1 << 40)),
+        Format,
+        "reach past the data region",
+    );
 }
 
 #[test]
@@ -794,21 +1199,42 @@ fn rule_blob_overlapping_the_manifest() {
     // The blob ends exactly where the manifest starts (80): fine. One byte more is not.
     let good = dense();
     let bytes = open_ok(&good);
-    assert_eq!(bytes.len() as u64 - 16 - cbor::to_vec(&good.manifest).len() as u64, 80);
-    refused(&good, &good.with(&d("length"), u(17)), Format, "where the manifest starts");
+    assert_eq!(
+        bytes.len() as u64 - 16 - cbor::to_vec(&good.manifest).len() as u64,
+        80
+    );
+    refused(
+        &good,
+        &good.with(&d("length"), u(17)),
+        Format,
+        "where the manifest starts",
+    );
 }
 
 #[test]
 fn rule_non_empty_blobs_partially_overlapping() {
     let good = two_blobs();
-    refused(&good, &good.with(&["objects", "b", "components", "data", "offset"], u(128)), Format, "overlap");
-    refused(&good, &good.with(&["objects", "b", "components", "data", "offset"], u(64)), Format, "overlap");
+    refused(
+        &good,
+        &good.with(&["objects", "b", "components", "data", "offset"], u(128)),
+        Format,
+        "overlap",
+    );
+    refused(
+        &good,
+        &good.with(&["objects", "b", "components", "data", "offset"], u(64)),
+        Format,
+        "overlap",
+    );
 }
 
 #[test]
 fn rule_identical_blobs_shared_by_two_objects_are_accepted() {
     let shared = object(&[2, 2], "dense", &[("data", comp("f32", 64, 16))]);
-    let f = Fixture::v1(root("1.2.0", &[("a", shared.clone()), ("b", shared)]), &dense().blobs);
+    let f = Fixture::v1(
+        root("1.2.0", &[("a", shared.clone()), ("b", shared)]),
+        &dense().blobs,
+    );
     opens(&f);
     let bytes = f.bytes();
     let r = Reader::from_slice(&bytes).unwrap();
@@ -822,19 +1248,31 @@ fn rule_zero_length_components_overlap_nothing() {
     let manifest = root(
         "1.2.0",
         &[
-            ("e", object(&[0, 4], "dense", &[("data", comp("f32", 64, 0))])),
-            ("w", object(&[2, 2], "dense", &[("data", comp("f32", 64, 16))])),
+            (
+                "e",
+                object(&[0, 4], "dense", &[("data", comp("f32", 64, 0))]),
+            ),
+            (
+                "w",
+                object(&[2, 2], "dense", &[("data", comp("f32", 64, 16))]),
+            ),
             ("z", object(&[0], "dense", &[("data", comp("f32", 128, 0))])),
         ],
     );
-    let f = Fixture::v1(manifest, &[(64, f32s(&[1.0, 2.0, 3.0, 4.0])), (128, vec![])]);
+    let f = Fixture::v1(
+        manifest,
+        &[(64, f32s(&[1.0, 2.0, 3.0, 4.0])), (128, vec![])],
+    );
     opens(&f);
     let bytes = f.bytes();
     let r = Reader::from_slice(&bytes).unwrap();
     assert!(r.read_to_vec(0, 0).unwrap().is_empty());
     assert_eq!(r.read_to_vec(1, 0).unwrap(), f32s(&[1.0, 2.0, 3.0, 4.0]));
     // Even inside another blob an empty component overlaps nothing.
-    let inside = two_blobs().with(&["objects", "e"], object(&[0], "dense", &[("data", comp("f32", 128, 0))]));
+    let inside = two_blobs().with(
+        &["objects", "e"],
+        object(&[0], "dense", &[("data", comp("f32", 128, 0))]),
+    );
     opens(&inside);
     // An empty component must still lie inside the data region.
     let past = f.with(&["objects", "z", "components", "data", "offset"], u(192));
@@ -847,7 +1285,12 @@ fn rule_zero_length_components_overlap_nothing() {
 
 #[test]
 fn rule_shape_element_count_overflows() {
-    refused(&dense(), &dense().with(&w("shape"), dims(&[1 << 32, 1 << 32, 2])), Format, "overflows u64");
+    refused(
+        &dense(),
+        &dense().with(&w("shape"), dims(&[1 << 32, 1 << 32, 2])),
+        Format,
+        "overflows u64",
+    );
 }
 
 #[test]
@@ -855,16 +1298,42 @@ fn rule_rank_over_the_limit() {
     let rank = |n: usize| dims(&[[2u64, 2].as_slice(), &vec![1; n - 2]].concat());
     let at_limit = dense().with(&w("shape"), rank(64));
     opens(&at_limit);
-    refused(&at_limit, &dense().with(&w("shape"), rank(65)), Limit, "over the limit of 64");
+    refused(
+        &at_limit,
+        &dense().with(&w("shape"), rank(65)),
+        Limit,
+        "over the limit of 64",
+    );
     let small = limits(|l| l.max_rank = 2);
-    refused_with(&dense(), &dense().with(&w("shape"), rank(3)), &small, Limit, "over the limit of 2");
+    refused_with(
+        &dense(),
+        &dense().with(&w("shape"), rank(3)),
+        &small,
+        Limit,
+        "over the limit of 2",
+    );
 }
 
 #[test]
 fn rule_dense_length_not_numel_times_dtype_size() {
-    refused(&dense(), &dense().with(&d("length"), u(12)), Format, "needs 16");
-    refused(&dense(), &dense().with(&w("shape"), dims(&[2, 3])), Format, "needs 24");
-    refused(&dense(), &dense().with(&d("dtype"), t("f64")), Format, "needs 32");
+    refused(
+        &dense(),
+        &dense().with(&d("length"), u(12)),
+        Format,
+        "needs 16",
+    );
+    refused(
+        &dense(),
+        &dense().with(&w("shape"), dims(&[2, 3])),
+        Format,
+        "needs 24",
+    );
+    refused(
+        &dense(),
+        &dense().with(&d("dtype"), t("f64")),
+        Format,
+        "needs 32",
+    );
 }
 
 #[test]
@@ -872,28 +1341,60 @@ fn rule_dense_length_includes_the_compound_ratio() {
     let good = complex();
     let bytes = open_ok(&good);
     let r = Reader::from_slice(&bytes).unwrap();
-    assert_eq!(r.objects()[0].components()[0].logical_type(), Some("complex64"));
-    refused(&good, &good.with(&w("shape"), dims(&[4])), Format, "needs 32");
-    refused(&good, &good.with(&w("shape"), dims(&[1])), Format, "needs 8");
+    assert_eq!(
+        r.objects()[0].components()[0].logical_type(),
+        Some("complex64")
+    );
+    refused(
+        &good,
+        &good.with(&w("shape"), dims(&[4])),
+        Format,
+        "needs 32",
+    );
+    refused(
+        &good,
+        &good.with(&w("shape"), dims(&[1])),
+        Format,
+        "needs 8",
+    );
     // complex128 on f64 needs 2 * 2 * 8 = 32 bytes, not 16.
-    let c128 = good.with(&d("dtype"), t("f64")).with(&d("type"), t("complex128"));
+    let c128 = good
+        .with(&d("dtype"), t("f64"))
+        .with(&d("type"), t("complex128"));
     refused(&good, &c128, Format, "needs 32");
 }
 
 #[test]
 fn rule_uncompressed_length_disagrees_with_the_shape() {
     let good = zstd_ok();
-    refused(&good, &good.with(&d("uncompressed_length"), u(60)), Format, "needs 64");
-    refused(&good, &good.with(&d("uncompressed_length"), u(68)), Format, "needs 64");
+    refused(
+        &good,
+        &good.with(&d("uncompressed_length"), u(60)),
+        Format,
+        "needs 64",
+    );
+    refused(
+        &good,
+        &good.with(&d("uncompressed_length"), u(68)),
+        Format,
+        "needs 64",
+    );
 }
 
 #[test]
 fn rule_uncompressed_length_over_the_decode_limit() {
     let good = zstd_ok();
     opens_with(&good, &limits(|l| l.max_decoded_size = 64));
-    refused_under(&good, &limits(|l| l.max_decoded_size = 63), Limit, "over the decode limit");
+    refused_under(
+        &good,
+        &limits(|l| l.max_decoded_size = 63),
+        Limit,
+        "over the decode limit",
+    );
     // Default limit (64 GiB): a file claiming 1 TiB is refused before anything is decoded.
-    let huge = good.with(&w("shape"), dims(&[1 << 38])).with(&d("uncompressed_length"), u(1 << 40));
+    let huge = good
+        .with(&w("shape"), dims(&[1 << 38]))
+        .with(&d("uncompressed_length"), u(1 << 40));
     refused(&good, &huge, Limit, "over the decode limit");
 }
 
@@ -902,15 +1403,30 @@ fn rule_uncompressed_length_impossible_for_the_stored_zstd_length() {
     let good = zstd_ok();
     let stored = good.blobs[0].1.len() as u64;
     let impossible = stored * 65536 + 65537;
-    refused(&good, &good.with(&d("uncompressed_length"), u(impossible)), Format, "impossible");
+    refused(
+        &good,
+        &good.with(&d("uncompressed_length"), u(impossible)),
+        Format,
+        "impossible",
+    );
     let empty = good.with(&d("length"), u(0));
-    refused(&good, &empty, Format, "zstd blob of 0 bytes cannot decode to 64 bytes");
+    refused(
+        &good,
+        &empty,
+        Format,
+        "zstd blob of 0 bytes cannot decode to 64 bytes",
+    );
 }
 
 #[test]
 fn rule_raw_uncompressed_length_differs_from_length() {
     let good = dense().with(&d("uncompressed_length"), u(16));
-    refused(&good, &good.with(&d("uncompressed_length"), u(20)), Format, "states uncompressed_length 20");
+    refused(
+        &good,
+        &good.with(&d("uncompressed_length"), u(20)),
+        Format,
+        "states uncompressed_length 20",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -947,7 +1463,11 @@ fn rule_zstd_decoding_to_fewer_bytes_than_uncompressed_length() {
     let mut dst = vec![0u8; 64];
     assert_err(r.read_into(0, 0, &mut dst), Format, "decodes to 48 bytes");
     assert_err(r.view(0, 0), Format, "decodes to 48 bytes");
-    assert_err(r.read_range(0, 0, 0, &mut dst), Format, "ends after 48 decoded bytes");
+    assert_err(
+        r.read_range(0, 0, 0, &mut dst),
+        Format,
+        "ends after 48 decoded bytes",
+    );
 }
 
 #[test]
@@ -956,7 +1476,11 @@ fn rule_zstd_decoding_to_more_bytes_than_uncompressed_length() {
     let bytes = long.bytes();
     let r = Reader::from_slice(&bytes).unwrap();
     let mut dst = vec![0u8; 64];
-    assert_err(r.read_into(0, 0, &mut dst), Format, "more than the 64 bytes");
+    assert_err(
+        r.read_into(0, 0, &mut dst),
+        Format,
+        "more than the 64 bytes",
+    );
     assert_err(r.view(0, 0), Format, "more than the 64 bytes");
 }
 
@@ -964,14 +1488,21 @@ fn rule_zstd_decoding_to_more_bytes_than_uncompressed_length() {
 fn rule_zstd_bomb_stops_at_the_declared_size() {
     // The hand-made frame is real zstd.
     let small = zstd_rle_bomb(2);
-    assert_eq!(zstd::stream::decode_all(&small[..]).unwrap(), vec![0xab; 256 * 1024]);
+    assert_eq!(
+        zstd::stream::decode_all(&small[..]).unwrap(),
+        vec![0xab; 256 * 1024]
+    );
     // 65536 blocks: 8 GiB decoded from 256 KiB stored, declared as 64 bytes. Decoding must
     // stop at 64 bytes and fail, without producing (or allocating) the rest.
     let bomb = zstd_dense(zstd_rle_bomb(65536), 64);
     let bytes = bomb.bytes();
     let r = Reader::from_slice(&bytes).expect("plausible sizes open");
     let mut dst = vec![0u8; 64];
-    assert_err(r.read_into(0, 0, &mut dst), Format, "more than the 64 bytes");
+    assert_err(
+        r.read_into(0, 0, &mut dst),
+        Format,
+        "more than the 64 bytes",
+    );
     assert_err(r.view(0, 0), Format, "more than the 64 bytes");
 }
 
@@ -988,17 +1519,40 @@ fn sha256_of(data: &[u8]) -> String {
 fn rule_digest_without_a_colon() {
     let good = dense().with(&d("digest"), t(&sha256_of(&dense().blobs[0].1)));
     let bad = sha256_of(&dense().blobs[0].1).replace(':', "");
-    refused(&good, &good.with(&d("digest"), t(&bad)), Format, "malformed digest");
+    refused(
+        &good,
+        &good.with(&d("digest"), t(&bad)),
+        Format,
+        "malformed digest",
+    );
 }
 
 #[test]
 fn rule_digest_sha256_with_63_hex_digits() {
     let digest = sha256_of(&dense().blobs[0].1);
-    let good = dense().with(&d("digest"), t(&digest.to_uppercase().replace("SHA256", "sha256")));
-    refused(&good, &good.with(&d("digest"), t(&digest[..digest.len() - 1])), Format, "malformed digest");
-    refused(&good, &good.with(&d("digest"), t(&format!("{digest}0"))), Format, "malformed digest");
+    let good = dense().with(
+        &d("digest"),
+        t(&digest.to_uppercase().replace("SHA256", "sha256")),
+    );
+    refused(
+        &good,
+        &good.with(&d("digest"), t(&digest[..digest.len() - 1])),
+        Format,
+        "malformed digest",
+    );
+    refused(
+        &good,
+        &good.with(&d("digest"), t(&format!("{digest}0"))),
+        Format,
+        "malformed digest",
+    );
     let not_hex = format!("sha256:{}g", &digest[7..70]);
-    refused(&good, &good.with(&d("digest"), t(&not_hex)), Format, "malformed digest");
+    refused(
+        &good,
+        &good.with(&d("digest"), t(&not_hex)),
+        Format,
+        "malformed digest",
+    );
 }
 
 #[test]
@@ -1006,9 +1560,19 @@ fn rule_digest_crc32c_without_0x() {
     let crc = crc32c::crc32c(&dense().blobs[0].1);
     let good = dense().with(&d("digest"), t(&format!("crc32c:0x{crc:08X}")));
     opens(&good.with(&d("digest"), t(&format!("crc32c:0x{crc:08x}"))));
-    refused(&good, &good.with(&d("digest"), t(&format!("crc32c:{crc:08X}"))), Format, "malformed digest");
+    refused(
+        &good,
+        &good.with(&d("digest"), t(&format!("crc32c:{crc:08X}"))),
+        Format,
+        "malformed digest",
+    );
     let seven_digits = &format!("crc32c:0x{crc:08X}")[..16];
-    refused(&good, &good.with(&d("digest"), t(seven_digits)), Format, "malformed digest");
+    refused(
+        &good,
+        &good.with(&d("digest"), t(seven_digits)),
+        Format,
+        "malformed digest",
+    );
 }
 
 #[test]
@@ -1017,17 +1581,31 @@ fn rule_digest_mismatch_on_verify() {
     let bytes = open_ok(&good);
     Reader::from_slice(&bytes).unwrap().verify().unwrap();
     let crc = crc32c::crc32c(&dense().blobs[0].1);
-    for wrong in [format!("sha256:{}", "0".repeat(64)), format!("crc32c:0x{:08X}", crc ^ 1)] {
+    for wrong in [
+        format!("sha256:{}", "0".repeat(64)),
+        format!("crc32c:0x{:08X}", crc ^ 1),
+    ] {
         let bytes = good.with(&d("digest"), t(&wrong)).bytes();
         let r = Reader::from_slice(&bytes).expect("digests are checked by verify, not at open");
         assert_err(r.verify_component(0, 0), Checksum, "does not match");
         assert_err(r.verify(), Checksum, "does not match");
-        let on_open = OpenOptions { verify_on_open: true, ..Default::default() };
-        assert_err(Reader::from_slice_with(&bytes, &on_open), Checksum, "does not match");
+        let on_open = OpenOptions {
+            verify_on_open: true,
+            ..Default::default()
+        };
+        assert_err(
+            Reader::from_slice_with(&bytes, &on_open),
+            Checksum,
+            "does not match",
+        );
     }
     // Changing one stored byte is a mismatch too.
     let bytes = good.with_blob(0, f32s(&[1.0, 2.0, 3.0, 5.0])).bytes();
-    assert_err(Reader::from_slice(&bytes).unwrap().verify(), Checksum, "does not match");
+    assert_err(
+        Reader::from_slice(&bytes).unwrap().verify(),
+        Checksum,
+        "does not match",
+    );
 }
 
 #[test]
@@ -1035,10 +1613,21 @@ fn rule_digest_unknown_algorithm_is_never_verified() {
     let good = dense().with(&d("digest"), t(&sha256_of(&dense().blobs[0].1)));
     let bytes = open_ok(&good.with(&d("digest"), t("md5:0123456789abcdef0123456789abcdef")));
     let r = Reader::from_slice(&bytes).expect("unknown algorithms open");
-    assert_err(r.verify_component(0, 0), Unsupported, "'md5' is not supported");
+    assert_err(
+        r.verify_component(0, 0),
+        Unsupported,
+        "'md5' is not supported",
+    );
     assert_err(r.verify(), Unsupported, "'md5' is not supported");
-    let on_open = OpenOptions { verify_on_open: true, ..Default::default() };
-    assert_err(Reader::from_slice_with(&bytes, &on_open), Unsupported, "'md5'");
+    let on_open = OpenOptions {
+        verify_on_open: true,
+        ..Default::default()
+    };
+    assert_err(
+        Reader::from_slice_with(&bytes, &on_open),
+        Unsupported,
+        "'md5'",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1048,7 +1637,10 @@ fn rule_digest_unknown_algorithm_is_never_verified() {
 #[test]
 fn rule_bool_bytes_other_than_0_or_1() {
     let bytes = open_ok(&bools());
-    Reader::from_slice(&bytes).unwrap().validate_values(0).unwrap();
+    Reader::from_slice(&bytes)
+        .unwrap()
+        .validate_values(0)
+        .unwrap();
     let bytes = bools().with_blob(0, vec![0, 1, 2, 0]).bytes();
     let r = Reader::from_slice(&bytes).expect("bool bytes are checked by validate_values");
     assert_err(r.validate_values(0), Format, "bool byte 2 at index 2");
@@ -1056,12 +1648,22 @@ fn rule_bool_bytes_other_than_0_or_1() {
 
 #[test]
 fn rule_fp8_type_on_the_wrong_storage_dtype() {
-    refused(&fp8(), &fp8().with(&d("dtype"), t("f32")), Format, "'f8_e4m3fn' must be stored as u8, not f32");
+    refused(
+        &fp8(),
+        &fp8().with(&d("dtype"), t("f32")),
+        Format,
+        "'f8_e4m3fn' must be stored as u8, not f32",
+    );
 }
 
 #[test]
 fn rule_complex64_type_on_the_wrong_storage_dtype() {
-    refused(&complex(), &complex().with(&d("dtype"), t("f64")), Format, "'complex64' must be stored as f32, not f64");
+    refused(
+        &complex(),
+        &complex().with(&d("dtype"), t("f64")),
+        Format,
+        "'complex64' must be stored as f32, not f64",
+    );
 }
 
 #[test]
@@ -1069,44 +1671,91 @@ fn rule_v11_dtype_spellings_read_as_storage_and_logical_type() {
     let manifest = root(
         "1.1.0",
         &[
-            ("f8", object(&[4], "dense", &[("data", comp("f8_e4m3", 64, 4))])),
-            ("c", object(&[2], "dense", &[("data", comp("complex64", 128, 16))])),
+            (
+                "f8",
+                object(&[4], "dense", &[("data", comp("f8_e4m3", 64, 4))]),
+            ),
+            (
+                "c",
+                object(&[2], "dense", &[("data", comp("complex64", 128, 16))]),
+            ),
         ],
     );
-    let good = Fixture::v1(manifest, &[(64, vec![1, 2, 3, 4]), (128, f32s(&[1.0, 2.0, 3.0, 4.0]))]);
+    let good = Fixture::v1(
+        manifest,
+        &[(64, vec![1, 2, 3, 4]), (128, f32s(&[1.0, 2.0, 3.0, 4.0]))],
+    );
     let bytes = open_ok(&good);
     let r = Reader::from_slice(&bytes).unwrap();
     let f8 = &r.objects()[0].components()[0];
-    assert_eq!((f8.dtype(), f8.logical_type()), (DType::U8, Some("f8_e4m3fn")));
+    assert_eq!(
+        (f8.dtype(), f8.logical_type()),
+        (DType::U8, Some("f8_e4m3fn"))
+    );
     let c = &r.objects()[1].components()[0];
-    assert_eq!((c.dtype(), c.logical_type()), (DType::F32, Some("complex64")));
+    assert_eq!(
+        (c.dtype(), c.logical_type()),
+        (DType::F32, Some("complex64"))
+    );
     assert_eq!(r.read_to_vec(1, 0).unwrap(), f32s(&[1.0, 2.0, 3.0, 4.0]));
     // The compound ratio applies to the v1.1 spelling too, and a contradicting type is refused.
-    refused(&good, &good.with(&["objects", "c", "shape"], dims(&[4])), Format, "needs 32");
-    let contradiction = good.with(&["objects", "f8", "components", "data", "type"], t("f8_e5m2"));
+    refused(
+        &good,
+        &good.with(&["objects", "c", "shape"], dims(&[4])),
+        Format,
+        "needs 32",
+    );
+    let contradiction = good.with(
+        &["objects", "f8", "components", "data", "type"],
+        t("f8_e5m2"),
+    );
     refused(&good, &contradiction, Format, "implies type 'f8_e4m3fn'");
 }
 
 #[test]
 fn rule_v11_zstd_without_uncompressed_length() {
     // A dense component: the decoded size comes from the shape.
-    let good = zstd_ok().with(&["version"], t("1.1.0")).without(&d("uncompressed_length"));
+    let good = zstd_ok()
+        .with(&["version"], t("1.1.0"))
+        .without(&d("uncompressed_length"));
     let bytes = open_ok(&good);
     let r = Reader::from_slice(&bytes).unwrap();
     assert_eq!(r.objects()[0].components()[0].decoded_length(), 64);
     assert_eq!(r.read_to_vec(0, 0).unwrap(), dense_values());
     // Still bounded by that size: a frame that decodes to more is refused on access.
     let long = zstd_frame(&[dense_values(), vec![0; 4]].concat());
-    let bad = good.with_blob(0, long.clone()).with(&d("length"), u(long.len() as u64));
+    let bad = good
+        .with_blob(0, long.clone())
+        .with(&d("length"), u(long.len() as u64));
     let bytes = open_ok(&bad);
-    assert_err(Reader::from_slice(&bytes).unwrap().read_to_vec(0, 0), Format, "more than the 64 bytes");
+    assert_err(
+        Reader::from_slice(&bytes).unwrap().read_to_vec(0, 0),
+        Format,
+        "more than the 64 bytes",
+    );
     // A non-dense component has no shape to size it: refused at open.
     let stored = good.blobs[0].1.len() as u64;
     let scales = Fixture::v1(
-        root("1.1.0", &[("q", object(&[4, 4], "quantized_group", &[("scales", zcomp("f32", 64, stored, 64))]))]),
+        root(
+            "1.1.0",
+            &[(
+                "q",
+                object(
+                    &[4, 4],
+                    "quantized_group",
+                    &[("scales", zcomp("f32", 64, stored, 64))],
+                ),
+            )],
+        ),
         &good.blobs,
     );
-    let bad = scales.without(&["objects", "q", "components", "scales", "uncompressed_length"]);
+    let bad = scales.without(&[
+        "objects",
+        "q",
+        "components",
+        "scales",
+        "uncompressed_length",
+    ]);
     refused(&scales, &bad, Format, "lacks uncompressed_length");
 }
 
@@ -1116,23 +1765,48 @@ fn rule_v11_zstd_without_uncompressed_length() {
 
 #[test]
 fn rule_csr_indptr_of_the_wrong_length() {
-    refused(&csr(), &csr().with(&sparse_path("indptr", "length"), u(16)), Format, "indptr has 2 entries, expected rows + 1 = 3");
+    refused(
+        &csr(),
+        &csr().with(&sparse_path("indptr", "length"), u(16)),
+        Format,
+        "indptr has 2 entries, expected rows + 1 = 3",
+    );
 }
 
 #[test]
 fn rule_csr_indices_count_not_values_count() {
-    refused(&csr(), &csr().with(&sparse_path("indices", "length"), u(16)), Format, "indices has 2 entries but values has 3");
+    refused(
+        &csr(),
+        &csr().with(&sparse_path("indices", "length"), u(16)),
+        Format,
+        "indices has 2 entries but values has 3",
+    );
 }
 
 #[test]
 fn rule_csr_shape_not_2d() {
-    refused(&csr(), &csr().with(&["objects", "s", "shape"], dims(&[6])), Format, "needs a 2-d shape");
-    refused(&csr(), &csr().with(&["objects", "s", "shape"], dims(&[2, 3, 1])), Format, "needs a 2-d shape");
+    refused(
+        &csr(),
+        &csr().with(&["objects", "s", "shape"], dims(&[6])),
+        Format,
+        "needs a 2-d shape",
+    );
+    refused(
+        &csr(),
+        &csr().with(&["objects", "s", "shape"], dims(&[2, 3, 1])),
+        Format,
+        "needs a 2-d shape",
+    );
 }
 
 #[test]
 fn rule_csr_missing_component() {
-    refused(&csr(), &csr().without(&["objects", "s", "components", "indptr"]), Format, "no 'indptr' component");
+    refused(
+        &csr(),
+        &csr().without(&["objects", "s", "components", "indptr"]),
+        Format,
+        "no 'indptr' component",
+    );
 }
 
 /// Opens `f` (which must open) and runs `validate_values` on object 0.
@@ -1144,46 +1818,99 @@ fn validate_values(f: &Fixture) -> Result<(), Error> {
 #[test]
 fn rule_csr_indptr_not_starting_at_0() {
     validate_values(&csr()).unwrap();
-    assert_err(validate_values(&csr().with_blob(2, u64s(&[1, 2, 3]))), Format, "indptr must start at 0");
+    assert_err(
+        validate_values(&csr().with_blob(2, u64s(&[1, 2, 3]))),
+        Format,
+        "indptr must start at 0",
+    );
 }
 
 #[test]
 fn rule_csr_indptr_decreasing() {
     validate_values(&csr()).unwrap();
-    assert_err(validate_values(&csr().with_blob(2, u64s(&[0, 4, 3]))), Format, "indptr decreases at row 1: 4 then 3");
+    assert_err(
+        validate_values(&csr().with_blob(2, u64s(&[0, 4, 3]))),
+        Format,
+        "indptr decreases at row 1: 4 then 3",
+    );
 }
 
 #[test]
 fn rule_csr_indptr_not_ending_at_nnz() {
     validate_values(&csr()).unwrap();
-    assert_err(validate_values(&csr().with_blob(2, u64s(&[0, 1, 2]))), Format, "not at nnz 3");
+    assert_err(
+        validate_values(&csr().with_blob(2, u64s(&[0, 1, 2]))),
+        Format,
+        "not at nnz 3",
+    );
 }
 
 #[test]
 fn rule_csr_column_index_out_of_range() {
     validate_values(&csr()).unwrap();
-    assert_err(validate_values(&csr().with_blob(1, u64s(&[0, 3, 1]))), Format, "column index 3 at position 1");
-    assert_err(validate_values(&csr().with_blob(1, u64s(&[0, u64::MAX, 1]))), Format, "out of range");
+    assert_err(
+        validate_values(&csr().with_blob(1, u64s(&[0, 3, 1]))),
+        Format,
+        "column index 3 at position 1",
+    );
+    assert_err(
+        validate_values(&csr().with_blob(1, u64s(&[0, u64::MAX, 1]))),
+        Format,
+        "out of range",
+    );
 }
 
 #[test]
 fn rule_coo_coords_length_not_ndim_times_nnz() {
-    refused(&coo(), &coo().with(&sparse_path("coords", "length"), u(24)), Format, "coords has 3 entries, expected ndim 2 x nnz 2");
-    refused(&coo(), &coo().with(&["objects", "s", "shape"], dims(&[2, 3, 1])), Format, "expected ndim 3 x nnz 2");
+    refused(
+        &coo(),
+        &coo().with(&sparse_path("coords", "length"), u(24)),
+        Format,
+        "coords has 3 entries, expected ndim 2 x nnz 2",
+    );
+    refused(
+        &coo(),
+        &coo().with(&["objects", "s", "shape"], dims(&[2, 3, 1])),
+        Format,
+        "expected ndim 3 x nnz 2",
+    );
 }
 
 #[test]
 fn rule_coo_coordinate_out_of_range() {
     validate_values(&coo()).unwrap();
-    assert_err(validate_values(&coo().with_blob(1, u64s(&[0, 2, 2, 0]))), Format, "in dimension 0 is out of range for extent 2");
-    assert_err(validate_values(&coo().with_blob(1, u64s(&[0, 1, 3, 0]))), Format, "in dimension 1 is out of range for extent 3");
+    assert_err(
+        validate_values(&coo().with_blob(1, u64s(&[0, 2, 2, 0]))),
+        Format,
+        "in dimension 0 is out of range for extent 2",
+    );
+    assert_err(
+        validate_values(&coo().with_blob(1, u64s(&[0, 1, 3, 0]))),
+        Format,
+        "in dimension 1 is out of range for extent 3",
+    );
 }
 
 #[test]
 fn rule_sparse_index_dtype_i32_refused_u32_accepted() {
-    refused(&csr(), &csr().with(&sparse_path("indices", "dtype"), t("i32")), Format, "must be u64 (or u32), not i32");
-    refused(&csr(), &csr().with(&sparse_path("indptr", "dtype"), t("f64")), Format, "must be u64 (or u32), not f64");
-    refused(&coo(), &coo().with(&sparse_path("coords", "dtype"), t("i64")), Format, "must be u64 (or u32), not i64");
+    refused(
+        &csr(),
+        &csr().with(&sparse_path("indices", "dtype"), t("i32")),
+        Format,
+        "must be u64 (or u32), not i32",
+    );
+    refused(
+        &csr(),
+        &csr().with(&sparse_path("indptr", "dtype"), t("f64")),
+        Format,
+        "must be u64 (or u32), not f64",
+    );
+    refused(
+        &coo(),
+        &coo().with(&sparse_path("coords", "dtype"), t("i64")),
+        Format,
+        "must be u64 (or u32), not i64",
+    );
     // u32 indices (written by the reference Python API) are read, and checked the same way.
     let narrow = csr()
         .with(&sparse_path("indices", "dtype"), t("u32"))
@@ -1193,7 +1920,11 @@ fn rule_sparse_index_dtype_i32_refused_u32_accepted() {
         .with_blob(1, u32s(&[0, 2, 1]))
         .with_blob(2, u32s(&[0, 2, 3]));
     validate_values(&narrow).unwrap();
-    assert_err(validate_values(&narrow.with_blob(1, u32s(&[0, 2, 7]))), Format, "column index 7");
+    assert_err(
+        validate_values(&narrow.with_blob(1, u32s(&[0, 2, 7]))),
+        Format,
+        "column index 7",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1202,7 +1933,12 @@ fn rule_sparse_index_dtype_i32_refused_u32_accepted() {
 
 #[test]
 fn rule_empty_object_name() {
-    refused(&dense(), &dense().renamed(&["objects"], "w", t("")), Format, "object name is empty");
+    refused(
+        &dense(),
+        &dense().renamed(&["objects"], "w", t("")),
+        Format,
+        "object name is empty",
+    );
 }
 
 #[test]
@@ -1213,7 +1949,12 @@ fn rule_empty_component_role() {
 
 #[test]
 fn rule_name_with_nul() {
-    refused(&dense(), &dense().renamed(&["objects"], "w", t("a\0b")), Format, "contains a NUL byte");
+    refused(
+        &dense(),
+        &dense().renamed(&["objects"], "w", t("a\0b")),
+        Format,
+        "contains a NUL byte",
+    );
     let bad = dense().renamed(&["objects", "w", "components"], "data", t("da\0ta"));
     refused(&dense(), &bad, Format, "contains a NUL byte");
 }
@@ -1224,9 +1965,19 @@ fn rule_name_not_utf8_text() {
     let manifest = cbor::to_vec(&good.manifest);
     Reader::from_slice(&assemble(false, &good.blobs, &manifest)).unwrap();
     let bad = replace_once(&manifest, b"\x64NAME", b"\x64\xffAM\xfe");
-    refused_bytes(&assemble(false, &good.blobs, &bad), &OpenOptions::default(), Format, "invalid UTF-8");
+    refused_bytes(
+        &assemble(false, &good.blobs, &bad),
+        &OpenOptions::default(),
+        Format,
+        "invalid UTF-8",
+    );
     // A byte-string key is not a name either.
-    refused(&good, &good.renamed(&["objects"], "NAME", Value::Bytes(b"NAME".to_vec())), Format, "object name must be text");
+    refused(
+        &good,
+        &good.renamed(&["objects"], "NAME", Value::Bytes(b"NAME".to_vec())),
+        Format,
+        "object name must be text",
+    );
 }
 
 #[test]
@@ -1234,16 +1985,33 @@ fn rule_name_over_max_name_length() {
     let short = limits(|l| l.max_name_length = 4);
     let good = dense().renamed(&["objects"], "w", t("abcd"));
     let bad = dense().renamed(&["objects"], "w", t("abcde"));
-    refused_with(&good, &bad, &short, Limit, "object name is 5 bytes, over the limit of 4");
+    refused_with(
+        &good,
+        &bad,
+        &short,
+        Limit,
+        "object name is 5 bytes, over the limit of 4",
+    );
     let custom = dense().with(&w("format"), t("custom"));
     let good = custom.renamed(&["objects", "w", "components"], "data", t("dat"));
     let bad = custom.renamed(&["objects", "w", "components"], "data", t("datum"));
-    refused_with(&good, &bad, &limits(|l| l.max_name_length = 3), Limit, "component name is 5 bytes");
+    refused_with(
+        &good,
+        &bad,
+        &limits(|l| l.max_name_length = 3),
+        Limit,
+        "component name is 5 bytes",
+    );
 }
 
 #[test]
 fn rule_duplicate_object_names() {
-    refused(&dense(), &dense().duplicated(&["objects"], "w"), Format, "duplicate object name 'w'");
+    refused(
+        &dense(),
+        &dense().duplicated(&["objects"], "w"),
+        Format,
+        "duplicate object name 'w'",
+    );
 }
 
 #[test]
@@ -1255,16 +2023,39 @@ fn rule_duplicate_keys_in_a_manifest_map() {
         f
     };
     let component = twice(&["objects", "w", "components", "data"], "offset", u(128));
-    refused(&dense(), &component, Format, "the component has the key 'offset' more than once");
+    refused(
+        &dense(),
+        &component,
+        Format,
+        "the component has the key 'offset' more than once",
+    );
     let object = twice(&["objects", "w"], "shape", dims(&[4]));
-    refused(&dense(), &object, Format, "the object has the key 'shape' more than once");
+    refused(
+        &dense(),
+        &object,
+        Format,
+        "the object has the key 'shape' more than once",
+    );
     let manifest = twice(&[], "version", t("2.0.0"));
-    refused(&dense(), &manifest, Format, "the manifest has the key 'version' more than once");
+    refused(
+        &dense(),
+        &manifest,
+        Format,
+        "the manifest has the key 'version' more than once",
+    );
     let mut legacy = legacy_dense();
     entries(at(&mut legacy.manifest, &["0"])).push((t("offset"), u(128)));
-    refused(&legacy_dense(), &legacy, Format, "the legacy tensor has the key 'offset' more than once");
+    refused(
+        &legacy_dense(),
+        &legacy,
+        Format,
+        "the legacy tensor has the key 'offset' more than once",
+    );
     // Repeated keys inside attributes are the user's business.
-    opens(&dense().with(&["attributes"], Value::Map(vec![(t("k"), u(1)), (t("k"), u(2))])));
+    opens(&dense().with(
+        &["attributes"],
+        Value::Map(vec![(t("k"), u(1)), (t("k"), u(2))]),
+    ));
 }
 
 /// CBOR with indefinite lengths and 8-byte integer heads everywhere, map entries reversed.
@@ -1301,7 +2092,13 @@ fn lenient_cbor(v: &Value, out: &mut Vec<u8>) {
 #[test]
 fn rule_lenient_cbor_and_unknown_keys_are_accepted() {
     let f = csr()
-        .with(&["attributes"], m(&[("when", Value::Tag(1, Box::new(u(1_700_000_000)))), ("half", Value::Float(0.5))]))
+        .with(
+            &["attributes"],
+            m(&[
+                ("when", Value::Tag(1, Box::new(u(1_700_000_000)))),
+                ("half", Value::Float(0.5)),
+            ]),
+        )
         .with(&["future_key"], m(&[("x", Value::Null)]))
         .with(&["objects", "s", "future_key"], Value::Bytes(vec![1, 2]))
         .with(&sparse_path("values", "future_key"), Value::Array(vec![]));
@@ -1318,7 +2115,12 @@ fn rule_lenient_cbor_and_unknown_keys_are_accepted() {
 
 #[test]
 fn rule_duplicate_component_roles() {
-    refused(&dense(), &dense().duplicated(&["objects", "w", "components"], "data"), Format, "duplicate component role 'data'");
+    refused(
+        &dense(),
+        &dense().duplicated(&["objects", "w", "components"], "data"),
+        Format,
+        "duplicate component role 'data'",
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1330,7 +2132,9 @@ fn rule_legacy_too_short() {
     // The smallest legacy file: header, an empty CBOR array, its size (17 bytes).
     let empty = Fixture::legacy(Value::Array(vec![]), &[]).bytes();
     assert_eq!(empty.len(), 17);
-    open_three_ways(&empty, &OpenOptions::default()).into_iter().for_each(|r| r.unwrap());
+    open_three_ways(&empty, &OpenOptions::default())
+        .into_iter()
+        .for_each(|r| r.unwrap());
     refused_bytes(&empty[..16], &OpenOptions::default(), Format, "too short");
     refused_bytes(b"ZTEN0001", &OpenOptions::default(), Format, "too short");
 }
@@ -1338,9 +2142,15 @@ fn rule_legacy_too_short() {
 #[test]
 fn rule_legacy_manifest_not_an_array() {
     let good = legacy_dense();
-    let bad = Fixture { manifest: good.manifest.as_array().unwrap()[0].clone(), ..good.clone() };
+    let bad = Fixture {
+        manifest: good.manifest.as_array().unwrap()[0].clone(),
+        ..good.clone()
+    };
     refused(&good, &bad, Format, "legacy manifest must be an array");
-    let bad = Fixture { manifest: Value::Array(vec![t("w")]), ..good.clone() };
+    let bad = Fixture {
+        manifest: Value::Array(vec![t("w")]),
+        ..good.clone()
+    };
     refused(&good, &bad, Format, "legacy tensor entry must be a map");
 }
 
@@ -1348,7 +2158,12 @@ fn rule_legacy_manifest_not_an_array() {
 fn rule_legacy_missing_keys() {
     for key in ["name", "offset", "size", "dtype", "shape"] {
         let bad = legacy_dense().without(&["0", key]);
-        refused(&legacy_dense(), &bad, Format, &format!("lacks the required key '{key}'"));
+        refused(
+            &legacy_dense(),
+            &bad,
+            Format,
+            &format!("lacks the required key '{key}'"),
+        );
     }
 }
 
@@ -1357,7 +2172,12 @@ fn rule_legacy_unknown_long_dtype() {
     let good = legacy_dense();
     opens(&good.with(&["0", "dtype"], t("f32"))); // short names are accepted too
     for name in ["float128", "float", "complex64"] {
-        refused(&good, &good.with(&["0", "dtype"], t(name)), Format, "unknown dtype");
+        refused(
+            &good,
+            &good.with(&["0", "dtype"], t(name)),
+            Format,
+            "unknown dtype",
+        );
     }
 }
 
@@ -1365,7 +2185,9 @@ fn rule_legacy_unknown_long_dtype() {
 fn rule_legacy_big_endian_data_is_swapped_on_read() {
     let values = [1.0f32, -2.5, 3.25, 1.0e-3];
     let big: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
-    let f = legacy_dense().with(&["0", "data_endianness"], t("big")).with_blob(0, big);
+    let f = legacy_dense()
+        .with(&["0", "data_endianness"], t("big"))
+        .with_blob(0, big);
     let bytes = open_ok(&f);
     let r = Reader::from_slice(&bytes).unwrap();
     assert_eq!(r.read_to_vec(0, 0).unwrap(), f32s(&values));
@@ -1373,7 +2195,12 @@ fn rule_legacy_big_endian_data_is_swapped_on_read() {
     let mut second = [0u8; 4];
     r.read_range(0, 0, 4, &mut second).unwrap();
     assert_eq!(f32::from_le_bytes(second), -2.5);
-    refused(&f, &f.with(&["0", "data_endianness"], t("middle")), Format, "data_endianness 'middle'");
+    refused(
+        &f,
+        &f.with(&["0", "data_endianness"], t("middle")),
+        Format,
+        "data_endianness 'middle'",
+    );
 }
 
 #[test]
@@ -1384,7 +2211,12 @@ fn rule_legacy_coo_size_not_whole_records() {
     assert_eq!(r.objects()[0].format(), "sparse_coo");
     assert_eq!(common::read(&r, "w", "coords"), u64s(&[0, 1, 1, 2]));
     assert_eq!(common::read(&r, "w", "values"), f32s(&[1.5, -2.0]));
-    refused(&good, &good.with(&["0", "size"], u(39)), Format, "not a whole number of 20-byte records");
+    refused(
+        &good,
+        &good.with(&["0", "size"], u(39)),
+        Format,
+        "not a whole number of 20-byte records",
+    );
 }
 
 #[test]
@@ -1396,24 +2228,60 @@ fn rule_legacy_csr_size_not_splitting() {
     assert_eq!(common::read(&r, "w", "indptr"), u64s(&[0, 1, 2]));
     assert_eq!(common::read(&r, "w", "values"), f32s(&[1.5, -2.0]));
     r.validate_values(0).unwrap();
-    refused(&good, &good.with(&["0", "size"], u(46)), Format, "does not split into row pointers, indices and values");
-    refused(&good, &good.with(&["0", "size"], u(16)), Format, "cannot hold 3 row pointers");
-    refused(&good, &good.with(&["0", "shape"], dims(&[6])), Format, "needs a 2-d shape");
+    refused(
+        &good,
+        &good.with(&["0", "size"], u(46)),
+        Format,
+        "does not split into row pointers, indices and values",
+    );
+    refused(
+        &good,
+        &good.with(&["0", "size"], u(16)),
+        Format,
+        "cannot hold 3 row pointers",
+    );
+    refused(
+        &good,
+        &good.with(&["0", "shape"], dims(&[6])),
+        Format,
+        "needs a 2-d shape",
+    );
 }
 
 #[test]
 fn rule_legacy_unknown_layout() {
     let good = legacy_dense();
-    refused(&good, &good.with(&["0", "layout"], t("blocked")), Unsupported, "legacy layout 'blocked'");
-    let bsr = good.with(&["0", "layout"], t("sparse")).with(&["0", "sparse_format"], t("bsr"));
+    refused(
+        &good,
+        &good.with(&["0", "layout"], t("blocked")),
+        Unsupported,
+        "legacy layout 'blocked'",
+    );
+    let bsr = good
+        .with(&["0", "layout"], t("sparse"))
+        .with(&["0", "sparse_format"], t("bsr"));
     refused(&good, &bsr, Unsupported, "sparse_format");
 }
 
 #[test]
 fn rule_legacy_blob_placement() {
     let good = legacy_dense();
-    refused(&good, &good.with(&["0", "offset"], u(72)), Format, "not a multiple of 64");
-    refused(&good, &good.with(&["0", "offset"], u(0)), Format, "offset 0");
-    refused(&good, &good.with(&["0", "size"], u(20)), Format, "reach past the data region");
+    refused(
+        &good,
+        &good.with(&["0", "offset"], u(72)),
+        Format,
+        "not a multiple of 64",
+    );
+    refused(
+        &good,
+        &good.with(&["0", "offset"], u(0)),
+        Format,
+        "offset 0",
+    );
+    refused(
+        &good,
+        &good.with(&["0", "size"], u(20)),
+        Format,
+        "reach past the data region",
+    );
 }
-

@@ -144,7 +144,10 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> zt_status {
             e.kind().into()
         }
         Err(p) => {
-            set_last_error(&format!("internal error (a bug, please report it): {}", panic_message(&*p)));
+            set_last_error(&format!(
+                "internal error (a bug, please report it): {}",
+                panic_message(&*p)
+            ));
             zt_status::ZT_ERR_INTERNAL
         }
     }
@@ -154,7 +157,10 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> zt_status {
 pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     clear_last_error();
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        set_last_error(&format!("internal error (a bug, please report it): {}", panic_message(&*p)));
+        set_last_error(&format!(
+            "internal error (a bug, please report it): {}",
+            panic_message(&*p)
+        ));
         fallback
     })
 }
@@ -162,13 +168,15 @@ pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
 /// A required pointer argument.
 pub(crate) fn need<'p, T>(ptr: *const T, what: &str) -> Result<&'p T> {
     // SAFETY: the caller passes a valid pointer or NULL, per the API contract.
-    unsafe { ptr.as_ref() }.ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+    unsafe { ptr.as_ref() }
+        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
 }
 
 /// A required mutable pointer argument.
 pub(crate) fn need_mut<'p, T>(ptr: *mut T, what: &str) -> Result<&'p mut T> {
     // SAFETY: as `need`.
-    unsafe { ptr.as_mut() }.ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+    unsafe { ptr.as_mut() }
+        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
 }
 
 /// A required NUL-terminated UTF-8 string argument.
@@ -178,11 +186,20 @@ pub(crate) fn need_str<'p>(ptr: *const c_char, what: &str) -> Result<&'p str> {
     }
     // SAFETY: the caller passes a NUL-terminated string, per the API contract.
     let s = unsafe { CStr::from_ptr(ptr) };
-    s.to_str().map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{what} is not valid UTF-8")))
+    s.to_str().map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} is not valid UTF-8"),
+        )
+    })
 }
 
 /// A byte buffer argument: NULL is allowed only when `size` is 0.
-pub(crate) fn need_bytes<'p>(ptr: *const std::ffi::c_void, size: usize, what: &str) -> Result<&'p [u8]> {
+pub(crate) fn need_bytes<'p>(
+    ptr: *const std::ffi::c_void,
+    size: usize,
+    what: &str,
+) -> Result<&'p [u8]> {
     if size == 0 {
         return Ok(&[]);
     }
@@ -194,7 +211,11 @@ pub(crate) fn need_bytes<'p>(ptr: *const std::ffi::c_void, size: usize, what: &s
 }
 
 /// A writable byte buffer argument: NULL is allowed only when `size` is 0.
-pub(crate) fn need_bytes_mut<'p>(ptr: *mut std::ffi::c_void, size: usize, what: &str) -> Result<&'p mut [u8]> {
+pub(crate) fn need_bytes_mut<'p>(
+    ptr: *mut std::ffi::c_void,
+    size: usize,
+    what: &str,
+) -> Result<&'p mut [u8]> {
     if size == 0 {
         return Ok(&mut []);
     }
@@ -260,9 +281,18 @@ mod tests {
 
     #[test]
     fn header_version_macros_match_cargo() {
-        assert_eq!(ZT_VERSION_MAJOR.to_string(), env!("CARGO_PKG_VERSION_MAJOR"));
-        assert_eq!(ZT_VERSION_MINOR.to_string(), env!("CARGO_PKG_VERSION_MINOR"));
-        assert_eq!(ZT_VERSION_PATCH.to_string(), env!("CARGO_PKG_VERSION_PATCH"));
+        assert_eq!(
+            ZT_VERSION_MAJOR.to_string(),
+            env!("CARGO_PKG_VERSION_MAJOR")
+        );
+        assert_eq!(
+            ZT_VERSION_MINOR.to_string(),
+            env!("CARGO_PKG_VERSION_MINOR")
+        );
+        assert_eq!(
+            ZT_VERSION_PATCH.to_string(),
+            env!("CARGO_PKG_VERSION_PATCH")
+        );
         // SAFETY: static NUL-terminated string.
         let v = unsafe { CStr::from_ptr(zt_version()) }.to_str().unwrap();
         assert_eq!(v, env!("CARGO_PKG_VERSION"));
@@ -272,7 +302,9 @@ mod tests {
     fn status_values_and_names_agree() {
         for code in 0..=10u32 {
             // SAFETY: static NUL-terminated string.
-            let name = unsafe { CStr::from_ptr(zt_status_name(code)) }.to_str().unwrap();
+            let name = unsafe { CStr::from_ptr(zt_status_name(code)) }
+                .to_str()
+                .unwrap();
             if code > 0 {
                 let kind = [
                     ErrorKind::InvalidArgument,
@@ -292,14 +324,22 @@ mod tests {
             }
         }
         // SAFETY: static NUL-terminated string.
-        assert_eq!(unsafe { CStr::from_ptr(zt_status_name(11)) }.to_str().unwrap(), "ZT_UNKNOWN_STATUS");
+        assert_eq!(
+            unsafe { CStr::from_ptr(zt_status_name(11)) }
+                .to_str()
+                .unwrap(),
+            "ZT_UNKNOWN_STATUS"
+        );
     }
 
     #[test]
     fn panics_become_internal_errors() {
         assert_eq!(guard(|| panic!("boom")), zt_status::ZT_ERR_INTERNAL);
         // SAFETY: thread-local NUL-terminated string.
-        let msg = unsafe { CStr::from_ptr(zt_last_error()) }.to_str().unwrap().to_owned();
+        let msg = unsafe { CStr::from_ptr(zt_last_error()) }
+            .to_str()
+            .unwrap()
+            .to_owned();
         assert!(msg.contains("boom"), "{msg}");
         assert_eq!(guard(|| Ok(())), zt_status::ZT_OK);
         // SAFETY: as above.

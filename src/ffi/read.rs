@@ -5,7 +5,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::{guard, guard_value, need, need_bytes, need_bytes_mut, need_out, need_str, put, zt_status};
+use super::{
+    guard, guard_value, need, need_bytes, need_bytes_mut, need_out, need_str, put, zt_status,
+};
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
@@ -55,7 +57,11 @@ fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
         return Ok(OpenOptions::default());
     };
     if o.flags & !(ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY) != 0 {
-        bail!(InvalidArgument, "unknown open flags 0x{:x}", o.flags & !(ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY));
+        bail!(
+            InvalidArgument,
+            "unknown open flags 0x{:x}",
+            o.flags & !(ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY)
+        );
     }
     let or = |v: u64, default: u64| if v == 0 { default } else { v };
     Ok(OpenOptions {
@@ -73,7 +79,9 @@ fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
 }
 
 fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
-    let json = (0..=reader.objects().len()).map(|_| OnceLock::new()).collect();
+    let json = (0..=reader.objects().len())
+        .map(|_| OnceLock::new())
+        .collect();
     put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
 }
 
@@ -110,7 +118,11 @@ pub unsafe extern "C" fn zt_open_with(
 /// Opens a file held in memory. The bytes are borrowed, not copied: the caller keeps them
 /// alive and unchanged until `zt_close`. Views are zero-copy when `data` is 64-byte aligned.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_open_memory(data: *const c_void, size: usize, out: *mut *mut zt_reader) -> zt_status {
+pub unsafe extern "C" fn zt_open_memory(
+    data: *const c_void,
+    size: usize,
+    out: *mut *mut zt_reader,
+) -> zt_status {
     // SAFETY: forwarded contract.
     unsafe { zt_open_memory_with(data, size, std::ptr::null(), out) }
 }
@@ -161,17 +173,26 @@ pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_object_count(reader: *const zt_reader) -> usize {
     // SAFETY: NULL or a reader from zt_open.
-    guard_value(0, || unsafe { reader.as_ref() }.map_or(0, |r| r.reader.objects().len()))
+    guard_value(0, || {
+        unsafe { reader.as_ref() }.map_or(0, |r| r.reader.objects().len())
+    })
 }
 
 /// Finds an object by name; O(1). `ZT_ERR_NOT_FOUND` when absent.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_find(reader: *const zt_reader, name: *const c_char, out_index: *mut usize) -> zt_status {
+pub unsafe extern "C" fn zt_object_find(
+    reader: *const zt_reader,
+    name: *const c_char,
+    out_index: *mut usize,
+) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
         let name = need_str(name, "name")?;
         need_out(out_index, "out_index")?;
-        let i = r.reader.find(name).ok_or_else(|| err!(NotFound, "no object named '{name}'"))?;
+        let i = r
+            .reader
+            .find(name)
+            .ok_or_else(|| err!(NotFound, "no object named '{name}'"))?;
         put(out_index, i);
         Ok(())
     })
@@ -196,18 +217,29 @@ pub struct zt_object_info {
 
 /// Describes object `index`. O(1), no allocation.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_info_get(reader: *const zt_reader, index: usize, out: *mut zt_object_info) -> zt_status {
+pub unsafe extern "C" fn zt_object_info_get(
+    reader: *const zt_reader,
+    index: usize,
+    out: *mut zt_object_info,
+) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out, "out")?;
         let o = r.reader.object(index)?;
-        put(out, zt_object_info {
-            name: o.name_c().as_ptr(),
-            format: o.format_c().as_ptr(),
-            shape: if o.shape().is_empty() { std::ptr::null() } else { o.shape().as_ptr() },
-            ndim: o.shape().len(),
-            component_count: o.components().len(),
-        });
+        put(
+            out,
+            zt_object_info {
+                name: o.name_c().as_ptr(),
+                format: o.format_c().as_ptr(),
+                shape: if o.shape().is_empty() {
+                    std::ptr::null()
+                } else {
+                    o.shape().as_ptr()
+                },
+                ndim: o.shape().len(),
+                component_count: o.components().len(),
+            },
+        );
         Ok(())
     })
 }
@@ -246,21 +278,27 @@ pub unsafe extern "C" fn zt_component_info_get(
         let r = self::reader(reader)?;
         need_out(out, "out")?;
         let o = r.reader.object(object)?;
-        let c = o
-            .components()
-            .get(component)
-            .ok_or_else(|| err!(NotFound, "object '{}' has no component at index {component}", o.name()))?;
+        let c = o.components().get(component).ok_or_else(|| {
+            err!(
+                NotFound,
+                "object '{}' has no component at index {component}",
+                o.name()
+            )
+        })?;
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
-        put(out, zt_component_info {
-            role: c.role_c().as_ptr(),
-            dtype: c.dtype() as u32,
-            r#type: opt(c.logical_type_c()),
-            encoding: c.encoding() as u32,
-            offset: c.offset(),
-            length: c.length(),
-            decoded_length: c.decoded_length(),
-            digest: opt(c.digest_c()),
-        });
+        put(
+            out,
+            zt_component_info {
+                role: c.role_c().as_ptr(),
+                dtype: c.dtype() as u32,
+                r#type: opt(c.logical_type_c()),
+                encoding: c.encoding() as u32,
+                offset: c.offset(),
+                length: c.length(),
+                decoded_length: c.decoded_length(),
+                digest: opt(c.digest_c()),
+            },
+        );
         Ok(())
     })
 }
@@ -268,7 +306,8 @@ pub unsafe extern "C" fn zt_component_info_get(
 fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
     let role = need_str(role, "role")?;
     let o = r.reader.object(object)?;
-    o.find_component(role).ok_or_else(|| err!(NotFound, "object '{}' has no '{role}' component", o.name()))
+    o.find_component(role)
+        .ok_or_else(|| err!(NotFound, "object '{}' has no '{role}' component", o.name()))
 }
 
 /// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
@@ -318,7 +357,15 @@ pub unsafe extern "C" fn zt_component_view(
         need_out(out, "out")?;
         let ci = find_component(r, object, role)?;
         let v = r.reader.view(object, ci)?;
-        put(out, zt_view { data: v.data.as_ptr().cast(), size: v.data.len() as u64, dtype: v.dtype as u32, zero_copy: v.zero_copy });
+        put(
+            out,
+            zt_view {
+                data: v.data.as_ptr().cast(),
+                size: v.data.len() as u64,
+                dtype: v.dtype as u32,
+                zero_copy: v.zero_copy,
+            },
+        );
         Ok(())
     })
 }
@@ -359,7 +406,8 @@ pub unsafe extern "C" fn zt_component_read_as(
 ) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
-        let to = DType::from_u32(dtype).ok_or_else(|| err!(InvalidArgument, "unknown dtype value {dtype}"))?;
+        let to = DType::from_u32(dtype)
+            .ok_or_else(|| err!(InvalidArgument, "unknown dtype value {dtype}"))?;
         let dst = need_bytes_mut(dst, dst_size, "dst")?;
         let ci = find_component(r, object, role)?;
         r.reader.read_as(object, ci, to, dst)
@@ -390,7 +438,11 @@ pub unsafe extern "C" fn zt_component_read_range(
 /// `ZT_ERR_UNSUPPORTED` for an algorithm this build doesn't know, `ZT_ERR_NOT_FOUND`
 /// when it has none. Reads every stored byte once. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_verify(reader: *const zt_reader, object: usize, role: *const c_char) -> zt_status {
+pub unsafe extern "C" fn zt_component_verify(
+    reader: *const zt_reader,
+    object: usize,
+    role: *const c_char,
+) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
         let ci = find_component(r, object, role)?;
@@ -418,17 +470,21 @@ pub unsafe extern "C" fn zt_object_validate(reader: *const zt_reader, object: us
 /// `object == SIZE_MAX` gives the file-level attributes; "{}" when there are none.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_attributes_json(reader: *const zt_reader, object: usize, out_json: *mut *const c_char) -> zt_status {
+pub unsafe extern "C" fn zt_attributes_json(
+    reader: *const zt_reader,
+    object: usize,
+    out_json: *mut *const c_char,
+) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out_json, "out_json")?;
         let (slot, attrs) = if object == usize::MAX {
-            (r.reader.objects().len(), r.reader.attributes())
+            (r.reader.objects().len(), r.reader.raw_attributes())
         } else {
-            (object, r.reader.object(object)?.attributes())
+            (object, r.reader.object(object)?.raw_attributes())
         };
         let text = r.json[slot].get_or_init(|| {
-            let json = attrs.map_or_else(|| "{}".to_owned(), crate::json::to_json);
+            let json = attrs.map_or_else(|| "{}".to_owned(), |a| crate::json::to_json(&a.value()));
             CString::new(json).unwrap_or_else(|_| c"{}".to_owned())
         });
         put(out_json, text.as_ptr());

@@ -36,9 +36,11 @@ fn write_options(options: *const zt_write_options) -> Result<WriteOptions> {
         return Ok(WriteOptions::default());
     };
     Ok(WriteOptions {
-        encoding: Encoding::from_u32(o.encoding).ok_or_else(|| err!(InvalidArgument, "unknown encoding value {}", o.encoding))?,
+        encoding: Encoding::from_u32(o.encoding)
+            .ok_or_else(|| err!(InvalidArgument, "unknown encoding value {}", o.encoding))?,
         level: o.level,
-        digest: DigestAlgorithm::from_u32(o.digest).ok_or_else(|| err!(InvalidArgument, "unknown digest value {}", o.digest))?,
+        digest: DigestAlgorithm::from_u32(o.digest)
+            .ok_or_else(|| err!(InvalidArgument, "unknown digest value {}", o.digest))?,
     })
 }
 
@@ -58,7 +60,11 @@ fn shape<'p>(shape: *const u64, ndim: usize) -> Result<&'p [u64]> {
 }
 
 fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
-    if ptr.is_null() { Ok(None) } else { need_str(ptr, what).map(Some) }
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        need_str(ptr, what).map(Some)
+    }
 }
 
 fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
@@ -72,7 +78,10 @@ fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
 /// nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
 /// stays intact until then. Free with `zt_writer_free` in every case.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_create(path: *const c_char, out: *mut *mut zt_writer) -> zt_status {
+pub unsafe extern "C" fn zt_writer_create(
+    path: *const c_char,
+    out: *mut *mut zt_writer,
+) -> zt_status {
     guard(|| {
         need_out(out, "out")?;
         if path.is_null() {
@@ -179,7 +188,11 @@ pub unsafe extern "C" fn zt_writer_begin_component(
 
 /// Appends a chunk to the component being streamed (`data` may be NULL when `size` is 0).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_write(w: *mut zt_writer, data: *const c_void, size: usize) -> zt_status {
+pub unsafe extern "C" fn zt_writer_write(
+    w: *mut zt_writer,
+    data: *const c_void,
+    size: usize,
+) -> zt_status {
     guard(|| {
         let w = writer(w)?;
         w.write(need_bytes(data, size, "data")?)
@@ -196,7 +209,11 @@ pub unsafe extern "C" fn zt_writer_end_component(w: *mut zt_writer) -> zt_status
 /// CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
 /// object already begun (open or ended). Any time before finish; a second call replaces.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_set_attributes_json(w: *mut zt_writer, object: *const c_char, json: *const c_char) -> zt_status {
+pub unsafe extern "C" fn zt_writer_set_attributes_json(
+    w: *mut zt_writer,
+    object: *const c_char,
+    json: *const c_char,
+) -> zt_status {
     guard(|| {
         let w = writer(w)?;
         let object = optional_str(object, "object")?;
@@ -220,7 +237,10 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
     guard(|| {
         writer(w)?.check_finishable()?;
         let handle = need_mut(w, "writer")?;
-        let inner = handle.inner.take().ok_or_else(|| err!(State, "the writer has already finished"))?;
+        let inner = handle
+            .inner
+            .take()
+            .ok_or_else(|| err!(State, "the writer has already finished"))?;
         inner.finish().map(drop)
     })
 }

@@ -38,7 +38,9 @@ pub fn f32s(values: &[f32]) -> Vec<u8> {
 /// Reads a component by object name and role into a vector.
 pub fn read(r: &Reader<'_>, name: &str, role: &str) -> Vec<u8> {
     let o = r.find(name).unwrap_or_else(|| panic!("no object {name}"));
-    let c = r.objects()[o].find_component(role).unwrap_or_else(|| panic!("no component {role}"));
+    let c = r.objects()[o]
+        .find_component(role)
+        .unwrap_or_else(|| panic!("no component {role}"));
     r.read_to_vec(o, c).unwrap()
 }
 
@@ -56,10 +58,16 @@ pub fn same(ours: &ztensor::cbor::Value, expected: &ztensor::cbor::Value) -> boo
     use ztensor::cbor::Value;
     match (ours, expected) {
         (Value::Map(a), Value::Map(b)) => {
-            a.len() == b.len() && b.iter().all(|(k, v)| a.iter().any(|(k2, v2)| k2 == k && same(v2, v)))
+            a.len() == b.len()
+                && b.iter()
+                    .all(|(k, v)| a.iter().any(|(k2, v2)| k2 == k && same(v2, v)))
         }
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y)),
-        (Value::Float(a), Value::Unsigned(b)) | (Value::Unsigned(b), Value::Float(a)) => *a == *b as f64,
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Value::Float(a), Value::Unsigned(b)) | (Value::Unsigned(b), Value::Float(a)) => {
+            *a == *b as f64
+        }
         _ => ours == expected,
     }
 }
