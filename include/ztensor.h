@@ -183,7 +183,8 @@ typedef struct zt_open_options {
    */
   uint32_t flags;
   /**
-   * Largest cbor nesting depth of the manifest. Default 128.
+   * Largest CBOR nesting depth of the manifest. Default 128; at most 256 (larger values
+   * act as 256, so the decoder's stack use stays bounded).
    */
   uint32_t max_cbor_depth;
   /**

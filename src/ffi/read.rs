@@ -35,7 +35,8 @@ pub const ZT_OPEN_VERIFY: u32 = 2;
 pub struct zt_open_options {
     /// `ZT_OPEN_*` flags, or-ed.
     pub flags: u32,
-    /// Largest cbor nesting depth of the manifest. Default 128.
+    /// Largest CBOR nesting depth of the manifest. Default 128; at most 256 (larger values
+    /// act as 256, so the decoder's stack use stays bounded).
     pub max_cbor_depth: u32,
     /// Largest shape rank. Default 64.
     pub max_rank: u32,
