@@ -173,6 +173,70 @@ pub(crate) fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
     zstd::bulk::compress(data, level).map_err(|e| err!(Internal, "zstd compression: {e}"))
 }
 
+/// A streaming zstd compressor producing one frame, fed in chunks of any size.
+pub(crate) struct StreamEncoder {
+    inner: zstd::stream::raw::Encoder<'static>,
+    out: Vec<u8>,
+}
+
+impl StreamEncoder {
+    /// A new frame at `level` (0 = library default).
+    pub(crate) fn new(level: i32) -> Result<StreamEncoder> {
+        let inner = zstd::stream::raw::Encoder::new(level)
+            .map_err(|e| err!(Internal, "zstd context: {e}"))?;
+        Ok(StreamEncoder {
+            inner,
+            out: vec![0u8; zstd::zstd_safe::CCtx::out_size()],
+        })
+    }
+
+    /// Compresses `input`, handing every produced piece to `sink`.
+    pub(crate) fn write(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        while !input.is_empty() {
+            let mut inb = InBuffer::around(input);
+            let mut outb = OutBuffer::around(&mut self.out[..]);
+            self.inner
+                .run(&mut inb, &mut outb)
+                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
+            let (used, produced) = (inb.pos(), outb.pos());
+            input = &input[used..];
+            if produced > 0 {
+                sink(&self.out[..produced])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the frame, handing the remaining bytes to `sink`.
+    pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        use zstd::stream::raw::{Operation, OutBuffer};
+        loop {
+            let mut outb = OutBuffer::around(&mut self.out[..]);
+            let remaining = self
+                .inner
+                .finish(&mut outb, true)
+                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
+            let produced = outb.pos();
+            if produced > 0 {
+                sink(&self.out[..produced])?;
+            }
+            if remaining == 0 {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The zstd compression levels accepted (0 means the library default).
+pub fn zstd_level_range() -> std::ops::RangeInclusive<i32> {
+    zstd::compression_level_range()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,68 +306,4 @@ mod tests {
             ErrorKind::Format
         );
     }
-}
-
-/// A streaming zstd compressor producing one frame, fed in chunks of any size.
-pub(crate) struct StreamEncoder {
-    inner: zstd::stream::raw::Encoder<'static>,
-    out: Vec<u8>,
-}
-
-impl StreamEncoder {
-    /// A new frame at `level` (0 = library default).
-    pub(crate) fn new(level: i32) -> Result<StreamEncoder> {
-        let inner = zstd::stream::raw::Encoder::new(level)
-            .map_err(|e| err!(Internal, "zstd context: {e}"))?;
-        Ok(StreamEncoder {
-            inner,
-            out: vec![0u8; zstd::zstd_safe::CCtx::out_size()],
-        })
-    }
-
-    /// Compresses `input`, handing every produced piece to `sink`.
-    pub(crate) fn write(
-        &mut self,
-        mut input: &[u8],
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        while !input.is_empty() {
-            let mut inb = InBuffer::around(input);
-            let mut outb = OutBuffer::around(&mut self.out[..]);
-            self.inner
-                .run(&mut inb, &mut outb)
-                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
-            let (used, produced) = (inb.pos(), outb.pos());
-            input = &input[used..];
-            if produced > 0 {
-                sink(&self.out[..produced])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends the frame, handing the remaining bytes to `sink`.
-    pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        use zstd::stream::raw::{Operation, OutBuffer};
-        loop {
-            let mut outb = OutBuffer::around(&mut self.out[..]);
-            let remaining = self
-                .inner
-                .finish(&mut outb, true)
-                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
-            let produced = outb.pos();
-            if produced > 0 {
-                sink(&self.out[..produced])?;
-            }
-            if remaining == 0 {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// The zstd compression levels accepted (0 means the library default).
-pub fn zstd_level_range() -> std::ops::RangeInclusive<i32> {
-    zstd::compression_level_range()
 }

@@ -165,14 +165,14 @@ pub fn check_logical_type(dtype: DType, logical: Option<&str>) -> Result<()> {
         if name.is_empty() {
             bail!(Format, "empty logical type");
         }
-        if let Some(info) = logical_type_info(name) {
-            if info.storage != dtype {
-                bail!(
-                    Format,
-                    "logical type '{name}' must be stored as {}, not {dtype}",
-                    info.storage
-                );
-            }
+        if let Some(info) = logical_type_info(name)
+            && info.storage != dtype
+        {
+            bail!(
+                Format,
+                "logical type '{name}' must be stored as {}, not {dtype}",
+                info.storage
+            );
         }
     }
     Ok(())

@@ -170,14 +170,14 @@ impl<'a> Parser<'a> {
     /// A shape array, bounded by the rank limit.
     pub(crate) fn shape(&mut self, depth: usize, limits: &Limits) -> Result<Vec<u64>> {
         let mut len = self.array(depth, "shape")?;
-        if let Len::Definite(n) = len {
-            if n > limits.max_rank as u64 {
-                bail!(
-                    Limit,
-                    "shape has {n} dimensions, over the limit of {}",
-                    limits.max_rank
-                );
-            }
+        if let Len::Definite(n) = len
+            && n > limits.max_rank as u64
+        {
+            bail!(
+                Limit,
+                "shape has {n} dimensions, over the limit of {}",
+                limits.max_rank
+            );
         }
         let mut dims = Vec::new();
         while self.more(&mut len)? {

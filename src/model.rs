@@ -347,16 +347,16 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
                     c.dtype
                 )));
             }
-            if let Some(t) = c.logical_type() {
-                if let Some(info) = logical_type_info(t) {
-                    let unit = info.ratio * c.dtype.size() as u64;
-                    if c.decoded_length % unit != 0 {
-                        return Err(cctx(err!(
-                            Format,
-                            "{} bytes is not a whole number of '{t}' elements",
-                            c.decoded_length
-                        )));
-                    }
+            if let Some(t) = c.logical_type()
+                && let Some(info) = logical_type_info(t)
+            {
+                let unit = info.ratio * c.dtype.size() as u64;
+                if c.decoded_length % unit != 0 {
+                    return Err(cctx(err!(
+                        Format,
+                        "{} bytes is not a whole number of '{t}' elements",
+                        c.decoded_length
+                    )));
                 }
             }
             if c.blob.length > 0 {
@@ -474,19 +474,19 @@ pub(crate) fn check_structure(obj: &Object) -> Result<()> {
     match obj.format() {
         "dense" => {
             let data = component_of(obj, "data")?;
-            if let Some(expected) = dense_byte_size(&obj.shape, data.dtype, data.logical_type()) {
-                if data.decoded_length != expected {
-                    bail!(
-                        Format,
-                        "'data' holds {} bytes but shape {:?} of {}{} needs {expected}",
-                        data.decoded_length,
-                        obj.shape,
-                        data.dtype,
-                        data.logical_type()
-                            .map(|t| format!(" ({t})"))
-                            .unwrap_or_default()
-                    );
-                }
+            if let Some(expected) = dense_byte_size(&obj.shape, data.dtype, data.logical_type())
+                && data.decoded_length != expected
+            {
+                bail!(
+                    Format,
+                    "'data' holds {} bytes but shape {:?} of {}{} needs {expected}",
+                    data.decoded_length,
+                    obj.shape,
+                    data.dtype,
+                    data.logical_type()
+                        .map(|t| format!(" ({t})"))
+                        .unwrap_or_default()
+                );
             }
         }
         "sparse_csr" => {

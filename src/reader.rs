@@ -287,17 +287,17 @@ impl<'a> Reader<'a> {
     /// first calls decode once.
     pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
-        if c.is_plain() {
-            if let Some(all) = self.source.bytes() {
-                let start = c.blob.offset as usize;
-                let data = &all[start..start + c.blob.length as usize];
-                if data.as_ptr() as usize % ALIGNMENT as usize == 0 || data.is_empty() {
-                    return Ok(View {
-                        data,
-                        dtype: c.dtype,
-                        zero_copy: true,
-                    });
-                }
+        if c.is_plain()
+            && let Some(all) = self.source.bytes()
+        {
+            let start = c.blob.offset as usize;
+            let data = &all[start..start + c.blob.length as usize];
+            if (data.as_ptr() as usize).is_multiple_of(ALIGNMENT as usize) || data.is_empty() {
+                return Ok(View {
+                    data,
+                    dtype: c.dtype,
+                    zero_copy: true,
+                });
             }
         }
         let cache = &self.caches[self.first_cache[object] + component];
@@ -513,12 +513,10 @@ impl<'a> Reader<'a> {
 
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
-        if c.is_plain() {
-            if let Some(all) = self.source.bytes() {
-                return Some(
-                    &all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize],
-                );
-            }
+        if c.is_plain()
+            && let Some(all) = self.source.bytes()
+        {
+            return Some(&all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize]);
         }
         self.caches[self.first_cache[object] + component]
             .cell
@@ -565,10 +563,10 @@ impl<'a> Reader<'a> {
         let mut seen = std::collections::HashSet::new();
         for (oi, obj) in self.model.objects.iter().enumerate() {
             for (ci, c) in obj.components.iter().enumerate() {
-                if let Some(d) = c.digest() {
-                    if seen.insert((c.blob.offset, c.blob.length, d)) {
-                        self.verify_component(oi, ci)?;
-                    }
+                if let Some(d) = c.digest()
+                    && seen.insert((c.blob.offset, c.blob.length, d))
+                {
+                    self.verify_component(oi, ci)?;
                 }
             }
         }

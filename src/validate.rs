@@ -72,9 +72,7 @@ pub(crate) fn check_values(reader: &Reader<'_>, object: usize, obj: &Object) -> 
         }
         "sparse_coo" => {
             let coords = indices(reader, object, obj, "coords")?;
-            let ndim = obj.shape().len();
-            if ndim > 0 {
-                let nnz = coords.len() / ndim;
+            if let Some(nnz) = coords.len().checked_div(obj.shape().len()) {
                 for (d, &extent) in obj.shape().iter().enumerate() {
                     if let Some(i) = coords[d * nnz..(d + 1) * nnz]
                         .iter()

@@ -366,16 +366,16 @@ impl<W: Write> Writer<W> {
                 "no component is being written: call begin_component first"
             );
         };
-        if s.dtype == DType::Bool {
-            if let Some(i) = data.iter().position(|&b| b > 1) {
-                self.stream = Some(s);
-                bail!(
-                    InvalidArgument,
-                    "bool byte {} at index {} is neither 0 nor 1",
-                    data[i],
-                    i
-                );
-            }
+        if s.dtype == DType::Bool
+            && let Some(i) = data.iter().position(|&b| b > 1)
+        {
+            self.stream = Some(s);
+            bail!(
+                InvalidArgument,
+                "bool byte {} at index {} is neither 0 nor 1",
+                data[i],
+                i
+            );
         }
         s.decoded += data.len() as u64;
         let result = match s.encoder.as_mut() {
@@ -529,10 +529,10 @@ impl<W: Write> Writer<W> {
                 )
             })?;
             target.done = true;
-            if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if let Ok(d) = File::open(dir) {
-                    let _ = d.sync_all();
-                }
+            if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty())
+                && let Ok(d) = File::open(dir)
+            {
+                let _ = d.sync_all();
             }
         }
         let Writer { out, target, .. } = self;

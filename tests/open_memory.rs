@@ -40,7 +40,8 @@ fn peak_while_opening(bytes: &[u8]) -> (usize, usize) {
     PEAK.store(base, Ordering::SeqCst);
     let r = Reader::from_slice(bytes).unwrap();
     let peak = PEAK.load(Ordering::SeqCst) - base;
-    let manifest = u64::from_le_bytes(bytes[bytes.len() - 16..bytes.len() - 8].try_into().unwrap()) as usize;
+    let manifest =
+        u64::from_le_bytes(bytes[bytes.len() - 16..bytes.len() - 8].try_into().unwrap()) as usize;
     drop(r);
     (peak, manifest)
 }
@@ -51,14 +52,23 @@ fn huge_attribute_trees_cost_their_bytes_only() {
     // One million one-byte CBOR items: a decoded tree would be ~32 MB.
     let items = Value::Array(vec![Value::Unsigned(0); 1_000_000]);
     let mut w = Writer::new(Vec::new()).unwrap();
-    w.add("x", DType::U8, &[1], &[1], &WriteOptions::default()).unwrap();
-    w.set_object_attributes("x", Value::Map(vec![(Value::Text("zeros".into()), items.clone())])).unwrap();
-    w.set_file_attributes(Value::Map(vec![(Value::Text("zeros".into()), items)])).unwrap();
+    w.add("x", DType::U8, &[1], &[1], &WriteOptions::default())
+        .unwrap();
+    w.set_object_attributes(
+        "x",
+        Value::Map(vec![(Value::Text("zeros".into()), items.clone())]),
+    )
+    .unwrap();
+    w.set_file_attributes(Value::Map(vec![(Value::Text("zeros".into()), items)]))
+        .unwrap();
     let file = w.finish().unwrap();
     let (peak, manifest) = peak_while_opening(&file);
     println!("attributes: manifest {manifest} bytes, peak while opening {peak} bytes");
     assert!(manifest > 2_000_000);
-    assert!(peak <= 2 * manifest + (1 << 20), "peak {peak} for a {manifest}-byte manifest");
+    assert!(
+        peak <= 2 * manifest + (1 << 20),
+        "peak {peak} for a {manifest}-byte manifest"
+    );
 }
 
 #[test]
@@ -66,10 +76,23 @@ fn many_small_objects_cost_a_small_multiple() {
     let _serial = SERIAL.lock().unwrap();
     let mut w = Writer::new(Vec::new()).unwrap();
     for i in 0..20_000 {
-        w.add(&format!("t{i}"), DType::U8, &[0, 1, 2, 3, 4, 5, 6, 7], &[], &WriteOptions::default()).unwrap();
+        w.add(
+            &format!("t{i}"),
+            DType::U8,
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+            &[],
+            &WriteOptions::default(),
+        )
+        .unwrap();
     }
     let file = w.finish().unwrap();
     let (peak, manifest) = peak_while_opening(&file);
-    println!("objects: manifest {manifest} bytes, peak while opening {peak} bytes ({:.1}x)", peak as f64 / manifest as f64);
-    assert!(peak <= 16 * manifest + (1 << 20), "peak {peak} for a {manifest}-byte manifest");
+    println!(
+        "objects: manifest {manifest} bytes, peak while opening {peak} bytes ({:.1}x)",
+        peak as f64 / manifest as f64
+    );
+    assert!(
+        peak <= 16 * manifest + (1 << 20),
+        "peak {peak} for a {manifest}-byte manifest"
+    );
 }
