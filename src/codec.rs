@@ -122,8 +122,63 @@ impl Expected {
     }
 }
 
-/// Decodes zstd frames into `dst`, which must come out exactly full.
+/// Input bytes per zstd frame the writer emits. Each frame is independent and records its
+/// content size, so readers can decode frames in parallel and range reads can skip frames.
+pub const ZSTD_FRAME_SIZE: usize = 4 << 20;
+
+/// Worker threads for compression, decompression and verification.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16)
+}
+
+/// One frame of a concatenated zstd stream: where its bytes are, and where its decoded
+/// bytes go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    pub(crate) src: std::ops::Range<usize>,
+    pub(crate) dst: std::ops::Range<usize>,
+}
+
+/// The frames of `src` when every frame states its content size and they add up to
+/// `total`; None otherwise (then decode as one stream, which reports the precise fault).
+pub(crate) fn frame_index(src: &[u8], total: usize) -> Option<Vec<Frame>> {
+    let mut frames = Vec::new();
+    let (mut pos, mut out) = (0usize, 0usize);
+    while pos < src.len() {
+        let rest = &src[pos..];
+        let size = zstd::zstd_safe::find_frame_compressed_size(rest).ok()?;
+        let content = zstd::zstd_safe::get_frame_content_size(&rest[..size]).ok()??;
+        let end = out.checked_add(usize::try_from(content).ok()?)?;
+        if end > total || size == 0 {
+            return None;
+        }
+        frames.push(Frame {
+            src: pos..pos + size,
+            dst: out..end,
+        });
+        pos += size;
+        out = end;
+    }
+    (out == total).then_some(frames)
+}
+
+/// Decodes zstd frames into `dst`, which must come out exactly full. Streams of several
+/// frames with recorded sizes are decoded in parallel, each frame straight into its place.
 pub(crate) fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let workers = threads();
+    if workers > 1
+        && dst.len() > ZSTD_FRAME_SIZE
+        && let Some(frames) = frame_index(src, dst.len()).filter(|f| f.len() > 1)
+    {
+        return decode_frames_parallel(src, dst, &frames, workers);
+    }
+    decode_exact(src, dst)
+}
+
+/// Single-threaded decode of a whole stream into exactly `dst`.
+fn decode_exact(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let mut dctx =
         zstd::bulk::Decompressor::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
     let expected = dst.len();
@@ -140,6 +195,160 @@ pub(crate) fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
             )
         }
         Err(e) => bail!(Format, "corrupt zstd data: {e}"),
+    }
+}
+
+/// Decodes indexed frames on `workers` threads, each taking a contiguous run of frames of
+/// about equal decoded size, straight into `dst`.
+fn decode_frames_parallel(
+    src: &[u8],
+    dst: &mut [u8],
+    frames: &[Frame],
+    workers: usize,
+) -> Result<()> {
+    let share = dst.len().div_ceil(workers);
+    let mut groups: Vec<(&[Frame], &mut [u8])> = Vec::with_capacity(workers);
+    let (mut rest, mut first, mut taken) = (dst, 0usize, 0usize);
+    while first < frames.len() {
+        let mut last = first;
+        while last < frames.len()
+            && frames[last].dst.end - taken <= share.max(frames[first].dst.len())
+        {
+            last += 1;
+        }
+        let last = last.max(first + 1);
+        let len = frames[last - 1].dst.end - taken;
+        let (mine, tail) = rest.split_at_mut(len);
+        groups.push((&frames[first..last], mine));
+        rest = tail;
+        taken += len;
+        first = last;
+    }
+    let decode_group = |(group, out): (&[Frame], &mut [u8])| -> Result<()> {
+        let base = group[0].dst.start;
+        for f in group {
+            decode_exact(
+                &src[f.src.clone()],
+                &mut out[f.dst.start - base..f.dst.end - base],
+            )?;
+        }
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        let mut groups = groups.into_iter();
+        let mine = groups.next();
+        let handles: Vec<_> = groups
+            .map(|g| scope.spawn(move || decode_group(g)))
+            .collect();
+        let mut result = mine.map_or(Ok(()), decode_group);
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(err!(Internal, "a zstd worker panicked")));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// Compresses a component as independent frames of `ZSTD_FRAME_SIZE` input bytes, several
+/// at a time on worker threads, handing the compressed frames out in order. Memory use is
+/// bounded by about twice `workers x ZSTD_FRAME_SIZE`, whatever the component's size.
+pub(crate) struct FrameEncoder {
+    level: i32,
+    workers: usize,
+    pending: Vec<u8>,
+    frames: u64,
+}
+
+impl FrameEncoder {
+    /// A new component at `level` (0 = library default).
+    pub(crate) fn new(level: i32) -> FrameEncoder {
+        FrameEncoder {
+            level,
+            workers: threads(),
+            pending: Vec::new(),
+            frames: 0,
+        }
+    }
+
+    fn batch_bytes(&self) -> usize {
+        self.workers * ZSTD_FRAME_SIZE
+    }
+
+    /// Compresses whole frames of `input` in parallel and sinks them in order.
+    fn compress(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let level = self.level;
+        let chunks: Vec<&[u8]> = if input.is_empty() {
+            vec![input]
+        } else {
+            input.chunks(ZSTD_FRAME_SIZE).collect()
+        };
+        let compress_one = |chunk: &[u8]| -> Result<Vec<u8>> {
+            let mut cctx = zstd::bulk::Compressor::new(level)
+                .map_err(|e| err!(InvalidArgument, "zstd level {level}: {e}"))?;
+            cctx.compress(chunk)
+                .map_err(|e| err!(Internal, "zstd compression: {e}"))
+        };
+        for batch in chunks.chunks(self.workers) {
+            let outputs: Vec<Result<Vec<u8>>> = if batch.len() == 1 {
+                vec![compress_one(batch[0])]
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = batch[1..]
+                        .iter()
+                        .map(|c| scope.spawn(move || compress_one(c)))
+                        .collect();
+                    let mut out = vec![compress_one(batch[0])];
+                    out.extend(handles.into_iter().map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(err!(Internal, "a zstd worker panicked")))
+                    }));
+                    out
+                })
+            };
+            for frame in outputs {
+                sink(&frame?)?;
+                self.frames += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds input; whole batches are compressed as soon as they are complete.
+    pub(crate) fn write(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let batch = self.batch_bytes();
+        if !self.pending.is_empty() {
+            let take = (batch - self.pending.len()).min(input.len());
+            self.pending.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            if self.pending.len() == batch {
+                let pending = std::mem::take(&mut self.pending);
+                self.compress(&pending, sink)?;
+                self.pending = pending;
+                self.pending.clear();
+            }
+        }
+        if input.len() >= batch {
+            let whole = input.len() / ZSTD_FRAME_SIZE * ZSTD_FRAME_SIZE;
+            self.compress(&input[..whole], sink)?;
+            input = &input[whole..];
+        }
+        self.pending.extend_from_slice(input);
+        Ok(())
+    }
+
+    /// Compresses what is left (an empty component still gets one empty frame).
+    pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if !self.pending.is_empty() || self.frames == 0 {
+            let pending = std::mem::take(&mut self.pending);
+            self.compress(&pending, sink)?;
+        }
+        Ok(())
     }
 }
 
@@ -171,65 +380,6 @@ impl StreamDecoder {
 #[cfg(test)]
 pub(crate) fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
     zstd::bulk::compress(data, level).map_err(|e| err!(Internal, "zstd compression: {e}"))
-}
-
-/// A streaming zstd compressor producing one frame, fed in chunks of any size.
-pub(crate) struct StreamEncoder {
-    inner: zstd::stream::raw::Encoder<'static>,
-    out: Vec<u8>,
-}
-
-impl StreamEncoder {
-    /// A new frame at `level` (0 = library default).
-    pub(crate) fn new(level: i32) -> Result<StreamEncoder> {
-        let inner = zstd::stream::raw::Encoder::new(level)
-            .map_err(|e| err!(Internal, "zstd context: {e}"))?;
-        Ok(StreamEncoder {
-            inner,
-            out: vec![0u8; zstd::zstd_safe::CCtx::out_size()],
-        })
-    }
-
-    /// Compresses `input`, handing every produced piece to `sink`.
-    pub(crate) fn write(
-        &mut self,
-        mut input: &[u8],
-        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        while !input.is_empty() {
-            let mut inb = InBuffer::around(input);
-            let mut outb = OutBuffer::around(&mut self.out[..]);
-            self.inner
-                .run(&mut inb, &mut outb)
-                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
-            let (used, produced) = (inb.pos(), outb.pos());
-            input = &input[used..];
-            if produced > 0 {
-                sink(&self.out[..produced])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends the frame, handing the remaining bytes to `sink`.
-    pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        use zstd::stream::raw::{Operation, OutBuffer};
-        loop {
-            let mut outb = OutBuffer::around(&mut self.out[..]);
-            let remaining = self
-                .inner
-                .finish(&mut outb, true)
-                .map_err(|e| err!(Internal, "zstd compression: {e}"))?;
-            let produced = outb.pos();
-            if produced > 0 {
-                sink(&self.out[..produced])?;
-            }
-            if remaining == 0 {
-                return Ok(());
-            }
-        }
-    }
 }
 
 /// The zstd compression levels accepted (0 means the library default).

@@ -38,7 +38,7 @@ mod reader;
 mod validate;
 mod writer;
 
-pub use codec::{DigestAlgorithm, hex_lower, zstd_level_range};
+pub use codec::{DigestAlgorithm, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range};
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
 pub use limits::{Limits, MAX_CBOR_DEPTH};

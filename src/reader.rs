@@ -13,7 +13,7 @@ use memmap2::Mmap;
 
 use crate::buffer::AlignedBuf;
 use crate::cbor::Value;
-use crate::codec::{StreamDecoder, parse_digest, zstd_decode_into};
+use crate::codec::{Frame, StreamDecoder, frame_index, parse_digest, zstd_decode_into};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -50,7 +50,9 @@ impl Default for OpenOptions {
 }
 
 enum Source<'a> {
-    Map(Mmap),
+    /// The mapping, and the file for large copies: `pread` into the caller's buffer beats
+    /// faulting the mapping's pages in one by one and copying them.
+    Map(Mmap, File),
     Slice(&'a [u8]),
     File(File),
 }
@@ -59,7 +61,7 @@ impl Source<'_> {
     /// The whole file when it is addressable memory.
     fn bytes(&self) -> Option<&[u8]> {
         match self {
-            Source::Map(m) => Some(m),
+            Source::Map(m, _) => Some(m),
             Source::Slice(s) => Some(s),
             Source::File(_) => None,
         }
@@ -67,13 +69,18 @@ impl Source<'_> {
 
     /// `dst.len()` bytes at `offset`; the caller has bounds-checked the range.
     fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        const PREAD_FROM: usize = 1 << 20;
         match self {
-            Source::File(f) => f.read_exact_at(dst, offset).map_err(|e| {
-                Error::io(
-                    format_args!("reading {} bytes at offset {offset}", dst.len()),
-                    e,
-                )
-            }),
+            Source::File(f) | Source::Map(_, f)
+                if matches!(self, Source::File(_)) || dst.len() >= PREAD_FROM =>
+            {
+                f.read_exact_at(dst, offset).map_err(|e| {
+                    Error::io(
+                        format_args!("reading {} bytes at offset {offset}", dst.len()),
+                        e,
+                    )
+                })
+            }
             _ => {
                 let all = self.bytes().expect("memory source");
                 let start = offset as usize;
@@ -164,7 +171,7 @@ impl Reader<'static> {
             // is mapped, access faults (SIGBUS); `use_mmap = false` avoids that.
             let map =
                 unsafe { Mmap::map(&file) }.map_err(|e| ctx(Error::io("mapping the file", e)))?;
-            Source::Map(map)
+            Source::Map(map, file)
         } else {
             Source::File(file)
         };
@@ -418,6 +425,11 @@ impl<'a> Reader<'a> {
 
     fn zstd_range(&self, blob: &Blob, offset: u64, dst: &mut [u8]) -> Result<()> {
         let stored = self.source.region(blob.offset, blob.length)?;
+        let total = usize::try_from(blob.decoded_length)
+            .map_err(|_| err!(Limit, "component too large for memory"))?;
+        if let Some(frames) = frame_index(&stored, total) {
+            return decode_range_of_frames(&stored, &frames, offset as usize, dst);
+        }
         let mut dec = StreamDecoder::new()?;
         let mut scratch = vec![0u8; 1 << 17];
         let mut input: &[u8] = &stored;
@@ -561,16 +573,47 @@ impl<'a> Reader<'a> {
     /// failure. A file without digests verifies as Ok.
     pub fn verify(&self) -> Result<()> {
         let mut seen = std::collections::HashSet::new();
+        let mut work: Vec<(usize, usize)> = Vec::new();
         for (oi, obj) in self.model.objects.iter().enumerate() {
             for (ci, c) in obj.components.iter().enumerate() {
                 if let Some(d) = c.digest()
                     && seen.insert((c.blob.offset, c.blob.length, d))
                 {
-                    self.verify_component(oi, ci)?;
+                    work.push((oi, ci));
                 }
             }
         }
-        Ok(())
+        // Components are hashed in parallel: each worker takes the next unclaimed one; the
+        // failure reported is the first in file order, as a sequential pass would give.
+        let workers = crate::codec::threads().min(work.len());
+        if workers <= 1 {
+            return work
+                .iter()
+                .try_for_each(|&(oi, ci)| self.verify_component(oi, ci));
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let failures = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(oi, ci)) = work.get(i) else { break };
+                        if let Err(e) = self.verify_component(oi, ci) {
+                            failures
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push((i, e));
+                        }
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+        match failures.into_iter().min_by_key(|(i, _)| *i) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Checks an object's values beyond what the manifest shows: sparse structure (indptr
@@ -581,6 +624,31 @@ impl<'a> Reader<'a> {
         crate::validate::check_values(self, object, obj)
             .map_err(|e| e.context(format!("object '{}'", obj.name())))
     }
+}
+
+/// Decodes only the frames overlapping `[offset, offset + dst.len())`: frames inside the
+/// range straight into `dst`, the partial ones at either end through a scratch buffer.
+fn decode_range_of_frames(
+    stored: &[u8],
+    frames: &[Frame],
+    offset: usize,
+    dst: &mut [u8],
+) -> Result<()> {
+    let end = offset + dst.len();
+    let first = frames.partition_point(|f| f.dst.end <= offset);
+    for f in frames[first..].iter().take_while(|f| f.dst.start < end) {
+        let src = &stored[f.src.clone()];
+        let (from, to) = (f.dst.start.max(offset), f.dst.end.min(end));
+        let out = &mut dst[from - offset..to - offset];
+        if from == f.dst.start && to == f.dst.end {
+            zstd_decode_into(src, out)?;
+        } else {
+            let mut scratch = vec![0u8; f.dst.len()];
+            zstd_decode_into(src, &mut scratch)?;
+            out.copy_from_slice(&scratch[from - f.dst.start..to - f.dst.start]);
+        }
+    }
+    Ok(())
 }
 
 /// A destination must be exactly the size the call fills.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cbor::Value;
-use crate::codec::{DigestAlgorithm, Hasher, StreamEncoder, zstd_level_range};
+use crate::codec::{DigestAlgorithm, FrameEncoder, Hasher, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
@@ -63,7 +63,7 @@ struct Stream {
     offset: u64,
     decoded: u64,
     hasher: Hasher,
-    encoder: Option<StreamEncoder>,
+    encoder: Option<FrameEncoder>,
 }
 
 /// Where a path writer puts its bytes until `finish`.
@@ -338,7 +338,7 @@ impl<W: Write> Writer<W> {
                         zstd_level_range()
                     );
                 }
-                Some(StreamEncoder::new(options.level)?)
+                Some(FrameEncoder::new(options.level))
             }
         };
         self.pad_to_alignment()?;

@@ -919,3 +919,61 @@ fn verify_reports_corruption_and_unknown_algorithms() {
         ErrorKind::Checksum
     );
 }
+
+#[test]
+fn large_zstd_components_are_independent_frames_decoded_in_parallel() {
+    let frame = ztensor::ZSTD_FRAME_SIZE;
+    let len = 2 * frame + frame / 2 + 3; // three frames, the last one partial
+    let data: Vec<u8> = bytes(5, len).iter().map(|b| b & 0x0f).collect();
+    for streamed in [false, true] {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        let opts = WriteOptions::zstd(1).with_digest(DigestAlgorithm::Crc32c);
+        if streamed {
+            w.begin_object("z", "dense", &[len as u64]).unwrap();
+            w.begin_component("data", DType::U8, None, &opts).unwrap();
+            for chunk in data.chunks(1_000_003) {
+                w.write(chunk).unwrap();
+            }
+            w.end_component().unwrap();
+            w.end_object().unwrap();
+        } else {
+            w.add("z", DType::U8, &[len as u64], &data, &opts).unwrap();
+        }
+        let out = w.finish().unwrap();
+        let r = Reader::from_slice(&out).unwrap();
+        let c = &r.objects()[0].components()[0];
+        let stored = &out[c.offset() as usize..(c.offset() + c.length()) as usize];
+        // Three frames, each recording its content size; one stream for any zstd decoder.
+        let mut sizes = Vec::new();
+        let mut rest = stored;
+        while !rest.is_empty() {
+            let n = zstd::zstd_safe::find_frame_compressed_size(rest).unwrap();
+            sizes.push(
+                zstd::zstd_safe::get_frame_content_size(&rest[..n])
+                    .unwrap()
+                    .unwrap(),
+            );
+            rest = &rest[n..];
+        }
+        assert_eq!(
+            sizes,
+            [frame as u64, frame as u64, (frame / 2 + 3) as u64],
+            "streamed: {streamed}"
+        );
+        assert_eq!(zstd::decode_all(stored).unwrap(), data);
+        assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
+        assert_eq!(r.view(0, 0).unwrap().data, &data[..]);
+        r.verify().unwrap();
+        // Ranges inside one frame, across a boundary, and spanning a whole frame.
+        for (off, n) in [
+            (10, 100),
+            (frame - 50, 100),
+            (frame / 2, 2 * frame),
+            (len - 7, 7),
+        ] {
+            let mut dst = vec![0u8; n];
+            r.read_range(0, 0, off as u64, &mut dst).unwrap();
+            assert_eq!(dst, &data[off..off + n]);
+        }
+    }
+}
