@@ -127,8 +127,16 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads an item head: (major type, additional info, argument); the argument is 0 for info 31.
+    #[inline]
     fn head(&mut self) -> Result<(u8, u8, u64), DecodeError> {
         let start = self.pos;
+        // Fast path: the argument fits in the initial byte.
+        if let Some(&byte) = self.input.get(start)
+            && byte & 0x1f < 24
+        {
+            self.pos += 1;
+            return Ok((byte >> 5, byte & 0x1f, u64::from(byte & 0x1f)));
+        }
         let byte = self.take(1)?[0];
         let (major, info) = (byte >> 5, byte & 0x1f);
         let arg = match info {
@@ -463,11 +471,18 @@ impl<'a> Cursor<'a> {
         let start = self.dec.pos;
         let (_, info, arg) = self.dec.head()?;
         if info != 31 {
-            let bytes = self.dec.chunk(3, arg)?;
-            // chunk() validated UTF-8.
-            return Ok(Some(std::borrow::Cow::Borrowed(
-                std::str::from_utf8(bytes).expect("validated"),
-            )));
+            let at = self.dec.pos;
+            let bytes = self.dec.take(arg)?;
+            if bytes.is_ascii() {
+                // SAFETY: ASCII is valid UTF-8 (the common case, checked cheaply).
+                return Ok(Some(std::borrow::Cow::Borrowed(unsafe {
+                    std::str::from_utf8_unchecked(bytes)
+                })));
+            }
+            return match std::str::from_utf8(bytes) {
+                Ok(text) => Ok(Some(std::borrow::Cow::Borrowed(text))),
+                Err(e) => fail(at + e.valid_up_to(), "invalid UTF-8 in text string"),
+            };
         }
         let bytes = self.dec.string(3, true, 0)?;
         String::from_utf8(bytes)

@@ -352,31 +352,6 @@ impl FrameEncoder {
     }
 }
 
-/// A streaming zstd decoder that hands out decoded bytes in order; used for range reads
-/// and for data whose stored bytes are read piecewise.
-pub(crate) struct StreamDecoder {
-    inner: zstd::stream::raw::Decoder<'static>,
-}
-
-impl StreamDecoder {
-    pub(crate) fn new() -> Result<StreamDecoder> {
-        let inner =
-            zstd::stream::raw::Decoder::new().map_err(|e| err!(Internal, "zstd context: {e}"))?;
-        Ok(StreamDecoder { inner })
-    }
-    /// Feeds `input`; returns (input bytes consumed, output bytes written).
-    pub(crate) fn run(&mut self, input: &[u8], output: &mut [u8]) -> Result<(usize, usize)> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        let mut inb = InBuffer::around(input);
-        let mut outb = OutBuffer::around(output);
-        self.inner
-            .run(&mut inb, &mut outb)
-            .map_err(|e| err!(Format, "corrupt zstd data: {e}"))?;
-        Ok((inb.pos(), outb.pos()))
-    }
-}
-
-/// zstd-compresses `data` at `level` (0 = library default).
 #[cfg(test)]
 pub(crate) fn zstd_compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
     zstd::bulk::compress(data, level).map_err(|e| err!(Internal, "zstd compression: {e}"))

@@ -191,7 +191,11 @@ pub fn parse_v11_dtype(name: &str) -> Option<(DType, Option<&'static str>)> {
 }
 
 /// Product of the dimensions; None on u64 overflow. The empty shape has one element.
+/// A shape with a zero dimension has no elements, whatever its other dimensions.
 pub fn numel(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
@@ -248,6 +252,8 @@ mod tests {
         assert_eq!(dense_byte_size(&[], DType::F64, None), Some(8));
         assert_eq!(dense_byte_size(&[5, 0], DType::F64, None), Some(0));
         assert_eq!(dense_byte_size(&[u64::MAX, 2], DType::U8, None), None);
+        assert_eq!(numel(&[1 << 63, 1 << 63, 0]), Some(0));
+        assert_eq!(numel(&[1 << 63, 2]), None);
         assert_eq!(dense_byte_size(&[u64::MAX], DType::U16, None), None);
         assert_eq!(dense_byte_size(&[4], DType::U8, Some("mx_fp4")), None);
         assert!(check_logical_type(DType::F32, Some("f8_e5m2")).is_err());

@@ -182,7 +182,13 @@ fn build(
     };
     let (format, components) = match layout {
         "dense" => {
-            let decoded = decoded_blob(dense_byte_size(&shape, dtype, None))?;
+            let size = dense_byte_size(&shape, dtype, None).ok_or_else(|| {
+                err!(
+                    Format,
+                    "the byte size of shape {shape:?} of {dtype} overflows u64"
+                )
+            })?;
+            let decoded = decoded_blob(Some(size))?;
             let blob = Blob {
                 offset,
                 length,

@@ -92,30 +92,6 @@ impl<'a> Parser<'a> {
         self.cbor(r)
     }
 
-    /// The next map key when it is text; a non-text key (and its value) is skipped and
-    /// reported as None.
-    pub(crate) fn key(
-        &mut self,
-        depth: usize,
-        seen: &mut HashSet<Cow<'a, str>>,
-        what: &str,
-    ) -> Result<Option<Cow<'a, str>>> {
-        let r = self.c.text();
-        match self.cbor(r)? {
-            Some(k) => {
-                if !seen.insert(k.clone()) {
-                    bail!(Format, "{what} has the key '{k}' more than once");
-                }
-                Ok(Some(k))
-            }
-            None => {
-                self.skip(depth)?;
-                self.skip(depth)?;
-                Ok(None)
-            }
-        }
-    }
-
     pub(crate) fn skip(&mut self, depth: usize) -> Result<()> {
         let r = self.c.skip(depth);
         self.cbor(r)
@@ -179,7 +155,10 @@ impl<'a> Parser<'a> {
                 limits.max_rank
             );
         }
-        let mut dims = Vec::new();
+        let mut dims = Vec::with_capacity(match len {
+            Len::Definite(n) => n as usize,
+            Len::Indefinite => 0,
+        });
         while self.more(&mut len)? {
             if dims.len() == limits.max_rank {
                 bail!(
@@ -192,31 +171,93 @@ impl<'a> Parser<'a> {
         }
         Ok(dims)
     }
+}
 
-    /// A sub-parser over bytes captured earlier at `offset` within this manifest.
-    fn sub(&self, bytes: &'a [u8], offset: usize, limits: &Limits) -> Parser<'a> {
-        Parser::new(bytes, self.base + offset as u64, limits)
+/// Duplicate-key detection for one map: a bit per schema key, a set only for the rare
+/// unknown ones (so a map of a million unknown keys stays linear).
+#[derive(Default)]
+struct Keys<'a> {
+    known: u32,
+    unknown: Option<HashSet<Cow<'a, str>>>,
+}
+
+impl<'a> Keys<'a> {
+    /// Records `key` (whose index in the schema's key list is `slot`, if any).
+    fn note(&mut self, key: &Cow<'a, str>, slot: Option<usize>, what: &str) -> Result<()> {
+        let fresh = match slot {
+            Some(bit) => {
+                let fresh = self.known & (1 << bit) == 0;
+                self.known |= 1 << bit;
+                fresh
+            }
+            None => self
+                .unknown
+                .get_or_insert_with(HashSet::new)
+                .insert(key.clone()),
+        };
+        if !fresh {
+            bail!(Format, "{what} has the key '{key}' more than once");
+        }
+        Ok(())
     }
 }
 
+/// Strings that repeat across objects (formats, roles, logical types) are stored once.
+#[derive(Default)]
+struct Interner(Vec<CText>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Result<CText> {
+        if let Some(t) = self.0.iter().find(|t| t.as_str() == s) {
+            return Ok(t.clone());
+        }
+        let t = CText::new(s)?;
+        if self.0.len() < 32 {
+            self.0.push(t.clone());
+        }
+        Ok(t)
+    }
+}
+
+/// The next text key of a map with the given schema keys: Some((key, slot)), or None for
+/// a non-text key (skipped with its value).
+fn next_key<'a>(
+    p: &mut Parser<'a>,
+    depth: usize,
+    schema: &[&str],
+    keys: &mut Keys<'a>,
+    what: &str,
+) -> Result<Option<(Cow<'a, str>, Option<usize>)>> {
+    let r = p.c.text();
+    let Some(key) = p.cbor(r)? else {
+        p.skip(depth)?;
+        p.skip(depth)?;
+        return Ok(None);
+    };
+    let slot = schema.iter().position(|k| *k == key);
+    keys.note(&key, slot, what)?;
+    Ok(Some((key, slot)))
+}
+
 /// Parses a v1.x manifest (whose bytes start at file offset `base`) into a model, not
-/// yet validated against the file.
+/// yet validated against the file. One pass over the bytes.
 pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
+    const SCHEMA: [&str; 3] = ["version", "attributes", "objects"];
     let mut p = Parser::new(bytes, base, limits);
     let mut len = p.map(0, "the manifest")?;
-    let mut seen = HashSet::new();
+    let mut keys = Keys::default();
+    let mut interner = Interner::default();
     let (mut version, mut attributes, mut objects) = (None, None, None);
+    // The first component whose decoded size had to come from its shape (v1.1 only).
+    let mut derived: Option<String> = None;
     while p.more(&mut len)? {
-        let Some(key) = p.key(1, &mut seen, "the manifest")? else {
+        let Some((_, slot)) = next_key(&mut p, 1, &SCHEMA, &mut keys, "the manifest")? else {
             continue;
         };
-        match key.as_ref() {
-            "version" => version = Some(p.text("version")?),
-            "attributes" => attributes = p.attributes(1, "file")?,
-            "objects" => {
-                let at = p.c.position();
-                objects = Some((p.capture(1)?, at));
-            }
+        match slot {
+            Some(0) => version = Some(p.text("version")?),
+            Some(1) => attributes = p.attributes(1, "file")?,
+            Some(2) => objects = Some(parse_objects(&mut p, limits, &mut interner, &mut derived)?),
             _ => p.skip(1)?,
         }
     }
@@ -237,43 +278,58 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
         .nth(1)
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
-    let derive_missing_length = minor < 2;
-    let (objects_bytes, at) =
+    if let (true, Some(which)) = (minor >= 2, derived) {
+        bail!(
+            Format,
+            "{which}: zstd component lacks uncompressed_length, which v{version} requires"
+        );
+    }
+    let objects =
         objects.ok_or_else(|| err!(Format, "the manifest lacks the required key 'objects'"))?;
-    let mut op = p.sub(objects_bytes, at, limits);
-    let mut len = op.map(1, "objects")?;
-    let mut list = Vec::new();
-    while op.more(&mut len)? {
-        let name = op.text("an object name")?;
+    Model::new(&version, attributes, objects)
+}
+
+fn parse_objects(
+    p: &mut Parser<'_>,
+    limits: &Limits,
+    interner: &mut Interner,
+    derived: &mut Option<String>,
+) -> Result<Vec<Object>> {
+    let mut len = p.map(1, "objects")?;
+    let mut list = match len {
+        Len::Definite(n) => Vec::with_capacity(n as usize),
+        Len::Indefinite => Vec::new(),
+    };
+    while p.more(&mut len)? {
+        let name = p.text("an object name")?;
         let name_c = check_name("object", &name, limits.max_name_length)?;
-        let object = parse_object(&mut op, name_c, limits, derive_missing_length)
+        let object = parse_object(p, name_c, limits, interner, derived)
             .map_err(|e| e.context(format!("object '{name}'")))?;
         list.push(object);
     }
-    Model::new(&version, attributes, list)
+    Ok(list)
 }
 
 fn parse_object(
     p: &mut Parser<'_>,
     name: CText,
     limits: &Limits,
-    derive_missing_length: bool,
+    interner: &mut Interner,
+    derived: &mut Option<String>,
 ) -> Result<Object> {
+    const SCHEMA: [&str; 4] = ["shape", "format", "attributes", "components"];
     let mut len = p.map(2, "an object")?;
-    let mut seen = HashSet::new();
+    let mut keys = Keys::default();
     let (mut shape, mut format, mut attributes, mut components) = (None, None, None, None);
     while p.more(&mut len)? {
-        let Some(key) = p.key(3, &mut seen, "the object")? else {
+        let Some((_, slot)) = next_key(p, 3, &SCHEMA, &mut keys, "the object")? else {
             continue;
         };
-        match key.as_ref() {
-            "shape" => shape = Some(p.shape(3, limits)?),
-            "format" => format = Some(p.text("format")?),
-            "attributes" => attributes = p.attributes(3, "object")?,
-            "components" => {
-                let at = p.c.position();
-                components = Some((p.capture(3)?, at));
-            }
+        match slot {
+            Some(0) => shape = Some(p.shape(3, limits)?),
+            Some(1) => format = Some(p.text("format")?),
+            Some(2) => attributes = p.attributes(3, "object")?,
+            Some(3) => components = Some(parse_components(p, limits, interner)?),
             _ => p.skip(3)?,
         }
     }
@@ -283,60 +339,88 @@ fn parse_object(
     if format.is_empty() {
         bail!(Format, "format is empty");
     }
-    let (bytes, at) = components.ok_or_else(|| missing("components"))?;
-    let mut cp = p.sub(bytes, at, limits);
-    let mut len = cp.map(3, "components")?;
-    let mut list: Vec<Component> = Vec::new();
-    while cp.more(&mut len)? {
-        let role = cp.text("a component role")?;
-        let role_c = check_name("component", &role, limits.max_name_length)?;
-        if list.iter().any(|c| c.role() == role) {
-            bail!(Format, "duplicate component role '{role}'");
-        }
-        let dense_shape = (derive_missing_length && format == "dense" && role == "data")
-            .then_some(shape.as_slice());
-        let c = parse_component(&mut cp, role_c, dense_shape)
-            .map_err(|e| e.context(format!("component '{role}'")))?;
-        list.push(c);
+    let mut components = components.ok_or_else(|| missing("components"))?;
+    // A zstd component without uncompressed_length: v1.1 dense data takes it from the shape.
+    for (c, _) in components.iter_mut().filter(|(_, missing)| *missing) {
+        let size = (format == "dense" && c.role() == "data")
+            .then(|| dense_byte_size(&shape, c.dtype, c.logical_type()))
+            .flatten()
+            .ok_or_else(|| err!(Format, "component '{}': zstd component lacks uncompressed_length, and its size can't be derived from the shape", c.role()))?;
+        c.decoded_length = size;
+        c.blob.decoded_length = size;
+        derived
+            .get_or_insert_with(|| format!("object '{}' component '{}'", name.as_str(), c.role()));
     }
     Ok(Object {
         name,
-        format: CText::new(&format)?,
+        format: interner.get(&format)?,
         shape,
         attributes,
-        components: list,
+        components: components.into_iter().map(|(c, _)| c).collect(),
     })
 }
 
-/// `dense_shape` is the object's shape when this is a v1.1 dense object's data: a zstd
-/// component without `uncompressed_length` then takes its decoded size from the shape.
+/// The components map; each with a flag saying its zstd decoded size is still unknown.
+fn parse_components(
+    p: &mut Parser<'_>,
+    limits: &Limits,
+    interner: &mut Interner,
+) -> Result<Vec<(Component, bool)>> {
+    let mut len = p.map(3, "components")?;
+    let mut list: Vec<(Component, bool)> = Vec::with_capacity(match len {
+        Len::Definite(n) => n.min(16) as usize,
+        Len::Indefinite => 1,
+    });
+    while p.more(&mut len)? {
+        let role = p.text("a component role")?;
+        let role_c =
+            interner.get(check_name("component", &role, limits.max_name_length)?.as_str())?;
+        if list.iter().any(|(c, _)| c.role() == role) {
+            bail!(Format, "duplicate component role '{role}'");
+        }
+        let c = parse_component(p, role_c, interner)
+            .map_err(|e| e.context(format!("component '{role}'")))?;
+        list.push(c);
+    }
+    Ok(list)
+}
+
 fn parse_component(
     p: &mut Parser<'_>,
     role: CText,
-    dense_shape: Option<&[u64]>,
-) -> Result<Component> {
+    interner: &mut Interner,
+) -> Result<(Component, bool)> {
+    const SCHEMA: [&str; 7] = [
+        "dtype",
+        "type",
+        "offset",
+        "length",
+        "encoding",
+        "uncompressed_length",
+        "digest",
+    ];
     let mut len = p.map(4, "a component")?;
-    let mut seen = HashSet::new();
+    let mut keys = Keys::default();
     let (mut dtype_name, mut ty, mut offset, mut length, mut encoding, mut stated, mut digest) =
         (None, None, None, None, None, None, None);
     while p.more(&mut len)? {
-        let Some(key) = p.key(5, &mut seen, "the component")? else {
+        let Some((_, slot)) = next_key(p, 5, &SCHEMA, &mut keys, "the component")? else {
             continue;
         };
-        match key.as_ref() {
-            "dtype" => dtype_name = Some(p.text("dtype")?),
-            "type" => ty = p.optional_text("type")?,
-            "offset" => offset = Some(p.uint("offset")?),
-            "length" => length = Some(p.uint("length")?),
-            "encoding" => encoding = p.optional_text("encoding")?,
-            "uncompressed_length" => {
+        match slot {
+            Some(0) => dtype_name = Some(p.text("dtype")?),
+            Some(1) => ty = p.optional_text("type")?,
+            Some(2) => offset = Some(p.uint("offset")?),
+            Some(3) => length = Some(p.uint("length")?),
+            Some(4) => encoding = p.optional_text("encoding")?,
+            Some(5) => {
                 stated = if p.c.take_null() {
                     None
                 } else {
                     Some(p.uint("uncompressed_length")?)
                 }
             }
-            "digest" => digest = p.optional_text("digest")?,
+            Some(6) => digest = p.optional_text("digest")?,
             _ => p.skip(5)?,
         }
     }
@@ -362,15 +446,16 @@ fn parse_component(
         Some("zstd") => Encoding::Zstd,
         Some(other) => bail!(Unsupported, "encoding '{other}' is not supported"),
     };
-    let decoded_length = match (encoding, stated) {
+    let (decoded_length, unknown) = match (encoding, stated) {
         (Encoding::Raw, Some(n)) if n != length => {
-            bail!(Format, "raw component of length {length} states uncompressed_length {n}")
+            bail!(
+                Format,
+                "raw component of length {length} states uncompressed_length {n}"
+            )
         }
-        (Encoding::Raw, _) => length,
-        (Encoding::Zstd, Some(n)) => n,
-        (Encoding::Zstd, None) => dense_shape
-            .and_then(|s| dense_byte_size(s, dtype, logical_type.as_deref()))
-            .ok_or_else(|| err!(Format, "zstd component lacks uncompressed_length (required since v1.2; v1.1 dense data takes it from the shape)"))?,
+        (Encoding::Raw, _) => (length, false),
+        (Encoding::Zstd, Some(n)) => (n, false),
+        (Encoding::Zstd, None) => (0, true),
     };
     let digest = match digest {
         Some(d) => {
@@ -379,10 +464,13 @@ fn parse_component(
         }
         None => None,
     };
-    Ok(Component {
+    let component = Component {
         role,
         dtype,
-        logical_type: logical_type.as_deref().map(CText::new).transpose()?,
+        logical_type: logical_type
+            .as_deref()
+            .map(|t| interner.get(t))
+            .transpose()?,
         blob: Blob {
             offset,
             length,
@@ -392,7 +480,8 @@ fn parse_component(
         decoded_length,
         digest,
         transform: Transform::None,
-    })
+    };
+    Ok((component, unknown))
 }
 
 /// Appends CBOR for the manifest, byte by byte, in the reference writer's key order with

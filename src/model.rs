@@ -13,19 +13,28 @@ pub const ALIGNMENT: u64 = 64;
 
 /// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
 /// It never contains an interior NUL.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct CText(Box<str>);
+/// Clones share the text (names, formats and roles are stored once).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CText(std::sync::Arc<str>);
 
 impl CText {
-    /// Copies `s`, refusing interior NUL bytes.
+    /// Copies `s`, refusing interior NUL bytes. One allocation.
     pub fn new(s: &str) -> Result<CText> {
         if s.as_bytes().contains(&0) {
             bail!(Format, "text {:?} contains a NUL byte", s);
         }
-        let mut owned = String::with_capacity(s.len() + 1);
-        owned.push_str(s);
-        owned.push('\0');
-        Ok(CText(owned.into_boxed_str()))
+        let mut small = [0u8; 128];
+        let text: std::sync::Arc<str> = if s.len() < small.len() {
+            small[..s.len()].copy_from_slice(s.as_bytes());
+            // SAFETY: a copy of valid UTF-8 followed by an ASCII NUL is valid UTF-8.
+            std::sync::Arc::from(unsafe { std::str::from_utf8_unchecked(&small[..=s.len()]) })
+        } else {
+            let mut owned = String::with_capacity(s.len() + 1);
+            owned.push_str(s);
+            owned.push('\0');
+            owned.into()
+        };
+        Ok(CText(text))
     }
     /// The text without the terminator.
     pub fn as_str(&self) -> &str {
@@ -34,6 +43,19 @@ impl CText {
     /// A NUL-terminated pointer, valid as long as `self`.
     pub fn as_ptr(&self) -> *const c_char {
         self.0.as_ptr().cast()
+    }
+}
+
+impl std::hash::Hash for CText {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As the text without its terminator, so that lookups by &str agree.
+        self.as_str().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<str> for CText {
+    fn borrow(&self) -> &str {
+        self.as_str()
     }
 }
 
@@ -257,7 +279,7 @@ pub struct Model {
     pub(crate) version: CText,
     pub(crate) attributes: Option<Attributes>,
     pub(crate) objects: Vec<Object>,
-    pub(crate) by_name: HashMap<Box<str>, usize>,
+    pub(crate) by_name: HashMap<CText, usize>,
 }
 
 impl Model {
@@ -269,7 +291,7 @@ impl Model {
     ) -> Result<Model> {
         let mut by_name = HashMap::with_capacity(objects.len());
         for (i, o) in objects.iter().enumerate() {
-            if by_name.insert(Box::<str>::from(o.name()), i).is_some() {
+            if by_name.insert(o.name.clone(), i).is_some() {
                 bail!(Format, "duplicate object name '{}'", o.name());
             }
         }
@@ -474,7 +496,20 @@ pub(crate) fn check_structure(obj: &Object) -> Result<()> {
     match obj.format() {
         "dense" => {
             let data = component_of(obj, "data")?;
-            if let Some(expected) = dense_byte_size(&obj.shape, data.dtype, data.logical_type())
+            let known_type = data
+                .logical_type()
+                .is_none_or(|t| logical_type_info(t).is_some());
+            let expected = dense_byte_size(&obj.shape, data.dtype, data.logical_type());
+            if known_type && expected.is_none() {
+                bail!(
+                    Format,
+                    "the byte size of shape {:?} of {} overflows u64",
+                    obj.shape,
+                    data.dtype
+                );
+            }
+            // An unknown logical type has an unknown ratio: its size can't be checked.
+            if let Some(expected) = expected
                 && data.decoded_length != expected
             {
                 bail!(

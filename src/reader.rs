@@ -13,7 +13,7 @@ use memmap2::Mmap;
 
 use crate::buffer::AlignedBuf;
 use crate::cbor::Value;
-use crate::codec::{Frame, StreamDecoder, frame_index, parse_digest, zstd_decode_into};
+use crate::codec::{Frame, frame_index, parse_digest, zstd_decode_into};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -380,8 +380,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads the decoded bytes `[offset, offset + dst.len())` of a component into `dst`.
-    /// For zstd components the frames are decoded in a stream up to the end of the range,
-    /// with a bounded working buffer, and nothing is cached.
+    /// For zstd components written as independent frames with recorded sizes (as this
+    /// library writes them) only the frames overlapping the range are decoded; other zstd
+    /// streams are decoded whole into a temporary buffer. Nothing is cached.
     pub fn read_range(
         &self,
         object: usize,
@@ -427,36 +428,16 @@ impl<'a> Reader<'a> {
         let stored = self.source.region(blob.offset, blob.length)?;
         let total = usize::try_from(blob.decoded_length)
             .map_err(|_| err!(Limit, "component too large for memory"))?;
-        if let Some(frames) = frame_index(&stored, total) {
-            return decode_range_of_frames(&stored, &frames, offset as usize, dst);
-        }
-        let mut dec = StreamDecoder::new()?;
-        let mut scratch = vec![0u8; 1 << 17];
-        let mut input: &[u8] = &stored;
-        let mut pos = 0u64; // decoded bytes produced so far
-        let mut filled = 0usize;
-        while filled < dst.len() {
-            let skipping = pos < offset;
-            let out: &mut [u8] = if skipping {
-                let n = ((offset - pos) as usize).min(scratch.len());
-                &mut scratch[..n]
-            } else {
-                &mut dst[filled..]
-            };
-            let (used, produced) = dec.run(input, out)?;
-            input = &input[used..];
-            if used == 0 && produced == 0 {
-                bail!(
-                    Format,
-                    "zstd data ends after {pos} decoded bytes, before the range ends"
-                );
-            }
-            pos += produced as u64;
-            if !skipping {
-                filled += produced;
-            }
-        }
-        Ok(())
+        // Frames with recorded sizes (what this library writes): decode only those needed.
+        // Otherwise decode the whole stream into a temporary buffer, exactly as a read
+        // would, so that range reads accept and refuse exactly what reads do.
+        let frames = frame_index(&stored, total).unwrap_or_else(|| {
+            vec![Frame {
+                src: 0..stored.len(),
+                dst: 0..total,
+            }]
+        });
+        decode_range_of_frames(&stored, &frames, offset as usize, dst)
     }
 
     /// Decodes a component into `dst` (exactly its decoded length).

@@ -416,8 +416,10 @@ pub unsafe extern "C" fn zt_component_read_as(
 }
 
 /// Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
-/// outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd, decoding streams through
-/// the frames up to the end of the range with a bounded working buffer. Thread-safe.
+/// outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd components written as
+/// independent frames with recorded sizes (this library's writer does so every 4 MiB),
+/// only the frames overlapping the range are decoded; other zstd streams are decoded whole
+/// into a temporary buffer. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_component_read_range(
     reader: *const zt_reader,
