@@ -378,7 +378,8 @@ impl Parser<'_> {
             }
         }
         match self.text[start..self.pos].parse::<f64>() {
-            Ok(f) => Ok(Value::Float(f)),
+            Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+            Ok(_) => fail(start, "number out of the range of a 64-bit float"),
             Err(_) => fail(start, "invalid number"),
         }
     }
@@ -504,11 +505,18 @@ mod tests {
             ("1E+2", Float(100.0)),
             ("25e-1", Float(2.5)),
             ("0.0", Float(0.0)),
-            ("1e400", Float(f64::INFINITY)),
         ];
         for (json, expected) in cases {
             assert_eq!(parse(json).unwrap(), expected, "{json}");
         }
+        // Beyond f64: refused rather than silently stored as infinity.
+        assert!(
+            parse("1e400")
+                .unwrap_err()
+                .message
+                .contains("out of the range")
+        );
+        assert!(parse("-1e400").is_err());
     }
 
     #[test]

@@ -131,6 +131,8 @@ pub struct Reader<'a> {
     limits: Limits,
     caches: Box<[Cache]>,
     first_cache: Box<[usize]>,
+    /// The path, for error messages, when opened from one.
+    origin: Option<Box<str>>,
     cached_total: AtomicU64,
 }
 
@@ -175,7 +177,9 @@ impl Reader<'static> {
         } else {
             Source::File(file)
         };
-        Reader::from_source(source, options).map_err(ctx)
+        let mut reader = Reader::from_source(source, options).map_err(ctx)?;
+        reader.origin = Some(path.display().to_string().into());
+        Ok(reader)
     }
 }
 
@@ -218,6 +222,7 @@ impl<'a> Reader<'a> {
             limits,
             caches,
             first_cache: first_cache.into_boxed_slice(),
+            origin: None,
             cached_total: AtomicU64::new(0),
         };
         if options.verify_on_open {
@@ -283,8 +288,12 @@ impl<'a> Reader<'a> {
         Ok((obj, c))
     }
 
-    fn ctx(obj: &Object, c: &Component) -> impl Fn(Error) -> Error {
-        let what = format!("object '{}' component '{}'", obj.name(), c.role());
+    /// Adds "<file>: object '..' component '..'" to an error's message.
+    fn ctx(&self, obj: &Object, c: &Component) -> impl Fn(Error) -> Error + use<> {
+        let what = match &self.origin {
+            Some(path) => format!("{path}: object '{}' component '{}'", obj.name(), c.role()),
+            None => format!("object '{}' component '{}'", obj.name(), c.role()),
+        };
         move |e| e.context(&what)
     }
 
@@ -323,7 +332,7 @@ impl<'a> Reader<'a> {
                 zero_copy: false,
             });
         }
-        let ctx = Self::ctx(obj, c);
+        let ctx = self.ctx(obj, c);
         let len = c.decoded_length;
         let total = self
             .cached_total
@@ -361,12 +370,12 @@ impl<'a> Reader<'a> {
     /// cached the decoded bytes (then it copies them).
     pub fn read_into(&self, object: usize, component: usize, dst: &mut [u8]) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
-        check_dst(c.decoded_length, dst.len())?;
+        check_dst(c.decoded_length, dst.len()).map_err(self.ctx(obj, c))?;
         if let Some(buf) = self.caches[self.first_cache[object] + component].cell.get() {
             dst.copy_from_slice(buf.as_slice());
             return Ok(());
         }
-        self.decode_into(c, dst).map_err(Self::ctx(obj, c))
+        self.decode_into(c, dst).map_err(self.ctx(obj, c))
     }
 
     /// Reads a component into a new vector (allocates `decoded_length` bytes).
@@ -401,7 +410,8 @@ impl<'a> Reader<'a> {
                     dst.len(),
                     c.decoded_length
                 )
-            })?;
+            })
+            .map_err(self.ctx(obj, c))?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -409,7 +419,7 @@ impl<'a> Reader<'a> {
             dst.copy_from_slice(&buf.as_slice()[offset as usize..offset as usize + dst.len()]);
             return Ok(());
         }
-        let ctx = Self::ctx(obj, c);
+        let ctx = self.ctx(obj, c);
         match (c.blob.encoding, c.transform) {
             (Encoding::Raw, Transform::None) => self
                 .source
@@ -482,13 +492,13 @@ impl<'a> Reader<'a> {
         dst: &mut [u8],
     ) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
-        let ctx = Self::ctx(obj, c);
+        let ctx = self.ctx(obj, c);
         crate::convert::check(c.dtype, c.logical_type(), dtype).map_err(&ctx)?;
         let needed = c
             .element_count()
             .checked_mul(dtype.size() as u64)
             .ok_or_else(|| ctx(err!(Limit, "the converted size overflows")))?;
-        check_dst(needed, dst.len())?;
+        check_dst(needed, dst.len()).map_err(&ctx)?;
         if dtype == c.dtype {
             return self.read_into(object, component, dst);
         }
@@ -522,7 +532,7 @@ impl<'a> Reader<'a> {
     /// byte of the component once.
     pub fn verify_component(&self, object: usize, component: usize) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
-        let ctx = Self::ctx(obj, c);
+        let ctx = self.ctx(obj, c);
         let digest = c
             .digest()
             .ok_or_else(|| ctx(err!(NotFound, "the component has no digest")))?;
@@ -566,8 +576,14 @@ impl<'a> Reader<'a> {
         }
         // Components are hashed in parallel: each worker takes the next unclaimed one; the
         // failure reported is the first in file order, as a sequential pass would give.
+        // Threads pay off only for enough bytes (and each spawn costs the calling thread a
+        // small, once-only allocation in Rust's std, which leak checkers report).
+        let bytes: u64 = work
+            .iter()
+            .map(|&(oi, ci)| self.model.objects[oi].components[ci].blob.length)
+            .sum();
         let workers = crate::codec::threads().min(work.len());
-        if workers <= 1 {
+        if workers <= 1 || bytes < 16 << 20 {
             return work
                 .iter()
                 .try_for_each(|&(oi, ci)| self.verify_component(oi, ci));

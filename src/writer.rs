@@ -369,13 +369,14 @@ impl<W: Write> Writer<W> {
         if s.dtype == DType::Bool
             && let Some(i) = data.iter().position(|&b| b > 1)
         {
+            let at = s.decoded + i as u64;
             self.stream = Some(s);
-            bail!(
+            return Err(err!(
                 InvalidArgument,
-                "bool byte {} at index {} is neither 0 nor 1",
-                data[i],
-                i
-            );
+                "bool byte {} at index {at} is neither 0 nor 1",
+                data[i]
+            )
+            .context(self.stream_context()));
         }
         s.decoded += data.len() as u64;
         let result = match s.encoder.as_mut() {
@@ -392,7 +393,14 @@ impl<W: Write> Writer<W> {
             }
         };
         self.stream = Some(s);
-        result
+        result.map_err(|e| e.context(self.stream_context()))
+    }
+
+    /// "object 'o' component 'r'" for the component being streamed.
+    fn stream_context(&self) -> String {
+        let object = self.objects.last().map_or("", |o| o.name());
+        let role = self.stream.as_ref().map_or("", |s| s.role.as_str());
+        format!("object '{object}' component '{role}'")
     }
 
     /// Ends the component being streamed and records it in the open object.
@@ -416,7 +424,8 @@ impl<W: Write> Writer<W> {
         if s.decoded % unit != 0 {
             bail!(
                 InvalidArgument,
-                "component '{}': {} bytes is not a whole number of {}-byte elements",
+                "object '{}' component '{}': {} bytes is not a whole number of {}-byte elements",
+                self.objects.last().map_or("", |o| o.name()),
                 s.role.as_str(),
                 s.decoded,
                 unit
