@@ -183,6 +183,7 @@ struct Keys<'a> {
 
 impl<'a> Keys<'a> {
     /// Records `key` (whose index in the schema's key list is `slot`, if any).
+    #[allow(clippy::ptr_arg)] // the Cow is cloned into the set, staying borrowed when it is
     fn note(&mut self, key: &Cow<'a, str>, slot: Option<usize>, what: &str) -> Result<()> {
         let fresh = match slot {
             Some(bit) => {
