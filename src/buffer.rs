@@ -62,9 +62,42 @@ impl Drop for AlignedBuf {
     }
 }
 
+/// A zero-filled `Vec<u8>` of `len` bytes, or a `Limit` error when it can't be allocated
+/// (instead of aborting the process, as `vec![0; len]` does). Zero pages come lazily from
+/// the allocator, as with `vec!`.
+pub(crate) fn zeroed_vec(len: u64) -> Result<Vec<u8>> {
+    let n = usize::try_from(len).map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout =
+        Layout::array::<u8>(n).map_err(|_| err!(Limit, "{n} bytes cannot be allocated"))?;
+    // SAFETY: non-zero size.
+    let ptr = unsafe { alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(err!(Limit, "could not allocate {n} bytes"));
+    }
+    // SAFETY: allocated by the global allocator with the layout of a [u8; n], all zero.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_vec_fails_gracefully() {
+        assert_eq!(zeroed_vec(5).unwrap(), [0; 5]);
+        assert!(zeroed_vec(0).unwrap().is_empty());
+        assert_eq!(
+            zeroed_vec(u64::MAX).unwrap_err().kind(),
+            crate::ErrorKind::Limit
+        );
+        assert_eq!(
+            zeroed_vec(isize::MAX as u64 + 1).unwrap_err().kind(),
+            crate::ErrorKind::Limit
+        );
+    }
 
     #[test]
     fn aligned_and_zeroed() {

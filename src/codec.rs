@@ -177,6 +177,19 @@ pub(crate) fn zstd_decode_into(src: &[u8], dst: &mut [u8]) -> Result<()> {
     decode_exact(src, dst)
 }
 
+/// Decodes indexed frames (`dst` ranges relative to `dst`) in parallel when there are
+/// several, else on this thread.
+pub(crate) fn decode_frames(src: &[u8], dst: &mut [u8], frames: &[Frame]) -> Result<()> {
+    let workers = threads();
+    if workers > 1 && frames.len() > 1 {
+        decode_frames_parallel(src, dst, frames, workers)
+    } else {
+        frames
+            .iter()
+            .try_for_each(|f| decode_exact(&src[f.src.clone()], &mut dst[f.dst.clone()]))
+    }
+}
+
 /// Single-threaded decode of a whole stream into exactly `dst`.
 fn decode_exact(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let mut dctx =

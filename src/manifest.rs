@@ -368,6 +368,7 @@ fn parse_components(
     interner: &mut Interner,
 ) -> Result<Vec<(Component, bool)>> {
     let mut len = p.map(3, "components")?;
+    let mut roles: HashSet<CText> = HashSet::new();
     let mut list: Vec<(Component, bool)> = Vec::with_capacity(match len {
         Len::Definite(n) => n.min(16) as usize,
         Len::Indefinite => 1,
@@ -376,7 +377,16 @@ fn parse_components(
         let role = p.text("a component role")?;
         let role_c =
             interner.get(check_name("component", &role, limits.max_name_length)?.as_str())?;
-        if list.iter().any(|(c, _)| c.role() == role) {
+        // Linear for the usual handful of components, a set beyond (hostile files list many).
+        let duplicate = if list.len() < 16 {
+            list.iter().any(|(c, _)| c.role() == role)
+        } else {
+            if roles.is_empty() {
+                roles.extend(list.iter().map(|(c, _)| c.role.clone()));
+            }
+            !roles.insert(role_c.clone())
+        };
+        if duplicate {
             bail!(Format, "duplicate component role '{role}'");
         }
         let c = parse_component(p, role_c, interner)

@@ -11,9 +11,9 @@ use std::sync::{Mutex, OnceLock};
 
 use memmap2::Mmap;
 
-use crate::buffer::AlignedBuf;
+use crate::buffer::{AlignedBuf, zeroed_vec};
 use crate::cbor::Value;
-use crate::codec::{Frame, frame_index, parse_digest, zstd_decode_into};
+use crate::codec::{Frame, decode_frames, frame_index, parse_digest, zstd_decode_into};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -58,6 +58,14 @@ enum Source<'a> {
 }
 
 impl Source<'_> {
+    /// The file, when the source is one (mapped or not).
+    fn file(&self) -> Option<&File> {
+        match self {
+            Source::Map(_, f) | Source::File(f) => Some(f),
+            Source::Slice(_) => None,
+        }
+    }
+
     /// The whole file when it is addressable memory.
     fn bytes(&self) -> Option<&[u8]> {
         match self {
@@ -97,11 +105,7 @@ impl Source<'_> {
                 &all[offset as usize..(offset + len) as usize],
             ));
         }
-        let mut v = vec![
-            0u8;
-            usize::try_from(len)
-                .map_err(|_| err!(Limit, "{len} bytes do not fit in memory"))?
-        ];
+        let mut v = zeroed_vec(len)?;
         self.read_at(offset, &mut v)?;
         Ok(Cow::Owned(v))
     }
@@ -380,10 +384,8 @@ impl<'a> Reader<'a> {
 
     /// Reads a component into a new vector (allocates `decoded_length` bytes).
     pub fn read_to_vec(&self, object: usize, component: usize) -> Result<Vec<u8>> {
-        let (_, c) = self.component(object, component)?;
-        let len = usize::try_from(c.decoded_length)
-            .map_err(|_| err!(Limit, "component too large for memory"))?;
-        let mut v = vec![0u8; len];
+        let (obj, c) = self.component(object, component)?;
+        let mut v = zeroed_vec(c.decoded_length).map_err(self.ctx(obj, c))?;
         self.read_into(object, component, &mut v)?;
         Ok(v)
     }
@@ -460,9 +462,7 @@ impl<'a> Reader<'a> {
                 Ok(())
             }
             other => {
-                let len = usize::try_from(c.blob.decoded_length)
-                    .map_err(|_| err!(Limit, "blob too large for memory"))?;
-                let mut blob = vec![0u8; len];
+                let mut blob = zeroed_vec(c.blob.decoded_length)?;
                 self.decode_blob_into(&c.blob, &mut blob)?;
                 legacy::gather(other, &blob, dst)
             }
@@ -474,6 +474,12 @@ impl<'a> Reader<'a> {
         match blob.encoding {
             Encoding::Raw => self.source.read_at(blob.offset, dst),
             Encoding::Zstd => {
+                if blob.length > ZSTD_WINDOW as u64
+                    && let Some(file) = self.source.file()
+                    && decode_windowed(file, blob, dst)?
+                {
+                    return Ok(());
+                }
                 let stored = self.source.region(blob.offset, blob.length)?;
                 zstd_decode_into(&stored, dst)
             }
@@ -623,6 +629,68 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Compressed bytes held at once when decoding a large zstd component from a file.
+const ZSTD_WINDOW: usize = 16 << 20;
+
+/// Decodes a large zstd component from a file through a bounded window of compressed
+/// bytes (read with `pread`, so neither a copy of the whole stream nor its mapped pages
+/// add to the process's memory), each batch of whole frames decoded in parallel straight
+/// into `dst`. Returns false when the stream doesn't suit (a frame without a recorded
+/// size, or larger than the window): the caller then decodes it whole.
+fn decode_windowed(file: &File, blob: &Blob, dst: &mut [u8]) -> Result<bool> {
+    let mut buf: Vec<u8> = Vec::with_capacity(ZSTD_WINDOW);
+    let (mut read, mut out) = (0u64, 0usize);
+    loop {
+        let want = (ZSTD_WINDOW - buf.len()).min((blob.length - read) as usize);
+        let old = buf.len();
+        buf.resize(old + want, 0);
+        file.read_exact_at(&mut buf[old..], blob.offset + read)
+            .map_err(|e| {
+                Error::io(
+                    format_args!("reading {want} bytes at offset {}", blob.offset + read),
+                    e,
+                )
+            })?;
+        read += want as u64;
+        let (mut used, mut end) = (0usize, out);
+        let mut frames = Vec::new();
+        while used < buf.len() {
+            let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(&buf[used..]) else {
+                break;
+            };
+            let Ok(Some(content)) =
+                zstd::zstd_safe::get_frame_content_size(&buf[used..used + size])
+            else {
+                return Ok(false);
+            };
+            let Some(next) = usize::try_from(content)
+                .ok()
+                .and_then(|c| end.checked_add(c))
+                .filter(|&n| n <= dst.len())
+            else {
+                return Ok(false);
+            };
+            frames.push(Frame {
+                src: used..used + size,
+                dst: end - out..next - out,
+            });
+            used += size;
+            end = next;
+        }
+        if frames.is_empty() {
+            return Ok(false);
+        }
+        decode_frames(&buf[..used], &mut dst[out..end], &frames)?;
+        out = end;
+        buf.drain(..used);
+        if read == blob.length {
+            // Trailing bytes that are no whole frame, or a short total: the one-shot
+            // decoder reports the precise fault.
+            return Ok(buf.is_empty() && out == dst.len());
+        }
+    }
+}
+
 /// Decodes only the frames overlapping `[offset, offset + dst.len())`: frames inside the
 /// range straight into `dst`, the partial ones at either end through a scratch buffer.
 fn decode_range_of_frames(
@@ -640,7 +708,7 @@ fn decode_range_of_frames(
         if from == f.dst.start && to == f.dst.end {
             zstd_decode_into(src, out)?;
         } else {
-            let mut scratch = vec![0u8; f.dst.len()];
+            let mut scratch = zeroed_vec(f.dst.len() as u64)?;
             zstd_decode_into(src, &mut scratch)?;
             out.copy_from_slice(&scratch[from - f.dst.start..to - f.dst.start]);
         }
@@ -736,4 +804,63 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
     drop(bytes);
     validate(&model, start, limits.max_decoded_size)?;
     Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{WriteOptions, Writer};
+
+    #[test]
+    fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
+        let frame = crate::codec::ZSTD_FRAME_SIZE;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let data: Vec<u8> = (0..5 * frame + 999)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("zt-window-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.zt");
+        let mut w = Writer::create(&path).unwrap();
+        w.add(
+            "z",
+            DType::U8,
+            &[data.len() as u64],
+            &data,
+            &WriteOptions::zstd(1),
+        )
+        .unwrap();
+        w.finish().unwrap();
+        let r = Reader::open(&path).unwrap();
+        let blob = r.objects()[0].components()[0].blob;
+        assert!(blob.length > ZSTD_WINDOW as u64);
+        let file = File::open(&path).unwrap();
+        let mut dst = vec![0u8; data.len()];
+        assert!(
+            decode_windowed(&file, &blob, &mut dst).unwrap(),
+            "our frames decode through the window"
+        );
+        assert!(dst == data);
+        // One big frame without a recorded size (as other writers make): declined.
+        let single = {
+            let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+            std::io::Write::write_all(&mut enc, &data).unwrap();
+            enc.finish().unwrap()
+        };
+        std::fs::write(dir.join("raw.zst"), &single).unwrap();
+        let file = File::open(dir.join("raw.zst")).unwrap();
+        let foreign = Blob {
+            offset: 0,
+            length: single.len() as u64,
+            encoding: Encoding::Zstd,
+            decoded_length: data.len() as u64,
+        };
+        assert!(!decode_windowed(&file, &foreign, &mut dst).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -977,3 +977,38 @@ fn large_zstd_components_are_independent_frames_decoded_in_parallel() {
         }
     }
 }
+
+#[test]
+fn large_zstd_components_decode_through_a_bounded_window() {
+    // Over 16 MiB of compressed bytes (incompressible data), read from a file both mapped
+    // and with pread: decoded in windows of whole frames, exactly.
+    let frame = ztensor::ZSTD_FRAME_SIZE;
+    let len = 5 * frame + 12_345;
+    let data = bytes(77, len);
+    let path = temp_dir("zstd_window").join("big.zt");
+    let mut w = Writer::create(&path).unwrap();
+    w.add(
+        "z",
+        DType::U8,
+        &[len as u64],
+        &data,
+        &WriteOptions::zstd(1).with_digest(DigestAlgorithm::Sha256),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    for use_mmap in [true, false] {
+        let r = Reader::open_with(
+            &path,
+            &OpenOptions {
+                use_mmap,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(r.objects()[0].components()[0].length() > 16 << 20);
+        let mut dst = vec![0u8; len];
+        r.read_into(0, 0, &mut dst).unwrap();
+        assert!(dst == data, "mmap: {use_mmap}");
+        r.verify().unwrap();
+    }
+}

@@ -1463,11 +1463,8 @@ fn rule_zstd_decoding_to_fewer_bytes_than_uncompressed_length() {
     let mut dst = vec![0u8; 64];
     assert_err(r.read_into(0, 0, &mut dst), Format, "decodes to 48 bytes");
     assert_err(r.view(0, 0), Format, "decodes to 48 bytes");
-    assert_err(
-        r.read_range(0, 0, 0, &mut dst),
-        Format,
-        "ends after 48 decoded bytes",
-    );
+    // Range reads refuse exactly what reads refuse, with the same message.
+    assert_err(r.read_range(0, 0, 0, &mut dst), Format, "decodes to 48 bytes");
 }
 
 #[test]
