@@ -292,13 +292,21 @@ impl<'a> Reader<'a> {
         Ok((obj, c))
     }
 
-    /// Adds "<file>: object '..' component '..'" to an error's message.
-    fn ctx(&self, obj: &Object, c: &Component) -> impl Fn(Error) -> Error + use<> {
-        let what = match &self.origin {
-            Some(path) => format!("{path}: object '{}' component '{}'", obj.name(), c.role()),
-            None => format!("object '{}' component '{}'", obj.name(), c.role()),
-        };
-        move |e| e.context(&what)
+    /// Adds "<file>: object '..' component '..'" to an error's message (formatted only
+    /// when there is an error: this sits on every read's path).
+    fn ctx<'s>(&'s self, obj: &'s Object, c: &'s Component) -> impl Fn(Error) -> Error + 's {
+        move |e| match &self.origin {
+            Some(path) => e.context(format_args!(
+                "{path}: object '{}' component '{}'",
+                obj.name(),
+                c.role()
+            )),
+            None => e.context(format_args!(
+                "object '{}' component '{}'",
+                obj.name(),
+                c.role()
+            )),
+        }
     }
 
     /// A view of a component's decoded bytes. Raw components are zero-copy (a slice of the

@@ -110,8 +110,13 @@ impl Writer<BufWriter<File>> {
     /// the bytes go to a temporary file beside it, removed if the writer is dropped unfinished.
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        if std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).ends_with(b"/") || path.is_dir() {
-            bail!(InvalidArgument, "'{}' is a directory, not a file path", path.display());
+        if std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).ends_with(b"/") || path.is_dir()
+        {
+            bail!(
+                InvalidArgument,
+                "'{}' is a directory, not a file path",
+                path.display()
+            );
         }
         let file_name = path
             .file_name()
