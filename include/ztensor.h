@@ -34,6 +34,12 @@
 #include <stdint.h>
 
 /**
+ * Input bytes per zstd frame the writer emits. Each frame is independent and records its
+ * content size, so readers can decode frames in parallel and range reads can skip frames.
+ */
+#define ZSTD_FRAME_SIZE (4 << 20)
+
+/**
  * Major version of this header. Compare with `zt_version()` at run time to catch a
  * header/library mismatch.
  */
@@ -450,8 +456,10 @@ enum zt_status zt_component_read_as(const struct zt_reader *reader,
 
 /**
  * Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
- * outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd, decoding streams through
- * the frames up to the end of the range with a bounded working buffer. Thread-safe.
+ * outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd components written as
+ * independent frames with recorded sizes (this library's writer does so every 4 MiB),
+ * only the frames overlapping the range are decoded; other zstd streams are decoded whole
+ * into a temporary buffer. Thread-safe.
  */
 enum zt_status zt_component_read_range(const struct zt_reader *reader,
                                        size_t object,

@@ -346,29 +346,25 @@ impl<'a> Reader<'a> {
         }
         let ctx = self.ctx(obj, c);
         let len = c.decoded_length;
-        let total = self
-            .cached_total
-            .fetch_add(len, Ordering::SeqCst)
-            .saturating_add(len);
-        if total > self.limits.max_total_cached {
-            self.cached_total.fetch_sub(len, Ordering::SeqCst);
-            return Err(ctx(err!(
+        let limit = self.limits.max_total_cached;
+        let refuse = || {
+            err!(
                 Limit,
-                "caching {len} decoded bytes would exceed the reader's cache limit of {}",
-                self.limits.max_total_cached
-            )));
-        }
-        let mut buf = match AlignedBuf::zeroed(len) {
-            Ok(b) => b,
-            Err(e) => {
-                self.cached_total.fetch_sub(len, Ordering::SeqCst);
-                return Err(ctx(e));
-            }
+                "caching {len} decoded bytes would exceed the reader's cache limit of {limit}"
+            )
         };
-        if let Err(e) = self.decode_into(c, buf.as_mut_slice()) {
-            self.cached_total.fetch_sub(len, Ordering::SeqCst);
-            return Err(ctx(e));
+        // Cheap early refusal; the budget itself is taken only once the decode succeeded,
+        // so a failing decode on another thread never makes a good view fail.
+        if len.saturating_add(self.cached_total.load(Ordering::SeqCst)) > limit {
+            return Err(ctx(refuse()));
         }
+        let mut buf = AlignedBuf::zeroed(len).map_err(&ctx)?;
+        self.decode_into(c, buf.as_mut_slice()).map_err(&ctx)?;
+        self.cached_total
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |total| {
+                total.checked_add(len).filter(|&t| t <= limit)
+            })
+            .map_err(|_| ctx(refuse()))?;
         let buf = cache.cell.get_or_init(|| buf);
         Ok(View {
             data: buf.as_slice(),

@@ -92,6 +92,8 @@ pub struct Writer<W: Write = BufWriter<File>> {
     file_attributes: Option<Attributes>,
     failed: Option<String>,
     target: Option<Target>,
+    /// What the writer writes, for error messages: the final path, or "stream".
+    label: Box<str>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -167,13 +169,22 @@ impl<W: Write> Writer<W> {
             stream: None,
             file_attributes: None,
             failed: None,
+            label: target
+                .as_ref()
+                .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into()),
             target,
         }
     }
 
     /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
-        emit_to(&mut self.out, &mut self.pos, &mut self.failed, bytes)
+        emit_to(
+            &mut self.out,
+            &mut self.pos,
+            &mut self.failed,
+            &self.label,
+            bytes,
+        )
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
@@ -396,7 +407,13 @@ impl<W: Write> Writer<W> {
                 let hasher = &mut s.hasher;
                 enc.write(data, &mut |piece| {
                     hasher.update(piece);
-                    emit_to(&mut self.out, &mut self.pos, &mut self.failed, piece)
+                    emit_to(
+                        &mut self.out,
+                        &mut self.pos,
+                        &mut self.failed,
+                        &self.label,
+                        piece,
+                    )
                 })
             }
         };
@@ -421,7 +438,13 @@ impl<W: Write> Writer<W> {
             let hasher = &mut s.hasher;
             enc.finish(&mut |piece| {
                 hasher.update(piece);
-                emit_to(&mut self.out, &mut self.pos, &mut self.failed, piece)
+                emit_to(
+                    &mut self.out,
+                    &mut self.pos,
+                    &mut self.failed,
+                    &self.label,
+                    piece,
+                )
             })?;
         }
         let unit = s.dtype.size() as u64
@@ -529,7 +552,10 @@ impl<W: Write> Writer<W> {
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
         self.emit(MAGIC_V1)?;
-        self.out.flush().map_err(|e| Error::io("flushing", e))?;
+        let label = &self.label;
+        self.out
+            .flush()
+            .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
         if let Some(target) = &mut self.target {
             let file = File::open(&target.temp)
                 .map_err(|e| Error::io(format_args!("reopening {}", target.temp.display()), e))?;
@@ -580,11 +606,12 @@ fn emit_to<W: Write>(
     out: &mut W,
     pos: &mut u64,
     failed: &mut Option<String>,
+    label: &str,
     bytes: &[u8],
 ) -> Result<()> {
     if let Err(e) = out.write_all(bytes) {
         let e = Error::io(
-            format_args!("writing {} bytes at offset {pos}", bytes.len()),
+            format_args!("{label}: writing {} bytes at offset {pos}", bytes.len()),
             e,
         );
         *failed = Some(e.message().to_owned());
