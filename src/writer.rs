@@ -322,20 +322,7 @@ impl<W: Write> Writer<W> {
         options: &WriteOptions,
     ) -> Result<()> {
         self.check_usable()?;
-        if !self.open_object {
-            bail!(
-                State,
-                "no object is open: begin one before adding components"
-            );
-        }
-        if let Some(s) = &self.stream {
-            bail!(
-                State,
-                "component '{}' is still being written: end it first",
-                s.role.as_str()
-            );
-        }
-        let obj = self.objects.last().expect("open object");
+        let obj = self.open_object_idle()?;
         let role_c = check_name("component", role, Limits::default().max_name_length)
             .map_err(as_argument)?;
         if obj.find_component(role).is_some() {
@@ -421,6 +408,21 @@ impl<W: Write> Writer<W> {
         result.map_err(|e| e.context(self.stream_context()))
     }
 
+    /// The open object, when no component of it is being streamed.
+    fn open_object_idle(&self) -> Result<&Object> {
+        if !self.open_object {
+            bail!(State, "no object is open: begin one first");
+        }
+        if let Some(s) = &self.stream {
+            bail!(
+                State,
+                "component '{}' is still being written: end it first",
+                s.role.as_str()
+            );
+        }
+        Ok(self.objects.last().expect("open object"))
+    }
+
     /// "object 'o' component 'r'" for the component being streamed.
     fn stream_context(&self) -> String {
         let object = self.objects.last().map_or("", |o| o.name());
@@ -493,17 +495,7 @@ impl<W: Write> Writer<W> {
     /// (dense data size, sparse index counts). A refused object is dropped from the file.
     pub fn end_object(&mut self) -> Result<()> {
         self.check_usable()?;
-        if !self.open_object {
-            bail!(State, "no object is open");
-        }
-        if let Some(s) = &self.stream {
-            bail!(
-                State,
-                "component '{}' is still being written: end it first",
-                s.role.as_str()
-            );
-        }
-        let obj = self.objects.last().expect("open object");
+        let obj = self.open_object_idle()?;
         if let Err(e) = check_structure(obj).and_then(|()| check_writable_indices(obj)) {
             let e = as_argument(e).context(format!("object '{}'", obj.name()));
             self.abandon_object();

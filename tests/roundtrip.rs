@@ -1017,7 +1017,12 @@ fn large_zstd_components_decode_through_a_bounded_window() {
 fn writer_refuses_a_directory_up_front() {
     let dir = temp_dir("writer_dir");
     for p in [dir.clone(), dir.join("sub/")] {
-        assert_eq!(Writer::create(&p).unwrap_err().kind(), ErrorKind::InvalidArgument, "{}", p.display());
+        assert_eq!(
+            Writer::create(&p).unwrap_err().kind(),
+            ErrorKind::InvalidArgument,
+            "{}",
+            p.display()
+        );
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }

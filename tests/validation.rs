@@ -1464,7 +1464,11 @@ fn rule_zstd_decoding_to_fewer_bytes_than_uncompressed_length() {
     assert_err(r.read_into(0, 0, &mut dst), Format, "decodes to 48 bytes");
     assert_err(r.view(0, 0), Format, "decodes to 48 bytes");
     // Range reads refuse exactly what reads refuse, with the same message.
-    assert_err(r.read_range(0, 0, 0, &mut dst), Format, "decodes to 48 bytes");
+    assert_err(
+        r.read_range(0, 0, 0, &mut dst),
+        Format,
+        "decodes to 48 bytes",
+    );
 }
 
 #[test]
