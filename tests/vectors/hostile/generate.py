@@ -4,9 +4,12 @@
 Plain Python 3, standard library only: its own CBOR encoder (definite and indefinite
 lengths, forced head widths, raw byte injection), hand-made zstd frames (raw, RLE and
 garbage blocks; optional content size, checksum, dictionary id), CRC-32C, SHA-256 and
-XXH64. Running it rewrites every *.zt file of this directory and expected.tsv; the output
-is byte-for-byte the same on every run, so `python3 generate.py && git diff --exit-code`
-checks that the committed corpus is current.
+XXH64. Running it rewrites every *.zt file of this directory and expected.tsv (run through
+the C API by tests/c/test_hostile.c and the Rust API by tests/hostile_corpus.rs), and of
+alloc/ with alloc/expected.tsv (claims that cannot be allocated, run by
+tests/hostile_corpus.rs in child processes limited to 2 GiB of address space). The output
+is byte-for-byte the same on every run; tests/hostile_corpus.rs checks that the committed
+files are current.
 
 Each case states the status a correct reader SHOULD give, from the specs and the
 "Validation a reader owes its users" notes, not what some build happens to return. A note
