@@ -110,16 +110,6 @@ impl DType {
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F64 | DType::F32 | DType::F16 | DType::BF16)
     }
-
-    /// True for the signed integer types.
-    pub const fn is_signed_int(self) -> bool {
-        matches!(self, DType::I64 | DType::I32 | DType::I16 | DType::I8)
-    }
-
-    /// True for the unsigned integer types.
-    pub const fn is_unsigned_int(self) -> bool {
-        matches!(self, DType::U64 | DType::U32 | DType::U16 | DType::U8)
-    }
 }
 
 impl std::fmt::Display for DType {
@@ -136,16 +126,6 @@ pub struct LogicalTypeInfo {
     /// Storage elements per logical element (2 for complex).
     pub ratio: u64,
 }
-
-/// The logical types the v1.2 spec names.
-pub const KNOWN_LOGICAL_TYPES: [&str; 6] = [
-    "f8_e4m3fn",
-    "f8_e5m2",
-    "f8_e4m3fnuz",
-    "f8_e5m2fnuz",
-    "complex64",
-    "complex128",
-];
 
 /// The requirements of a known logical type; None for types this library does not know
 /// (those are accepted and read as their raw storage elements).

@@ -32,18 +32,7 @@ pub enum ErrorKind {
 impl ErrorKind {
     /// The stable C name of the status, e.g. "ZT_ERR_FORMAT".
     pub fn status_name(self) -> &'static str {
-        match self {
-            ErrorKind::InvalidArgument => "ZT_ERR_INVALID_ARGUMENT",
-            ErrorKind::Io => "ZT_ERR_IO",
-            ErrorKind::Format => "ZT_ERR_FORMAT",
-            ErrorKind::Unsupported => "ZT_ERR_UNSUPPORTED",
-            ErrorKind::NotFound => "ZT_ERR_NOT_FOUND",
-            ErrorKind::Checksum => "ZT_ERR_CHECKSUM",
-            ErrorKind::Limit => "ZT_ERR_LIMIT",
-            ErrorKind::BufferTooSmall => "ZT_ERR_BUFFER_TOO_SMALL",
-            ErrorKind::State => "ZT_ERR_STATE",
-            ErrorKind::Internal => "ZT_ERR_INTERNAL",
-        }
+        STATUS_NAMES[self as usize].to_str().expect("ASCII")
     }
 
     /// The `zt_status` value.
@@ -51,6 +40,22 @@ impl ErrorKind {
         self as u32
     }
 }
+
+/// The C names of the `zt_status` values, indexed by value (0 is success). NUL-terminated
+/// so the C ABI lends them out directly.
+pub(crate) const STATUS_NAMES: [&std::ffi::CStr; 11] = [
+    c"ZT_OK",
+    c"ZT_ERR_INVALID_ARGUMENT",
+    c"ZT_ERR_IO",
+    c"ZT_ERR_FORMAT",
+    c"ZT_ERR_UNSUPPORTED",
+    c"ZT_ERR_NOT_FOUND",
+    c"ZT_ERR_CHECKSUM",
+    c"ZT_ERR_LIMIT",
+    c"ZT_ERR_BUFFER_TOO_SMALL",
+    c"ZT_ERR_STATE",
+    c"ZT_ERR_INTERNAL",
+];
 
 /// An error with its kind and a human-readable message that names the context
 /// (file, object, component, offset) where one is known.

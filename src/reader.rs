@@ -66,6 +66,12 @@ impl Source<'_> {
         }
     }
 
+    /// A blob's stored bytes when the file is addressable memory (bounds checked at open).
+    fn stored(&self, blob: &Blob) -> Option<&[u8]> {
+        self.bytes()
+            .map(|all| &all[blob.offset as usize..(blob.offset + blob.length) as usize])
+    }
+
     /// The whole file when it is addressable memory.
     fn bytes(&self) -> Option<&[u8]> {
         match self {
@@ -316,17 +322,14 @@ impl<'a> Reader<'a> {
     pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
         if c.is_plain()
-            && let Some(all) = self.source.bytes()
+            && let Some(data) = self.source.stored(&c.blob)
+            && ((data.as_ptr() as usize).is_multiple_of(ALIGNMENT as usize) || data.is_empty())
         {
-            let start = c.blob.offset as usize;
-            let data = &all[start..start + c.blob.length as usize];
-            if (data.as_ptr() as usize).is_multiple_of(ALIGNMENT as usize) || data.is_empty() {
-                return Ok(View {
-                    data,
-                    dtype: c.dtype,
-                    zero_copy: true,
-                });
-            }
+            return Ok(View {
+                data,
+                dtype: c.dtype,
+                zero_copy: true,
+            });
         }
         let cache = &self.caches[self.first_cache[object] + component];
         if let Some(buf) = cache.cell.get() {
@@ -527,9 +530,9 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(all) = self.source.bytes()
+            && let Some(data) = self.source.stored(&c.blob)
         {
-            return Some(&all[c.blob.offset as usize..(c.blob.offset + c.blob.length) as usize]);
+            return Some(data);
         }
         self.caches[self.first_cache[object] + component]
             .cell
@@ -552,10 +555,8 @@ impl<'a> Reader<'a> {
     fn check_digest(&self, blob: &Blob, digest: &str) -> Result<()> {
         let expected = parse_digest(digest)?;
         let mut hasher = expected.hasher();
-        match self.source.bytes() {
-            Some(all) => {
-                hasher.update(&all[blob.offset as usize..(blob.offset + blob.length) as usize])
-            }
+        match self.source.stored(blob) {
+            Some(stored) => hasher.update(stored),
             None => {
                 let mut chunk = vec![0u8; (1 << 20).min(blob.length as usize)];
                 let mut done = 0u64;

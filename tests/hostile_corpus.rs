@@ -195,7 +195,7 @@ fn walk(r: &Reader<'_>) -> Walk {
                         "object {i} component '{role}': view size differs from decoded_length"
                     ));
                 }
-                if !v.data.is_empty() && v.data.as_ptr() as usize % 64 != 0 {
+                if !v.data.is_empty() && !(v.data.as_ptr() as usize).is_multiple_of(64) {
                     w.problem(format!(
                         "object {i} component '{role}': view not 64-byte aligned"
                     ));

@@ -250,21 +250,11 @@ pub extern "C" fn zt_version() -> *const c_char {
 /// outside the enum. Never NULL; static storage. Thread-safe.
 #[unsafe(no_mangle)]
 pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
-    let name: &'static str = match status {
-        0 => "ZT_OK\0",
-        1 => "ZT_ERR_INVALID_ARGUMENT\0",
-        2 => "ZT_ERR_IO\0",
-        3 => "ZT_ERR_FORMAT\0",
-        4 => "ZT_ERR_UNSUPPORTED\0",
-        5 => "ZT_ERR_NOT_FOUND\0",
-        6 => "ZT_ERR_CHECKSUM\0",
-        7 => "ZT_ERR_LIMIT\0",
-        8 => "ZT_ERR_BUFFER_TOO_SMALL\0",
-        9 => "ZT_ERR_STATE\0",
-        10 => "ZT_ERR_INTERNAL\0",
-        _ => "ZT_UNKNOWN_STATUS\0",
-    };
-    name.as_ptr().cast()
+    crate::error::STATUS_NAMES
+        .get(status as usize)
+        .copied()
+        .unwrap_or(c"ZT_UNKNOWN_STATUS")
+        .as_ptr()
 }
 
 /// A human-readable message for the last failing `zt_` call on this thread, with context
