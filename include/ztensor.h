@@ -148,6 +148,11 @@ typedef enum zt_encoding {
    * zstd frames.
    */
   ZT_ENCODING_ZSTD = 1,
+  /**
+   * Read only: a pipeline of another file format (Tensogram's packing, shuffle and
+   * compression stages), decoded on access. Never accepted by the writer.
+   */
+  ZT_ENCODING_PIPELINE = 2,
 } zt_encoding;
 
 /**
@@ -286,7 +291,10 @@ typedef struct zt_component_info {
  */
 typedef struct zt_view {
   /**
-   * 64-byte aligned. Borrowed until `zt_close`. May be non-NULL for size 0.
+   * Borrowed until `zt_close`. May be non-NULL for size 0. 64-byte aligned for zTensor
+   * files and for every decoded copy; a zero-copy view into a file of another format
+   * (safetensors, GGUF) is aligned to at least its dtype's size (data the file leaves
+   * misaligned is copied into an aligned buffer, and `zero_copy` is false).
    */
   const void *data;
   /**
@@ -380,9 +388,16 @@ enum zt_status zt_open_memory_with(const void *data,
 void zt_close(struct zt_reader *reader);
 
 /**
- * The file's format version ("1.2.0", "1.1.0", "0.1.0" ...); borrowed. "" for NULL.
+ * The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
+ * version for other formats, e.g. "3" for GGUF v3); borrowed. "" for NULL.
  */
 const char *zt_file_version(const struct zt_reader *reader);
+
+/**
+ * The container format the file was read from: "zt", "safetensors", "gguf" or
+ * "tensogram"; static. "" for NULL.
+ */
+const char *zt_file_format(const struct zt_reader *reader);
 
 /**
  * Number of objects; 0 for NULL. O(1).

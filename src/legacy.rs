@@ -155,7 +155,7 @@ fn build(
     let swap = if big_endian { width } else { 1 };
     let decoded_blob = |derived: Option<u64>| -> Result<u64> {
         match encoding {
-            Encoding::Raw => Ok(length),
+            Encoding::Raw | Encoding::Pipeline => Ok(length),
             Encoding::Zstd => derived.ok_or_else(|| {
                 err!(
                     Unsupported,
@@ -338,6 +338,7 @@ fn build(
 pub(crate) fn gather(transform: Transform, blob: &[u8], dst: &mut [u8]) -> Result<()> {
     match transform {
         Transform::None => dst.copy_from_slice(blob),
+        Transform::External(_) => bail!(Internal, "an external decoder is not a gather"),
         Transform::SwapBytes(w) => {
             dst.copy_from_slice(blob);
             crate::reader::swap_in_place(dst, w);

@@ -464,7 +464,7 @@ fn parse_component(
                 "raw component of length {length} states uncompressed_length {n}"
             )
         }
-        (Encoding::Raw, _) => (length, false),
+        (Encoding::Raw | Encoding::Pipeline, _) => (length, false),
         (Encoding::Zstd, Some(n)) => (n, false),
         (Encoding::Zstd, None) => (0, true),
     };

@@ -73,6 +73,9 @@ pub enum Encoding {
     Raw = 0,
     /// One or more concatenated zstd frames.
     Zstd = 1,
+    /// A format-specific decoding pipeline of a file read through another format (e.g.
+    /// Tensogram's packing, shuffle and compression stages). Read only: never written.
+    Pipeline = 2,
 }
 
 impl Encoding {
@@ -81,9 +84,11 @@ impl Encoding {
         match self {
             Encoding::Raw => "raw",
             Encoding::Zstd => "zstd",
+            Encoding::Pipeline => "pipeline",
         }
     }
-    /// From the C enum value, range-checked.
+    /// From the C enum value of an encoding the writer produces (raw or zstd),
+    /// range-checked.
     pub fn from_u32(v: u32) -> Option<Encoding> {
         match v {
             0 => Some(Encoding::Raw),
@@ -106,14 +111,17 @@ pub struct Blob {
     pub decoded_length: u64,
 }
 
-/// How a component's bytes are obtained from its decoded blob. Only legacy v0.1 files
-/// need anything but `None`.
+/// How a component's bytes are obtained from its blob. zTensor v1 files need only `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transform {
     /// The decoded blob is the component.
     None,
     /// The decoded blob holds big-endian elements of this many bytes: swap each.
     SwapBytes(u8),
+    /// Decoded by `Model::decoders[index]` from the blob's stored bytes (formats other
+    /// than zTensor whose encodings are pipelines of their own).
+    #[allow(dead_code)] // constructed by the format parsers as they land
+    External(u32),
     /// A byte range of the decoded blob, elements of `swap` bytes swapped when `swap > 1`.
     Slice { start: u64, len: u64, swap: u8 },
     /// Legacy COO records `[ndim x u64 index][value]`: gather the values.
@@ -273,33 +281,99 @@ impl Object {
     }
 }
 
+/// Decodes a component's stored bytes for a format whose encodings are its own
+/// (`Transform::External`). Implementations are immutable and shared between threads.
+pub(crate) trait Decoder: Send + Sync + std::fmt::Debug {
+    /// Decodes `stored` (the blob's bytes) into `dst`, exactly the component's decoded
+    /// length. A pipeline this build can't decode is `Unsupported`, naming the codec.
+    fn decode(&self, stored: &[u8], dst: &mut [u8]) -> Result<()>;
+}
+
+/// The container a file was read from: its name and what it guarantees about layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// zTensor v1.x or legacy v0.1.
+    ZTensor,
+    /// Hugging Face safetensors.
+    Safetensors,
+    /// ggml's GGUF v2/v3.
+    Gguf,
+    /// ECMWF Tensogram v3 (`.tgm`).
+    Tensogram,
+}
+
+impl Container {
+    /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram".
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::ZTensor => "zt",
+            Container::Safetensors => "safetensors",
+            Container::Gguf => "gguf",
+            Container::Tensogram => "tensogram",
+        }
+    }
+    /// Blob offsets in a zTensor file are multiples of 64; other formats place data where
+    /// they like, so views there are only guaranteed element alignment (a misaligned
+    /// tensor is copied into an aligned cache instead of being lent out).
+    pub(crate) fn blob_alignment(self) -> u64 {
+        match self {
+            Container::ZTensor => ALIGNMENT,
+            _ => 1,
+        }
+    }
+}
+
 /// A whole file's model: version, attributes, objects in manifest order, and a name index.
 #[derive(Clone, Debug)]
 pub struct Model {
+    pub(crate) container: Container,
     pub(crate) version: CText,
     pub(crate) attributes: Option<Attributes>,
     pub(crate) objects: Vec<Object>,
     pub(crate) by_name: HashMap<CText, usize>,
+    /// Decoders of `Transform::External` components, by index.
+    pub(crate) decoders: Vec<std::sync::Arc<dyn Decoder>>,
 }
 
 impl Model {
-    /// Builds the model and its name index, refusing duplicate names.
+    /// Builds a zTensor model and its name index, refusing duplicate names.
     pub(crate) fn new(
         version: &str,
         attributes: Option<Attributes>,
         objects: Vec<Object>,
+    ) -> Result<Model> {
+        Model::foreign(Container::ZTensor, version, attributes, objects, Vec::new())
+    }
+
+    /// Builds the model of a file in another container format (see `formats`), with the
+    /// decoders its `Transform::External` components refer to.
+    pub(crate) fn foreign(
+        container: Container,
+        version: &str,
+        attributes: Option<Attributes>,
+        objects: Vec<Object>,
+        decoders: Vec<std::sync::Arc<dyn Decoder>>,
     ) -> Result<Model> {
         let mut by_name = HashMap::with_capacity(objects.len());
         for (i, o) in objects.iter().enumerate() {
             if by_name.insert(o.name.clone(), i).is_some() {
                 bail!(Format, "duplicate object name '{}'", o.name());
             }
+            for c in &o.components {
+                if let Transform::External(d) = c.transform
+                    && d as usize >= decoders.len()
+                {
+                    bail!(Internal, "component refers to decoder {d} of {}", decoders.len());
+                }
+            }
         }
         Ok(Model {
+            container,
             version: CText::new(version)?,
             attributes,
             objects,
             by_name,
+            decoders,
         })
     }
 }
@@ -353,7 +427,8 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
             .ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
         for c in &obj.components {
             let cctx = |e: crate::error::Error| ctx(e.context(format!("component '{}'", c.role())));
-            check_blob(&c.blob, data_end, max_decoded).map_err(cctx)?;
+            check_blob(&c.blob, data_end, max_decoded, model.container.blob_alignment())
+                .map_err(cctx)?;
             if c.decoded_length > max_decoded {
                 return Err(cctx(err!(
                     Limit,
@@ -404,7 +479,7 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
     Ok(())
 }
 
-fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
+fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64, alignment: u64) -> Result<()> {
     let Blob {
         offset,
         length,
@@ -414,8 +489,8 @@ fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
     if offset == 0 {
         bail!(Format, "offset 0 points at the file header");
     }
-    if offset % ALIGNMENT != 0 {
-        bail!(Format, "offset {offset} is not a multiple of {ALIGNMENT}");
+    if offset % alignment != 0 {
+        bail!(Format, "offset {offset} is not a multiple of {alignment}");
     }
     let end = offset
         .checked_add(length)
@@ -456,6 +531,8 @@ fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64) -> Result<()> {
             }
         }
         Encoding::Raw => {}
+        // The format's decoder checks its own streams; the size bound is the caller's.
+        Encoding::Pipeline => {}
     }
     Ok(())
 }

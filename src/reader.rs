@@ -18,9 +18,10 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    ALIGNMENT, Attributes, Blob, Component, Encoding, Model, Object, Transform, validate,
+    ALIGNMENT, Attributes, Blob, Component, Container, Encoding, Model, Object, Transform,
+    validate,
 };
-use crate::{legacy, manifest};
+use crate::{formats, legacy, manifest};
 
 /// Magic bytes of v1.x files, at both ends.
 pub const MAGIC_V1: &[u8; 8] = b"ZTEN1000";
@@ -173,10 +174,10 @@ impl Reader<'static> {
                 .metadata()
                 .map_err(|e| ctx(Error::io("reading its size", e)))?
                 .len();
-            if len < 17 {
+            if len < 8 {
                 return Err(ctx(err!(
                     Format,
-                    "file is {len} bytes, too short to be a zTensor file"
+                    "file is {len} bytes, too short to be a tensor file"
                 )));
             }
             // SAFETY: the mapping is read-only. If another process truncates the file while it
@@ -241,9 +242,15 @@ impl<'a> Reader<'a> {
         Ok(reader)
     }
 
-    /// The file's format version: "1.2.0", "1.1.0", "0.1.0" ...
+    /// The file's format version: "1.2.0", "1.1.0", "0.1.0" for zTensor files; the
+    /// container's own version for other formats ("3" for GGUF v3 ...).
     pub fn version(&self) -> &str {
         self.model.version.as_str()
+    }
+
+    /// The container format the file was read from.
+    pub fn container(&self) -> Container {
+        self.model.container
     }
 
     /// File-level attributes (a CBOR map), decoded on each call; None when absent.
@@ -316,14 +323,19 @@ impl<'a> Reader<'a> {
     }
 
     /// A view of a component's decoded bytes. Raw components are zero-copy (a slice of the
-    /// mapping or the caller's memory, when that is 64-byte aligned). Anything else is
-    /// decoded once into memory the reader owns and keeps until it is dropped; concurrent
-    /// first calls decode once.
+    /// mapping or the caller's memory) when that is 64-byte aligned, or for formats other
+    /// than zTensor, which don't align their data to 64, aligned to the element size.
+    /// Anything else is decoded (or copied) once into 64-byte aligned memory the reader
+    /// owns and keeps until it is dropped; concurrent first calls decode once.
     pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
+        let alignment = match self.model.container {
+            Container::ZTensor => ALIGNMENT as usize,
+            _ => c.dtype.size(),
+        };
         if c.is_plain()
             && let Some(data) = self.source.stored(&c.blob)
-            && ((data.as_ptr() as usize).is_multiple_of(ALIGNMENT as usize) || data.is_empty())
+            && ((data.as_ptr() as usize).is_multiple_of(alignment) || data.is_empty())
         {
             return Ok(View {
                 data,
@@ -468,6 +480,10 @@ impl<'a> Reader<'a> {
                 swap_in_place(dst, width);
                 Ok(())
             }
+            Transform::External(index) => {
+                let stored = self.source.region(c.blob.offset, c.blob.length)?;
+                self.model.decoders[index as usize].decode(&stored, dst)
+            }
             other => {
                 let mut blob = zeroed_vec(c.blob.decoded_length)?;
                 self.decode_blob_into(&c.blob, &mut blob)?;
@@ -490,6 +506,7 @@ impl<'a> Reader<'a> {
                 let stored = self.source.region(blob.offset, blob.length)?;
                 zstd_decode_into(&stored, dst)
             }
+            Encoding::Pipeline => bail!(Internal, "a pipeline blob without its decoder"),
         }
     }
 
@@ -747,24 +764,42 @@ pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
     }
 }
 
-/// Finds the manifest, decodes and validates it, for either container version.
+/// Recognises the format by its first bytes, then decodes and validates the model.
 fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> {
     if size < 8 {
         bail!(
             Format,
-            "file is {size} bytes, too short to be a zTensor file"
+            "file is {size} bytes, too short to be a tensor file"
         );
     }
-    let mut head = [0u8; 8];
-    source.read_at(0, &mut head)?;
-    let (tail_len, legacy) = match &head {
-        MAGIC_V1 => (16u64, false),
-        MAGIC_V01 => (8u64, true),
-        _ => bail!(
-            Format,
-            "not a zTensor file: the header magic is {:?}",
-            String::from_utf8_lossy(&head)
-        ),
+    let mut head = [0u8; 16];
+    let head = &mut head[..size.min(16) as usize];
+    source.read_at(0, head)?;
+    let (tail_len, legacy) = match &head[..8] {
+        m if m == MAGIC_V1 => (16u64, false),
+        m if m == MAGIC_V01 => (8u64, true),
+        _ => {
+            let Some(container) = formats::detect(head, size) else {
+                bail!(
+                    Format,
+                    "not a tensor file this library reads (zTensor, safetensors, GGUF or \
+                     Tensogram): the header magic is {:?}",
+                    String::from_utf8_lossy(&head[..8])
+                )
+            };
+            let read = |offset: u64, len: u64| -> Result<Cow<'_, [u8]>> {
+                match offset.checked_add(len) {
+                    Some(end) if end <= size => source.region(offset, len),
+                    _ => bail!(
+                        Format,
+                        "bytes [{offset}, {offset} + {len}) reach past the end of the {size}-byte file"
+                    ),
+                }
+            };
+            let (model, data_end) = formats::parse(container, &read, size, limits)?;
+            validate(&model, data_end, limits.max_decoded_size)?;
+            return Ok(model);
+        }
     };
     if size < 8 + tail_len + 1 {
         bail!(

@@ -335,6 +335,10 @@ impl<W: Write> Writer<W> {
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
         let encoder = match options.encoding {
             Encoding::Raw => None,
+            Encoding::Pipeline => bail!(
+                InvalidArgument,
+                "the writer stores raw or zstd components, not format pipelines"
+            ),
             Encoding::Zstd => {
                 if options.level != 0 && !zstd_level_range().contains(&options.level) {
                     bail!(

@@ -78,6 +78,9 @@ pub enum zt_encoding {
     ZT_ENCODING_RAW = 0,
     /// zstd frames.
     ZT_ENCODING_ZSTD = 1,
+    /// Read only: a pipeline of another file format (Tensogram's packing, shuffle and
+    /// compression stages), decoded on access. Never accepted by the writer.
+    ZT_ENCODING_PIPELINE = 2,
 }
 
 /// Digest algorithms the writer can record; values are stable.

@@ -161,11 +161,27 @@ fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
     need(reader, "reader")
 }
 
-/// The file's format version ("1.2.0", "1.1.0", "0.1.0" ...); borrowed. "" for NULL.
+/// The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
+/// version for other formats, e.g. "3" for GGUF v3); borrowed. "" for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_char {
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
         Some(r) => r.reader.model().version.as_ptr(),
+        None => c"".as_ptr(),
+    })
+}
+
+/// The container format the file was read from: "zt", "safetensors", "gguf" or
+/// "tensogram"; static. "" for NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_char {
+    guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
+        Some(r) => match r.reader.container() {
+            crate::Container::ZTensor => c"zt".as_ptr(),
+            crate::Container::Safetensors => c"safetensors".as_ptr(),
+            crate::Container::Gguf => c"gguf".as_ptr(),
+            crate::Container::Tensogram => c"tensogram".as_ptr(),
+        },
         None => c"".as_ptr(),
     })
 }
@@ -331,7 +347,10 @@ pub unsafe extern "C" fn zt_component_find(
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct zt_view {
-    /// 64-byte aligned. Borrowed until `zt_close`. May be non-NULL for size 0.
+    /// Borrowed until `zt_close`. May be non-NULL for size 0. 64-byte aligned for zTensor
+    /// files and for every decoded copy; a zero-copy view into a file of another format
+    /// (safetensors, GGUF) is aligned to at least its dtype's size (data the file leaves
+    /// misaligned is copied into an aligned buffer, and `zero_copy` is false).
     pub data: *const c_void,
     /// Bytes.
     pub size: u64,

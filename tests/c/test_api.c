@@ -481,7 +481,7 @@ static void test_library(void) {
         ZT_ERR_BUFFER_TOO_SMALL == 8 && ZT_ERR_STATE == 9 && ZT_ERR_INTERNAL == 10);
   CHECK(ZT_F64 == 0 && ZT_F32 == 1 && ZT_F16 == 2 && ZT_BF16 == 3 && ZT_I64 == 4 && ZT_I32 == 5 &&
         ZT_I16 == 6 && ZT_I8 == 7 && ZT_U64 == 8 && ZT_U32 == 9 && ZT_U16 == 10 && ZT_U8 == 11 && ZT_BOOL == 12);
-  CHECK(ZT_ENCODING_RAW == 0 && ZT_ENCODING_ZSTD == 1);
+  CHECK(ZT_ENCODING_RAW == 0 && ZT_ENCODING_ZSTD == 1 && ZT_ENCODING_PIPELINE == 2);
   CHECK(ZT_DIGEST_NONE == 0 && ZT_DIGEST_SHA256 == 1 && ZT_DIGEST_CRC32C == 2);
   CHECK(ZT_OPEN_NO_MMAP == 1 && ZT_OPEN_VERIFY == 2);
 
@@ -503,6 +503,7 @@ static void test_library(void) {
   CHECK(zt_object_count(NULL) == 0);
   CHECK_STR(zt_last_error(), "");
   CHECK_STR(zt_file_version(NULL), "");
+  CHECK_STR(zt_file_format(NULL), "");
   /* NULL is a no-op for both destructors */
   zt_close(NULL);
   zt_writer_free(NULL);
@@ -727,6 +728,7 @@ static void test_read_all(const char *path) {
     return;
   }
   CHECK_STR(zt_file_version(r), "1.2.0");
+  CHECK_STR(zt_file_format(r), "zt");
   CHECK_STR(zt_last_error(), "");
   CHECK_U64(zt_object_count(r), OBJ_COUNT);
 
@@ -2640,6 +2642,7 @@ static void test_crafted(void) {
       zt_component_info ci;
       float f[4];
       CHECK_STR(zt_file_version(r), "1.1.0");
+      CHECK_STR(zt_file_format(r), "zt");
       CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
       CHECK_U64(ci.dtype, ZT_U8);
       CHECK_STR(ci.type, "f8_e4m3fn");
@@ -2778,6 +2781,7 @@ static void check_legacy_reader(zt_reader *r, int mapped) {
   const char *json = NULL;
   uint64_t u[3];
   CHECK_STR(zt_file_version(r), "0.1.0");
+  CHECK_STR(zt_file_format(r), "zt");
   CHECK_U64(zt_object_count(r), 3);
 
   /* big-endian floats come out swapped, as a decoded copy */
@@ -3447,7 +3451,7 @@ static void test_vectors(const char *vectors) {
 
 static const char *const TESTED[] = {
     "zt_version", "zt_status_name", "zt_last_error", "zt_open", "zt_open_with", "zt_open_memory",
-    "zt_open_memory_with", "zt_close", "zt_file_version", "zt_object_count", "zt_object_find",
+    "zt_open_memory_with", "zt_close", "zt_file_version", "zt_file_format", "zt_object_count", "zt_object_find",
     "zt_object_info_get", "zt_component_info_get", "zt_component_find", "zt_component_view",
     "zt_component_read", "zt_component_read_as", "zt_component_read_range", "zt_component_verify",
     "zt_verify", "zt_object_validate", "zt_attributes_json", "zt_writer_create", "zt_writer_add",
