@@ -363,6 +363,22 @@ impl<'a> Cursor<'a> {
         self.dec.pos
     }
 
+    /// Consumes the next item if it is the one-byte head `head` followed by `body` (a short
+    /// definite string the caller knows is valid): a cheap match for a schema's keys.
+    pub(crate) fn take_exact_after_head(&mut self, head: u8, body: &[u8]) -> bool {
+        let rest = &self.dec.input[self.dec.pos..];
+        if rest.len() > body.len() && rest[0] == head && &rest[1..=body.len()] == body {
+            self.dec.pos += 1 + body.len();
+            return true;
+        }
+        false
+    }
+
+    /// The next byte, if any.
+    pub(crate) fn peek_byte(&self) -> Option<u8> {
+        self.dec.input.get(self.dec.pos).copied()
+    }
+
     /// The whole input.
     pub(crate) fn bytes(&self) -> &'a [u8] {
         self.dec.input

@@ -75,7 +75,7 @@ fn parse_tensor(p: &mut Parser<'_>, limits: &Limits) -> Result<Object> {
             "size" => f.size = Some(p.uint("'size'")?),
             "dtype" => f.dtype = Some(p.text("'dtype'")?),
             "layout" => f.layout = p.optional_text("'layout'")?,
-            "shape" => f.shape = Some(p.shape(2, limits)?),
+            "shape" => f.shape = Some(p.shape(2, limits)?.to_vec()),
             "encoding" => f.encoding = p.optional_text("'encoding'")?,
             "data_endianness" => f.endianness = p.optional_text("'data_endianness'")?,
             "checksum" => f.checksum = p.optional_text("'checksum'")?,
@@ -328,7 +328,7 @@ fn build(
     Ok(Object {
         name,
         format: CText::new(format)?,
-        shape,
+        shape: shape.into(),
         attributes,
         components,
     })

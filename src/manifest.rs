@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax,
-    check_name,
+    Shape, check_name, check_name_text,
 };
 
 /// The version string this library writes.
@@ -69,21 +69,25 @@ impl<'a> Parser<'a> {
 
     /// A map's length, or a Format error naming `what`.
     pub(crate) fn map(&mut self, depth: usize, what: &str) -> Result<Len> {
-        let found = self.c.peek_type();
         let r = self.c.map(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
-            None => Err(self.mismatch(what, "a map", found)),
+            None => {
+                let found = self.c.peek_type();
+                Err(self.mismatch(what, "a map", found))
+            }
         }
     }
 
     /// An array's length, or a Format error naming `what`.
     pub(crate) fn array(&mut self, depth: usize, what: &str) -> Result<Len> {
-        let found = self.c.peek_type();
         let r = self.c.array(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
-            None => Err(self.mismatch(what, "an array", found)),
+            None => {
+                let found = self.c.peek_type();
+                Err(self.mismatch(what, "an array", found))
+            }
         }
     }
 
@@ -98,20 +102,24 @@ impl<'a> Parser<'a> {
     }
 
     pub(crate) fn text(&mut self, what: &str) -> Result<Cow<'a, str>> {
-        let found = self.c.peek_type();
         let r = self.c.text();
         match self.cbor(r)? {
             Some(t) => Ok(t),
-            None => Err(self.mismatch(what, "text", found)),
+            None => {
+                let found = self.c.peek_type();
+                Err(self.mismatch(what, "text", found))
+            }
         }
     }
 
     pub(crate) fn uint(&mut self, what: &str) -> Result<u64> {
-        let found = self.c.peek_type();
         let r = self.c.unsigned();
         match self.cbor(r)? {
             Some(n) => Ok(n),
-            None => Err(self.mismatch(what, "an unsigned integer", found)),
+            None => {
+                let found = self.c.peek_type();
+                Err(self.mismatch(what, "an unsigned integer", found))
+            }
         }
     }
 
@@ -143,8 +151,8 @@ impl<'a> Parser<'a> {
         self.cbor(r)
     }
 
-    /// A shape array, bounded by the rank limit.
-    pub(crate) fn shape(&mut self, depth: usize, limits: &Limits) -> Result<Vec<u64>> {
+    /// A shape array, bounded by the rank limit; no allocation up to rank 4.
+    pub(crate) fn shape(&mut self, depth: usize, limits: &Limits) -> Result<Shape> {
         let mut len = self.array(depth, "shape")?;
         if let Len::Definite(n) = len
             && n > limits.max_rank as u64
@@ -155,21 +163,33 @@ impl<'a> Parser<'a> {
                 limits.max_rank
             );
         }
-        let mut dims = Vec::with_capacity(match len {
-            Len::Definite(n) => n as usize,
-            Len::Indefinite => 0,
-        });
+        let mut small = [0u64; 4];
+        let mut rank = 0usize;
+        let mut dims = Vec::new();
         while self.more(&mut len)? {
-            if dims.len() == limits.max_rank {
+            if rank == limits.max_rank {
                 bail!(
                     Limit,
                     "shape has more than {} dimensions, the limit",
                     limits.max_rank
                 );
             }
-            dims.push(self.uint("a shape dimension")?);
+            let d = self.uint("a shape dimension")?;
+            if rank < small.len() {
+                small[rank] = d;
+            } else {
+                if dims.is_empty() {
+                    dims.extend_from_slice(&small);
+                }
+                dims.push(d);
+            }
+            rank += 1;
         }
-        Ok(dims)
+        Ok(if rank <= small.len() {
+            Shape::from(&small[..rank])
+        } else {
+            Shape::from(dims)
+        })
     }
 }
 
@@ -225,10 +245,24 @@ impl Interner {
 fn next_key<'a>(
     p: &mut Parser<'a>,
     depth: usize,
-    schema: &[&str],
+    schema: &[&'static str],
     keys: &mut Keys<'a>,
     what: &str,
 ) -> Result<Option<(Cow<'a, str>, Option<usize>)>> {
+    // Fast path: a short definite text key spelling one of the schema's keys, matched on
+    // its bytes without decoding it (every key of a canonical manifest).
+    if let Some(head) = p.c.peek_byte()
+        && (0x60..0x78).contains(&head)
+    {
+        let n = usize::from(head & 0x1f);
+        for (slot, k) in schema.iter().enumerate() {
+            if k.len() == n && p.c.take_exact_after_head(head, k.as_bytes()) {
+                let key = Cow::Borrowed(*k);
+                keys.note(&key, Some(slot), what)?;
+                return Ok(Some((key, Some(slot))));
+            }
+        }
+    }
     let r = p.c.text();
     let Some(key) = p.cbor(r)? else {
         p.skip(depth)?;
@@ -340,9 +374,10 @@ fn parse_object(
     if format.is_empty() {
         bail!(Format, "format is empty");
     }
-    let mut components = components.ok_or_else(|| missing("components"))?;
+    let (mut components, unknown) = components.ok_or_else(|| missing("components"))?;
     // A zstd component without uncompressed_length: v1.1 dense data takes it from the shape.
-    for (c, _) in components.iter_mut().filter(|(_, missing)| *missing) {
+    for i in unknown {
+        let c = &mut components[i];
         let size = (format == "dense" && c.role() == "data")
             .then(|| dense_byte_size(&shape, c.dtype, c.logical_type()))
             .flatten()
@@ -357,43 +392,49 @@ fn parse_object(
         format: interner.get(&format)?,
         shape,
         attributes,
-        components: components.into_iter().map(|(c, _)| c).collect(),
+        components,
     })
 }
 
-/// The components map; each with a flag saying its zstd decoded size is still unknown.
+/// The components map, and the indices of those whose zstd decoded size is still unknown.
 fn parse_components(
     p: &mut Parser<'_>,
     limits: &Limits,
     interner: &mut Interner,
-) -> Result<Vec<(Component, bool)>> {
+) -> Result<(Vec<Component>, Vec<usize>)> {
     let mut len = p.map(3, "components")?;
     let mut roles: HashSet<CText> = HashSet::new();
-    let mut list: Vec<(Component, bool)> = Vec::with_capacity(match len {
+    let mut unknown = Vec::new();
+    let mut list: Vec<Component> = Vec::with_capacity(match len {
         Len::Definite(n) => n.min(16) as usize,
         Len::Indefinite => 1,
     });
     while p.more(&mut len)? {
         let role = p.text("a component role")?;
-        let role_c =
-            interner.get(check_name("component", &role, limits.max_name_length)?.as_str())?;
+        check_name_text("component", &role, limits.max_name_length)?;
+        let role_c = interner
+            .get(&role)
+            .map_err(|e| e.context("component name"))?;
         // Linear for the usual handful of components, a set beyond (hostile files list many).
         let duplicate = if list.len() < 16 {
-            list.iter().any(|(c, _)| c.role() == role)
+            list.iter().any(|c| c.role() == role)
         } else {
             if roles.is_empty() {
-                roles.extend(list.iter().map(|(c, _)| c.role.clone()));
+                roles.extend(list.iter().map(|c| c.role.clone()));
             }
             !roles.insert(role_c.clone())
         };
         if duplicate {
             bail!(Format, "duplicate component role '{role}'");
         }
-        let c = parse_component(p, role_c, interner)
+        let (c, size_unknown) = parse_component(p, role_c, interner)
             .map_err(|e| e.context(format!("component '{role}'")))?;
+        if size_unknown {
+            unknown.push(list.len());
+        }
         list.push(c);
     }
-    Ok(list)
+    Ok((list, unknown))
 }
 
 fn parse_component(

@@ -1,7 +1,6 @@
 //! The in-memory model of a file (objects and components) that every input format is
 //! parsed into, and the structural validation every model passes before a reader exists.
 
-use std::collections::HashMap;
 use std::ffi::c_char;
 
 use crate::cbor::Value;
@@ -234,12 +233,65 @@ impl std::fmt::Debug for Attributes {
     }
 }
 
+/// An object's dimensions, stored inline up to rank 4 (nearly every tensor), so that a
+/// manifest of many small tensors doesn't pay an allocation per shape.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Inline { rank: u8, dims: [u64; Shape::INLINE] },
+    Heap(Box<[u64]>),
+}
+
+impl Shape {
+    const INLINE: usize = 4;
+}
+
+impl From<&[u64]> for Shape {
+    fn from(dims: &[u64]) -> Shape {
+        if dims.len() <= Shape::INLINE {
+            let mut inline = [0u64; Shape::INLINE];
+            inline[..dims.len()].copy_from_slice(dims);
+            Shape::Inline {
+                rank: dims.len() as u8,
+                dims: inline,
+            }
+        } else {
+            Shape::Heap(dims.into())
+        }
+    }
+}
+
+impl From<Vec<u64>> for Shape {
+    fn from(dims: Vec<u64>) -> Shape {
+        if dims.len() <= Shape::INLINE {
+            Shape::from(&dims[..])
+        } else {
+            Shape::Heap(dims.into_boxed_slice())
+        }
+    }
+}
+
+impl std::ops::Deref for Shape {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        match self {
+            Shape::Inline { rank, dims } => &dims[..usize::from(*rank)],
+            Shape::Heap(dims) => dims,
+        }
+    }
+}
+
+impl std::fmt::Debug for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// A named object: shape, format, attributes and components.
 #[derive(Clone, Debug)]
 pub struct Object {
     pub(crate) name: CText,
     pub(crate) format: CText,
-    pub(crate) shape: Vec<u64>,
+    pub(crate) shape: Shape,
     pub(crate) attributes: Option<Attributes>,
     pub(crate) components: Vec<Component>,
 }
@@ -330,7 +382,7 @@ pub struct Model {
     pub(crate) version: CText,
     pub(crate) attributes: Option<Attributes>,
     pub(crate) objects: Vec<Object>,
-    pub(crate) by_name: HashMap<CText, usize>,
+    pub(crate) by_name: NameIndex,
     /// Decoders of `Transform::External` components, by index.
     pub(crate) decoders: Vec<std::sync::Arc<dyn Decoder>>,
 }
@@ -354,11 +406,8 @@ impl Model {
         objects: Vec<Object>,
         decoders: Vec<std::sync::Arc<dyn Decoder>>,
     ) -> Result<Model> {
-        let mut by_name = HashMap::with_capacity(objects.len());
-        for (i, o) in objects.iter().enumerate() {
-            if by_name.insert(o.name.clone(), i).is_some() {
-                bail!(Format, "duplicate object name '{}'", o.name());
-            }
+        let by_name = NameIndex::build(&objects)?;
+        for o in &objects {
             for c in &o.components {
                 if let Transform::External(d) = c.transform
                     && d as usize >= decoders.len()
@@ -378,8 +427,78 @@ impl Model {
     }
 }
 
+/// Object index by name: open addressing over object indices with a keyed hash (std's
+/// SipHash, randomly keyed, so a hostile file can't make lookups quadratic). It holds
+/// no copies of the names: 8 bytes per slot, at most half the slots used.
+#[derive(Clone, Debug)]
+pub(crate) struct NameIndex {
+    /// (object index + 1, high half of the hash); 0 marks an empty slot.
+    slots: Box<[(u32, u32)]>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl NameIndex {
+    /// Indexes `objects` by name, refusing a duplicate name (a `Format` error).
+    pub(crate) fn build(objects: &[Object]) -> Result<NameIndex> {
+        if objects.len() >= u32::MAX as usize / 2 {
+            bail!(Limit, "{} objects is more than this library indexes", objects.len());
+        }
+        let size = (objects.len() * 2).next_power_of_two().max(8);
+        let mut index = NameIndex {
+            slots: vec![(0u32, 0u32); size].into_boxed_slice(),
+            hasher: Default::default(),
+        };
+        let mask = size - 1;
+        for (i, o) in objects.iter().enumerate() {
+            let h = index.hash(o.name());
+            let mut at = h as usize & mask;
+            loop {
+                let (entry, tag) = index.slots[at];
+                if entry == 0 {
+                    index.slots[at] = (i as u32 + 1, (h >> 32) as u32);
+                    break;
+                }
+                if tag == (h >> 32) as u32 && objects[entry as usize - 1].name() == o.name() {
+                    bail!(Format, "duplicate object name '{}'", o.name());
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        Ok(index)
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(name)
+    }
+
+    /// The index of the object called `name` among `objects` (those it was built from).
+    pub(crate) fn find(&self, objects: &[Object], name: &str) -> Option<usize> {
+        let h = self.hash(name);
+        let mask = self.slots.len() - 1;
+        let mut at = h as usize & mask;
+        loop {
+            let (entry, tag) = self.slots[at];
+            if entry == 0 {
+                return None;
+            }
+            if tag == (h >> 32) as u32 && objects[entry as usize - 1].name() == name {
+                return Some(entry as usize - 1);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
 /// The checks on names: non-empty, bounded, no NUL (UTF-8 is guaranteed by the decoders).
 pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText> {
+    check_name_text(what, name, max_len)?;
+    CText::new(name).map_err(|e| e.context(format!("{what} name")))
+}
+
+/// `check_name` without making the C string: empty or too long (a NUL byte is refused
+/// when the C string is made).
+pub(crate) fn check_name_text(what: &str, name: &str, max_len: usize) -> Result<()> {
     if name.is_empty() {
         bail!(Format, "{what} name is empty");
     }
@@ -390,7 +509,7 @@ pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText
             name.len()
         );
     }
-    CText::new(name).map_err(|e| e.context(format!("{what} name")))
+    Ok(())
 }
 
 /// Checks a digest string's syntax: "sha256:<64 hex>", "crc32c:0x<8 hex>", or

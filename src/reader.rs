@@ -281,7 +281,7 @@ impl<'a> Reader<'a> {
 
     /// The index of the object called `name`; O(1).
     pub fn find(&self, name: &str) -> Option<usize> {
-        self.model.by_name.get(name).copied()
+        self.model.by_name.find(&self.model.objects, name)
     }
 
     /// The limits this reader was opened with.

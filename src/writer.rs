@@ -287,7 +287,7 @@ impl<W: Write> Writer<W> {
         self.objects.push(Object {
             name: name_c,
             format: format_c,
-            shape: shape.to_vec(),
+            shape: shape.into(),
             attributes: None,
             components: Vec::new(),
         });
