@@ -330,7 +330,7 @@ fn build(
         format: CText::new(format)?,
         shape: shape.into(),
         attributes,
-        components,
+        components: components.into(),
     })
 }
 

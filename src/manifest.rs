@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax,
-    Shape, check_name, check_name_text,
+    Components, Shape, check_name, check_name_text,
 };
 
 /// The version string this library writes.
@@ -401,14 +401,11 @@ fn parse_components(
     p: &mut Parser<'_>,
     limits: &Limits,
     interner: &mut Interner,
-) -> Result<(Vec<Component>, Vec<usize>)> {
+) -> Result<(Components, Vec<usize>)> {
     let mut len = p.map(3, "components")?;
     let mut roles: HashSet<CText> = HashSet::new();
     let mut unknown = Vec::new();
-    let mut list: Vec<Component> = Vec::with_capacity(match len {
-        Len::Definite(n) => n.min(16) as usize,
-        Len::Indefinite => 1,
-    });
+    let mut list = Components::None;
     while p.more(&mut len)? {
         let role = p.text("a component role")?;
         check_name_text("component", &role, limits.max_name_length)?;

@@ -286,6 +286,69 @@ impl std::fmt::Debug for Shape {
     }
 }
 
+/// An object's components, the single one of most objects stored inline (no allocation
+/// per tensor when a manifest lists many).
+#[derive(Clone, Debug, Default)]
+pub(crate) enum Components {
+    #[default]
+    None,
+    One(Component),
+    Many(Vec<Component>),
+}
+
+impl Components {
+    /// Appends a component.
+    pub(crate) fn push(&mut self, c: Component) {
+        *self = match std::mem::take(self) {
+            Components::None => Components::One(c),
+            Components::One(first) => Components::Many(vec![first, c]),
+            Components::Many(mut v) => {
+                v.push(c);
+                Components::Many(v)
+            }
+        };
+    }
+}
+
+impl From<Vec<Component>> for Components {
+    fn from(mut v: Vec<Component>) -> Components {
+        match v.len() {
+            0 => Components::None,
+            1 => Components::One(v.pop().expect("one")),
+            _ => Components::Many(v),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Components {
+    fn deref_mut(&mut self) -> &mut [Component] {
+        match self {
+            Components::None => &mut [],
+            Components::One(c) => std::slice::from_mut(c),
+            Components::Many(v) => v,
+        }
+    }
+}
+
+impl<'c> IntoIterator for &'c Components {
+    type Item = &'c Component;
+    type IntoIter = std::slice::Iter<'c, Component>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl std::ops::Deref for Components {
+    type Target = [Component];
+    fn deref(&self) -> &[Component] {
+        match self {
+            Components::None => &[],
+            Components::One(c) => std::slice::from_ref(c),
+            Components::Many(v) => v,
+        }
+    }
+}
+
 /// A named object: shape, format, attributes and components.
 #[derive(Clone, Debug)]
 pub struct Object {
@@ -293,7 +356,7 @@ pub struct Object {
     pub(crate) format: CText,
     pub(crate) shape: Shape,
     pub(crate) attributes: Option<Attributes>,
-    pub(crate) components: Vec<Component>,
+    pub(crate) components: Components,
 }
 
 impl Object {
@@ -539,7 +602,10 @@ pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {
 /// component sizes against shape and dtype, sparse structure sizes. `data_end` is where
 /// the manifest starts (no blob may reach past it).
 pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result<()> {
-    let mut blobs: Vec<(u64, u64)> = Vec::new();
+    // Blobs in file order (what writers produce) are checked for overlap on the way;
+    // only a file with blobs out of order pays for collecting and sorting them.
+    let mut last: (u64, u64) = (0, 0);
+    let mut in_order = true;
     for obj in &model.objects {
         let ctx = |e: crate::error::Error| e.context(format!("object '{}'", obj.name()));
         numel(&obj.shape)
@@ -575,12 +641,24 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
                     )));
                 }
             }
-            if c.blob.length > 0 {
-                blobs.push((c.blob.offset, c.blob.length));
+            let blob = (c.blob.offset, c.blob.length);
+            if blob.1 > 0 && blob != last {
+                in_order &= blob.0 >= last.0 + last.1;
+                last = blob;
             }
         }
         check_structure(obj).map_err(ctx)?;
     }
+    if in_order {
+        return Ok(());
+    }
+    let mut blobs: Vec<(u64, u64)> = model
+        .objects
+        .iter()
+        .flat_map(|o| o.components.iter())
+        .map(|c| (c.blob.offset, c.blob.length))
+        .filter(|&(_, len)| len > 0)
+        .collect();
     blobs.sort_unstable();
     blobs.dedup();
     for pair in blobs.windows(2) {

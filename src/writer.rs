@@ -289,7 +289,7 @@ impl<W: Write> Writer<W> {
             format: format_c,
             shape: shape.into(),
             attributes: None,
-            components: Vec::new(),
+            components: Default::default(),
         });
         self.open_object = true;
         Ok(())
