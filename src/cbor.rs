@@ -127,16 +127,31 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads an item head: (major type, additional info, argument); the argument is 0 for info 31.
-    #[inline]
+    #[inline(always)]
     fn head(&mut self) -> Result<(u8, u8, u64), DecodeError> {
         let start = self.pos;
-        // Fast path: the argument fits in the initial byte.
-        if let Some(&byte) = self.input.get(start)
-            && byte & 0x1f < 24
-        {
-            self.pos += 1;
-            return Ok((byte >> 5, byte & 0x1f, u64::from(byte & 0x1f)));
+        // Fast paths: the argument in the initial byte, or in the 1, 2 or 4 bytes after it.
+        if let Some(&byte) = self.input.get(start) {
+            let info = byte & 0x1f;
+            if info < 24 {
+                self.pos += 1;
+                return Ok((byte >> 5, info, u64::from(info)));
+            }
+            if (24..=26).contains(&info) {
+                let n = 1usize << (info - 24);
+                if let Some(arg) = self.input.get(start + 1..start + 1 + n) {
+                    self.pos += 1 + n;
+                    let arg = arg.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+                    return Ok((byte >> 5, info, arg));
+                }
+            }
         }
+        self.head_slow()
+    }
+
+    #[cold]
+    fn head_slow(&mut self) -> Result<(u8, u8, u64), DecodeError> {
+        let start = self.pos;
         let byte = self.take(1)?[0];
         let (major, info) = (byte >> 5, byte & 0x1f);
         let arg = match info {
@@ -367,7 +382,11 @@ impl<'a> Cursor<'a> {
     /// definite string the caller knows is valid): a cheap match for a schema's keys.
     pub(crate) fn take_exact_after_head(&mut self, head: u8, body: &[u8]) -> bool {
         let rest = &self.dec.input[self.dec.pos..];
-        if rest.len() > body.len() && rest[0] == head && &rest[1..=body.len()] == body {
+        // A byte loop: schema keys are a few bytes, fewer than a call to memcmp costs.
+        if rest.len() > body.len()
+            && rest[0] == head
+            && rest[1..=body.len()].iter().zip(body).all(|(a, b)| a == b)
+        {
             self.dec.pos += 1 + body.len();
             return true;
         }

@@ -198,6 +198,8 @@ impl<'a> Parser<'a> {
 #[derive(Default)]
 struct Keys<'a> {
     known: u32,
+    /// The schema slot after the last key seen: where the next key most likely is.
+    next: usize,
     unknown: Option<HashSet<Cow<'a, str>>>,
 }
 
@@ -255,10 +257,14 @@ fn next_key<'a>(
         && (0x60..0x78).contains(&head)
     {
         let n = usize::from(head & 0x1f);
-        for (slot, k) in schema.iter().enumerate() {
+        // Keys usually come in schema order: look from after the last one first.
+        let start = keys.next.min(schema.len());
+        for slot in (start..schema.len()).chain(0..start) {
+            let k = schema[slot];
             if k.len() == n && p.c.take_exact_after_head(head, k.as_bytes()) {
-                let key = Cow::Borrowed(*k);
+                let key = Cow::Borrowed(k);
                 keys.note(&key, Some(slot), what)?;
+                keys.next = slot + 1;
                 return Ok(Some((key, Some(slot))));
             }
         }
