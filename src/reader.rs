@@ -455,6 +455,39 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// True when `read_range` of a piece of this component costs about the piece: raw
+    /// components, and zstd streams of independent frames with recorded sizes of at most
+    /// `ZSTD_FRAME_SIZE` decoded bytes each (what this library writes) in a mapped file or
+    /// caller memory. Otherwise each `read_range` decodes the whole component, so a caller
+    /// streaming a large component should read it whole once instead. Reads only the zstd
+    /// frame headers.
+    pub fn range_reads_are_cheap(&self, object: usize, component: usize) -> Result<bool> {
+        let (_, c) = self.component(object, component)?;
+        if self.caches[self.first_cache[object] + component]
+            .cell
+            .get()
+            .is_some()
+        {
+            return Ok(true);
+        }
+        Ok(match (c.blob.encoding, c.transform) {
+            (Encoding::Raw, Transform::None) => true,
+            (Encoding::Zstd, Transform::None) => {
+                match (
+                    self.source.stored(&c.blob),
+                    usize::try_from(c.decoded_length),
+                ) {
+                    (Some(stored), Ok(total)) => frame_index(stored, total).is_some_and(|f| {
+                        f.iter()
+                            .all(|frame| frame.dst.len() <= crate::codec::ZSTD_FRAME_SIZE)
+                    }),
+                    _ => false,
+                }
+            }
+            _ => false,
+        })
+    }
+
     fn zstd_range(&self, blob: &Blob, offset: u64, dst: &mut [u8]) -> Result<()> {
         let stored = self.source.region(blob.offset, blob.length)?;
         let total = usize::try_from(blob.decoded_length)
@@ -849,7 +882,72 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CText;
     use crate::writer::{WriteOptions, Writer};
+
+    #[test]
+    fn range_reads_are_cheap_for_raw_and_our_frames_only() {
+        let data: Vec<u8> = (0..crate::codec::ZSTD_FRAME_SIZE + 100)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut w = Writer::new(Vec::new()).unwrap();
+        let shape = [data.len() as u64];
+        w.add("raw", DType::U8, &shape, &data, &WriteOptions::default())
+            .unwrap();
+        w.add("ours", DType::U8, &shape, &data, &WriteOptions::zstd(1))
+            .unwrap();
+        let bytes = w.finish().unwrap();
+        let r = Reader::from_slice(&bytes).unwrap();
+        assert!(r.range_reads_are_cheap(0, 0).unwrap());
+        assert!(r.range_reads_are_cheap(1, 0).unwrap());
+        assert!(r.range_reads_are_cheap(2, 0).is_err());
+        assert!(r.range_reads_are_cheap(0, 1).is_err());
+
+        // One frame larger than ZSTD_FRAME_SIZE (as other writers make): not cheap.
+        let single = crate::codec::zstd_compress(&data, 1).unwrap();
+        let len = data.len() as u64;
+        let object = Object {
+            name: CText::new("single").unwrap(),
+            format: CText::new("dense").unwrap(),
+            shape: vec![len],
+            attributes: None,
+            components: vec![Component {
+                role: CText::new("data").unwrap(),
+                dtype: DType::U8,
+                logical_type: None,
+                blob: Blob {
+                    offset: ALIGNMENT,
+                    length: single.len() as u64,
+                    encoding: Encoding::Zstd,
+                    decoded_length: len,
+                },
+                decoded_length: len,
+                digest: None,
+                transform: Transform::None,
+            }],
+        };
+        let mut file = MAGIC_V1.to_vec();
+        file.resize(ALIGNMENT as usize, 0);
+        file.extend_from_slice(&single);
+        let manifest = manifest::encode(None, &[object]);
+        file.extend_from_slice(&manifest);
+        file.extend_from_slice(&(manifest.len() as u64).to_le_bytes());
+        file.extend_from_slice(MAGIC_V1);
+        let r = Reader::from_slice(&file).unwrap();
+        assert!(!r.range_reads_are_cheap(0, 0).unwrap());
+        let mut piece = [0u8; 3];
+        r.read_range(0, 0, 7, &mut piece).unwrap();
+        assert_eq!(piece, data[7..10]);
+
+        // Legacy big-endian data is swapped on read: every range read decodes it whole.
+        let legacy = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/vectors/hostile/v01_ok_zstd_big_endian.zt"),
+        )
+        .unwrap();
+        let r = Reader::from_slice(&legacy).unwrap();
+        assert!(!r.range_reads_are_cheap(0, 0).unwrap());
+    }
 
     #[test]
     fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {

@@ -1,0 +1,228 @@
+//! `zt info FILE [--json]`: the manifest as a table, or as JSON.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use ztensor::Reader;
+use ztensor::cbor::Value;
+
+use crate::args::{self, Spec};
+use crate::text::{self, Align};
+use crate::{CliResult, emit};
+
+const SPEC: Spec = Spec {
+    command: "info",
+    flags: &["--json"],
+    valued: &[],
+    min: 1,
+    max: 1,
+    operands: "FILE",
+};
+
+/// Longest list of attribute names on the header line (then "... (N more)" follows).
+const ATTRIBUTE_NAMES_WIDTH: usize = 60;
+
+/// Digests longer than this are shortened in the table (sha256 to 16 hex digits).
+const DIGEST_WIDTH: usize = 23;
+
+pub fn run(args: &[OsString]) -> CliResult {
+    let Some(parsed) = args::parse(&SPEC, args)? else {
+        return Ok(());
+    };
+    let path = parsed.path(0);
+    let reader = text::open(&path)?;
+    if parsed.flag("--json") {
+        emit(&json(&path, &reader))
+    } else {
+        emit(&table(&path, &reader))
+    }
+}
+
+/// "a, b, c" or "a, b, ... (5 more)"; the names of a map's keys (non-text keys as JSON).
+fn attribute_names(attributes: Option<&Value>) -> Option<String> {
+    let pairs = attributes
+        .and_then(Value::as_map)
+        .filter(|p| !p.is_empty())?;
+    let mut out = String::new();
+    for (i, (key, _)) in pairs.iter().enumerate() {
+        let name = match key {
+            Value::Text(s) => s.clone(),
+            other => ztensor::json::to_json(other),
+        };
+        if i > 0 && out.len() + 2 + name.len() > ATTRIBUTE_NAMES_WIDTH {
+            let _ = write!(out, ", ... ({} more)", pairs.len() - i);
+            break;
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&name);
+    }
+    Some(out)
+}
+
+fn short_digest(digest: Option<&str>) -> String {
+    match digest {
+        None => "-".to_owned(),
+        Some(d) if d.chars().count() > DIGEST_WIDTH + 3 => {
+            let cut: String = d.chars().take(DIGEST_WIDTH).collect();
+            format!("{cut}...")
+        }
+        Some(d) => d.to_owned(),
+    }
+}
+
+/// The header line, the component table and a totals line.
+pub fn table(path: &Path, reader: &Reader<'_>) -> String {
+    let objects = reader.objects();
+    let mut out = format!(
+        "{}: version {}, {}, ",
+        text::display(path),
+        reader.version(),
+        text::count(objects.len(), "object")
+    );
+    match attribute_names(reader.attributes().as_ref()) {
+        Some(names) => {
+            let n = reader
+                .attributes()
+                .as_ref()
+                .and_then(Value::as_map)
+                .map_or(0, <[_]>::len);
+            let _ = writeln!(out, "{}: {names}", text::count(n, "file attribute"));
+        }
+        None => out.push_str("no file attributes\n"),
+    }
+    if objects.is_empty() {
+        return out;
+    }
+    let mut rows = Vec::new();
+    let (mut stored, mut decoded, mut components) = (0u64, 0u64, 0usize);
+    for obj in objects {
+        let lead = [
+            obj.name().to_owned(),
+            obj.format().to_owned(),
+            text::shape(obj.shape()),
+        ];
+        if obj.components().is_empty() {
+            let mut row = lead.to_vec();
+            row.extend(["-", "-", "-", "", "", "-"].map(String::from));
+            rows.push(row);
+        }
+        for c in obj.components() {
+            let mut row = lead.to_vec();
+            row.extend([
+                c.role().to_owned(),
+                text::dtype(c),
+                c.encoding().name().to_owned(),
+                text::human_size(c.length()),
+                text::human_size(c.decoded_length()),
+                short_digest(c.digest()),
+            ]);
+            rows.push(row);
+            stored = stored.saturating_add(c.length());
+            decoded = decoded.saturating_add(c.decoded_length());
+            components += 1;
+        }
+    }
+    use Align::{Left, Right};
+    out.push('\n');
+    out.push_str(&text::table(
+        &[
+            "name", "format", "shape", "role", "dtype", "encoding", "stored", "decoded", "digest",
+        ],
+        &[Left, Left, Left, Left, Left, Left, Right, Right, Left],
+        &rows,
+    ));
+    let _ = writeln!(
+        out,
+        "\n{}: {} stored, {} decoded",
+        text::count(components, "component"),
+        text::human_size(stored),
+        text::human_size(decoded)
+    );
+    out
+}
+
+/// The manifest as one line of JSON; the schema is in docs/cli.md.
+pub fn json(path: &Path, reader: &Reader<'_>) -> String {
+    let mut out = String::from("{\"file\":");
+    text::json_str(&mut out, &text::display(path));
+    out.push_str(",\"version\":");
+    text::json_str(&mut out, reader.version());
+    out.push_str(",\"attributes\":");
+    text::json_attributes(&mut out, reader.attributes().as_ref());
+    out.push_str(",\"objects\":[");
+    for (i, obj) in reader.objects().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        text::json_str(&mut out, obj.name());
+        out.push_str(",\"format\":");
+        text::json_str(&mut out, obj.format());
+        out.push_str(",\"shape\":");
+        text::json_u64s(&mut out, obj.shape());
+        out.push_str(",\"attributes\":");
+        text::json_attributes(&mut out, obj.attributes().as_ref());
+        out.push_str(",\"components\":[");
+        for (j, c) in obj.components().iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"role\":");
+            text::json_str(&mut out, c.role());
+            out.push_str(",\"dtype\":");
+            text::json_str(&mut out, c.dtype().name());
+            out.push_str(",\"type\":");
+            text::json_opt_str(&mut out, c.logical_type());
+            out.push_str(",\"encoding\":");
+            text::json_str(&mut out, c.encoding().name());
+            let _ = write!(
+                out,
+                ",\"offset\":{},\"stored_size\":{},\"decoded_size\":{},\"digest\":",
+                c.offset(),
+                c.length(),
+                c.decoded_length()
+            );
+            text::json_opt_str(&mut out, c.digest());
+            out.push('}');
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_attribute_lists_are_cut() {
+        let map = Value::Map(
+            (0..20)
+                .map(|i| (Value::Text(format!("key{i:02}")), Value::Null))
+                .collect(),
+        );
+        assert_eq!(
+            attribute_names(Some(&map)).unwrap(),
+            "key00, key01, key02, key03, key04, key05, key06, key07, ... (12 more)"
+        );
+        assert_eq!(attribute_names(Some(&Value::Map(vec![]))), None);
+        let odd = Value::Map(vec![(Value::Unsigned(7), Value::Null)]);
+        assert_eq!(attribute_names(Some(&odd)).unwrap(), "7");
+    }
+
+    #[test]
+    fn sha256_digests_are_shortened() {
+        assert_eq!(short_digest(None), "-");
+        assert_eq!(short_digest(Some("crc32c:0x0BA369ED")), "crc32c:0x0BA369ED");
+        assert_eq!(
+            short_digest(Some(
+                "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+            )),
+            "sha256:ba7816bf8f01cfea..."
+        );
+    }
+}

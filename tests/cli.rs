@@ -1,0 +1,1013 @@
+//! The `zt` command-line tool, run as a program: exact output, JSON, exit codes, and
+//! files it writes read back through the library. Needs the `cli` feature
+//! (`cargo test --features cli --test cli`).
+#![cfg(feature = "cli")]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ztensor::cbor::Value;
+use ztensor::json::from_json;
+use ztensor::{DType, DigestAlgorithm, Encoding, Reader, WriteOptions, Writer};
+
+mod common;
+use common::{bytes, f32s, temp_dir, u64s};
+
+/// What a run of `zt` gave.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `zt` with `args` in `dir`.
+fn zt<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_zt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("zt runs");
+    Run {
+        code: out
+            .status
+            .code()
+            .expect("zt exited, not killed by a signal"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// Runs `zt`, expecting success with nothing on stderr; returns stdout.
+fn ok<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> String {
+    let run = zt(dir, args);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (0, ""),
+        "zt {:?}",
+        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>()
+    );
+    run.stdout
+}
+
+fn reference(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors/reference")
+        .join(name)
+}
+
+/// A fresh directory holding copies of the named reference vectors (so that output
+/// shows short relative paths).
+fn dir_with(test: &str, vectors: &[&str]) -> PathBuf {
+    let dir = temp_dir(&format!("cli_{test}"));
+    for v in vectors {
+        std::fs::copy(reference(v), dir.join(v)).unwrap();
+    }
+    dir
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_owned())
+}
+
+// --- info ------------------------------------------------------------------------------
+
+#[test]
+fn info_prints_a_header_and_one_row_per_component() {
+    let dir = dir_with("info", &["v12_mixed.zt", "v12_rust_file_attributes.zt"]);
+    assert_eq!(
+        ok(&dir, &["info", "v12_mixed.zt"]),
+        "\
+v12_mixed.zt: version 1.2.0, 13 objects, no file attributes
+
+name            format           shape      role           dtype           encoding  stored  decoded  digest
+adj             sparse_csr       [3, 3]     indices        u64             zstd        21 B     24 B  crc32c:0xD1809903
+adj             sparse_csr       [3, 3]     indptr         u64             zstd        30 B     32 B  crc32c:0x0BA369ED
+adj             sparse_csr       [3, 3]     values         u8              zstd        12 B      3 B  crc32c:0xADB2CC34
+big             dense            [300]      data           u8              zstd        21 B    300 B  -
+embed           dense            [4, 6]     data           bf16            zstd        57 B     48 B  crc32c:0x5E59DF89
+fp8             dense            [9]        data           u8 (f8_e4m3fn)  raw          9 B      9 B  -
+layer.0.bias    dense            [3]        data           f32             raw         12 B     12 B  crc32c:0x5C5639BC
+layer.0.weight  dense            [3, 4]     data           f32             raw         48 B     48 B  -
+mask            dense            [10]       data           bool            zstd        19 B     10 B  -
+nothing         dense            [3, 0, 2]  data           i16             raw          0 B      0 B  -
+pts             sparse_coo       [10, 10]   coords         u64             raw         32 B     32 B  -
+pts             sparse_coo       [10, 10]   values         f16             raw          4 B      4 B  -
+q4              quantized_group  [2, 8]     packed_weight  i32             raw          8 B      8 B  sha256:2bf8cb87f7bce821...
+q4              quantized_group  [2, 8]     scales         f16             raw          4 B      4 B  sha256:0d7fafebf787d028...
+q4              quantized_group  [2, 8]     zeros          f16             raw          4 B      4 B  sha256:6b6b0f7315d31682...
+scalar          dense            []         data           f64             raw          8 B      8 B  -
+step            dense            [1]        data           i64             raw          8 B      8 B  sha256:94ccf68f4e90ce49...
+u               dense            [2]        data           u64             raw         16 B     16 B  -
+
+18 components: 313 B stored, 570 B decoded
+"
+    );
+    assert_eq!(
+        ok(&dir, &["info", "v12_rust_file_attributes.zt"]),
+        "\
+v12_rust_file_attributes.zt: version 1.2.0, 1 object, 13 file attributes: beta, epoch, flag, framework, half, license, neg, nested, ... (5 more)
+
+name  format  shape   role  dtype  encoding  stored  decoded  digest
+a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
+
+1 component: 16 B stored, 16 B decoded
+"
+    );
+    // No objects: the header line only. Legacy files show their version.
+    assert_eq!(
+        ok(&reference(""), &["info", "v12_empty.zt"]),
+        "v12_empty.zt: version 1.2.0, 0 objects, no file attributes\n"
+    );
+    assert_eq!(
+        ok(&reference(""), &["info", "v01_rust_scalar.zt"]),
+        "\
+v01_rust_scalar.zt: version 0.1.0, 1 object, no file attributes
+
+name  format  shape  role  dtype  encoding  stored  decoded  digest
+s     dense   []     data  f32    raw          4 B      4 B  -
+
+1 component: 4 B stored, 4 B decoded
+"
+    );
+}
+
+#[test]
+fn info_sizes_are_human_readable() {
+    let dir = temp_dir("cli_info_sizes");
+    let mut w = Writer::create(dir.join("sizes.zt")).unwrap();
+    let big = vec![0u8; 3 << 20];
+    w.add("big", DType::U8, &[3 << 20], &big, &WriteOptions::zstd(1))
+        .unwrap();
+    w.add("kib", DType::F64, &[192], &[0u8; 1536], &Default::default())
+        .unwrap();
+    w.finish().unwrap();
+    let out = ok(&dir, &["info", "sizes.zt"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[3],
+        "big   dense   [3145728]  data  u8     zstd        115 B  3.0 MiB  -"
+    );
+    assert_eq!(
+        lines[4],
+        "kib   dense   [192]      data  f64    raw       1.5 KiB  1.5 KiB  -"
+    );
+    assert_eq!(lines[6], "2 components: 1.6 KiB stored, 3.0 MiB decoded");
+}
+
+#[test]
+fn info_json_is_the_whole_manifest() {
+    let dir = dir_with(
+        "info_json",
+        &["v12_sparse_csr.zt", "v12_rust_file_attributes.zt"],
+    );
+    let out = ok(&dir, &["info", "--json", "v12_sparse_csr.zt"]);
+    assert_eq!(
+        out,
+        concat!(
+            r#"{"file":"v12_sparse_csr.zt","version":"1.2.0","attributes":null,"objects":[{"name":"m","format":"sparse_csr","shape":[3,5],"attributes":null,"components":["#,
+            r#"{"role":"indices","dtype":"u64","type":null,"encoding":"raw","offset":128,"stored_size":32,"decoded_size":32,"digest":null},"#,
+            r#"{"role":"indptr","dtype":"u64","type":null,"encoding":"raw","offset":192,"stored_size":32,"decoded_size":32,"digest":null},"#,
+            r#"{"role":"values","dtype":"f32","type":null,"encoding":"raw","offset":64,"stored_size":16,"decoded_size":16,"digest":null}]}]}"#,
+            "\n"
+        )
+    );
+    let parsed = from_json(out.trim_end(), 64).unwrap();
+    assert_eq!(parsed.get("version"), Some(&text("1.2.0")));
+
+    let out = ok(&dir, &["info", "v12_rust_file_attributes.zt", "--json"]);
+    let parsed = from_json(out.trim_end(), 64).unwrap();
+    let attributes = Reader::open(dir.join("v12_rust_file_attributes.zt"))
+        .unwrap()
+        .attributes()
+        .unwrap();
+    assert_eq!(
+        parsed.get("attributes").unwrap().get("license"),
+        Some(&text("MIT"))
+    );
+    assert_eq!(
+        parsed.get("attributes").unwrap().as_map().unwrap().len(),
+        attributes.as_map().unwrap().len()
+    );
+    assert!(out.contains(&format!(
+        "\"attributes\":{},\"objects\"",
+        ztensor::json::to_json(&attributes)
+    )));
+}
+
+// --- verify ----------------------------------------------------------------------------
+
+#[test]
+fn verify_passes_a_good_file() {
+    let dir = dir_with("verify_ok", &["v12_mixed.zt"]);
+    assert_eq!(
+        ok(&dir, &["verify", "v12_mixed.zt"]),
+        "\
+v12_mixed.zt: 13 objects, 18 components
+digests: 9 ok, 0 failed, 9 absent
+decoded: 6 ok, 0 failed
+values:  13 ok, 0 failed
+OK
+"
+    );
+    assert_eq!(
+        ok(&dir, &["verify", "--json", "v12_mixed.zt"]),
+        concat!(
+            r#"{"file":"v12_mixed.zt","ok":true,"objects":13,"components":18,"#,
+            r#""digests":{"ok":9,"failed":0,"absent":9},"decoded":{"ok":6,"failed":0},"#,
+            r#""values":{"ok":13,"failed":0},"problems":[]}"#,
+            "\n"
+        )
+    );
+}
+
+/// Flips one bit of the stored bytes of an object's first component.
+fn flip(path: &Path, object: &str, at: u64) {
+    let offset = {
+        let r = Reader::open(path).unwrap();
+        r.objects()[r.find(object).unwrap()].components()[0].offset()
+    };
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[(offset + at) as usize] ^= 0x10;
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn verify_reports_every_failure_by_object_and_component() {
+    let dir = temp_dir("cli_verify_bad");
+    let path = dir.join("bad.zt");
+    let mut w = Writer::create(&path).unwrap();
+    let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
+    w.add("good", DType::F32, &[2], &f32s(&[1.0, 2.0]), &sha)
+        .unwrap();
+    w.add(
+        "weights",
+        DType::F32,
+        &[4],
+        &f32s(&[1.0, 2.0, 3.0, 4.0]),
+        &sha,
+    )
+    .unwrap();
+    let zeros = vec![0u8; 4096];
+    w.add("packed", DType::U8, &[4096], &zeros, &WriteOptions::zstd(1))
+        .unwrap();
+    w.add("mask", DType::Bool, &[3], &[0, 1, 0], &Default::default())
+        .unwrap();
+    w.finish().unwrap();
+    assert_eq!(zt(&dir, &["verify", "bad.zt"]).code, 0);
+
+    flip(&path, "weights", 5);
+    let run = zt(&dir, &["verify", "bad.zt"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout,
+        "\
+FAIL object 'weights' component 'data' digest: ZT_ERR_CHECKSUM: stored digest does not match the stored bytes
+bad.zt: 4 objects, 4 components
+digests: 1 ok, 1 failed, 2 absent
+decoded: 1 ok, 0 failed
+values:  4 ok, 0 failed
+FAILED: 1 problem
+"
+    );
+    assert_eq!(
+        run.stderr,
+        "zt: error: 'bad.zt' failed verification: 1 problem\n"
+    );
+
+    // A damaged zstd frame header (no digest to catch it: the decode does) and a bool
+    // byte that is neither 0 nor 1.
+    flip(&path, "packed", 0);
+    flip(&path, "mask", 1);
+    let run = zt(&dir, &["verify", "bad.zt", "--json"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout,
+        concat!(
+            r#"{"file":"bad.zt","ok":false,"objects":4,"components":4,"#,
+            r#""digests":{"ok":1,"failed":1,"absent":2},"decoded":{"ok":0,"failed":1},"#,
+            r#""values":{"ok":3,"failed":1},"problems":["#,
+            r#"{"object":"weights","component":"data","check":"digest","status":"ZT_ERR_CHECKSUM","message":"stored digest does not match the stored bytes"},"#,
+            r#"{"object":"packed","component":"data","check":"decode","status":"ZT_ERR_FORMAT","message":"corrupt zstd data: Unknown frame descriptor"},"#,
+            r#"{"object":"mask","component":null,"check":"values","status":"ZT_ERR_FORMAT","message":"component 'data': bool byte 17 at index 1 is neither 0 nor 1"}]}"#,
+            "\n"
+        )
+    );
+    assert_eq!(
+        run.stderr,
+        "zt: error: 'bad.zt' failed verification: 3 problems\n"
+    );
+}
+
+#[test]
+fn verify_agrees_with_the_hostile_corpus() {
+    // expected.tsv: file, the status opening it gives, the first failure of a walk that
+    // reads, verifies and validates everything (ZT_OK: none).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/hostile");
+    let table = std::fs::read_to_string(dir.join("expected.tsv")).unwrap();
+    let mut checked = 0;
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (file, open, walk) = (cols[0], cols[1], cols[2]);
+        if file == "file" {
+            continue;
+        }
+        let run = zt(&dir, &["verify", "--quiet", file]);
+        if open != "ZT_OK" {
+            assert_eq!(run.code, 1, "{file}: {run:?}");
+            assert!(
+                run.stderr
+                    .starts_with(&format!("zt: error: cannot open '{file}': {open}: ")),
+                "{file}: {run:?}"
+            );
+            assert_eq!(run.stdout, "", "{file}");
+        } else if walk == "ZT_OK" {
+            assert_eq!(
+                (run.code, run.stdout.ends_with("\nOK\n")),
+                (0, true),
+                "{file}: {run:?}"
+            );
+        } else {
+            assert_eq!(run.code, 1, "{file}: {run:?}");
+            assert!(
+                run.stdout.contains(&format!(": {walk}: ")),
+                "{file}: expected a {walk} failure: {run:?}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 400, "only {checked} files");
+}
+
+// --- convert ---------------------------------------------------------------------------
+
+/// Asserts that `b` holds what `a` holds: objects in order, attributes, components with
+/// their roles and types, byte-identical decoded values (u32 sparse indices widened).
+fn assert_same_content(a: &Reader<'_>, b: &Reader<'_>, what: &str) {
+    assert_eq!(b.version(), "1.2.0", "{what}");
+    let attrs = |r: &Reader<'_>| r.attributes().filter(|v| v.as_map() != Some(&[]));
+    assert_eq!(attrs(a), attrs(b), "{what}: file attributes");
+    assert_eq!(a.objects().len(), b.objects().len(), "{what}: object count");
+    for (oi, (x, y)) in a.objects().iter().zip(b.objects()).enumerate() {
+        let ctx = format!("{what}: object '{}'", x.name());
+        assert_eq!(
+            (x.name(), x.format(), x.shape()),
+            (y.name(), y.format(), y.shape()),
+            "{ctx}"
+        );
+        assert_eq!(x.attributes(), y.attributes(), "{ctx}: attributes");
+        assert_eq!(x.components().len(), y.components().len(), "{ctx}");
+        for (ci, (p, q)) in x.components().iter().zip(y.components()).enumerate() {
+            assert_eq!(
+                (p.role(), p.logical_type()),
+                (q.role(), q.logical_type()),
+                "{ctx}"
+            );
+            let mut want = a.read_to_vec(oi, ci).unwrap();
+            if p.dtype() == DType::U32 && x.format().starts_with("sparse") && p.role() != "values" {
+                assert_eq!(q.dtype(), DType::U64, "{ctx}: widened index");
+                want = want
+                    .chunks_exact(4)
+                    .flat_map(|b| {
+                        u64::from(u32::from_le_bytes(b.try_into().unwrap())).to_le_bytes()
+                    })
+                    .collect();
+            } else {
+                assert_eq!(p.dtype(), q.dtype(), "{ctx} component '{}'", p.role());
+            }
+            assert!(
+                b.read_to_vec(oi, ci).unwrap() == want,
+                "{ctx} component '{}': values differ",
+                p.role()
+            );
+        }
+    }
+}
+
+/// A file with file and object attributes, every kind of object, and components larger
+/// than the 4 MiB pieces the tool streams in.
+fn sample(path: &Path) {
+    let mut w = Writer::create(path).unwrap();
+    w.set_file_attributes(Value::Map(vec![
+        (text("model"), text("tiny")),
+        (text("epoch"), Value::Unsigned(3)),
+    ]))
+    .unwrap();
+    let crc = WriteOptions::default().with_digest(DigestAlgorithm::Crc32c);
+    w.add(
+        "w",
+        DType::F32,
+        &[2, 3],
+        &f32s(&[1.0, -2.5, 3.0, 0.0, 1e-3, 6.0]),
+        &crc,
+    )
+    .unwrap();
+    w.set_object_attributes("w", Value::Map(vec![(text("unit"), text("m"))]))
+        .unwrap();
+    let big = bytes(7, (9 << 20) + 12);
+    w.add(
+        "big_raw",
+        DType::U8,
+        &[big.len() as u64],
+        &big,
+        &Default::default(),
+    )
+    .unwrap();
+    let zopts = WriteOptions::zstd(1).with_digest(DigestAlgorithm::Sha256);
+    w.add(
+        "big_zstd",
+        DType::I32,
+        &[big.len() as u64 / 4],
+        &big,
+        &zopts,
+    )
+    .unwrap();
+    w.add_typed(
+        "z",
+        DType::F32,
+        Some("complex64"),
+        &[2],
+        &f32s(&[1.0, 2.0, 3.0, -4.0]),
+        &Default::default(),
+    )
+    .unwrap();
+    w.add_typed(
+        "f8",
+        DType::U8,
+        Some("f8_e5m2"),
+        &[3],
+        &[0x3c, 0xc0, 0x7c],
+        &Default::default(),
+    )
+    .unwrap();
+    w.add_typed(
+        "odd",
+        DType::U8,
+        Some("x_custom"),
+        &[2],
+        &[9, 8],
+        &Default::default(),
+    )
+    .unwrap();
+    w.add(
+        "flags",
+        DType::Bool,
+        &[3],
+        &[1, 0, 1],
+        &WriteOptions::zstd(3),
+    )
+    .unwrap();
+    w.add("none", DType::F64, &[0, 4], &[], &Default::default())
+        .unwrap();
+    w.begin_object("csr", "sparse_csr", &[2, 3]).unwrap();
+    w.add_component(
+        "values",
+        DType::F32,
+        None,
+        &f32s(&[5.0, 6.0]),
+        &Default::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "indices",
+        DType::U64,
+        None,
+        &u64s(&[2, 0]),
+        &WriteOptions::zstd(1),
+    )
+    .unwrap();
+    w.add_component("indptr", DType::U64, None, &u64s(&[0, 1, 2]), &crc)
+        .unwrap();
+    w.end_object().unwrap();
+    w.begin_object("custom", "my_format", &[5]).unwrap();
+    w.add_component("a", DType::I16, None, &[1, 0, 2, 0], &Default::default())
+        .unwrap();
+    w.add_component("b", DType::U8, None, &[], &WriteOptions::zstd(1))
+        .unwrap();
+    w.end_object().unwrap();
+    w.finish().unwrap();
+}
+
+/// (encoding, digest algorithm name) of every component, in order.
+fn storage(r: &Reader<'_>) -> Vec<(String, Encoding, Option<String>)> {
+    r.objects()
+        .iter()
+        .flat_map(|o| {
+            o.components().iter().map(|c| {
+                (
+                    format!("{}/{}", o.name(), c.role()),
+                    c.encoding(),
+                    c.digest().map(|d| d.split(':').next().unwrap().to_owned()),
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn convert_copies_everything_and_applies_the_options() {
+    let dir = temp_dir("cli_convert");
+    let src = dir.join("src.zt");
+    sample(&src);
+    let a = Reader::open(&src).unwrap();
+
+    // No options: every component keeps its encoding and digest algorithm.
+    assert_eq!(ok(&dir, &["convert", "src.zt", "same.zt"]), "");
+    let b = Reader::open(dir.join("same.zt")).unwrap();
+    assert_same_content(&a, &b, "default");
+    assert_eq!(storage(&a), storage(&b));
+    assert_eq!(
+        ok(&dir, &["verify", "-q", "same.zt"]).lines().last(),
+        Some("OK")
+    );
+
+    // --zstd and --digest apply to every component.
+    assert_eq!(
+        ok(
+            &dir,
+            &[
+                "convert", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
+            ]
+        ),
+        ""
+    );
+    let b = Reader::open(dir.join("z.zt")).unwrap();
+    assert_same_content(&a, &b, "--zstd 5 --digest sha256");
+    for (name, encoding, digest) in storage(&b) {
+        assert_eq!(
+            (encoding, digest.as_deref()),
+            (Encoding::Zstd, Some("sha256")),
+            "{name}"
+        );
+    }
+    let level5 = b.objects()[b.find("big_raw").unwrap()].components()[0].length();
+
+    // --raw and --digest=none: plain components, no digests.
+    assert_eq!(
+        ok(
+            &dir,
+            &["convert", "--raw", "--digest=none", "z.zt", "raw.zt"]
+        ),
+        ""
+    );
+    let b = Reader::open(dir.join("raw.zt")).unwrap();
+    assert_same_content(&a, &b, "--raw --digest none");
+    for (name, encoding, digest) in storage(&b) {
+        assert_eq!((encoding, digest), (Encoding::Raw, None), "{name}");
+    }
+
+    // The level is passed on: 19 compresses the random-looking bytes no worse than 5.
+    assert_eq!(
+        ok(
+            &dir,
+            &[
+                "convert",
+                "raw.zt",
+                "z19.zt",
+                "--zstd=19",
+                "--digest",
+                "crc32c"
+            ]
+        ),
+        ""
+    );
+    let b = Reader::open(dir.join("z19.zt")).unwrap();
+    assert_same_content(&a, &b, "--zstd 19");
+    assert!(b.objects()[b.find("big_raw").unwrap()].components()[0].length() <= level5);
+    assert!(
+        storage(&b)
+            .iter()
+            .all(|(_, _, d)| d.as_deref() == Some("crc32c"))
+    );
+}
+
+#[test]
+fn convert_reads_every_reference_vector_legacy_included() {
+    let dir = temp_dir("cli_convert_reference");
+    let mut names: Vec<String> = std::fs::read_dir(reference(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".zt"))
+        .collect();
+    names.sort();
+    assert!(names.iter().any(|n| n.starts_with("v01_")));
+    for name in &names {
+        let out = dir.join(name);
+        let run = zt(
+            &dir,
+            &[
+                OsStr::new("convert"),
+                reference(name).as_os_str(),
+                out.as_os_str(),
+            ],
+        );
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, "", ""),
+            "{name}"
+        );
+        let a = Reader::open(reference(name)).unwrap();
+        let b = Reader::open(&out).unwrap();
+        assert_same_content(&a, &b, name);
+    }
+}
+
+#[test]
+fn convert_of_a_legacy_file_is_a_v12_file_with_the_same_values() {
+    let dir = dir_with("convert_legacy", &["v01_rust_bigendian.zt"]);
+    assert_eq!(
+        ok(&dir, &["convert", "v01_rust_bigendian.zt", "new.zt"]),
+        ""
+    );
+    let info = ok(&dir, &["info", "new.zt"]);
+    assert!(info.starts_with("new.zt: version 1.2.0, "), "{info}");
+    // Big-endian in the legacy file, little-endian in the new one: the same values.
+    for file in ["v01_rust_bigendian.zt", "new.zt"] {
+        assert_eq!(
+            ok(&dir, &["cat", file, "be_f32"]),
+            "object 'be_f32' component 'data': dense [2, 2], f32, 4 values\n[1.0, -0.5, 3.25, 65504.0]\n"
+        );
+    }
+}
+
+#[test]
+fn convert_failures_leave_no_output() {
+    let dir = dir_with("convert_fail", &["v12_mixed.zt"]);
+    let run = zt(&dir, &["convert", "missing.zt", "out.zt"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "zt: error: cannot open 'missing.zt': ZT_ERR_IO: No such file or directory\n"
+        )
+    );
+    // A corrupt zstd stream fails the copy; nothing appears under the output name.
+    std::fs::copy(dir.join("v12_mixed.zt"), dir.join("bad.zt")).unwrap();
+    flip(&dir.join("bad.zt"), "big", 0);
+    let run = zt(&dir, &["convert", "bad.zt", "out.zt"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "zt: error: cannot copy 'bad.zt' to 'out.zt': ZT_ERR_FORMAT: object 'big' component 'data': corrupt zstd data: Unknown frame descriptor\n"
+        )
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["bad.zt", "v12_mixed.zt"]);
+}
+
+// --- cat -------------------------------------------------------------------------------
+
+#[test]
+fn cat_prints_values_formatted_by_type() {
+    let dir = reference("");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "v12_dtype_f32.zt",
+            &[],
+            "object 'x' component 'data': dense [2, 5], f32, 10 values\n\
+             [0.0, -0.0, 1.5, -2.25, 3.4028235e38, 1e-45, inf, -inf, NaN, 0.1]\n",
+        ),
+        (
+            "v12_dtype_f16.zt",
+            &["--count", "10"],
+            "object 'x' component 'data': dense [10], f16, 10 values\n\
+             [0.0, -0.0, 1.0, -2.0, 65500.0, 6e-8, inf, -inf, NaN, 0.1]\n",
+        ),
+        (
+            "v12_dtype_bf16.zt",
+            &[],
+            "object 'x' component 'data': dense [2, 4], bf16, 8 values\n\
+             [0.0, -0.0, 1.0, -2.0, 3.39e38, inf, -inf, NaN]\n",
+        ),
+        (
+            "v12_dtype_i64.zt",
+            &[],
+            "object 'x' component 'data': dense [6], i64, 6 values\n\
+             [-9223372036854775808, -1, 0, 1, 9223372036854775807, 72623859790382856]\n",
+        ),
+        (
+            "v12_dtype_u64.zt",
+            &["--count=3"],
+            "object 'x' component 'data': dense [5], u64, 5 values (first 3 shown)\n\
+             [0, 1, 18446744073709551615, ...]\n",
+        ),
+        (
+            "v12_dtype_bool.zt",
+            &[],
+            "object 'x' component 'data': dense [2, 3], bool, 6 values\n\
+             [true, false, true, true, false, false]\n",
+        ),
+        (
+            "v12_type_complex64.zt",
+            &[],
+            "object 'z' component 'data': dense [2, 2], f32 (complex64), 4 values\n\
+             [(1.0, 2.0), (-0.5, 0.25), (3.0, -4.0), (0.0, 1.0)]\n",
+        ),
+        (
+            "v12_type_f8_e4m3fn.zt",
+            &["--count", "0"],
+            "object 'x' component 'data': dense [9], u8 (f8_e4m3fn), 9 values (first 0 shown)\n\
+             [...]\n",
+        ),
+        (
+            "v12_type_f8_e4m3fn.zt",
+            &[],
+            "object 'x' component 'data': dense [9], u8 (f8_e4m3fn), 9 values\n\
+             [0.0, -0.0, 0.5, -1.0, 1.5, 448.0, -448.0, NaN, 0.001953125]\n",
+        ),
+    ];
+    for (file, extra, want) in cases {
+        let name = if file.contains("complex") { "z" } else { "x" };
+        let mut args = vec!["cat", file, name];
+        args.extend_from_slice(extra);
+        assert_eq!(ok(&dir, &args), *want, "zt {args:?}");
+    }
+}
+
+#[test]
+fn cat_picks_components_and_prints_json() {
+    let dir = reference("");
+    // A sparse object shows its values unless told otherwise.
+    assert_eq!(
+        ok(&dir, &["cat", "v12_mixed.zt", "pts"]),
+        "object 'pts' component 'values': sparse_coo [10, 10], f16, 2 values\n[0.25, 0.75]\n"
+    );
+    assert_eq!(
+        ok(
+            &dir,
+            &["cat", "v12_mixed.zt", "adj", "--component", "indptr"]
+        ),
+        "object 'adj' component 'indptr': sparse_csr [3, 3], u64, 4 values\n[0, 1, 2, 3]\n"
+    );
+    assert_eq!(
+        ok(&dir, &["cat", "--json", "v12_type_complex128.zt", "z"]),
+        r#"{"object":"z","component":"data","format":"dense","shape":[3],"dtype":"f64","type":"complex128","total":3,"values":[[1e-300,1.0],[-2.5,0.0],["inf",0.5]]}"#
+            .to_owned()
+            + "\n"
+    );
+    assert_eq!(
+        ok(&dir, &["cat", "v12_dtype_f16.zt", "x", "--json", "--count", "9"]),
+        r#"{"object":"x","component":"data","format":"dense","shape":[10],"dtype":"f16","type":null,"total":10,"values":[0.0,-0.0,1.0,-2.0,65500.0,6e-8,"inf","-inf","NaN"]}"#
+            .to_owned()
+            + "\n"
+    );
+    assert_eq!(
+        ok(&dir, &["cat", "v12_type_unknown.zt", "x", "--json"]),
+        r#"{"object":"x","component":"data","format":"dense","shape":[6],"dtype":"u8","type":"x_custom_logical","total":6,"values":[0,1,2,3,4,5]}"#
+            .to_owned()
+            + "\n"
+    );
+    let run = zt(&dir, &["cat", "v12_mixed.zt", "adj", "--component", "nope"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "zt: error: object 'adj' has no component 'nope' (it has: indices, indptr, values)\n"
+        )
+    );
+    let run = zt(&dir, &["cat", "v12_mixed.zt", "nope"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (1, "zt: error: 'v12_mixed.zt' has no object named 'nope'\n")
+    );
+}
+
+// --- merge -----------------------------------------------------------------------------
+
+#[test]
+fn merge_combines_objects_and_refuses_duplicates() {
+    let dir = dir_with(
+        "merge",
+        &[
+            "v12_rust_file_attributes.zt",
+            "v12_mixed.zt",
+            "v01_multi.zt",
+            "v12_dtype_f32.zt",
+            "v12_dtype_f16.zt",
+        ],
+    );
+    assert_eq!(
+        ok(
+            &dir,
+            &[
+                "merge",
+                "all.zt",
+                "v12_rust_file_attributes.zt",
+                "v12_mixed.zt",
+                "v01_multi.zt",
+                "-q"
+            ]
+        ),
+        ""
+    );
+    let merged = Reader::open(dir.join("all.zt")).unwrap();
+    let first = Reader::open(dir.join("v12_rust_file_attributes.zt")).unwrap();
+    assert_eq!(
+        merged.attributes(),
+        first.attributes(),
+        "the first file's attributes"
+    );
+    let names: Vec<&str> = merged.objects().iter().map(|o| o.name()).collect();
+    let mut expected = Vec::new();
+    for f in [
+        "v12_rust_file_attributes.zt",
+        "v12_mixed.zt",
+        "v01_multi.zt",
+    ] {
+        let r = Reader::open(dir.join(f)).unwrap();
+        expected.extend(r.objects().iter().map(|o| o.name().to_owned()));
+        for (oi, obj) in r.objects().iter().enumerate() {
+            let mi = merged.find(obj.name()).unwrap();
+            assert_eq!(merged.objects()[mi].attributes(), obj.attributes());
+            for ci in 0..obj.components().len() {
+                assert!(merged.read_to_vec(mi, ci).unwrap() == r.read_to_vec(oi, ci).unwrap());
+            }
+        }
+    }
+    assert_eq!(names, expected);
+    assert_eq!(ok(&dir, &["verify", "all.zt"]).lines().last(), Some("OK"));
+
+    let run = zt(
+        &dir,
+        &[
+            "merge",
+            "dup.zt",
+            "v12_dtype_f32.zt",
+            "v12_mixed.zt",
+            "v12_dtype_f16.zt",
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "zt: error: object 'x' is in both 'v12_dtype_f32.zt' and 'v12_dtype_f16.zt'\n"
+        )
+    );
+    assert!(!dir.join("dup.zt").exists());
+}
+
+// --- usage, help, version, errors -------------------------------------------------------
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    let dir = reference("");
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "no command given (see 'zt --help')"),
+        (
+            &["frobnicate"],
+            "unknown command 'frobnicate' (see 'zt --help')",
+        ),
+        (&["--frob"], "unknown option '--frob' (see 'zt --help')"),
+        (
+            &["help", "frob"],
+            "unknown command 'frob' (see 'zt --help')",
+        ),
+        (
+            &["info"],
+            "info: expected FILE, got 0 arguments (see 'zt info --help')",
+        ),
+        (
+            &["info", "a.zt", "b.zt"],
+            "info: unexpected argument 'b.zt' (see 'zt info --help')",
+        ),
+        (
+            &["info", "--bogus", "a.zt"],
+            "info: unknown option '--bogus' (see 'zt info --help')",
+        ),
+        (
+            &["verify", "--json=yes", "a.zt"],
+            "verify: option '--json' takes no value (see 'zt verify --help')",
+        ),
+        (
+            &["cat", "a.zt"],
+            "cat: expected FILE NAME, got 1 argument (see 'zt cat --help')",
+        ),
+        (
+            &["cat", "a.zt", "x", "--count"],
+            "cat: option '--count' needs a value (see 'zt cat --help')",
+        ),
+        (
+            &["cat", "a.zt", "x", "--count", "-1"],
+            "cat: invalid value '-1' for '--count': expected a non-negative integer (see 'zt cat --help')",
+        ),
+        (
+            &["convert", "a.zt"],
+            "convert: expected IN OUT, got 1 argument (see 'zt convert --help')",
+        ),
+        (
+            &["convert", "a", "b", "--zstd", "x"],
+            "convert: invalid value 'x' for '--zstd': expected an integer (see 'zt convert --help')",
+        ),
+        (
+            &["convert", "a", "b", "--zstd", "23"],
+            "convert: invalid value '23' for '--zstd': zstd levels are -131072 to 22 (0 = default) (see 'zt convert --help')",
+        ),
+        (
+            &["convert", "a", "b", "--zstd", "3", "--raw"],
+            "convert: '--zstd' and '--raw' exclude each other (see 'zt convert --help')",
+        ),
+        (
+            &["convert", "a", "b", "--digest", "md5"],
+            "convert: invalid value 'md5' for '--digest': expected sha256, crc32c or none (see 'zt convert --help')",
+        ),
+        (
+            &["merge", "out.zt"],
+            "merge: expected OUT IN..., got 1 argument (see 'zt merge --help')",
+        ),
+        (
+            &["merge", "o", "a", "--zstd", "1", "--zstd", "2"],
+            "merge: option '--zstd' given twice (see 'zt merge --help')",
+        ),
+    ];
+    for (args, message) in cases {
+        let run = zt(&dir, args);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (2, "", format!("zt: error: {message}\n").as_str()),
+            "zt {args:?}"
+        );
+    }
+}
+
+#[test]
+fn missing_and_unreadable_files_exit_1() {
+    let dir = temp_dir("cli_missing");
+    std::fs::write(dir.join("junk.zt"), b"definitely not a tensor file").unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["info", "missing.zt"],
+            "cannot open 'missing.zt': ZT_ERR_IO: No such file or directory",
+        ),
+        (
+            &["verify", "missing.zt"],
+            "cannot open 'missing.zt': ZT_ERR_IO: No such file or directory",
+        ),
+        (
+            &["cat", "missing.zt", "x"],
+            "cannot open 'missing.zt': ZT_ERR_IO: No such file or directory",
+        ),
+        (
+            &["merge", "o.zt", "missing.zt"],
+            "cannot open 'missing.zt': ZT_ERR_IO: No such file or directory",
+        ),
+        (
+            &["info", "junk.zt"],
+            "cannot open 'junk.zt': ZT_ERR_FORMAT: not a zTensor file: the header magic is \"definite\"",
+        ),
+    ];
+    for (args, message) in cases {
+        let run = zt(&dir, args);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (1, "", format!("zt: error: {message}\n").as_str()),
+            "zt {args:?}"
+        );
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let dir = reference("");
+    assert_eq!(
+        ok(&dir, &["--version"]),
+        format!("zt {} (writes zTensor 1.2.0)\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(ok(&dir, &["-V"]), ok(&dir, &["--version"]));
+    let help = ok(&dir, &["--help"]);
+    assert!(help.starts_with("zt: inspect, check and convert zTensor (.zt) files\n\nUsage: zt COMMAND [OPTIONS] ARGS...\n"));
+    assert!(help.contains("\nExit status: 0 success; 1 the operation failed"));
+    assert_eq!(ok(&dir, &["help"]), help);
+    assert_eq!(ok(&dir, &["-h"]), help);
+    for (command, usage) in [
+        ("info", "Usage: zt info FILE [--json]\n"),
+        ("verify", "Usage: zt verify FILE [--json] [--quiet]\n"),
+        (
+            "cat",
+            "Usage: zt cat FILE NAME [--count N] [--component ROLE] [--json]\n",
+        ),
+        (
+            "convert",
+            "Usage: zt convert IN OUT [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]\n",
+        ),
+        (
+            "merge",
+            "Usage: zt merge OUT IN... [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]\n",
+        ),
+    ] {
+        let text = ok(&dir, &[command, "--help"]);
+        assert!(text.starts_with(usage), "{command}: {text}");
+        // Help wins over anything else on the line.
+        assert_eq!(ok(&dir, &[command, "extra", "-h", "--bogus"]), text);
+        assert_eq!(ok(&dir, &["help", command]), text);
+    }
+}
