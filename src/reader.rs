@@ -815,8 +815,7 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
             let Some(container) = formats::detect(head, size) else {
                 bail!(
                     Format,
-                    "not a tensor file this library reads (zTensor, safetensors, GGUF or \
-                     Tensogram): the header magic is {:?}",
+                    "not a zTensor, safetensors, GGUF or Tensogram file: the header magic is {:?}",
                     String::from_utf8_lossy(&head[..8])
                 )
             };

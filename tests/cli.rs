@@ -962,7 +962,7 @@ fn missing_and_unreadable_files_exit_1() {
         ),
         (
             &["info", "junk.zt"],
-            "cannot open 'junk.zt': ZT_ERR_FORMAT: not a zTensor file: the header magic is \"definite\"",
+            "cannot open 'junk.zt': ZT_ERR_FORMAT: not a zTensor, safetensors, GGUF or Tensogram file: the header magic is \"definite\"",
         ),
     ];
     for (args, message) in cases {
