@@ -10,8 +10,8 @@ use crate::dtype::{check_logical_type, dense_byte_size, parse_v11_dtype};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    Attributes, Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax,
-    Components, Shape, check_name, check_name_text,
+    Attributes, Blob, CText, Component, Components, Encoding, Model, Object, Shape, Transform,
+    check_digest_syntax, check_name, check_name_text,
 };
 
 /// The version string this library writes.

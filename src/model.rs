@@ -237,7 +237,10 @@ impl std::fmt::Debug for Attributes {
 /// manifest of many small tensors doesn't pay an allocation per shape.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Shape {
-    Inline { rank: u8, dims: [u64; Shape::INLINE] },
+    Inline {
+        rank: u8,
+        dims: [u64; Shape::INLINE],
+    },
     Heap(Box<[u64]>),
 }
 
@@ -475,7 +478,11 @@ impl Model {
                 if let Transform::External(d) = c.transform
                     && d as usize >= decoders.len()
                 {
-                    bail!(Internal, "component refers to decoder {d} of {}", decoders.len());
+                    bail!(
+                        Internal,
+                        "component refers to decoder {d} of {}",
+                        decoders.len()
+                    );
                 }
             }
         }
@@ -504,7 +511,11 @@ impl NameIndex {
     /// Indexes `objects` by name, refusing a duplicate name (a `Format` error).
     pub(crate) fn build(objects: &[Object]) -> Result<NameIndex> {
         if objects.len() >= u32::MAX as usize / 2 {
-            bail!(Limit, "{} objects is more than this library indexes", objects.len());
+            bail!(
+                Limit,
+                "{} objects is more than this library indexes",
+                objects.len()
+            );
         }
         let size = (objects.len() * 2).next_power_of_two().max(8);
         let mut index = NameIndex {
@@ -612,8 +623,13 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
             .ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
         for c in &obj.components {
             let cctx = |e: crate::error::Error| ctx(e.context(format!("component '{}'", c.role())));
-            check_blob(&c.blob, data_end, max_decoded, model.container.blob_alignment())
-                .map_err(cctx)?;
+            check_blob(
+                &c.blob,
+                data_end,
+                max_decoded,
+                model.container.blob_alignment(),
+            )
+            .map_err(cctx)?;
             if c.decoded_length > max_decoded {
                 return Err(cctx(err!(
                     Limit,

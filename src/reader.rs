@@ -18,8 +18,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    ALIGNMENT, Attributes, Blob, Component, Container, Encoding, Model, Object, Transform,
-    validate,
+    ALIGNMENT, Attributes, Blob, Component, Container, Encoding, Model, Object, Transform, validate,
 };
 use crate::{formats, legacy, manifest};
 
