@@ -5,6 +5,9 @@
 
 use std::borrow::Cow;
 
+mod gguf;
+mod safetensors;
+
 use crate::error::{Result, bail};
 use crate::limits::Limits;
 use crate::model::{Container, Model};
@@ -41,9 +44,10 @@ pub(crate) fn parse(
     size: u64,
     limits: &Limits,
 ) -> Result<(Model, u64)> {
-    let _ = (read, size, limits);
     match container {
         Container::ZTensor => bail!(Internal, "zTensor files are not parsed here"),
+        Container::Safetensors => safetensors::parse(read, size, limits),
+        Container::Gguf => gguf::parse(read, size, limits),
         other => bail!(
             Unsupported,
             "{} files are recognised but this build can't read them yet",

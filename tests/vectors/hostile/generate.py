@@ -1341,6 +1341,135 @@ def legacy_cases():
             "FORMAT", "legacy tensor map with 'offset' twice")
 
 
+# --------------------------------------------------------------------------------------
+# Other formats read through the same API: safetensors (st_*) and GGUF (gguf_*). The files
+# keep the .zt extension of the corpus; the reader recognises them by their bytes.
+# --------------------------------------------------------------------------------------
+
+def st_file(header, data=b"", pad=8):
+    """A safetensors file: u64 LE header length, the JSON header padded with spaces, data."""
+    h = header.encode("utf-8") if isinstance(header, str) else header
+    h += b" " * (-len(h) % pad)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def st_entry(dtype, shape, begin, end):
+    return '{"dtype":"%s","shape":%s,"data_offsets":[%d,%d]}' % (dtype, "[" + ",".join(map(str, shape)) + "]",
+                                                                   begin, end)
+
+
+def gstr(b):
+    b = b.encode("utf-8") if isinstance(b, str) else b
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_file(kvs=(), tensors=(), version=3, alignment=32, counts=None, data=b""):
+    """A GGUF file: kvs are (key, type, value bytes); tensors (name, ne, type, offset)."""
+    out = b"GGUF" + struct.pack("<I", version)
+    nt, nk = counts if counts is not None else (len(tensors), len(kvs))
+    out += struct.pack("<QQ", nt, nk)
+    for key, ty, value in kvs:
+        out += gstr(key) + struct.pack("<I", ty) + value
+    for name, ne, ty, offset in tensors:
+        out += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", ty, offset)
+    out += b"\0" * (-len(out) % alignment)
+    return out + data
+
+
+def garr(elem, count, items=b""):
+    return struct.pack("<IQ", elem, count) + items
+
+
+def foreign_cases():
+    # safetensors
+    good_header = '{"__metadata__":{"k":"v"},"w":%s,"b":%s}' % (st_entry("F32", [2, 2], 0, 16),
+                                                               st_entry("BOOL", [4], 16, 20))
+    good = st_file(good_header, W4 + b"\1\0\1\1")
+    ok("st_ok_dense", good, "control: safetensors f32 [2,2] + bool [4] + __metadata__")
+    ok("st_ok_fp8", st_file('{"f":%s}' % st_entry("F8_E4M3", [4], 0, 4), b"\1\2\3\4"),
+       "control: safetensors F8_E4M3 as u8 + f8_e4m3fn")
+    at_walk("st_bool_byte_2", st_file('{"b":%s}' % st_entry("BOOL", [4], 0, 4), b"\1\0\2\1"), "FORMAT",
+            "safetensors bool byte 2")
+    at_open("st_trunc_header", good[:24], "FORMAT", "safetensors cut inside the header: the length points past the end")
+    at_open("st_trunc_data", good[:-1], "FORMAT", "safetensors missing the last data byte")
+    at_open("st_header_len_huge", struct.pack("<Q", 1 << 62) + good[8:], "FORMAT",
+            "safetensors header length 2^62: not recognised as any format")
+    at_open("st_json_garbage", st_file('{"w":{"dtype":"F32",,}}'), "FORMAT", "safetensors header with a syntax error")
+    at_open("st_json_not_utf8", st_file(b'{"w\xff":1}'), "FORMAT", "safetensors header with byte 0xff")
+    at_open("st_depth_bomb", st_file('{"w":' + "[" * 10000 + "]" * 10000 + "}"), "LIMIT",
+            "safetensors header nesting 10000 arrays")
+    at_open("st_duplicate_key", st_file('{"w":%s,"w":%s}' % (st_entry("F32", [4], 0, 16), st_entry("F32", [4], 0, 16)),
+                                        W4), "FORMAT", "safetensors tensor 'w' twice")
+    at_open("st_unknown_dtype", st_file('{"w":%s}' % st_entry("Q4", [4], 0, 16), W4), "UNSUPPORTED", "safetensors dtype Q4")
+    at_open("st_f8_e8m0", st_file('{"w":%s}' % st_entry("F8_E8M0", [16], 0, 16), W4), "UNSUPPORTED",
+            "safetensors F8_E8M0: no logical type for it")
+    at_open("st_size_mismatch", st_file('{"w":%s}' % st_entry("F32", [3], 0, 16), W4), "FORMAT",
+            "safetensors F32 [3] in 16 bytes")
+    at_open("st_offsets_reversed", st_file('{"w":%s}' % st_entry("F32", [0], 16, 0), W4), "FORMAT",
+            "safetensors data_offsets [16, 0)")
+    at_open("st_offsets_past_end", st_file('{"w":%s}' % st_entry("F32", [8], 0, 32), W4), "FORMAT",
+            "safetensors data_offsets past the end of the file")
+    at_open("st_offsets_not_integers", st_file('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,1.6e1]}}', W4),
+            "FORMAT", "safetensors data_offsets with a float")
+    at_open("st_overlap", st_file('{"a":%s,"b":%s}' % (st_entry("F32", [3], 0, 12), st_entry("F32", [2], 8, 16)), W4),
+            "FORMAT", "safetensors tensors overlapping")
+    at_open("st_shape_overflow", st_file('{"w":%s}' % st_entry("F32", [1 << 32, 1 << 32, 2], 0, 16), W4), "FORMAT",
+            "safetensors shape whose element count overflows")
+    at_open("st_metadata_not_string", st_file('{"__metadata__":{"k":1}}'), "FORMAT",
+            "safetensors __metadata__ value that is a number")
+    at_open("st_name_empty", st_file('{"":%s}' % st_entry("F32", [4], 0, 16), W4), "FORMAT", "safetensors empty name")
+
+    # GGUF
+    F32, Q4_0 = 0, 2
+    kvs = [("general.architecture", 8, gstr("llama")), ("general.alignment", 4, struct.pack("<I", 32)),
+           ("tokens", 9, garr(8, 2, gstr("a") + gstr("b")))]
+    q = lcg_bytes(7, 18)
+    gdata = W4 + b"\0" * 16 + q + b"\0" * 14
+    tensors = [("w", [2, 2], F32, 0), ("q", [32], Q4_0, 32)]
+    gg = gguf_file(kvs, tensors, data=gdata)
+    ok("gguf_ok_dense_and_q4_0", gg, "control: GGUF v3 f32 [2,2] + Q4_0 [32] + key/values")
+    for cut, what in [(4, "magic only"), (20, "inside the counts"), (60, "inside the key/values"),
+                      (len(gg) - 60, "inside the data"), (len(gg) - 15, "last tensor cut")]:
+        at_open("gguf_trunc_%03d" % cut, gg[:cut], "FORMAT", "GGUF cut to %d bytes (%s)" % (cut, what))
+    at_open("gguf_v1", b"GGUF" + struct.pack("<I", 1) + gg[8:], "UNSUPPORTED", "GGUF v1")
+    at_open("gguf_big_endian", b"GGUF" + struct.pack(">I", 3) + gg[8:], "UNSUPPORTED", "GGUF v3 big-endian")
+    at_open("gguf_tensor_count_huge", gguf_file(kvs, tensors, counts=(1 << 60, 3), data=gdata), "FORMAT",
+            "GGUF tensor count 2^60")
+    at_open("gguf_kv_count_huge", gguf_file(kvs, tensors, counts=(2, 1 << 60), data=gdata), "FORMAT",
+            "GGUF key/value count 2^60")
+    at_open("gguf_string_len_huge", gguf_file([("k", 8, struct.pack("<Q", 1 << 62))]), "FORMAT",
+            "GGUF string length 2^62")
+    at_open("gguf_array_count_huge", gguf_file([("k", 9, garr(10, 1 << 62))]), "FORMAT",
+            "GGUF array of 2^62 u64")
+    deep = garr(0, 0)
+    for _ in range(5000):
+        deep = garr(9, 1, deep)
+    at_open("gguf_array_depth_bomb", gguf_file([("k", 9, deep)]), "LIMIT", "GGUF arrays nested 5000 deep")
+    at_open("gguf_bool_2", gguf_file([("k", 7, b"\2")]), "FORMAT", "GGUF bool value 2")
+    at_open("gguf_unknown_value_type", gguf_file([("k", 13, b"\0" * 8)]), "FORMAT", "GGUF value type 13")
+    at_open("gguf_duplicate_key", gguf_file([("k", 0, b"\1"), ("k", 0, b"\2")]), "FORMAT", "GGUF key 'k' twice")
+    at_open("gguf_alignment_48", gguf_file([("general.alignment", 4, struct.pack("<I", 48))], alignment=16), "FORMAT",
+            "GGUF general.alignment 48")
+    at_open("gguf_offset_unaligned", gguf_file(kvs, [("w", [2, 2], F32, 8)], data=gdata), "FORMAT",
+            "GGUF tensor at data offset 8 (alignment 32)")
+    at_open("gguf_offset_past_end", gguf_file(kvs, [("w", [2, 2], F32, 1 << 20)], data=gdata), "FORMAT",
+            "GGUF tensor past the end of the file")
+    at_open("gguf_offset_overflow", gguf_file(kvs, [("w", [2, 2], F32, (1 << 64) - 32)], data=gdata), "FORMAT",
+            "GGUF tensor offset overflowing u64")
+    at_open("gguf_overlap", gguf_file(kvs, [("w", [16], F32, 0), ("v", [4], F32, 32)], data=gdata + b"\0" * 64),
+            "FORMAT", "GGUF tensors overlapping")
+    at_open("gguf_quant_ne0", gguf_file(kvs, [("q", [16, 2], Q4_0, 0)], data=gdata), "FORMAT",
+            "GGUF Q4_0 with ne[0] = 16, not a multiple of 32")
+    at_open("gguf_unknown_type", gguf_file(kvs, [("w", [4], 4, 0)], data=gdata), "UNSUPPORTED",
+            "GGUF tensor of removed type 4 (Q4_2)")
+    at_open("gguf_dims_overflow", gguf_file(kvs, [("w", [1 << 32, 1 << 32, 2], F32, 0)], data=gdata), "FORMAT",
+            "GGUF dims whose element count overflows")
+    at_open("gguf_rank_65", gguf_file(kvs, [("w", [1] * 65, F32, 0)], data=gdata), "LIMIT", "GGUF tensor of 65 dims")
+    at_open("gguf_name_duplicate", gguf_file(kvs, [("w", [4], F32, 0), ("w", [4], F32, 32)], data=gdata), "FORMAT",
+            "GGUF tensor 'w' twice")
+
+
 ALLOC_CASES = []
 
 
@@ -1400,6 +1529,7 @@ def run(outdir):
     name_cases()
     v11_cases()
     legacy_cases()
+    foreign_cases()
     alloc_cases()
     alloc_dir = os.path.join(outdir, "alloc")
     os.makedirs(alloc_dir, exist_ok=True)

@@ -1,0 +1,569 @@
+//! ggml's GGUF v2 and v3 (little-endian): "GGUF", version, tensor count, key/value count,
+//! the key/values, the tensor infos, padding to `general.alignment` (default 32), then the
+//! data section. Each tensor's bytes stay where the file has them, so views are zero-copy.
+//!
+//! How a file maps onto the model:
+//! - Version: "2" or "3". v1 (32-bit counts) and big-endian files are `Unsupported`.
+//! - The key/values become the file attributes, a CBOR map in file order: integers as
+//!   integers, f32/f64 as floats, bools, strings as text (a string that is not UTF-8 as a
+//!   byte string rather than refusing the file), arrays (nested too) as arrays.
+//! - GGUF lists dims innermost first (ne[0] varies fastest); the shape is reversed, so it
+//!   is row-major like every other object (numpy's shape for the same tensor).
+//! - F32 F16 BF16 F64 I8 I16 I32 I64 tensors are "dense" objects of that dtype.
+//! - Block-quantized types are objects of format "ggml_<type>" (e.g. "ggml_q4_0"), shape in
+//!   logical elements, one u8 "data" component holding the raw blocks (rows x ne[0] /
+//!   block_size x type_size bytes) and attributes {"ggml_type", "ggml_type_id",
+//!   "block_size", "type_size"} for a loader to hand to its kernels. ne[0] must be a
+//!   multiple of the block size.
+//! - A type id this build doesn't know is `Unsupported` (its size can't be computed).
+//! - Tensors must be aligned to `general.alignment` within the data section, inside the
+//!   file, and must not overlap; unlike ggml we don't require them packed in info order.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use crate::cbor::{Value, encode, encode_head};
+use crate::dtype::{DType, numel};
+use crate::error::{Result, bail, err};
+use crate::formats::ReadAt;
+use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::model::{
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Transform, check_name,
+};
+
+/// Data section alignment when the file has no `general.alignment`.
+const DEFAULT_ALIGNMENT: u64 = 32;
+
+/// Bytes read at a time when the file is not in memory.
+const CHUNK: u64 = 64 << 10;
+
+/// A ggml tensor type this build knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GgmlType {
+    /// Stored as plain little-endian elements of a storage dtype.
+    Plain(DType),
+    /// Blocks of `block_size` elements stored in `type_size` bytes each.
+    Quantized {
+        name: &'static str,
+        block_size: u64,
+        type_size: u64,
+    },
+}
+
+/// The ggml type of a type id, from ggml's type traits (ggml.c / ggml-common.h). Q8_1 is
+/// 36 bytes per block as ggml defines it (gguf-py 0.19 still says 40, the layout before
+/// ggml switched its scales to f16; no file stores Q8_1 in practice).
+pub(crate) fn ggml_type(id: u32) -> Option<GgmlType> {
+    let q = |name, block_size, type_size| GgmlType::Quantized {
+        name,
+        block_size,
+        type_size,
+    };
+    Some(match id {
+        0 => GgmlType::Plain(DType::F32),
+        1 => GgmlType::Plain(DType::F16),
+        2 => q("Q4_0", 32, 18),
+        3 => q("Q4_1", 32, 20),
+        6 => q("Q5_0", 32, 22),
+        7 => q("Q5_1", 32, 24),
+        8 => q("Q8_0", 32, 34),
+        9 => q("Q8_1", 32, 36),
+        10 => q("Q2_K", 256, 84),
+        11 => q("Q3_K", 256, 110),
+        12 => q("Q4_K", 256, 144),
+        13 => q("Q5_K", 256, 176),
+        14 => q("Q6_K", 256, 210),
+        15 => q("Q8_K", 256, 292),
+        16 => q("IQ2_XXS", 256, 66),
+        17 => q("IQ2_XS", 256, 74),
+        18 => q("IQ3_XXS", 256, 98),
+        19 => q("IQ1_S", 256, 50),
+        20 => q("IQ4_NL", 32, 18),
+        21 => q("IQ3_S", 256, 110),
+        22 => q("IQ2_S", 256, 82),
+        23 => q("IQ4_XS", 256, 136),
+        24 => GgmlType::Plain(DType::I8),
+        25 => GgmlType::Plain(DType::I16),
+        26 => GgmlType::Plain(DType::I32),
+        27 => GgmlType::Plain(DType::I64),
+        28 => GgmlType::Plain(DType::F64),
+        29 => q("IQ1_M", 256, 56),
+        30 => GgmlType::Plain(DType::BF16),
+        34 => q("TQ1_0", 256, 54),
+        35 => q("TQ2_0", 256, 66),
+        39 => q("MXFP4", 32, 17),
+        40 => q("NVFP4", 64, 36),
+        41 => q("Q1_0", 128, 18),
+        _ => return None,
+    })
+}
+
+/// GGUF metadata value types.
+const T_U8: u32 = 0;
+const T_I8: u32 = 1;
+const T_U16: u32 = 2;
+const T_I16: u32 = 3;
+const T_U32: u32 = 4;
+const T_I32: u32 = 5;
+const T_F32: u32 = 6;
+const T_BOOL: u32 = 7;
+const T_STRING: u32 = 8;
+const T_ARRAY: u32 = 9;
+const T_U64: u32 = 10;
+const T_I64: u32 = 11;
+const T_F64: u32 = 12;
+
+/// The fewest bytes a value of this type takes (for bounding declared counts); Format for
+/// an unknown type.
+fn min_size(ty: u32) -> Result<u64> {
+    Ok(match ty {
+        T_U8 | T_I8 | T_BOOL => 1,
+        T_U16 | T_I16 => 2,
+        T_U32 | T_I32 | T_F32 => 4,
+        T_U64 | T_I64 | T_F64 | T_STRING => 8,
+        T_ARRAY => 12,
+        other => bail!(Format, "unknown GGUF value type {other}"),
+    })
+}
+
+/// A forward cursor over the file's header bytes. In memory (mapping or caller's bytes)
+/// it borrows the whole file; otherwise it reads `CHUNK`-sized pieces as it goes, so
+/// memory stays bounded by the largest single item. Never reads past `max_header`.
+struct Input<'r, 's> {
+    read: &'r ReadAt<'s>,
+    size: u64,
+    chunk: Cow<'s, [u8]>,
+    start: u64,
+    pos: u64,
+    max_header: u64,
+}
+
+impl<'r, 's> Input<'r, 's> {
+    fn new(read: &'r ReadAt<'s>, size: u64, limits: &Limits) -> Result<Self> {
+        let mut chunk = read(0, size.min(CHUNK))?;
+        if matches!(chunk, Cow::Borrowed(_)) {
+            // Memory: borrowing all of it costs nothing.
+            chunk = read(0, size)?;
+        }
+        Ok(Input {
+            read,
+            size,
+            chunk,
+            start: 0,
+            pos: 0,
+            max_header: limits.max_manifest_size,
+        })
+    }
+
+    fn remaining(&self) -> u64 {
+        self.size - self.pos
+    }
+
+    /// The next `n` bytes; Format when the file ends first, Limit past `max_header`.
+    fn take(&mut self, n: u64, what: &dyn std::fmt::Display) -> Result<&[u8]> {
+        let pos = self.pos;
+        let end = pos
+            .checked_add(n)
+            .filter(|&e| e <= self.size)
+            .ok_or_else(|| {
+                err!(
+                    Format,
+                    "GGUF {what} at offset {pos}: {n} bytes reach past the end of the {}-byte \
+                     file (truncated?)",
+                    self.size
+                )
+            })?;
+        if end > self.max_header {
+            bail!(
+                Limit,
+                "GGUF header (key/values and tensor infos) reaches offset {end}, over the \
+                 manifest limit of {} bytes",
+                self.max_header
+            );
+        }
+        if end > self.start + self.chunk.len() as u64 {
+            let len = n.max(CHUNK).min(self.size - pos);
+            self.chunk = (self.read)(pos, len)?;
+            self.start = pos;
+        }
+        self.pos = end;
+        let at = (pos - self.start) as usize;
+        Ok(&self.chunk[at..at + n as usize])
+    }
+
+    fn array<const N: usize>(&mut self, what: &dyn std::fmt::Display) -> Result<[u8; N]> {
+        Ok(self.take(N as u64, what)?.try_into().expect("N bytes"))
+    }
+    fn u32(&mut self, what: &dyn std::fmt::Display) -> Result<u32> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+    fn u64(&mut self, what: &dyn std::fmt::Display) -> Result<u64> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+    /// A string's bytes (u64 length, then the bytes), bounded by the file.
+    fn string(&mut self, what: &dyn std::fmt::Display) -> Result<&[u8]> {
+        let len = self.u64(what)?;
+        self.take(len, what)
+    }
+    /// A string that must be UTF-8.
+    fn text(&mut self, what: &dyn std::fmt::Display) -> Result<String> {
+        let at = self.pos;
+        let bytes = self.string(what)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(s.to_owned()),
+            Err(_) => bail!(Format, "GGUF {what} at offset {at} is not UTF-8"),
+        }
+    }
+}
+
+/// Appends an integer as CBOR.
+fn put_int(out: &mut Vec<u8>, v: i64) {
+    if v >= 0 {
+        encode_head(out, 0, v as u64);
+    } else {
+        encode_head(out, 1, !(v as u64));
+    }
+}
+
+/// Reads one metadata value of type `ty` and appends it as CBOR. `depth` is the CBOR
+/// nesting it sits at (1 for a value of the top-level map); arrays deeper than
+/// `max_depth` are a Limit.
+fn value(
+    input: &mut Input<'_, '_>,
+    ty: u32,
+    depth: usize,
+    max_depth: usize,
+    key: &str,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let what = format_args!("value of '{key}'");
+    match ty {
+        T_U8 => encode_head(out, 0, u64::from(input.array::<1>(&what)?[0])),
+        T_I8 => put_int(out, i64::from(i8::from_le_bytes(input.array(&what)?))),
+        T_U16 => encode_head(out, 0, u64::from(u16::from_le_bytes(input.array(&what)?))),
+        T_I16 => put_int(out, i64::from(i16::from_le_bytes(input.array(&what)?))),
+        T_U32 => encode_head(out, 0, u64::from(input.u32(&what)?)),
+        T_I32 => put_int(out, i64::from(i32::from_le_bytes(input.array(&what)?))),
+        T_U64 => encode_head(out, 0, input.u64(&what)?),
+        T_I64 => put_int(out, i64::from_le_bytes(input.array(&what)?)),
+        T_F32 => encode(
+            &Value::Float(f64::from(f32::from_le_bytes(input.array(&what)?))),
+            out,
+        ),
+        T_F64 => encode(&Value::Float(f64::from_le_bytes(input.array(&what)?)), out),
+        T_BOOL => {
+            let at = input.pos;
+            match input.array::<1>(&what)?[0] {
+                0 => out.push(0xf4),
+                1 => out.push(0xf5),
+                b => bail!(Format, "GGUF bool {what} at offset {at} is {b}, not 0 or 1"),
+            }
+        }
+        T_STRING => {
+            let bytes = input.string(&what)?;
+            let major = if std::str::from_utf8(bytes).is_ok() {
+                3
+            } else {
+                2
+            };
+            encode_head(out, major, bytes.len() as u64);
+            out.extend_from_slice(bytes);
+        }
+        T_ARRAY => {
+            let at = input.pos;
+            let elem = input.u32(&what)?;
+            let count = input.u64(&what)?;
+            let unit = min_size(elem).map_err(|e| e.context(format!("GGUF array {what}")))?;
+            if depth + 1 > max_depth {
+                bail!(
+                    Limit,
+                    "GGUF array {what} at offset {at} nests deeper than {max_depth} levels"
+                );
+            }
+            if count
+                .checked_mul(unit)
+                .is_none_or(|n| n > input.remaining())
+            {
+                bail!(
+                    Format,
+                    "GGUF array {what} at offset {at} declares {count} elements, more than \
+                     the {} bytes left in the file can hold",
+                    input.remaining()
+                );
+            }
+            encode_head(out, 4, count);
+            for _ in 0..count {
+                value(input, elem, depth + 1, max_depth, key, out)?;
+            }
+        }
+        other => bail!(Format, "GGUF {what} has unknown value type {other}"),
+    }
+    Ok(())
+}
+
+/// One tensor info as stored.
+struct Info {
+    name: CText,
+    dims: Vec<u64>,
+    type_id: u32,
+    offset: u64,
+}
+
+/// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
+/// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
+/// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
+pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
+    let mut input = Input::new(read, size, limits)?;
+    input.take(4, &"magic")?;
+    let version = input.u32(&"version")?;
+    match version {
+        2 | 3 => {}
+        1 => bail!(
+            Unsupported,
+            "GGUF v1 files (32-bit counts and lengths) are not supported; convert the \
+             model again with a current GGUF writer"
+        ),
+        v if (1..=3).contains(&v.swap_bytes()) => bail!(
+            Unsupported,
+            "big-endian GGUF v{} is not supported: only little-endian files are read",
+            v.swap_bytes()
+        ),
+        v => bail!(
+            Unsupported,
+            "GGUF version {v} is not supported (2 and 3 are)"
+        ),
+    }
+    let tensor_count = input.u64(&"tensor count")?;
+    let kv_count = input.u64(&"key/value count")?;
+    // A key/value takes at least 13 bytes (key length, type, one value byte); a tensor
+    // info at least 24 (name length, n_dims, type, offset).
+    if kv_count
+        .checked_mul(13)
+        .is_none_or(|n| n > input.remaining())
+    {
+        bail!(
+            Format,
+            "GGUF key/value count {kv_count} is more than the {}-byte file can hold",
+            size
+        );
+    }
+    if tensor_count
+        .checked_mul(24)
+        .is_none_or(|n| n > input.remaining())
+    {
+        bail!(
+            Format,
+            "GGUF tensor count {tensor_count} is more than the {}-byte file can hold",
+            size
+        );
+    }
+    let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
+
+    let mut attrs = Vec::new();
+    encode_head(&mut attrs, 5, kv_count);
+    let mut keys = HashSet::new();
+    let mut alignment = DEFAULT_ALIGNMENT;
+    for i in 0..kv_count {
+        let at = input.pos;
+        let key = input.text(&format_args!("key {i}"))?;
+        if keys.contains(&key) {
+            bail!(
+                Format,
+                "GGUF key '{key}' at offset {at} appears more than once"
+            );
+        }
+        let ty = input.u32(&format_args!("type of '{key}'"))?;
+        if key == "general.alignment" {
+            if ty != T_U32 {
+                bail!(
+                    Format,
+                    "GGUF general.alignment must be of type uint32 (4), not type {ty}"
+                );
+            }
+            let a = input.u32(&"general.alignment")?;
+            if a == 0 || !a.is_power_of_two() {
+                bail!(Format, "GGUF general.alignment is {a}, not a power of two");
+            }
+            alignment = u64::from(a);
+            encode(&Value::Text(key.clone()), &mut attrs);
+            encode_head(&mut attrs, 0, alignment);
+        } else {
+            encode(&Value::Text(key.clone()), &mut attrs);
+            value(&mut input, ty, 1, max_depth, &key, &mut attrs)?;
+        }
+        keys.insert(key);
+    }
+    drop(keys);
+    let attributes = Some(Attributes::from_cbor(&attrs));
+    drop(attrs);
+
+    // Grown as infos are read: a count the file can hold may still be absurd for memory.
+    let mut infos = Vec::with_capacity(tensor_count.min(1024) as usize);
+    for i in 0..tensor_count {
+        let name = input.text(&format_args!("name of tensor {i}"))?;
+        let name = check_name("tensor", &name, limits.max_name_length)?;
+        let what = format_args!("tensor '{}'", name.as_str());
+        let n_dims = input.u32(&what)?;
+        if n_dims as usize > limits.max_rank {
+            bail!(
+                Limit,
+                "GGUF {what} has {n_dims} dimensions, over the limit of {}",
+                limits.max_rank
+            );
+        }
+        let mut dims = Vec::with_capacity(n_dims as usize);
+        for _ in 0..n_dims {
+            dims.push(input.u64(&what)?);
+        }
+        let type_id = input.u32(&what)?;
+        let offset = input.u64(&what)?;
+        infos.push(Info {
+            name,
+            dims,
+            type_id,
+            offset,
+        });
+    }
+    let data_start = input
+        .pos
+        .checked_next_multiple_of(alignment)
+        .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
+    drop(input);
+
+    let objects = tensors(infos, data_start, alignment, size)?;
+    let version = if version == 2 { "2" } else { "3" };
+    let model = Model::foreign(Container::Gguf, version, attributes, objects, Vec::new())?;
+    Ok((model, size))
+}
+
+/// Builds the objects of the tensor infos: shapes, sizes, placement, overlap.
+fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Result<Vec<Object>> {
+    let data = CText::new("data")?;
+    let dense = CText::new("dense")?;
+    // Format name and attributes per quantized type, built once.
+    let mut quant: HashMap<u32, (CText, Attributes)> = HashMap::new();
+    let mut objects = Vec::with_capacity(infos.len());
+    let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
+    for info in infos {
+        let name = info.name.as_str().to_owned();
+        let ctx = |e: crate::error::Error| e.context(format!("GGUF tensor '{name}'"));
+        let shape: Vec<u64> = info.dims.iter().rev().copied().collect();
+        let count = numel(&shape)
+            .ok_or_else(|| ctx(err!(Format, "dims {:?} overflow u64 elements", info.dims)))?;
+        let ty = ggml_type(info.type_id).ok_or_else(|| {
+            ctx(err!(
+                Unsupported,
+                "ggml type id {} is not one this build knows",
+                info.type_id
+            ))
+        })?;
+        let (format, dtype, attributes, length) = match ty {
+            GgmlType::Plain(dtype) => {
+                let length = count.checked_mul(dtype.size() as u64).ok_or_else(|| {
+                    ctx(err!(
+                        Format,
+                        "byte size of dims {:?} overflows u64",
+                        info.dims
+                    ))
+                })?;
+                (dense.clone(), dtype, None, length)
+            }
+            GgmlType::Quantized {
+                name: type_name,
+                block_size,
+                type_size,
+            } => {
+                let ne0 = info.dims.first().copied().unwrap_or(1);
+                if ne0 % block_size != 0 {
+                    return Err(ctx(err!(
+                        Format,
+                        "ne[0] = {ne0} is not a multiple of the {type_name} block size {block_size}"
+                    )));
+                }
+                let length = (count / block_size).checked_mul(type_size).ok_or_else(|| {
+                    ctx(err!(
+                        Format,
+                        "byte size of dims {:?} overflows u64",
+                        info.dims
+                    ))
+                })?;
+                let entry = match quant.get(&info.type_id) {
+                    Some(e) => e.clone(),
+                    None => {
+                        let t = |s: &str| Value::Text(s.to_owned());
+                        let attrs = Value::Map(vec![
+                            (t("ggml_type"), t(type_name)),
+                            (t("ggml_type_id"), Value::Unsigned(u64::from(info.type_id))),
+                            (t("block_size"), Value::Unsigned(block_size)),
+                            (t("type_size"), Value::Unsigned(type_size)),
+                        ]);
+                        let format =
+                            CText::new(&format!("ggml_{}", type_name.to_ascii_lowercase()))?;
+                        let e = (format, Attributes::from_value(&attrs));
+                        quant.insert(info.type_id, e.clone());
+                        e
+                    }
+                };
+                (entry.0, DType::U8, Some(entry.1), length)
+            }
+        };
+        if info.offset % alignment != 0 {
+            return Err(ctx(err!(
+                Format,
+                "data offset {} is not a multiple of the alignment {alignment}",
+                info.offset
+            )));
+        }
+        let offset = data_start
+            .checked_add(info.offset)
+            .ok_or_else(|| ctx(err!(Format, "data offset {} overflows u64", info.offset)))?;
+        if offset.checked_add(length).is_none_or(|end| end > size) {
+            return Err(ctx(err!(
+                Format,
+                "{length} bytes at file offset {offset} (data offset {}) reach past the end \
+                 of the {size}-byte file",
+                info.offset
+            )));
+        }
+        if length > 0 {
+            ranges.push((offset, offset + length, objects.len()));
+        }
+        objects.push(Object {
+            name: info.name,
+            format,
+            shape,
+            attributes,
+            components: vec![Component {
+                role: data.clone(),
+                dtype,
+                logical_type: None,
+                blob: Blob {
+                    offset,
+                    length,
+                    encoding: Encoding::Raw,
+                    decoded_length: length,
+                },
+                decoded_length: length,
+                digest: None,
+                transform: Transform::None,
+            }],
+        });
+    }
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if b.0 < a.1 {
+            bail!(
+                Format,
+                "GGUF tensors '{}' (bytes [{}, {})) and '{}' (bytes [{}, {})) overlap",
+                objects[a.2].name(),
+                a.0,
+                a.1,
+                objects[b.2].name(),
+                b.0,
+                b.1
+            );
+        }
+    }
+    Ok(objects)
+}
