@@ -811,7 +811,7 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
         m if m == MAGIC_V1 => (16u64, false),
         m if m == MAGIC_V01 => (8u64, true),
         _ => {
-            let Some(container) = formats::detect(head, size) else {
+            let Some(container) = formats::detect(head) else {
                 bail!(
                     Format,
                     "not a zTensor, safetensors, GGUF or Tensogram file: the header magic is {:?}",
@@ -907,9 +907,9 @@ mod tests {
         let object = Object {
             name: CText::new("single").unwrap(),
             format: CText::new("dense").unwrap(),
-            shape: vec![len],
+            shape: vec![len].into(),
             attributes: None,
-            components: vec![Component {
+            components: crate::model::Components::One(Component {
                 role: CText::new("data").unwrap(),
                 dtype: DType::U8,
                 logical_type: None,
@@ -922,7 +922,7 @@ mod tests {
                 decoded_length: len,
                 digest: None,
                 transform: Transform::None,
-            }],
+            }),
         };
         let mut file = MAGIC_V1.to_vec();
         file.resize(ALIGNMENT as usize, 0);

@@ -375,7 +375,7 @@ fn safetensors_validation() {
     refused_with(&good, limits, Limit, "over the manifest limit of 16");
     let mut past = good.clone();
     past[..8].copy_from_slice(&(good.len() as u64).to_le_bytes());
-    refused(&past, Format, "not a tensor file");
+    refused(&past, Format, "reaches past the end of the");
     let mut not_utf8 = good.clone();
     not_utf8[10] = 0xff;
     refused(&not_utf8, Format, "not UTF-8 (bad byte at file offset 10)");

@@ -28,7 +28,8 @@ use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Transform, check_name,
+    Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Transform,
+    check_name,
 };
 
 /// Data section alignment when the file has no `general.alignment`.
@@ -531,9 +532,9 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
         objects.push(Object {
             name: info.name,
             format,
-            shape,
+            shape: shape.into(),
             attributes,
-            components: vec![Component {
+            components: Components::One(Component {
                 role: data.clone(),
                 dtype,
                 logical_type: None,
@@ -546,7 +547,7 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
                 decoded_length: length,
                 digest: None,
                 transform: Transform::None,
-            }],
+            }),
         });
     }
     ranges.sort_unstable();

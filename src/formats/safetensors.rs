@@ -69,17 +69,17 @@ fn dtype_of(name: &str) -> Result<(DType, Option<&'static str>)> {
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let head = read(0, 8)?;
     let header_len = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    if header_len > size - 8 {
+        bail!(
+            Format,
+            "safetensors header of {header_len} bytes reaches past the end of the {size}-byte file"
+        );
+    }
     if header_len > limits.max_manifest_size {
         bail!(
             Limit,
             "safetensors header of {header_len} bytes is over the manifest limit of {}",
             limits.max_manifest_size
-        );
-    }
-    if header_len > size - 8 {
-        bail!(
-            Format,
-            "safetensors header of {header_len} bytes reaches past the end of the {size}-byte file"
         );
     }
     let data_start = 8 + header_len;
@@ -334,9 +334,9 @@ fn tensor(
     let object = Object {
         name: name_c,
         format: Names::get(&mut names.dense, "dense")?,
-        shape,
+        shape: shape.into(),
         attributes: None,
-        components: vec![component],
+        components: vec![component].into(),
     };
     Ok((begin, end, object))
 }
