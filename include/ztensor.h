@@ -281,7 +281,7 @@ typedef struct zt_component_info {
    */
   uint64_t decoded_length;
   /**
-   * "sha256:...", "crc32c:0x...", or NULL.
+   * "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
    */
   const char *digest;
 } zt_component_info;

@@ -279,7 +279,7 @@ pub struct zt_component_info {
     pub length: u64,
     /// Bytes after decoding.
     pub decoded_length: u64,
-    /// "sha256:...", "crc32c:0x...", or NULL.
+    /// "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
     pub digest: *const c_char,
 }
 

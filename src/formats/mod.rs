@@ -9,6 +9,8 @@ use crate::error::{Result, bail};
 use crate::limits::Limits;
 use crate::model::{Container, Model};
 
+mod tensogram;
+
 /// Reads `len` bytes at `offset` of the file: borrowed from the mapping or caller's
 /// memory, or read with `pread`. A range past the end of the file is a `Format` error.
 /// Parsers must bound `len` by the limits before asking (it is allocated when the file
@@ -41,9 +43,9 @@ pub(crate) fn parse(
     size: u64,
     limits: &Limits,
 ) -> Result<(Model, u64)> {
-    let _ = (read, size, limits);
     match container {
         Container::ZTensor => bail!(Internal, "zTensor files are not parsed here"),
+        Container::Tensogram => tensogram::parse(read, size, limits),
         other => bail!(
             Unsupported,
             "{} files are recognised but this build can't read them yet",
