@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI smoke run of the fuzzer: builds fuzz/build.sh's target, seeds it with the hostile
-# corpus and the reference vectors (copied to a scratch directory, so nothing in the
-# source tree changes) and fuzzes for ZT_FUZZ_SECONDS (default 45, at most 60) on one
-# core. Exits non-zero on a crash, a timeout, an out-of-memory or a leak; the reproducer
-# is then under fuzz/artifacts/. Prints libFuzzer's final stats (executions, coverage).
+# corpus, the reference vectors and the Tensogram vectors (copied to a scratch directory,
+# so nothing in the source tree changes) and fuzzes for ZT_FUZZ_SECONDS (default 45, at
+# most 60) on one core. Exits non-zero on a crash, a timeout, an out-of-memory or a leak;
+# the reproducer is then under fuzz/artifacts/. Prints libFuzzer's final stats
+# (executions, coverage).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 seconds="${ZT_FUZZ_SECONDS:-45}"
@@ -13,6 +14,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp "$here"/../tests/vectors/hostile/*.zt "$work"/
 cp "$here"/../tests/vectors/reference/*.zt "$work"/ 2>/dev/null || true
+cp "$here"/../tests/vectors/tensogram/*.tgm "$work"/ 2>/dev/null || true
 mkdir -p "$here/artifacts"
 echo "fuzz smoke: $(ls "$work" | wc -l) seeds, ${seconds}s" >&2
 status=0

@@ -281,7 +281,7 @@ typedef struct zt_component_info {
    */
   uint64_t decoded_length;
   /**
-   * "sha256:...", "crc32c:0x...", or NULL.
+   * "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
    */
   const char *digest;
 } zt_component_info;
@@ -354,9 +354,10 @@ const char *zt_status_name(uint32_t status);
 const char *zt_last_error(void);
 
 /**
- * Opens a zTensor file (v1.2, v1.1 or legacy v0.1) read-only with the default options:
- * maps it, decodes and validates the manifest; reads no tensor data. `*out` is set only
- * on success; free it with `zt_close`.
+ * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
+ * v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
+ * `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
+ * tensor data. `*out` is set only on success; free it with `zt_close`.
  */
 enum zt_status zt_open(const char *path, struct zt_reader **out);
 

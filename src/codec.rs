@@ -33,6 +33,8 @@ pub(crate) enum Hasher {
     None,
     Sha256(Box<Sha256>),
     Crc32c(u32),
+    /// xxh3-64 (seed 0), for verifying Tensogram frame hashes; never written.
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
 }
 
 impl Hasher {
@@ -48,6 +50,7 @@ impl Hasher {
             Hasher::None => {}
             Hasher::Sha256(h) => h.update(bytes),
             Hasher::Crc32c(c) => *c = crc32c::crc32c_append(*c, bytes),
+            Hasher::Xxh3(h) => h.update(bytes),
         }
     }
     /// The digest string as the reference writer spells it; None for `None`.
@@ -56,6 +59,7 @@ impl Hasher {
             Hasher::None => None,
             Hasher::Sha256(h) => Some(format!("sha256:{}", hex_lower(&h.finalize()))),
             Hasher::Crc32c(c) => Some(format!("crc32c:0x{c:08X}")),
+            Hasher::Xxh3(h) => Some(format!("xxh3:{:016x}", h.digest())),
         }
     }
 }
@@ -75,11 +79,16 @@ pub fn hex_lower(bytes: &[u8]) -> String {
 pub(crate) enum Expected {
     Sha256(String),
     Crc32c(u32),
+    /// Tensogram's xxh3-64 frame hash, "xxh3:<16 hex>" (the value as written big-endian).
+    Xxh3(u64),
 }
 
-/// Parses a stored digest string. An algorithm we don't know is `Unsupported`, so it is
+/// Parses a stored digest string: "sha256:" or "crc32c:", and with `xxh3` (files read
+/// through the Tensogram format) "xxh3:<16 hex>", the frame hashes Tensogram stores;
+/// the writer never emits those, and in a zTensor manifest "xxh3" stays an algorithm
+/// the format doesn't define. An algorithm we don't know is `Unsupported`, so it is
 /// never counted as verified.
-pub(crate) fn parse_digest(digest: &str) -> Result<Expected> {
+pub(crate) fn parse_digest(digest: &str, xxh3: bool) -> Result<Expected> {
     let (algo, hex) = digest
         .split_once(':')
         .ok_or_else(|| err!(Format, "malformed digest '{digest}'"))?;
@@ -94,6 +103,14 @@ pub(crate) fn parse_digest(digest: &str) -> Result<Expected> {
                 .map(Expected::Crc32c)
                 .map_err(|_| err!(Format, "malformed digest '{digest}'"))
         }
+        "xxh3" if xxh3 => {
+            if hex.len() != 16 {
+                bail!(Format, "malformed digest '{digest}'");
+            }
+            u64::from_str_radix(hex, 16)
+                .map(Expected::Xxh3)
+                .map_err(|_| err!(Format, "malformed digest '{digest}'"))
+        }
         other => bail!(
             Unsupported,
             "digest algorithm '{other}' is not supported, so it was not verified"
@@ -106,6 +123,7 @@ impl Expected {
         match self {
             Expected::Sha256(_) => Hasher::new(DigestAlgorithm::Sha256),
             Expected::Crc32c(_) => Hasher::new(DigestAlgorithm::Crc32c),
+            Expected::Xxh3(_) => Hasher::Xxh3(Box::default()),
         }
     }
     /// Compares a finished hasher with the expectation.
@@ -113,6 +131,7 @@ impl Expected {
         let ok = match (self, hasher) {
             (Expected::Sha256(want), Hasher::Sha256(h)) => hex_lower(&h.finalize()) == *want,
             (Expected::Crc32c(want), Hasher::Crc32c(got)) => got == *want,
+            (Expected::Xxh3(want), Hasher::Xxh3(h)) => h.digest() == *want,
             _ => false,
         };
         if !ok {
@@ -396,13 +415,15 @@ mod tests {
 
     #[test]
     fn parse_digest_accepts_either_case_and_reports_unknown() {
-        let e = parse_digest("crc32c:0xe3069283").unwrap();
+        let e = parse_digest("crc32c:0xe3069283", false).unwrap();
         let mut h = e.hasher();
         h.update(b"123456789");
         e.check(h).unwrap();
-        let e =
-            parse_digest("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD")
-                .unwrap();
+        let e = parse_digest(
+            "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
+            false,
+        )
+        .unwrap();
         let mut h = e.hasher();
         h.update(b"abc");
         e.check(h).unwrap();
@@ -410,7 +431,34 @@ mod tests {
         h.update(b"abd");
         assert_eq!(e.check(h).unwrap_err().kind(), ErrorKind::Checksum);
         assert_eq!(
-            parse_digest("md5:00").err().unwrap().kind(),
+            parse_digest("md5:00", false).err().unwrap().kind(),
+            ErrorKind::Unsupported
+        );
+    }
+
+    #[test]
+    fn xxh3_digests_are_known_only_for_tensogram() {
+        // The value Tensogram documents for compute_hash(b"hello world").
+        let e = parse_digest("xxh3:d447b1ea40e6988b", true).unwrap();
+        let mut h = e.hasher();
+        h.update(b"hello ");
+        h.update(b"world");
+        e.check(h).unwrap();
+        let mut h = e.hasher();
+        h.update(b"hello world!");
+        assert_eq!(e.check(h).unwrap_err().kind(), ErrorKind::Checksum);
+        assert_eq!(
+            parse_digest("xxh3:d447b1ea40e6988", true)
+                .err()
+                .unwrap()
+                .kind(),
+            ErrorKind::Format
+        );
+        assert_eq!(
+            parse_digest("xxh3:d447b1ea40e6988b", false)
+                .err()
+                .unwrap()
+                .kind(),
             ErrorKind::Unsupported
         );
     }

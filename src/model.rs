@@ -119,7 +119,6 @@ pub enum Transform {
     SwapBytes(u8),
     /// Decoded by `Model::decoders[index]` from the blob's stored bytes (formats other
     /// than zTensor whose encodings are pipelines of their own).
-    #[allow(dead_code)] // constructed by the format parsers as they land
     External(u32),
     /// A byte range of the decoded blob, elements of `swap` bytes swapped when `swap > 1`.
     Slice { start: u64, len: u64, swap: u8 },
@@ -451,6 +450,10 @@ pub struct Model {
     pub(crate) by_name: NameIndex,
     /// Decoders of `Transform::External` components, by index.
     pub(crate) decoders: Vec<std::sync::Arc<dyn Decoder>>,
+    /// File regions `(offset, length)` that digests cover when that is not the
+    /// component's blob, by (object, component) index: Tensogram's frame hashes cover
+    /// a frame's whole body (payload, NaN/Inf masks and descriptor). Empty for zTensor.
+    pub(crate) digest_regions: std::collections::HashMap<(usize, usize), (u64, u64)>,
 }
 
 impl Model {
@@ -493,7 +496,20 @@ impl Model {
             objects,
             by_name,
             decoders,
+            digest_regions: Default::default(),
         })
+    }
+
+    /// The stored region `(offset, length)` a component's digest covers: its blob,
+    /// unless the format hashes a larger region (see `digest_regions`). A map lookup.
+    pub(crate) fn digest_region(&self, object: usize, component: usize) -> (u64, u64) {
+        match self.digest_regions.get(&(object, component)) {
+            Some(&region) => region,
+            None => {
+                let blob = &self.objects[object].components[component].blob;
+                (blob.offset, blob.length)
+            }
+        }
     }
 }
 

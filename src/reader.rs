@@ -598,11 +598,20 @@ impl<'a> Reader<'a> {
         let digest = c
             .digest()
             .ok_or_else(|| ctx(err!(NotFound, "the component has no digest")))?;
-        self.check_digest(&c.blob, digest).map_err(ctx)
+        let (offset, length) = self.model.digest_region(object, component);
+        let region = Blob {
+            offset,
+            length,
+            encoding: Encoding::Raw,
+            decoded_length: length,
+        };
+        self.check_digest(&region, digest).map_err(ctx)
     }
 
+    /// Hashes the stored bytes of `blob` (a region of the file) and compares the digest.
     fn check_digest(&self, blob: &Blob, digest: &str) -> Result<()> {
-        let expected = parse_digest(digest)?;
+        let xxh3 = self.model.container == Container::Tensogram;
+        let expected = parse_digest(digest, xxh3)?;
         let mut hasher = expected.hasher();
         match self.source.stored(blob) {
             Some(stored) => hasher.update(stored),
@@ -628,7 +637,7 @@ impl<'a> Reader<'a> {
         for (oi, obj) in self.model.objects.iter().enumerate() {
             for (ci, c) in obj.components.iter().enumerate() {
                 if let Some(d) = c.digest()
-                    && seen.insert((c.blob.offset, c.blob.length, d))
+                    && seen.insert((self.model.digest_region(oi, ci), d))
                 {
                     work.push((oi, ci));
                 }
@@ -640,7 +649,7 @@ impl<'a> Reader<'a> {
         // small, once-only allocation in Rust's std, which leak checkers report).
         let bytes: u64 = work
             .iter()
-            .map(|&(oi, ci)| self.model.objects[oi].components[ci].blob.length)
+            .map(|&(oi, ci)| self.model.digest_region(oi, ci).1)
             .sum();
         let workers = crate::codec::threads().min(work.len());
         if workers <= 1 || bytes < 16 << 20 {

@@ -86,9 +86,10 @@ fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
     put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
 }
 
-/// Opens a zTensor file (v1.2, v1.1 or legacy v0.1) read-only with the default options:
-/// maps it, decodes and validates the manifest; reads no tensor data. `*out` is set only
-/// on success; free it with `zt_close`.
+/// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
+/// v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
+/// `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
+/// tensor data. `*out` is set only on success; free it with `zt_close`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_open(path: *const c_char, out: *mut *mut zt_reader) -> zt_status {
     // SAFETY: forwarded contract.
@@ -279,7 +280,7 @@ pub struct zt_component_info {
     pub length: u64,
     /// Bytes after decoding.
     pub decoded_length: u64,
-    /// "sha256:...", "crc32c:0x...", or NULL.
+    /// "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
     pub digest: *const c_char,
 }
 

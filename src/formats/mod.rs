@@ -12,6 +12,8 @@ use crate::error::{Result, bail};
 use crate::limits::Limits;
 use crate::model::{Container, Model};
 
+mod tensogram;
+
 /// Reads `len` bytes at `offset` of the file: borrowed from the mapping or caller's
 /// memory, or read with `pread`. A range past the end of the file is a `Format` error.
 /// Parsers must bound `len` by the limits before asking (it is allocated when the file
@@ -49,10 +51,6 @@ pub(crate) fn parse(
         Container::ZTensor => bail!(Internal, "zTensor files are not parsed here"),
         Container::Safetensors => safetensors::parse(read, size, limits),
         Container::Gguf => gguf::parse(read, size, limits),
-        other => bail!(
-            Unsupported,
-            "{} files are recognised but this build can't read them yet",
-            other.name()
-        ),
+        Container::Tensogram => tensogram::parse(read, size, limits),
     }
 }
