@@ -1011,3 +1011,91 @@ fn help_and_version() {
         assert_eq!(ok(&dir, &["help", command]), text);
     }
 }
+
+// --- other formats ---------------------------------------------------------------------
+
+/// Every safetensors, GGUF and Tensogram vector through `info`, `verify`, `cat` and
+/// `convert`: a file the library opens and decodes converts to a .zt holding the same
+/// objects, shapes, types, attributes and bytes; one it can't decode fails to convert
+/// and leaves nothing behind; one it can't open fails every command with exit 1.
+#[test]
+fn every_format_converts_to_zt_with_identical_values() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let dir = temp_dir("cli_formats");
+    let mut converted = 0;
+    for (sub, ext) in [
+        ("safetensors", "safetensors"),
+        ("gguf", "gguf"),
+        ("tensogram", "tgm"),
+    ] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension() == Some(OsStr::new(ext)))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "{sub} vectors");
+        for file in files {
+            let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+            std::fs::copy(&file, dir.join(&name)).unwrap();
+            let out = format!("{name}.zt");
+            let Ok(r) = Reader::open(&file) else {
+                for cmd in ["info", "verify"] {
+                    let run = zt(&dir, &[cmd, &name]);
+                    assert_eq!(run.code, 1, "{cmd} {name}: {run:?}");
+                    assert!(
+                        run.stderr
+                            .starts_with(&format!("zt: error: cannot open '{name}'"))
+                    );
+                }
+                continue;
+            };
+            let info = ok(&dir, &["info", &name]);
+            for o in r.objects() {
+                assert!(info.contains(o.name()), "{name}: info lists '{}'", o.name());
+            }
+            let first = r.objects()[0].name().to_owned();
+            let decodable = (0..r.objects().len()).all(|i| {
+                (0..r.objects()[i].components().len()).all(|c| r.read_to_vec(i, c).is_ok())
+            });
+            let run = zt(&dir, &["convert", "--quiet", &name, &out]);
+            if !decodable {
+                assert_eq!(run.code, 1, "convert {name}: {run:?}");
+                assert!(
+                    !dir.join(&out).exists(),
+                    "{name}: no output after a failure"
+                );
+                continue;
+            }
+            assert_eq!((run.code, run.stderr.as_str()), (0, ""), "convert {name}");
+            ok(&dir, &["verify", "--quiet", &name]);
+            ok(&dir, &["cat", &name, &first]);
+            let z = Reader::open(dir.join(&out)).unwrap();
+            assert_eq!(z.attributes(), r.attributes(), "{name}: file attributes");
+            assert_eq!(z.objects().len(), r.objects().len(), "{name}");
+            for (i, o) in r.objects().iter().enumerate() {
+                let j = z.find(o.name()).expect("same names");
+                let p = &z.objects()[j];
+                assert_eq!((p.format(), p.shape()), (o.format(), o.shape()), "{name}");
+                assert_eq!(p.attributes(), o.attributes(), "{name}: '{}'", o.name());
+                assert_eq!(p.components().len(), o.components().len());
+                for (c, oc) in o.components().iter().enumerate() {
+                    let k = p.find_component(oc.role()).expect("same roles");
+                    let pc = &p.components()[k];
+                    assert_eq!(
+                        (pc.dtype(), pc.logical_type()),
+                        (oc.dtype(), oc.logical_type())
+                    );
+                    assert!(
+                        z.read_to_vec(j, k).unwrap() == r.read_to_vec(i, c).unwrap(),
+                        "{name}: '{}' {} bytes",
+                        o.name(),
+                        oc.role()
+                    );
+                }
+            }
+            converted += 1;
+        }
+    }
+    assert!(converted >= 10, "converted {converted} files");
+}

@@ -89,9 +89,13 @@ impl Storage {
     }
 
     /// The options for one component: the overrides, else what the input has (a digest
-    /// of an algorithm we can't compute is dropped).
+    /// of an algorithm we can't compute is dropped; another format's pipeline, such as
+    /// Tensogram's packing and compression, becomes zstd).
     fn options(&self, c: &Component) -> WriteOptions {
-        let encoding = self.encoding.unwrap_or(c.encoding());
+        let encoding = self.encoding.unwrap_or(match c.encoding() {
+            Encoding::Pipeline => Encoding::Zstd,
+            other => other,
+        });
         let digest = self.digest.unwrap_or_else(|| match c.digest() {
             Some(d) if d.starts_with("sha256:") => DigestAlgorithm::Sha256,
             Some(d) if d.starts_with("crc32c:") => DigestAlgorithm::Crc32c,
