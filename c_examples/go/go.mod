@@ -1,0 +1,3 @@
+module ztensor.example/ztensor
+
+go 1.19
