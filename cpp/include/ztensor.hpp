@@ -1101,6 +1101,8 @@ class Reader {
   bool empty() const noexcept { return size() == 0; }
   /// The file's format version: "1.2.0", "1.1.0", "0.1.0" ...; "" when closed.
   std::string_view version() const noexcept { return detail::sv(zt_file_version(handle_.get())); }
+  /// The container format: "zt", "safetensors", "gguf" or "tensogram"; "" when closed.
+  std::string_view file_format() const noexcept { return detail::sv(zt_file_format(handle_.get())); }
 
   object_iterator begin() const noexcept { return object_iterator(handle_.get(), 0); }
   object_iterator end() const noexcept { return object_iterator(handle_.get(), size()); }

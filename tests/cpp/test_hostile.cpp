@@ -174,7 +174,7 @@ void walk_component(const zt::Object& obj, std::size_t index, walk_state& w) {
 }
 
 zt_status walk(const zt::Reader& r, walk_state& w) {
-  w.foreign = std::string_view(zt_file_format(r.handle())) != "zt";
+  w.foreign = r.file_format() != "zt";
   for (std::size_t i = 0; i < r.size(); ++i) {
     zt::Object obj;
     if (call(w, "at", [&] { obj = r.at(i); }) != ZT_OK) continue;

@@ -80,6 +80,7 @@ TEST_F(ReaderTest, OpenSizeVersionIteration) {
   EXPECT_EQ(r.size(), 9u);
   EXPECT_FALSE(r.empty());
   EXPECT_EQ(r.version(), "1.2.0");
+  EXPECT_EQ(r.file_format(), "zt");
 
   std::vector<std::string> names;
   for (const auto& obj : r) names.emplace_back(obj.name());
@@ -465,6 +466,7 @@ TEST_F(ReaderTest, MovesAndClose) {
   EXPECT_EQ(a.size(), 0u);
   EXPECT_TRUE(a.empty());
   EXPECT_EQ(a.version(), "");
+  EXPECT_EQ(a.file_format(), "");
   EXPECT_EQ(a.begin(), a.end());
   EXPECT_FALSE(a.find("w_f32").has_value());
   EXPECT_THROW((void)a["w_f32"], zt::invalid_argument);
