@@ -228,39 +228,7 @@ fn committed_vectors_read_exactly() {
 
 /// The venv's python, created on first use.
 fn formats_python() -> PathBuf {
-    let requirements = repo().join("tests/interop/formats-requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).unwrap();
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("formats-venv");
-    let python = venv.join("bin/python");
-    let marker = venv.join("requirements.installed");
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) && python.exists()
-    {
-        return python;
-    }
-    let _ = std::fs::remove_dir_all(&venv);
-    let base = std::env::var("ZT_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let run = |cmd: &mut Command| {
-        let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-        assert!(
-            out.status.success(),
-            "{cmd:?} failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(Command::new(&base).args(["-m", "venv"]).arg(&venv));
-    run(Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements));
-    std::fs::write(&marker, wanted).unwrap();
-    python
+    common::pinned_python("tests/interop/formats-requirements.txt", "formats-venv")
 }
 
 #[test]

@@ -71,3 +71,47 @@ pub fn same(ours: &ztensor::cbor::Value, expected: &ztensor::cbor::Value) -> boo
         _ => ours == expected,
     }
 }
+
+/// Runs a command, failing the test with its output when it exits non-zero.
+pub fn run_ok(cmd: &mut std::process::Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The python of a venv `name` under the test's target tmp dir holding the pins of
+/// `requirements` (a path relative to the repository), created on first use and reused
+/// while the file is unchanged. `ZT_PYTHON` chooses the interpreter that makes it.
+pub fn pinned_python(requirements: &str, name: &str) -> std::path::PathBuf {
+    use std::process::Command;
+    let requirements = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(requirements);
+    let wanted = std::fs::read_to_string(&requirements).unwrap();
+    let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let python = venv.join("bin/python");
+    let marker = venv.join("requirements.installed");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) && python.exists()
+    {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    let base = std::env::var("ZT_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    run_ok(Command::new(&base).args(["-m", "venv"]).arg(&venv));
+    run_ok(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&requirements),
+    );
+    std::fs::write(&marker, wanted).unwrap();
+    python
+}
