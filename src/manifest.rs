@@ -17,8 +17,14 @@ use crate::model::{
 /// The version string this library writes.
 pub const WRITE_VERSION: &str = "1.2.0";
 
-/// A CBOR error, positioned in the file: too deep is a `Limit`, anything else `Format`.
+/// A CBOR error in the manifest, positioned in the file.
 pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
+    cbor_error_in("manifest", e, base)
+}
+
+/// A CBOR error in `what` (whose bytes start at file offset `base`), positioned in the
+/// file: too deep is a `Limit`, anything else `Format`.
+pub(crate) fn cbor_error_in(what: &str, e: DecodeError, base: u64) -> Error {
     let kind = if e.too_deep {
         ErrorKind::Limit
     } else {
@@ -27,7 +33,7 @@ pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
     Error::new(
         kind,
         format!(
-            "manifest: CBOR error at file offset {}: {}",
+            "{what}: CBOR error at file offset {}: {}",
             base + e.offset as u64,
             e.message
         ),

@@ -151,6 +151,30 @@ pub struct Component {
 }
 
 impl Component {
+    /// A component stored as is: `length` raw bytes at file offset `offset`.
+    pub(crate) fn raw(
+        role: CText,
+        dtype: DType,
+        logical_type: Option<CText>,
+        offset: u64,
+        length: u64,
+    ) -> Component {
+        Component {
+            role,
+            dtype,
+            logical_type,
+            blob: Blob {
+                offset,
+                length,
+                encoding: Encoding::Raw,
+                decoded_length: length,
+            },
+            decoded_length: length,
+            digest: None,
+            transform: Transform::None,
+        }
+    }
+
     /// The role name ("data", "values", "indices" ...).
     pub fn role(&self) -> &str {
         self.role.as_str()

@@ -28,8 +28,7 @@ use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Transform,
-    check_name,
+    Attributes, CText, Component, Components, Container, Model, Object, check_name,
 };
 
 /// Data section alignment when the file has no `general.alignment`.
@@ -534,20 +533,7 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
             format,
             shape: shape.into(),
             attributes,
-            components: Components::One(Component {
-                role: data.clone(),
-                dtype,
-                logical_type: None,
-                blob: Blob {
-                    offset,
-                    length,
-                    encoding: Encoding::Raw,
-                    decoded_length: length,
-                },
-                decoded_length: length,
-                digest: None,
-                transform: Transform::None,
-            }),
+            components: Components::One(Component::raw(data.clone(), dtype, None, offset, length)),
         });
     }
     ranges.sort_unstable();

@@ -25,9 +25,7 @@ use crate::error::{ErrorKind, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::json::from_json;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
-use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Transform, check_name,
-};
+use crate::model::{Attributes, CText, Component, Container, Model, Object, check_name};
 
 /// The version string a safetensors model reports (the format has none of its own).
 pub(crate) const VERSION: &str = "1";
@@ -317,20 +315,13 @@ fn tensor(
         );
     }
     let offset = data_start + begin;
-    let component = Component {
-        role: Names::get(&mut names.data, "data")?,
-        dtype: storage,
-        logical_type: logical.map(|t| names.logical(t)).transpose()?,
-        blob: Blob {
-            offset,
-            length,
-            encoding: Encoding::Raw,
-            decoded_length: length,
-        },
-        decoded_length: length,
-        digest: None,
-        transform: Transform::None,
-    };
+    let component = Component::raw(
+        Names::get(&mut names.data, "data")?,
+        storage,
+        logical.map(|t| names.logical(t)).transpose()?,
+        offset,
+        length,
+    );
     let object = Object {
         name: name_c,
         format: Names::get(&mut names.dense, "dense")?,

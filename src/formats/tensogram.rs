@@ -258,21 +258,7 @@ fn be64(b: &[u8]) -> u64 {
 
 /// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
 fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
-    cbor::decode(bytes, depth).map_err(|e| {
-        let kind = if e.too_deep {
-            ErrorKind::Limit
-        } else {
-            ErrorKind::Format
-        };
-        Error::new(
-            kind,
-            format!(
-                "{what}: CBOR error at file offset {}: {}",
-                at + e.offset as u64,
-                e.message
-            ),
-        )
-    })
+    cbor::decode(bytes, depth).map_err(|e| crate::manifest::cbor_error_in(what, e, at))
 }
 
 /// Walks the message starting at `start`: preamble, every frame, postamble. Reads the
