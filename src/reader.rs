@@ -58,14 +58,6 @@ enum Source<'a> {
 }
 
 impl Source<'_> {
-    /// The file, when the source is one (mapped or not).
-    fn file(&self) -> Option<&File> {
-        match self {
-            Source::Map(_, f) | Source::File(f) => Some(f),
-            Source::Slice(_) => None,
-        }
-    }
-
     /// A blob's stored bytes when the file is addressable memory (bounds checked at open).
     fn stored(&self, blob: &Blob) -> Option<&[u8]> {
         self.bytes()
@@ -529,11 +521,15 @@ impl<'a> Reader<'a> {
         match blob.encoding {
             Encoding::Raw => self.source.read_at(blob.offset, dst),
             Encoding::Zstd => {
-                if blob.length > ZSTD_WINDOW as u64
-                    && let Some(file) = self.source.file()
-                    && decode_windowed(file, blob, dst)?
-                {
-                    return Ok(());
+                if blob.length > ZSTD_WINDOW as u64 {
+                    let done = match &self.source {
+                        Source::Map(map, _) => decode_mapped_windows(map, blob, dst)?,
+                        Source::File(file) => decode_windowed(file, blob, dst)?,
+                        Source::Slice(_) => false,
+                    };
+                    if done {
+                        return Ok(());
+                    }
                 }
                 let stored = self.source.region(blob.offset, blob.length)?;
                 zstd_decode_into(&stored, dst)
@@ -750,6 +746,72 @@ fn decode_windowed(file: &File, blob: &Blob, dst: &mut [u8]) -> Result<bool> {
             // Trailing bytes that are no whole frame, or a short total: the one-shot
             // decoder reports the precise fault.
             return Ok(buf.is_empty() && out == dst.len());
+        }
+    }
+}
+
+/// Decodes a large zstd component of a mapped file window by window: the frames in each
+/// `ZSTD_WINDOW` of stored bytes are decoded in parallel straight from the mapping into
+/// `dst`, then the window's pages are dropped from the process (`MADV_DONTNEED`; the
+/// mapping is shared and read-only, so a later access just maps them again from the page
+/// cache). So the stored stream never becomes resident as a whole, and no thread waits
+/// for a copy. Returns false when the stream doesn't suit (a frame without a recorded
+/// size): the caller then decodes it whole.
+fn decode_mapped_windows(map: &Mmap, blob: &Blob, dst: &mut [u8]) -> Result<bool> {
+    let base = blob.offset as usize;
+    let stored = &map[base..base + blob.length as usize];
+    let (mut used, mut out) = (0usize, 0usize);
+    while used < stored.len() {
+        let (start, out_start) = (used, out);
+        let mut frames = Vec::new();
+        while used < stored.len() && used - start < ZSTD_WINDOW {
+            let rest = &stored[used..];
+            let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(rest) else {
+                return Ok(false);
+            };
+            let Ok(Some(content)) = zstd::zstd_safe::get_frame_content_size(&rest[..size]) else {
+                return Ok(false);
+            };
+            let Some(next) = usize::try_from(content)
+                .ok()
+                .and_then(|c| out.checked_add(c))
+                .filter(|&n| n <= dst.len())
+            else {
+                return Ok(false);
+            };
+            frames.push(Frame {
+                src: used - start..used - start + size,
+                dst: out - out_start..next - out_start,
+            });
+            used += size;
+            out = next;
+        }
+        decode_frames(&stored[start..used], &mut dst[out_start..out], &frames)?;
+        release_pages(map, base + start, used - start);
+    }
+    Ok(out == dst.len())
+}
+
+/// Drops the pages of `[offset, offset + len)` of a shared read-only mapping from the
+/// process (they stay in the page cache; touching them again maps them again).
+fn release_pages(map: &Mmap, offset: usize, len: usize) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let start = offset / page * page;
+    let end = (offset + len)
+        .div_ceil(page)
+        .saturating_mul(page)
+        .min(map.len());
+    if end > start {
+        // SAFETY: the range lies inside the mapping, which starts page-aligned. For a
+        // shared file mapping MADV_DONTNEED only unmaps pages: their contents are the
+        // file's, so concurrent readers of the same pages see no change.
+        unsafe {
+            libc::madvise(
+                map.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_DONTNEED,
+            );
         }
     }
 }
@@ -991,6 +1053,14 @@ mod tests {
             "our frames decode through the window"
         );
         assert!(dst == data);
+        // The same through the mapping, window by window.
+        let map = unsafe { Mmap::map(&file) }.unwrap();
+        dst.fill(0);
+        assert!(
+            decode_mapped_windows(&map, &blob, &mut dst).unwrap(),
+            "our frames decode from the mapping"
+        );
+        assert!(dst == data);
         // One big frame without a recorded size (as other writers make): declined.
         let single = {
             let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
@@ -1006,6 +1076,8 @@ mod tests {
             decoded_length: data.len() as u64,
         };
         assert!(!decode_windowed(&file, &foreign, &mut dst).unwrap());
+        let map = unsafe { Mmap::map(&file) }.unwrap();
+        assert!(!decode_mapped_windows(&map, &foreign, &mut dst).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
