@@ -113,30 +113,6 @@ static void cb_kv_uint(bytes *b, const char *k, uint64_t v) {
   cb_uint(b, v);
 }
 
-static unsigned char *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  unsigned char *data;
-  long n;
-  *size = 0;
-  if (f == NULL) {
-    return NULL;
-  }
-  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return NULL;
-  }
-  data = (unsigned char *)malloc((size_t)n + 1);
-  if (data == NULL || fread(data, 1, (size_t)n, f) != (size_t)n) {
-    free(data);
-    fclose(f);
-    return NULL;
-  }
-  fclose(f);
-  data[n] = 0;
-  *size = (size_t)n;
-  return data;
-}
-
 static int spit(const char *path, const void *data, size_t size) {
   FILE *f = fopen(path, "wb");
   int ok;
@@ -607,7 +583,7 @@ static void write_all(const char *path) {
 /* Checks the raw bytes of all.zt: magic, blob placement, zero padding, footer, digests. */
 static void check_all_layout(const char *path, zt_reader *r) {
   size_t size = 0, o, c, count = zt_object_count(r);
-  unsigned char *file = slurp(path, &size);
+  unsigned char *file = zt_test_slurp(path, &size);
   uint64_t expect_offset = 64, prev_end = 8, manifest_size;
   if (!CHECK(file != NULL && size > 80)) {
     free(file);
@@ -1372,7 +1348,7 @@ static void test_digests_and_corruption(void) {
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, 3, "data"));
   CHECK_OK(zt_verify(r));
 
-  file = slurp("digests.zt", &size);
+  file = zt_test_slurp("digests.zt", &size);
   if (!CHECK(file != NULL)) {
     zt_close(r);
     return;
@@ -1524,7 +1500,7 @@ static void test_open_options(const char *path) {
   zt_reader *r = NULL;
   size_t size = 0;
   uint64_t manifest_size = 0;
-  unsigned char *file = slurp(path, &size);
+  unsigned char *file = zt_test_slurp(path, &size);
   if (!CHECK(file != NULL)) {
     return;
   }
@@ -1647,7 +1623,7 @@ static void test_open_options(const char *path) {
 
 static void test_open_memory(const char *path) {
   size_t size = 0;
-  unsigned char *file = slurp(path, &size);
+  unsigned char *file = zt_test_slurp(path, &size);
   unsigned char *mem, *odd;
   zt_reader *r = NULL;
   zt_open_options o;
@@ -2260,7 +2236,7 @@ static void test_writer_files(void) {
 
 static void test_shrunk_file(void) {
   size_t size = 0;
-  unsigned char *file = slurp("all.zt", &size);
+  unsigned char *file = zt_test_slurp("all.zt", &size);
   zt_open_options o;
   zt_reader *r = NULL;
   memset(&o, 0, sizeof o);
@@ -2426,7 +2402,7 @@ static unsigned char *zstd_sample(size_t *length) {
   zt_reader *all = open_ok("all.zt");
   zt_component_info ci;
   size_t size = 0;
-  unsigned char *file = slurp("all.zt", &size), *out = NULL;
+  unsigned char *file = zt_test_slurp("all.zt", &size), *out = NULL;
   *length = 0;
   if (all != NULL && file != NULL && CHECK_OK(zt_component_info_get(all, OBJ_ZSTD, 0, &ci))) {
     out = (unsigned char *)malloc((size_t)ci.length);
@@ -2545,7 +2521,7 @@ static void test_crafted(void) {
     zt_reader *all = open_ok("all.zt");
     zt_component_info ci;
     size_t size = 0;
-    unsigned char *file = slurp("all.zt", &size);
+    unsigned char *file = zt_test_slurp("all.zt", &size);
     if (all != NULL && file != NULL && CHECK_OK(zt_component_info_get(all, OBJ_ZSTD, 0, &ci))) {
       const uint64_t s4000[1] = {4000}, s5000[1] = {5000};
       comp_spec c = {"f32", NULL, "zstd", NULL, 64, 0, 16000};
@@ -3320,7 +3296,7 @@ static int check_vector(const char *dir, const char *stem) {
   zt_reader *r = NULL;
   zt_open_options o;
   snprintf(path, sizeof path, "%s/%s.json", dir, stem);
-  text = (char *)slurp(path, &size);
+  text = (char *)zt_test_slurp(path, &size);
   if (!CHECK(text != NULL) || !CHECK(j_parse(text, &doc))) {
     fprintf(stderr, "  (can't read %s)\n", path);
     free(text);
@@ -3465,7 +3441,7 @@ static void test_header_coverage(const char *vectors) {
   size_t size = 0, declared = 0;
   char *text, *line;
   snprintf(path, sizeof path, "%s/../../include/ztensor.h", vectors);
-  text = (char *)slurp(path, &size);
+  text = (char *)zt_test_slurp(path, &size);
   if (text == NULL) {
     printf("note: %s not found: header coverage not checked\n", path);
     return;

@@ -23,36 +23,13 @@ typedef struct opened {
   size_t size;
 } opened;
 
-static unsigned char *slurp(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  unsigned char *data;
-  long n;
-  *size = 0;
-  if (f == NULL) {
-    return NULL;
-  }
-  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return NULL;
-  }
-  data = (unsigned char *)malloc((size_t)n + 1);
-  if (data == NULL || fread(data, 1, (size_t)n, f) != (size_t)n) {
-    free(data);
-    fclose(f);
-    return NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return data;
-}
-
 /* Opens a vector one way; returns the status. */
 static zt_status open_file(const char *vectors, const char *rel, enum mode mode, opened *out) {
   char path[1024];
   zt_status st = ZT_ERR_INTERNAL;
   memset(out, 0, sizeof *out);
   snprintf(path, sizeof path, "%s/%s", vectors, rel);
-  out->bytes = slurp(path, &out->size);
+  out->bytes = zt_test_slurp(path, &out->size);
   if (!CHECK(out->bytes != NULL)) {
     fprintf(stderr, "cannot read %s\n", path);
     return ZT_ERR_IO;

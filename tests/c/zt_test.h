@@ -31,6 +31,32 @@ typedef struct zt_test_state {
 } zt_test_state;
 
 /* One instance per program: tests are single translation units. */
+/* The bytes of a file, malloc'd with a NUL after them (*size excludes it); NULL with
+   *size 0 when it can't be read. */
+static inline unsigned char *zt_test_slurp(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  unsigned char *data;
+  long n;
+  *size = 0;
+  if (f == NULL) {
+    return NULL;
+  }
+  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return NULL;
+  }
+  data = (unsigned char *)malloc((size_t)n + 1);
+  if (data == NULL || fread(data, 1, (size_t)n, f) != (size_t)n) {
+    free(data);
+    fclose(f);
+    return NULL;
+  }
+  fclose(f);
+  data[n] = 0;
+  *size = (size_t)n;
+  return data;
+}
+
 static zt_test_state zt_test_counts = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
 
 static inline void zt_test_count(int ok) {
