@@ -163,24 +163,45 @@ pub(crate) struct Frame {
 /// The frames of `src` when every frame states its content size and they add up to
 /// `total`; None otherwise (then decode as one stream, which reports the precise fault).
 pub(crate) fn frame_index(src: &[u8], total: usize) -> Option<Vec<Frame>> {
-    let mut frames = Vec::new();
-    let (mut pos, mut out) = (0usize, 0usize);
-    while pos < src.len() {
-        let rest = &src[pos..];
-        let size = zstd::zstd_safe::find_frame_compressed_size(rest).ok()?;
-        let content = zstd::zstd_safe::get_frame_content_size(&rest[..size]).ok()??;
-        let end = out.checked_add(usize::try_from(content).ok()?)?;
-        if end > total || size == 0 {
-            return None;
-        }
-        frames.push(Frame {
-            src: pos..pos + size,
-            dst: out..end,
-        });
-        pos += size;
-        out = end;
+    if src.is_empty() {
+        return (total == 0).then(Vec::new);
     }
-    (out == total).then_some(frames)
+    let (frames, used, end) = sized_frames(src, src.len(), 0, total)?;
+    (used == src.len() && end == total).then_some(frames)
+}
+
+/// The whole zstd frames at the start of `src` that begin within its first `budget`
+/// bytes, placed after the `out` bytes of a `total`-byte output already decoded: the
+/// frames (their `dst` relative to `out`), the stored bytes they take and the output end.
+/// Stops at a frame not wholly in `src`; None when there is no whole frame, or a frame
+/// records no decoded size or overruns `total` (the stream doesn't suit window decoding).
+pub(crate) fn sized_frames(
+    src: &[u8],
+    budget: usize,
+    out: usize,
+    total: usize,
+) -> Option<(Vec<Frame>, usize, usize)> {
+    let (mut used, mut end) = (0usize, out);
+    let mut frames = Vec::new();
+    while used < src.len() && used < budget {
+        let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(&src[used..]) else {
+            break;
+        };
+        if size == 0 {
+            return None; // never a frame; refusing it keeps the walk from stalling
+        }
+        let content = zstd::zstd_safe::get_frame_content_size(&src[used..used + size]).ok()??;
+        let next = end
+            .checked_add(usize::try_from(content).ok()?)
+            .filter(|&n| n <= total)?;
+        frames.push(Frame {
+            src: used..used + size,
+            dst: end - out..next - out,
+        });
+        used += size;
+        end = next;
+    }
+    (!frames.is_empty()).then_some((frames, used, end))
 }
 
 /// Decodes zstd frames into `dst`, which must come out exactly full. Streams of several

@@ -454,12 +454,20 @@ impl Container {
         }
     }
     /// Blob offsets in a zTensor file are multiples of 64; other formats place data where
-    /// they like, so views there are only guaranteed element alignment (a misaligned
-    /// tensor is copied into an aligned cache instead of being lent out).
+    /// they like (see `view_alignment`).
     pub(crate) fn blob_alignment(self) -> u64 {
         match self {
             Container::ZTensor => ALIGNMENT,
             _ => 1,
+        }
+    }
+    /// The alignment a zero-copy view of `dtype` elements must have to be lent out: 64 in
+    /// zTensor files (the format guarantees it), the element size elsewhere (a misaligned
+    /// tensor is copied into an aligned cache instead).
+    pub(crate) fn view_alignment(self, dtype: DType) -> usize {
+        match self {
+            Container::ZTensor => ALIGNMENT as usize,
+            _ => dtype.size(),
         }
     }
 }

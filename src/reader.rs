@@ -13,12 +13,14 @@ use memmap2::Mmap;
 
 use crate::buffer::{AlignedBuf, zeroed_vec};
 use crate::cbor::Value;
-use crate::codec::{Frame, decode_frames, frame_index, parse_digest, zstd_decode_into};
+use crate::codec::{
+    Frame, decode_frames, frame_index, parse_digest, sized_frames, zstd_decode_into,
+};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    ALIGNMENT, Attributes, Blob, Component, Container, Encoding, Model, Object, Transform, validate,
+    Attributes, Blob, Component, Container, Encoding, Model, Object, Transform, validate,
 };
 use crate::{formats, legacy, manifest};
 
@@ -320,10 +322,7 @@ impl<'a> Reader<'a> {
     /// owns and keeps until it is dropped; concurrent first calls decode once.
     pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
-        let alignment = match self.model.container {
-            Container::ZTensor => ALIGNMENT as usize,
-            _ => c.dtype.size(),
-        };
+        let alignment = self.model.container.view_alignment(c.dtype);
         if c.is_plain()
             && let Some(data) = self.source.stored(&c.blob)
             && ((data.as_ptr() as usize).is_multiple_of(alignment) || data.is_empty())
@@ -711,34 +710,9 @@ fn decode_windowed(file: &File, blob: &Blob, dst: &mut [u8]) -> Result<bool> {
                 )
             })?;
         read += want as u64;
-        let (mut used, mut end) = (0usize, out);
-        let mut frames = Vec::new();
-        while used < buf.len() {
-            let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(&buf[used..]) else {
-                break;
-            };
-            let Ok(Some(content)) =
-                zstd::zstd_safe::get_frame_content_size(&buf[used..used + size])
-            else {
-                return Ok(false);
-            };
-            let Some(next) = usize::try_from(content)
-                .ok()
-                .and_then(|c| end.checked_add(c))
-                .filter(|&n| n <= dst.len())
-            else {
-                return Ok(false);
-            };
-            frames.push(Frame {
-                src: used..used + size,
-                dst: end - out..next - out,
-            });
-            used += size;
-            end = next;
-        }
-        if frames.is_empty() {
+        let Some((frames, used, end)) = sized_frames(&buf, buf.len(), out, dst.len()) else {
             return Ok(false);
-        }
+        };
         decode_frames(&buf[..used], &mut dst[out..end], &frames)?;
         out = end;
         buf.drain(..used);
@@ -762,32 +736,14 @@ fn decode_mapped_windows(map: &Mmap, blob: &Blob, dst: &mut [u8]) -> Result<bool
     let stored = &map[base..base + blob.length as usize];
     let (mut used, mut out) = (0usize, 0usize);
     while used < stored.len() {
-        let (start, out_start) = (used, out);
-        let mut frames = Vec::new();
-        while used < stored.len() && used - start < ZSTD_WINDOW {
-            let rest = &stored[used..];
-            let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(rest) else {
-                return Ok(false);
-            };
-            let Ok(Some(content)) = zstd::zstd_safe::get_frame_content_size(&rest[..size]) else {
-                return Ok(false);
-            };
-            let Some(next) = usize::try_from(content)
-                .ok()
-                .and_then(|c| out.checked_add(c))
-                .filter(|&n| n <= dst.len())
-            else {
-                return Ok(false);
-            };
-            frames.push(Frame {
-                src: used - start..used - start + size,
-                dst: out - out_start..next - out_start,
-            });
-            used += size;
-            out = next;
-        }
-        decode_frames(&stored[start..used], &mut dst[out_start..out], &frames)?;
-        release_pages(map, base + start, used - start);
+        let Some((frames, took, end)) = sized_frames(&stored[used..], ZSTD_WINDOW, out, dst.len())
+        else {
+            return Ok(false);
+        };
+        decode_frames(&stored[used..used + took], &mut dst[out..end], &frames)?;
+        release_pages(map, base + used, took);
+        used += took;
+        out = end;
     }
     Ok(out == dst.len())
 }
@@ -951,6 +907,7 @@ fn read_model(source: &Source<'_>, size: u64, limits: &Limits) -> Result<Model> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ALIGNMENT;
     use crate::model::CText;
     use crate::writer::{WriteOptions, Writer};
 
