@@ -9,15 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cbor::Value;
-use crate::codec::{DigestAlgorithm, FrameEncoder, Hasher, zstd_level_range};
+use crate::codec::digest::Hasher;
+use crate::codec::{DigestAlgorithm, FrameEncoder, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
 use crate::limits::Limits;
-use crate::model::{
-    ALIGNMENT, Attributes, Blob, CText, Component, Encoding, Object, Transform, check_name,
-    check_structure,
-};
-use crate::reader::MAGIC_V1;
+use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -485,7 +483,7 @@ impl<W: Write> Writer<W> {
             },
             decoded_length: s.decoded,
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
-            transform: Transform::None,
+            steps: Default::default(),
         };
         self.objects
             .last_mut()
@@ -500,7 +498,7 @@ impl<W: Write> Writer<W> {
     pub fn end_object(&mut self) -> Result<()> {
         self.check_usable()?;
         let obj = self.open_object_idle()?;
-        if let Err(e) = check_structure(obj).and_then(|()| check_writable_indices(obj)) {
+        if let Err(e) = schema::check_writable(obj) {
             let e = as_argument(e).context(format!("object '{}'", obj.name()));
             self.abandon_object();
             return Err(e);
@@ -544,7 +542,7 @@ impl<W: Write> Writer<W> {
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
-        let manifest = crate::manifest::encode(self.file_attributes.as_ref(), &self.objects);
+        let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
         self.emit(MAGIC_V1)?;
@@ -649,26 +647,6 @@ fn check_attributes(v: &Value) -> Result<()> {
             "attributes must be a map, not {}",
             v.type_name()
         );
-    }
-    Ok(())
-}
-
-/// The spec requires u64 index components; the writer holds files to it.
-fn check_writable_indices(obj: &Object) -> Result<()> {
-    let roles: &[&str] = match obj.format() {
-        "sparse_csr" => &["indices", "indptr"],
-        "sparse_coo" => &["coords"],
-        _ => &[],
-    };
-    for c in obj.components.iter().filter(|c| roles.contains(&c.role())) {
-        if c.dtype != DType::U64 {
-            bail!(
-                InvalidArgument,
-                "index component '{}' must be u64, not {}",
-                c.role(),
-                c.dtype
-            );
-        }
     }
     Ok(())
 }

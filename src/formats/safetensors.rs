@@ -64,6 +64,17 @@ fn dtype_of(name: &str) -> Result<(DType, Option<&'static str>)> {
 /// Parses a safetensors file into a model. Reads (and, without a mapping, allocates) the
 /// JSON header once and builds its JSON tree, both bounded by `limits.max_manifest_size`;
 /// touches no tensor data. Returns the model and the end of the data region (the file).
+/// True for the first bytes of a safetensors file: a u64 little-endian header length,
+/// then a JSON object. A length past the end still says safetensors: the parser reports
+/// the truncation.
+pub(crate) fn detect(head: &[u8]) -> bool {
+    if head.len() < 9 {
+        return false;
+    }
+    let n = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    n >= 2 && head[8] == b'{'
+}
+
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let head = read(0, 8)?;
     let header_len = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
@@ -150,12 +161,12 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         last = Some((*end, obj.name()));
     }
     let objects = tensors.into_iter().map(|t| t.2).collect();
-    let model = Model::foreign(
+    let model = Model::new(
         Container::Safetensors,
+        super::UNALIGNED,
         VERSION,
         attributes,
         objects,
-        Vec::new(),
     )?;
     Ok((model, size))
 }

@@ -51,14 +51,26 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cbor::{self, Value};
+use crate::codec::digest::Kind as DigestKind;
+use crate::decode::{FormatStep, Step, swap_in_place};
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Decoder, Encoding, Model, Object, Transform,
-    check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Traits, check_name,
 };
+
+/// Blobs anywhere, views aligned to their element size, xxh3-64 frame hashes.
+const TRAITS: Traits = Traits {
+    digest_kinds: &[DigestKind::Xxh3],
+    ..super::UNALIGNED
+};
+
+/// True for the first bytes of a Tensogram file.
+pub(crate) fn detect(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
 
 /// The first bytes of every message.
 const MAGIC: &[u8; 8] = b"TENSOGRM";
@@ -97,7 +109,6 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     }
     let several = messages.len() > 1;
     let mut objects = Vec::new();
-    let mut decoders: Vec<Arc<dyn Decoder>> = Vec::new();
     let mut regions = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
     for msg in &messages {
@@ -111,17 +122,8 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 ))
             };
             let meta = merged_metadata(base.get(k), frame.preceder.as_ref());
-            let (obj, region) = build_object(
-                msg,
-                k,
-                frame,
-                &meta,
-                several,
-                &mut taken,
-                &mut decoders,
-                limits,
-            )
-            .map_err(octx)?;
+            let (obj, region) =
+                build_object(msg, k, frame, &meta, several, &mut taken, limits).map_err(octx)?;
             if let Some(region) = region {
                 regions.push((objects.len(), region));
             }
@@ -138,7 +140,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         messages.first().map(|m| m.metadata().clone())
     };
     let attributes = attributes.map(|v| attributes_of(&v)).transpose()?;
-    let mut model = Model::foreign(Container::Tensogram, "3", attributes, objects, decoders)?;
+    let mut model = Model::new(Container::Tensogram, TRAITS, "3", attributes, objects)?;
     for (object, region) in regions {
         model.digest_regions.insert((object, 0), region);
     }
@@ -258,7 +260,7 @@ fn be64(b: &[u8]) -> u64 {
 
 /// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
 fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
-    cbor::decode(bytes, depth).map_err(|e| crate::manifest::cbor_error_in(what, e, at))
+    cbor::decode(bytes, depth).map_err(|e| e.positioned(what, at))
 }
 
 /// Walks the message starting at `start`: preamble, every frame, postamble. Reads the
@@ -857,6 +859,8 @@ struct TgmPipeline {
     /// Width of the elements to byte-swap (big-endian payloads), 0 for none.
     swap: u8,
     masks: Vec<Mask>,
+    /// The component's decoded bytes.
+    decoded_len: u64,
 }
 
 /// Allocates `n` zero bytes without aborting on failure.
@@ -864,8 +868,12 @@ fn buffer(n: usize) -> Result<Vec<u8>> {
     crate::buffer::zeroed_vec(n as u64)
 }
 
-impl Decoder for TgmPipeline {
-    fn decode(&self, stored: &[u8], dst: &mut [u8]) -> Result<()> {
+impl FormatStep for TgmPipeline {
+    fn output_len(&self) -> u64 {
+        self.decoded_len
+    }
+
+    fn apply(&self, stored: &[u8], dst: &mut [u8]) -> Result<()> {
         if let Some(msg) = &self.unsupported {
             return Err(Error::new(ErrorKind::Unsupported, msg.clone()));
         }
@@ -923,7 +931,7 @@ impl Decoder for TgmPipeline {
             }
         } else {
             dst.copy_from_slice(stage);
-            crate::reader::swap_in_place(dst, self.swap);
+            swap_in_place(dst, self.swap);
         }
         for m in &self.masks {
             let blob = stored.get(m.start..m.start + m.len).ok_or_else(|| {
@@ -1220,7 +1228,6 @@ fn build_object(
     meta: &[(Value, Value)],
     several: bool,
     taken: &mut HashSet<String>,
-    decoders: &mut Vec<Arc<dyn Decoder>>,
     limits: &Limits,
 ) -> Result<(Object, Option<(u64, u64)>)> {
     let desc = &frame.desc;
@@ -1441,19 +1448,19 @@ fn build_object(
         && compression == Compression::None
         && masks.is_empty()
         && kind != Kind::Bitmask;
-    let (blob, transform) = if plain {
+    let (blob, steps) = if plain {
         let blob = Blob {
             offset: payload_start,
             length: payload_len,
             encoding: Encoding::Raw,
             decoded_length: payload_len,
         };
-        let t = if swap > 1 {
-            Transform::SwapBytes(swap)
+        let steps = if swap > 1 {
+            vec![Step::SwapBytes(swap)]
         } else {
-            Transform::None
+            vec![]
         };
-        (blob, t)
+        (blob, steps)
     } else {
         let to_usize =
             |v: u64| usize::try_from(v).map_err(|_| err!(Limit, "{v} bytes do not fit in memory"));
@@ -1478,16 +1485,18 @@ fn build_object(
                     })
                 })
                 .collect::<Result<_>>()?,
+            decoded_len: decoded_length,
         };
-        let index = u32::try_from(decoders.len()).map_err(|_| err!(Limit, "too many objects"))?;
-        decoders.push(Arc::new(pipeline));
+        // The pipeline decodes the stored bytes as they are: the blob itself decodes to
+        // them, and the one step makes the component.
+        let stored = stored_end - payload_start;
         let blob = Blob {
             offset: payload_start,
-            length: stored_end - payload_start,
+            length: stored,
             encoding: Encoding::Pipeline,
-            decoded_length,
+            decoded_length: stored,
         };
-        (blob, Transform::External(index))
+        (blob, vec![Step::Format(Arc::new(pipeline))])
     };
     let hashed = msg.flags & HASHES_PRESENT != 0;
     let digest = if hashed {
@@ -1502,7 +1511,7 @@ fn build_object(
         blob,
         decoded_length,
         digest,
-        transform,
+        steps: steps.into(),
     };
 
     // Name and attributes.
