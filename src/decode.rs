@@ -1,89 +1,15 @@
-//! How a component's stored bytes become its decoded bytes: the one pipeline every format
-//! declares its components through, and the one place it is applied.
-//!
-//! A component's bytes are its blob's stored bytes, decoded by the blob's encoding (raw,
-//! or zstd frames), then passed through the component's `steps` in order. zTensor v1
-//! files need no steps. A format whose files need more says so with steps: byte swaps
-//! and slices of the decoded blob are built in (legacy big-endian and single-blob sparse
-//! layouts); anything particular to one format is a `FormatStep` that the format
-//! implements in its own module (legacy COO records, Tensogram's packing pipeline). So a
-//! new quirk is a step, and the reader never asks which format a file came from.
+//! Applies the decode pipeline that formats declare (`model::steps`): a component's
+//! bytes are its blob's stored bytes, decoded by the blob's encoding (raw, or zstd
+//! frames, read through the source), then passed through the component's steps in order.
+//! The one place decoding happens; range reads of raw and zstd components too.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::buffer::zeroed_vec;
-use crate::codec::{Frame, frame_index, zstd_decode_into};
+use crate::codec::{Frame, frame_index, swap_in_place, zstd_decode_into};
 use crate::error::{Result, bail, err};
-use crate::model::{Blob, Component, Encoding};
+use crate::model::{Blob, Component, Encoding, Step};
 use crate::source::Source;
-
-/// One step from the decoded blob toward the component's bytes.
-#[derive(Clone, Debug)]
-pub(crate) enum Step {
-    /// Reverse the bytes of each element of this many bytes (big-endian data).
-    SwapBytes(u8),
-    /// Keep the bytes `[start, start + len)` of the input.
-    Slice { start: u64, len: u64 },
-    /// A transformation particular to one format, implemented in its module.
-    Format(Arc<dyn FormatStep>),
-}
-
-/// A format's own step. Implementations are immutable and shared between threads.
-pub(crate) trait FormatStep: Send + Sync + std::fmt::Debug {
-    /// Writes the step's output for `input` into `out` (exactly `output_len` bytes). A
-    /// pipeline this build can't decode is `Unsupported`, naming the codec.
-    fn apply(&self, input: &[u8], out: &mut [u8]) -> Result<()>;
-    /// The bytes this step produces.
-    fn output_len(&self) -> u64;
-}
-
-/// A component's steps; empty (no allocation) for nearly every component.
-pub(crate) type Steps = Box<[Step]>;
-
-/// Reverses the bytes of each `width`-byte element.
-pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
-    if width > 1 {
-        for chunk in bytes.chunks_exact_mut(width as usize) {
-            chunk.reverse();
-        }
-    }
-}
-
-/// Checks that a component's steps fit its blob: each slice inside its input, each swap
-/// a whole number of elements, and the last output exactly the component's decoded length.
-pub(crate) fn check_steps(c: &Component) -> Result<()> {
-    let mut len = c.blob.decoded_length;
-    for step in c.steps.iter() {
-        len = match step {
-            Step::SwapBytes(w) if !len.is_multiple_of(u64::from((*w).max(1))) => {
-                bail!(
-                    Format,
-                    "{len} bytes are not a whole number of {w}-byte elements"
-                )
-            }
-            Step::SwapBytes(_) => len,
-            Step::Slice { start, len: n } => {
-                if start.checked_add(*n).is_none_or(|end| end > len) {
-                    bail!(
-                        Format,
-                        "bytes [{start}, {start} + {n}) lie outside the {len}-byte blob"
-                    );
-                }
-                *n
-            }
-            Step::Format(f) => f.output_len(),
-        };
-    }
-    if len != c.decoded_length {
-        bail!(
-            Format,
-            "the blob's {len} decoded bytes do not make the component's {}",
-            c.decoded_length
-        );
-    }
-    Ok(())
-}
 
 /// Decodes a component into `dst` (exactly its decoded length), straight into `dst` where
 /// its steps allow.

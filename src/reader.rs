@@ -93,7 +93,7 @@ impl Reader<'static> {
     }
 
     /// Opens a file by path with options. Only regular files are opened (a directory,
-    /// FIFO or device is an `InvalidArgument` error, without blocking).
+    /// FIFO or device is an `Io` error, given without blocking).
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
         let path = path.as_ref();
         let source = Source::open(path, options.use_mmap)?;

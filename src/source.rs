@@ -40,7 +40,7 @@ pub(crate) struct Source<'a> {
 
 impl Source<'static> {
     /// Opens a regular file by path, mapped or for `pread`. A directory, FIFO, socket or
-    /// device is refused without blocking (a FIFO with no writer would block `open`
+    /// device is an `Io` error, given without blocking (a FIFO with no writer would block `open`
     /// forever), so its message says what it is.
     pub(crate) fn open(path: &Path, use_mmap: bool) -> Result<Source<'static>> {
         let file = std::fs::OpenOptions::new()
@@ -61,11 +61,7 @@ impl Source<'static> {
             _ => Some("not a regular file"),
         };
         if let Some(what) = what {
-            bail!(
-                InvalidArgument,
-                "{} is {what}, not a tensor file",
-                path.display()
-            );
+            bail!(Io, "{} is {what}, not a tensor file", path.display());
         }
         clear_nonblocking(&file);
         let size = meta.len();
@@ -377,7 +373,7 @@ mod tests {
         let dir = scratch("kinds");
         for mmap in [true, false] {
             let e = Source::open(&dir, mmap).err().unwrap();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert_eq!(e.kind(), crate::ErrorKind::Io);
             assert_eq!(
                 e.message(),
                 format!("{} is a directory, not a tensor file", dir.display())
@@ -389,7 +385,7 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let e = Source::open(&fifo, false).err().unwrap();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(e.kind(), crate::ErrorKind::Io);
         assert!(e.message().ends_with("is a FIFO, not a tensor file"), "{e}");
         let e = Source::open(Path::new("/dev/null"), true).err().unwrap();
         assert_eq!(

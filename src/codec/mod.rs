@@ -1,5 +1,5 @@
 //! The byte transformations between stored and decoded bytes, as pure functions of bytes:
-//! zstd frames (`frames`) and digests (`digest`).
+//! zstd frames (`frames`), digests (`digest`) and byte order.
 
 pub(crate) mod digest;
 pub(crate) mod frames;
@@ -13,4 +13,13 @@ pub(crate) fn threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(16)
+}
+
+/// Reverses the bytes of each `width`-byte element.
+pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
+    if width > 1 {
+        for chunk in bytes.chunks_exact_mut(width as usize) {
+            chunk.reverse();
+        }
+    }
 }

@@ -52,13 +52,14 @@ use std::sync::Arc;
 
 use crate::cbor::{self, Value};
 use crate::codec::digest::Kind as DigestKind;
-use crate::decode::{FormatStep, Step, swap_in_place};
+use crate::codec::swap_in_place;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Traits, check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, FormatStep, Model, Object, Step,
+    Traits, check_name,
 };
 
 /// Blobs anywhere, views aligned to their element size, xxh3-64 frame hashes.

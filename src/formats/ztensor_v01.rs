@@ -10,12 +10,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::codec::digest;
-use crate::decode::{FormatStep, Step};
 use crate::dtype::{DType, dense_byte_size};
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, FormatStep, Model, Object, Step,
+    check_name,
 };
 
 use super::ReadAt;

@@ -8,12 +8,14 @@ use std::ffi::c_char;
 
 use crate::cbor::Value;
 use crate::codec::digest;
-use crate::decode::Steps;
 use crate::dtype::DType;
 use crate::error::{Result, bail};
 
 pub mod schema;
+mod steps;
 mod validate;
+
+pub(crate) use steps::{FormatStep, Step, Steps, check_steps};
 
 pub(crate) use validate::{check_name, check_name_text, validate};
 
@@ -426,6 +428,11 @@ impl Container {
 
     /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram".
     pub fn name(self) -> &'static str {
+        self.names().0.to_str().expect("ASCII")
+    }
+
+    /// `name`, NUL-terminated for the C API.
+    pub(crate) fn c_name(self) -> &'static std::ffi::CStr {
         self.names().0
     }
 
@@ -434,12 +441,12 @@ impl Container {
         self.names().1
     }
 
-    fn names(self) -> (&'static str, &'static str) {
+    fn names(self) -> (&'static std::ffi::CStr, &'static str) {
         match self {
-            Container::ZTensor => ("zt", "zTensor"),
-            Container::Safetensors => ("safetensors", "safetensors"),
-            Container::Gguf => ("gguf", "GGUF"),
-            Container::Tensogram => ("tensogram", "Tensogram"),
+            Container::ZTensor => (c"zt", "zTensor"),
+            Container::Safetensors => (c"safetensors", "safetensors"),
+            Container::Gguf => (c"gguf", "GGUF"),
+            Container::Tensogram => (c"tensogram", "Tensogram"),
         }
     }
 }

@@ -2,10 +2,9 @@
 //! it came from: names, blob bounds, alignment and overlap, decode limits, decode steps,
 //! and each object's sizes against its kind (`schema`).
 
-use crate::decode::check_steps;
 use crate::dtype::{logical_type_info, numel};
 use crate::error::{Error, Result, bail, err};
-use crate::model::{Blob, CText, Encoding, Model, schema};
+use crate::model::{Blob, CText, Encoding, Model, check_steps, schema};
 
 /// The checks on names: non-empty, bounded, no NUL (UTF-8 is guaranteed by the decoders).
 pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText> {
