@@ -350,6 +350,67 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Reads the stored (possibly compressed) bytes `[offset, offset + dst.len())` of a
+    /// component's blob, exactly as the file holds them: no decoding, no steps. For
+    /// copying a component without decoding it (`Writer::copy_object`) or for a loader
+    /// that decodes itself.
+    pub fn read_stored(
+        &self,
+        object: usize,
+        component: usize,
+        offset: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        offset
+            .checked_add(dst.len() as u64)
+            .filter(|&e| e <= c.blob.length)
+            .ok_or_else(|| {
+                err!(
+                    InvalidArgument,
+                    "range [{offset}, {offset} + {}) is outside the component's {} stored bytes",
+                    dst.len(),
+                    c.blob.length
+                )
+            })
+            .map_err(self.ctx(obj, c))?;
+        self.source
+            .read_at(c.blob.offset + offset, dst)
+            .map_err(self.ctx(obj, c))
+    }
+
+    /// Hands `sink` a component's decoded bytes in order, in pieces of at most
+    /// `ZSTD_FRAME_SIZE` bytes (a multiple of every element size). Memory: one piece when
+    /// range reads are cheap (raw components, zstd written as independent frames);
+    /// otherwise the component is decoded whole once and handed out from memory.
+    pub fn for_each_piece(
+        &self,
+        object: usize,
+        component: usize,
+        mut sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        const PIECE: usize = crate::codec::ZSTD_FRAME_SIZE;
+        let (_, c) = self.component(object, component)?;
+        let length = c.decoded_length;
+        if length == 0 {
+            // Nothing to hand out, but an encoded empty component is still decoded (checked).
+            return self.read_into(object, component, &mut []);
+        }
+        if !self.range_reads_are_cheap(object, component)? {
+            let all = self.read_to_vec(object, component)?;
+            return all.chunks(PIECE).try_for_each(sink);
+        }
+        let mut buf = zeroed_vec(length.min(PIECE as u64))?;
+        let mut offset = 0u64;
+        while offset < length {
+            let n = (length - offset).min(buf.len() as u64) as usize;
+            self.read_range(object, component, offset, &mut buf[..n])?;
+            sink(&buf[..n])?;
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
     /// True when `read_range` of a piece of this component costs about the piece: raw
     /// components, and zstd streams of independent frames with recorded sizes of at most
     /// `ZSTD_FRAME_SIZE` decoded bytes each (what this library writes) in a mapped file or

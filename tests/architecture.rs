@@ -15,8 +15,9 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["decode"],
     &["formats"],
-    &["verify", "writer"],
+    &["verify"],
     &["reader"],
+    &["writer"],
     &["ffi"],
 ];
 

@@ -158,6 +158,13 @@ pub unsafe extern "C" fn zt_close(reader: *mut zt_reader) {
     })
 }
 
+impl zt_reader {
+    /// The Rust reader behind the handle.
+    pub(crate) fn inner(&self) -> &Reader<'static> {
+        &self.reader
+    }
+}
+
 fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
     need(reader, "reader")
 }

@@ -17,6 +17,9 @@ use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
+mod copy;
+pub use copy::CopyOptions;
+
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
