@@ -82,6 +82,7 @@ fn info_prints_a_header_and_one_row_per_component() {
 v12_mixed.zt: version 1.2.0, 13 objects, no file attributes
 
 name            format           shape      role           dtype           encoding  stored  decoded  digest
+--------------------------------------------------------------------------------------------------------------------------------
 adj             sparse_csr       [3, 3]     indices        u64             zstd        21 B     24 B  crc32c:0xD1809903
 adj             sparse_csr       [3, 3]     indptr         u64             zstd        30 B     32 B  crc32c:0x0BA369ED
 adj             sparse_csr       [3, 3]     values         u8              zstd        12 B      3 B  crc32c:0xADB2CC34
@@ -110,6 +111,7 @@ u               dense            [2]        data           u64             raw  
 v12_rust_file_attributes.zt: version 1.2.0, 1 object, 13 file attributes: beta, epoch, flag, framework, half, license, neg, nested, ... (5 more)
 
 name  format  shape   role  dtype  encoding  stored  decoded  digest
+--------------------------------------------------------------------
 a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
 
 1 component: 16 B stored, 16 B decoded
@@ -126,6 +128,7 @@ a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
 v01_rust_scalar.zt: version 0.1.0, 1 object, no file attributes
 
 name  format  shape  role  dtype  encoding  stored  decoded  digest
+-------------------------------------------------------------------
 s     dense   []     data  f32    raw          4 B      4 B  -
 
 1 component: 4 B stored, 4 B decoded
@@ -146,14 +149,16 @@ fn info_sizes_are_human_readable() {
     let out = ok(&dir, &["info", "sizes.zt"]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
-        lines[3],
-        "big   dense   [3145728]  data  u8     zstd        115 B  3.0 MiB  -"
+        lines[2..],
+        [
+            "name  format  shape      role  dtype  encoding   stored  decoded  digest",
+            "------------------------------------------------------------------------",
+            "big   dense   [3145728]  data  u8     zstd        115 B  3.0 MiB  -",
+            "kib   dense   [192]      data  f64    raw       1.5 KiB  1.5 KiB  -",
+            "",
+            "2 components: 1.6 KiB stored, 3.0 MiB decoded",
+        ]
     );
-    assert_eq!(
-        lines[4],
-        "kib   dense   [192]      data  f64    raw       1.5 KiB  1.5 KiB  -"
-    );
-    assert_eq!(lines[6], "2 components: 1.6 KiB stored, 3.0 MiB decoded");
 }
 
 #[test]
