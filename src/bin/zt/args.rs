@@ -295,12 +295,23 @@ fn one_line(e: &clap::Error, args: &[OsString]) -> String {
 mod tests {
     use super::*;
 
-    fn usage(args: &[&str]) -> String {
-        let args: Vec<OsString> = std::iter::once("zt")
+    /// "zt" and `args`.
+    fn command_line(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("zt")
             .chain(args.iter().copied())
             .map(OsString::from)
-            .collect();
-        match parse(&args) {
+            .collect()
+    }
+
+    fn command(args: &[&str]) -> Command {
+        match parse(&command_line(args)) {
+            Ok(Some(cli)) => cli.command,
+            other => panic!("expected a command, got {other:?}"),
+        }
+    }
+
+    fn usage(args: &[&str]) -> String {
+        match parse(&command_line(args)) {
             Err(Failure::Usage(m)) => m,
             other => panic!("expected a usage error, got {other:?}"),
         }
@@ -313,26 +324,14 @@ mod tests {
 
     #[test]
     fn options_anywhere_in_both_spellings() {
-        let args: Vec<OsString> = ["zt", "cat", "a", "--count=3", "--", "--json"]
-            .map(OsString::from)
-            .to_vec();
-        let Some(Cli {
-            command: Command::Cat(cat),
-        }) = parse(&args).unwrap()
-        else {
+        let Command::Cat(cat) = command(&["cat", "a", "--count=3", "--", "--json"]) else {
             panic!("a cat command");
         };
         assert_eq!(
             (cat.file, cat.name.as_str(), cat.count, cat.json),
             (PathBuf::from("a"), "--json", 3, false)
         );
-        let args: Vec<OsString> = ["zt", "convert", "--zstd", "-5", "-", "o", "-q"]
-            .map(OsString::from)
-            .to_vec();
-        let Some(Cli {
-            command: Command::Convert(c),
-        }) = parse(&args).unwrap()
-        else {
+        let Command::Convert(c) = command(&["convert", "--zstd", "-5", "-", "o", "-q"]) else {
             panic!("a convert command");
         };
         assert_eq!(
