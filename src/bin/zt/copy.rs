@@ -1,37 +1,15 @@
 //! `zt convert IN OUT` and `zt merge OUT IN...`: stream objects into a new zTensor file.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use ztensor::{
-    Component, DType, DigestAlgorithm, Encoding, Error, Reader, WriteOptions, Writer,
-    zstd_level_range,
-};
+use ztensor::{Component, DType, DigestAlgorithm, Encoding, Error, Reader, WriteOptions, Writer};
 
-use crate::args::{self, Parsed, Spec};
+use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
 use crate::progress::Progress;
 use crate::stream::for_each_piece;
 use crate::text::{self, describe, display};
 use crate::{CliResult, Failure};
-
-const CONVERT: Spec = Spec {
-    command: "convert",
-    flags: &["--raw", "--quiet"],
-    valued: &["--zstd", "--digest"],
-    min: 2,
-    max: 2,
-    operands: "IN OUT",
-};
-
-const MERGE: Spec = Spec {
-    command: "merge",
-    flags: &["--raw", "--quiet"],
-    valued: &["--zstd", "--digest"],
-    min: 2,
-    max: usize::MAX,
-    operands: "OUT IN...",
-};
 
 /// How components are stored in the output; `None` keeps what the input has.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,50 +20,17 @@ struct Storage {
 }
 
 impl Storage {
-    fn from_args(spec: &Spec, parsed: &Parsed) -> CliResult<Storage> {
-        let mut storage = Storage::default();
-        if let Some(value) = parsed.value("--zstd") {
-            if parsed.flag("--raw") {
-                return Err(Failure::Usage(format!(
-                    "{}: '--zstd' and '--raw' exclude each other (see 'zt {} --help')",
-                    spec.command, spec.command
-                )));
-            }
-            let level: i32 = args::number(spec, "--zstd", value, "an integer")?;
-            let range = zstd_level_range();
-            if level != 0 && !range.contains(&level) {
-                return Err(args::bad_value(
-                    spec,
-                    "--zstd",
-                    value,
-                    &format!(
-                        "zstd levels are {} to {} (0 = default)",
-                        range.start(),
-                        range.end()
-                    ),
-                ));
-            }
-            storage.encoding = Some(Encoding::Zstd);
-            storage.level = level;
-        } else if parsed.flag("--raw") {
-            storage.encoding = Some(Encoding::Raw);
+    fn from_args(args: &StorageArgs) -> Storage {
+        let encoding = match (args.zstd, args.raw) {
+            (Some(_), _) => Some(Encoding::Zstd),
+            (None, true) => Some(Encoding::Raw),
+            (None, false) => None,
+        };
+        Storage {
+            encoding,
+            level: args.zstd.unwrap_or(0),
+            digest: args.digest.map(DigestAlgorithm::from),
         }
-        if let Some(value) = parsed.value("--digest") {
-            storage.digest = Some(match value {
-                "sha256" => DigestAlgorithm::Sha256,
-                "crc32c" => DigestAlgorithm::Crc32c,
-                "none" => DigestAlgorithm::None,
-                _ => {
-                    return Err(args::bad_value(
-                        spec,
-                        "--digest",
-                        value,
-                        "expected sha256, crc32c or none",
-                    ));
-                }
-            });
-        }
-        Ok(storage)
     }
 
     /// The options for one component: the overrides, else what the input has (a digest
@@ -113,47 +58,42 @@ impl Storage {
     }
 }
 
-pub fn run_convert(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&CONVERT, args)? else {
-        return Ok(());
-    };
-    let storage = Storage::from_args(&CONVERT, &parsed)?;
-    let (input, output) = (parsed.path(0), parsed.path(1));
-    let reader = text::open(&input)?;
+pub fn run_convert(args: &ConvertArgs) -> CliResult {
+    let reader = text::open(&args.input)?;
     write_file(
         "converting",
-        &output,
-        &[(input, reader)],
-        storage,
-        parsed.flag("--quiet"),
+        &args.output,
+        &[(args.input.clone(), reader)],
+        Storage::from_args(&args.storage),
+        args.progress.quiet,
     )
 }
 
-pub fn run_merge(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&MERGE, args)? else {
-        return Ok(());
-    };
-    let storage = Storage::from_args(&MERGE, &parsed)?;
-    let output = parsed.path(0);
+pub fn run_merge(args: &MergeArgs) -> CliResult {
     let mut inputs: Vec<(PathBuf, Reader<'static>)> = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
-    for i in 1..parsed.positionals.len() {
-        let path = parsed.path(i);
-        let reader = text::open(&path)?;
+    for path in &args.inputs {
+        let reader = text::open(path)?;
         for obj in reader.objects() {
             if let Some(&first) = owner.get(obj.name()) {
                 return Err(Failure::Failed(format!(
                     "object '{}' is in both '{}' and '{}'",
                     obj.name(),
                     display(&inputs[first].0),
-                    display(&path)
+                    display(path)
                 )));
             }
             owner.insert(obj.name().to_owned(), inputs.len());
         }
-        inputs.push((path, reader));
+        inputs.push((path.clone(), reader));
     }
-    write_file("merging", &output, &inputs, storage, parsed.flag("--quiet"))
+    write_file(
+        "merging",
+        &args.output,
+        &inputs,
+        Storage::from_args(&args.storage),
+        args.progress.quiet,
+    )
 }
 
 /// Writes every object of every input, in order, into `output`; file attributes from
