@@ -9,7 +9,6 @@ mod cat;
 mod copy;
 mod info;
 mod progress;
-mod stream;
 mod text;
 mod verify;
 

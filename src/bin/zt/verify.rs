@@ -7,7 +7,6 @@ use ztensor::{Error, Reader};
 
 use crate::args::VerifyArgs;
 use crate::progress::Progress;
-use crate::stream::for_each_piece;
 use crate::text::{self, plural};
 use crate::{CliResult, Failure, emit};
 
@@ -123,7 +122,7 @@ fn check(path: &Path, reader: &Reader<'_>, quiet: bool) -> Report {
             }
             if needs_decoding(c) {
                 let mut remaining = c.decoded_length();
-                let result = for_each_piece(reader, oi, ci, |piece| {
+                let result = reader.for_each_piece(oi, ci, |piece| {
                     progress.add(piece.len() as u64);
                     remaining -= piece.len() as u64;
                     Ok(())
