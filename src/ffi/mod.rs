@@ -325,6 +325,21 @@ mod tests {
         );
     }
 
+    /// build.rs generates the header into OUT_DIR on every build that changes src/; the
+    /// committed one must be that output (the ctest header_up_to_date checks the same).
+    #[test]
+    fn header_is_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/ztensor.h"));
+        let committed = include_str!("../../include/ztensor.h");
+        assert!(
+            generated == committed,
+            "include/ztensor.h is out of date: update it with \
+             `cmake --build build --target update_header`, or \
+             `cp {}/ztensor.h include/ztensor.h`",
+            env!("OUT_DIR")
+        );
+    }
+
     #[test]
     fn panics_become_internal_errors() {
         assert_eq!(guard(|| panic!("boom")), zt_status::ZT_ERR_INTERNAL);
