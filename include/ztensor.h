@@ -33,12 +33,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/**
- * Input bytes per zstd frame the writer emits. Each frame is independent and records its
- * content size, so readers can decode frames in parallel and range reads can skip frames.
+/*
+ * ZT_API marks every function of the library. Define it before including this header to
+ * override it; otherwise it is __attribute__((visibility("default"))) with GCC and Clang
+ * (the declarations stay exported when the including code is built with
+ * -fvisibility=hidden), and on Windows __declspec(dllimport), or __declspec(dllexport)
+ * when ZT_DLL_EXPORT is defined, or nothing when ZT_STATIC is defined (static library).
  */
-#define ZSTD_FRAME_SIZE (4 << 20)
+#ifndef ZT_API
+#  if defined(_WIN32) || defined(__CYGWIN__)
+#    if defined(ZT_STATIC)
+#      define ZT_API
+#    elif defined(ZT_DLL_EXPORT)
+#      define ZT_API __declspec(dllexport)
+#    else
+#      define ZT_API __declspec(dllimport)
+#    endif
+#  elif defined(__GNUC__) && __GNUC__ >= 4
+#    define ZT_API __attribute__((visibility("default")))
+#  else
+#    define ZT_API
+#  endif
+#endif
 
 /**
  * Major version of this header. Compare with `zt_version()` at run time to catch a
@@ -339,20 +355,20 @@ extern "C" {
 /**
  * The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.
  */
-const char *zt_version(void);
+ZT_API const char *zt_version(void);
 
 /**
  * The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
  * outside the enum. Never NULL; static storage. Thread-safe.
  */
-const char *zt_status_name(uint32_t status);
+ZT_API const char *zt_status_name(uint32_t status);
 
 /**
  * A human-readable message for the last failing `zt_` call on this thread, with context
  * (file, object, component, offset). Never NULL; "" after a successful call. Valid until
  * the next `zt_` call on this thread. Thread-safe (each thread has its own).
  */
-const char *zt_last_error(void);
+ZT_API const char *zt_last_error(void);
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
@@ -360,11 +376,12 @@ const char *zt_last_error(void);
  * `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
  * tensor data. `*out` is set only on success; free it with `zt_close`.
  */
-enum zt_status zt_open(const char *path, struct zt_reader **out);
+ZT_API enum zt_status zt_open(const char *path, struct zt_reader **out);
 
 /**
  * `zt_open` with options (NULL = defaults): pread instead of mmap, verify on open, limits.
  */
+ZT_API
 enum zt_status zt_open_with(const char *path,
                             const struct zt_open_options *options,
                             struct zt_reader **out);
@@ -373,11 +390,12 @@ enum zt_status zt_open_with(const char *path,
  * Opens a file held in memory. The bytes are borrowed, not copied: the caller keeps them
  * alive and unchanged until `zt_close`. Views are zero-copy when `data` is 64-byte aligned.
  */
-enum zt_status zt_open_memory(const void *data, size_t size, struct zt_reader **out);
+ZT_API enum zt_status zt_open_memory(const void *data, size_t size, struct zt_reader **out);
 
 /**
  * `zt_open_memory` with options (NULL = defaults; `ZT_OPEN_NO_MMAP` has no effect).
  */
+ZT_API
 enum zt_status zt_open_memory_with(const void *data,
                                    size_t size,
                                    const struct zt_open_options *options,
@@ -387,33 +405,37 @@ enum zt_status zt_open_memory_with(const void *data,
  * Closes a reader and frees everything it lent out. NULL is a no-op. Not thread-safe
  * with other calls on the same reader.
  */
-void zt_close(struct zt_reader *reader);
+ZT_API void zt_close(struct zt_reader *reader);
 
 /**
  * The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
  * version for other formats, e.g. "3" for GGUF v3); borrowed. "" for NULL.
  */
-const char *zt_file_version(const struct zt_reader *reader);
+ZT_API const char *zt_file_version(const struct zt_reader *reader);
 
 /**
  * The container format the file was read from: "zt", "safetensors", "gguf" or
  * "tensogram"; static. "" for NULL.
  */
-const char *zt_file_format(const struct zt_reader *reader);
+ZT_API const char *zt_file_format(const struct zt_reader *reader);
 
 /**
  * Number of objects; 0 for NULL. O(1).
  */
-size_t zt_object_count(const struct zt_reader *reader);
+ZT_API size_t zt_object_count(const struct zt_reader *reader);
 
 /**
  * Finds an object by name; O(1). `ZT_ERR_NOT_FOUND` when absent.
  */
-enum zt_status zt_object_find(const struct zt_reader *reader, const char *name, size_t *out_index);
+ZT_API
+enum zt_status zt_object_find(const struct zt_reader *reader,
+                              const char *name,
+                              size_t *out_index);
 
 /**
  * Describes object `index`. O(1), no allocation.
  */
+ZT_API
 enum zt_status zt_object_info_get(const struct zt_reader *reader,
                                   size_t index,
                                   struct zt_object_info *out);
@@ -421,6 +443,7 @@ enum zt_status zt_object_info_get(const struct zt_reader *reader,
 /**
  * Describes component `component` of object `object`. O(1), no allocation.
  */
+ZT_API
 enum zt_status zt_component_info_get(const struct zt_reader *reader,
                                      size_t object,
                                      size_t component,
@@ -429,6 +452,7 @@ enum zt_status zt_component_info_get(const struct zt_reader *reader,
 /**
  * Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
  */
+ZT_API
 enum zt_status zt_component_find(const struct zt_reader *reader,
                                  size_t object,
                                  const char *role,
@@ -440,6 +464,7 @@ enum zt_status zt_component_find(const struct zt_reader *reader,
  * sparse, pread mode) is decoded once into 64-byte aligned memory owned by the reader,
  * kept until `zt_close`; concurrent first calls decode once. Thread-safe.
  */
+ZT_API
 enum zt_status zt_component_view(const struct zt_reader *reader,
                                  size_t object,
                                  const char *role,
@@ -451,6 +476,7 @@ enum zt_status zt_component_view(const struct zt_reader *reader,
  * `ZT_ERR_BUFFER_TOO_SMALL`, larger `ZT_ERR_INVALID_ARGUMENT`, and a refused call leaves
  * `dst` untouched. zstd decodes straight into `dst`. Thread-safe.
  */
+ZT_API
 enum zt_status zt_component_read(const struct zt_reader *reader,
                                  size_t object,
                                  const char *role,
@@ -464,6 +490,7 @@ enum zt_status zt_component_read(const struct zt_reader *reader,
  * meaningless conversion is `ZT_ERR_UNSUPPORTED`. `dst_size` must be element count x
  * size of `dtype`. Thread-safe.
  */
+ZT_API
 enum zt_status zt_component_read_as(const struct zt_reader *reader,
                                     size_t object,
                                     const char *role,
@@ -478,6 +505,7 @@ enum zt_status zt_component_read_as(const struct zt_reader *reader,
  * only the frames overlapping the range are decoded; other zstd streams are decoded whole
  * into a temporary buffer. Thread-safe.
  */
+ZT_API
 enum zt_status zt_component_read_range(const struct zt_reader *reader,
                                        size_t object,
                                        const char *role,
@@ -490,20 +518,23 @@ enum zt_status zt_component_read_range(const struct zt_reader *reader,
  * `ZT_ERR_UNSUPPORTED` for an algorithm this build doesn't know, `ZT_ERR_NOT_FOUND`
  * when it has none. Reads every stored byte once. Thread-safe.
  */
-enum zt_status zt_component_verify(const struct zt_reader *reader, size_t object, const char *role);
+ZT_API
+enum zt_status zt_component_verify(const struct zt_reader *reader,
+                                   size_t object,
+                                   const char *role);
 
 /**
  * Checks every component that has a digest; returns the first failure, `ZT_OK` when all
  * match or none has a digest. Thread-safe.
  */
-enum zt_status zt_verify(const struct zt_reader *reader);
+ZT_API enum zt_status zt_verify(const struct zt_reader *reader);
 
 /**
  * Checks an object's values beyond the manifest: sparse structure (indptr starts at 0,
  * never decreases, ends at nnz; indices and coordinates in range) and bool bytes (0 or 1).
  * `ZT_ERR_FORMAT` names the first fault. Decodes the components it checks. Thread-safe.
  */
-enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object);
+ZT_API enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object);
 
 /**
  * Attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
@@ -511,6 +542,7 @@ enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object)
  * `object == SIZE_MAX` gives the file-level attributes; "{}" when there are none.
  * Thread-safe.
  */
+ZT_API
 enum zt_status zt_attributes_json(const struct zt_reader *reader,
                                   size_t object,
                                   const char **out_json);
@@ -520,13 +552,14 @@ enum zt_status zt_attributes_json(const struct zt_reader *reader,
  * nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
  * stays intact until then. Free with `zt_writer_free` in every case.
  */
-enum zt_status zt_writer_create(const char *path, struct zt_writer **out);
+ZT_API enum zt_status zt_writer_create(const char *path, struct zt_writer **out);
 
 /**
  * Adds a dense object with one "data" component. `size` must be the element count of
  * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
  * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
  */
+ZT_API
 enum zt_status zt_writer_add(struct zt_writer *w,
                              const char *name,
                              uint32_t dtype,
@@ -540,6 +573,7 @@ enum zt_status zt_writer_add(struct zt_writer *w,
  * Begins an object of any format ("dense", "sparse_csr", "sparse_coo",
  * "quantized_group", or your own); add components, then `zt_writer_end_object`.
  */
+ZT_API
 enum zt_status zt_writer_begin_object(struct zt_writer *w,
                                       const char *name,
                                       const char *format,
@@ -549,6 +583,7 @@ enum zt_status zt_writer_begin_object(struct zt_writer *w,
 /**
  * Adds a whole component to the open object. `type` is the logical type or NULL.
  */
+ZT_API
 enum zt_status zt_writer_add_component(struct zt_writer *w,
                                        const char *role,
                                        uint32_t dtype,
@@ -562,7 +597,7 @@ enum zt_status zt_writer_add_component(struct zt_writer *w,
  * (dense data size, sparse index counts, u64 indices). A refused object is left out of
  * the file (`ZT_ERR_INVALID_ARGUMENT`); the writer stays usable.
  */
-enum zt_status zt_writer_end_object(struct zt_writer *w);
+ZT_API enum zt_status zt_writer_end_object(struct zt_writer *w);
 
 /**
  * Begins streaming one component of the open object; send its bytes with
@@ -570,6 +605,7 @@ enum zt_status zt_writer_end_object(struct zt_writer *w);
  * stays bounded whatever the component's size, so tensors larger than memory can be
  * written.
  */
+ZT_API
 enum zt_status zt_writer_begin_component(struct zt_writer *w,
                                          const char *role,
                                          uint32_t dtype,
@@ -579,18 +615,19 @@ enum zt_status zt_writer_begin_component(struct zt_writer *w,
 /**
  * Appends a chunk to the component being streamed (`data` may be NULL when `size` is 0).
  */
-enum zt_status zt_writer_write(struct zt_writer *w, const void *data, size_t size);
+ZT_API enum zt_status zt_writer_write(struct zt_writer *w, const void *data, size_t size);
 
 /**
  * Ends the streamed component; the object's sizes are checked at `zt_writer_end_object`.
  */
-enum zt_status zt_writer_end_component(struct zt_writer *w);
+ZT_API enum zt_status zt_writer_end_component(struct zt_writer *w);
 
 /**
  * Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
  * CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
  * object already begun (open or ended). Any time before finish; a second call replaces.
  */
+ZT_API
 enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
                                              const char *object,
                                              const char *json);
@@ -602,13 +639,13 @@ enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
  * its result) the writer only accepts `zt_writer_free`; other calls return
  * `ZT_ERR_STATE`. On failure nothing appears at the path.
  */
-enum zt_status zt_writer_finish(struct zt_writer *w);
+ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);
 
 /**
  * Frees a writer, finished or not; an unfinished file is discarded (its temporary file
  * removed). NULL is a no-op.
  */
-void zt_writer_free(struct zt_writer *w);
+ZT_API void zt_writer_free(struct zt_writer *w);
 
 #ifdef __cplusplus
 }  // extern "C"
