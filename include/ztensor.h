@@ -73,6 +73,13 @@
 #define ZT_VERSION_PATCH 0
 
 /**
+ * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
+ * 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+ * run time.
+ */
+#define ZT_VERSION_NUMBER (((ZT_VERSION_MAJOR * 10000) + (ZT_VERSION_MINOR * 100)) + ZT_VERSION_PATCH)
+
+/**
  * Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
  * truncated or rewritten by another process while open can't crash the program (with a
  * mapping, touching vanished pages raises SIGBUS).
@@ -358,6 +365,12 @@ extern "C" {
 ZT_API const char *zt_version(void);
 
 /**
+ * The library's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, the run-time
+ * counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
+ */
+ZT_API unsigned int zt_version_number(void);
+
+/**
  * The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
  * outside the enum. Never NULL; static storage. Thread-safe.
  */
@@ -369,6 +382,28 @@ ZT_API const char *zt_status_name(uint32_t status);
  * the next `zt_` call on this thread. Thread-safe (each thread has its own).
  */
 ZT_API const char *zt_last_error(void);
+
+/**
+ * The size of one element of a storage dtype in bytes (`ZT_F32`: 4, `ZT_BOOL`: 1) into
+ * `*out_size`. `ZT_ERR_INVALID_ARGUMENT` for a value outside `zt_dtype` (the size is never
+ * 0, so there is no "unknown" size to return instead). No allocation; thread-safe.
+ */
+ZT_API enum zt_status zt_dtype_size(uint32_t dtype, size_t *out_size);
+
+/**
+ * The name of a storage dtype as the format spells it: "f64", "f32", "f16", "bf16",
+ * "i64" ... "u8", "bool"; "unknown" for a value outside `zt_dtype` (no dtype has that
+ * name). Never NULL; static storage. Thread-safe; does not change `zt_last_error()`, so
+ * it can be called while reporting an error.
+ */
+ZT_API const char *zt_dtype_name(uint32_t dtype);
+
+/**
+ * The `zt_dtype` value of a dtype name as `zt_dtype_name` gives it ("bf16" is
+ * `ZT_BF16`) into `*out`. Names are exact and lower case; anything else (including the
+ * legacy spellings such as "float32") is `ZT_ERR_INVALID_ARGUMENT`. Thread-safe.
+ */
+ZT_API enum zt_status zt_dtype_from_name(const char *name, uint32_t *out);
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy

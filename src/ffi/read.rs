@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::{
-    guard, guard_value, need, need_bytes, need_bytes_mut, need_out, need_str, put, zt_status,
+    guard, guard_value, need, need_bytes, need_bytes_mut, need_dtype, need_out, need_str, put,
+    zt_status,
 };
-use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
 use crate::reader::{OpenOptions, Reader};
@@ -427,8 +427,7 @@ pub unsafe extern "C" fn zt_component_read_as(
 ) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
-        let to = DType::from_u32(dtype)
-            .ok_or_else(|| err!(InvalidArgument, "unknown dtype value {dtype}"))?;
+        let to = need_dtype(dtype)?;
         let dst = need_bytes_mut(dst, dst_size, "dst")?;
         let ci = find_component(r, object, role)?;
         r.reader.read_as(object, ci, to, dst)
