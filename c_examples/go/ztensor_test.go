@@ -253,7 +253,7 @@ func TestErrors(t *testing.T) {
 	defer r.Close()
 
 	_, err = r.Find("nope")
-	wantStatus(t, err, ztensor.ErrNotFound, "no object named 'nope'")
+	wantStatus(t, err, ztensor.ErrNotFound, path+": no object named 'nope'")
 	_, err = r.View("w", "scales")
 	wantStatus(t, err, ztensor.ErrNotFound, "'w'", "'scales'")
 	_, err = r.Object(5)
@@ -384,7 +384,7 @@ func TestConcurrentErrors(t *testing.T) {
 				name := fmt.Sprintf("missing-%d-%d", g, i)
 				_, err := r.Find(name)
 				var zerr *ztensor.Error
-				if !errors.As(err, &zerr) || zerr.Status != ztensor.ErrNotFound || zerr.Message != "no object named '"+name+"'" {
+				if !errors.As(err, &zerr) || zerr.Status != ztensor.ErrNotFound || zerr.Message != path+": no object named '"+name+"'" {
 					fail("Find(%s): %v", name, err)
 					return
 				}

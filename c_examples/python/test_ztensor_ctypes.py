@@ -144,7 +144,7 @@ class CtypesExample(unittest.TestCase):
             with self.assertRaises(zt.ZtError) as e:
                 r.view("missing")
             self.assertEqual(e.exception.status, zt.ZT_ERR_NOT_FOUND)
-            self.assertEqual(e.exception.message, "no object named 'missing'")
+            self.assertEqual(e.exception.message, f"{MIXED}: no object named 'missing'")
             with self.assertRaises(zt.ZtError) as e:
                 r.view("adj", "data")
             self.assertEqual(e.exception.status, zt.ZT_ERR_NOT_FOUND)
@@ -165,7 +165,7 @@ class CtypesExample(unittest.TestCase):
         self.assertEqual(out[15], "[ 0.5, -0.5,  0. ]")
         failed = subprocess.run([sys.executable, script, MIXED, "missing"], capture_output=True, text=True)
         self.assertEqual(failed.returncode, 1)
-        self.assertEqual(failed.stderr, "ztensor_ctypes: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
+        self.assertEqual(failed.stderr, f"ztensor_ctypes: {MIXED}: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ use super::{
     guard, guard_value, need, need_bytes, need_bytes_mut, need_dtype, need_out, need_str, put,
     zt_status,
 };
-use crate::error::{Result, bail, err};
+use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::reader::{OpenOptions, Reader};
 
@@ -19,6 +19,20 @@ pub struct zt_reader {
     reader: Reader<'static>,
     /// Attribute JSON rendered on first request: one per object, then the file's.
     json: Box<[OnceLock<CString>]>,
+    /// The path it was opened from (as the reader's own messages show it), for the
+    /// messages made here; None for memory.
+    path: Option<Box<str>>,
+}
+
+impl zt_reader {
+    /// Prefixes "<path>: " to a message made here about this file, as the reader does
+    /// for its own; unchanged for a file opened from memory.
+    fn in_file(&self, e: Error) -> Error {
+        match &self.path {
+            Some(path) => e.context(path),
+            None => e,
+        }
+    }
 }
 
 /// Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
@@ -79,11 +93,15 @@ fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
     })
 }
 
-fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
+fn finish_open(reader: Reader<'static>, path: Option<&Path>, out: *mut *mut zt_reader) {
     let json = (0..=reader.objects().len())
         .map(|_| OnceLock::new())
         .collect();
-    put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
+    let path = path.map(|p| p.display().to_string().into_boxed_str());
+    put(
+        out,
+        Box::into_raw(Box::new(zt_reader { reader, json, path })),
+    );
 }
 
 /// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
@@ -112,7 +130,7 @@ pub unsafe extern "C" fn zt_open_with(
         let bytes = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
         let path = Path::new(std::ffi::OsStr::from_bytes(bytes));
         let reader = Reader::open_with(path, &open_options(options)?)?;
-        finish_open(reader, out);
+        finish_open(reader, Some(path), out);
         Ok(())
     })
 }
@@ -141,7 +159,7 @@ pub unsafe extern "C" fn zt_open_memory_with(
         need_out(out, "out")?;
         let bytes: &'static [u8] = need_bytes(data, size, "data")?;
         let reader = Reader::from_slice_with(bytes, &open_options(options)?)?;
-        finish_open(reader, out);
+        finish_open(reader, None, out);
         Ok(())
     })
 }
@@ -210,7 +228,7 @@ pub unsafe extern "C" fn zt_object_find(
         let i = r
             .reader
             .find(name)
-            .ok_or_else(|| err!(NotFound, "no object named '{name}'"))?;
+            .ok_or_else(|| r.in_file(err!(NotFound, "no object named '{name}'")))?;
         put(out_index, i);
         Ok(())
     })
@@ -297,11 +315,11 @@ pub unsafe extern "C" fn zt_component_info_get(
         need_out(out, "out")?;
         let o = r.reader.object(object)?;
         let c = o.components().get(component).ok_or_else(|| {
-            err!(
+            r.in_file(err!(
                 NotFound,
                 "object '{}' has no component at index {component}",
                 o.name()
-            )
+            ))
         })?;
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
         put(
@@ -324,8 +342,13 @@ pub unsafe extern "C" fn zt_component_info_get(
 fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
     let role = need_str(role, "role")?;
     let o = r.reader.object(object)?;
-    o.find_component(role)
-        .ok_or_else(|| err!(NotFound, "object '{}' has no '{role}' component", o.name()))
+    o.find_component(role).ok_or_else(|| {
+        r.in_file(err!(
+            NotFound,
+            "object '{}' has no '{role}' component",
+            o.name()
+        ))
+    })
 }
 
 /// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.

@@ -1726,6 +1726,9 @@ static void test_open_memory(const char *path) {
     CHECK_MEM(v.data, ZSTD_DATA, sizeof ZSTD_DATA);
     CHECK_OK(zt_verify(r));
     check_ranges(r, OBJ_STREAM_ZSTD, (const unsigned char *)STREAM_DATA, sizeof STREAM_DATA);
+    /* no path to name */
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find(r, "nope", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "no object named 'nope'");
     zt_close(r);
   }
   /* options: NULL, NO_MMAP (no effect), unknown flags, limits, verify */
@@ -2363,6 +2366,16 @@ static void test_error_context(const char *path) {
   const uint8_t bad_bool[2] = {1, 2};
   const float two[2] = {1.0f, 2.0f};
   if (r != NULL) {
+    /* messages made by the C layer name the file too */
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find(r, "nope", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "all.zt: no object named 'nope'");
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_find(r, ZT_F32, "values", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no 'values' component");
+    {
+      zt_component_info ci;
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, ZT_F32, 1, &ci));
+      CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no component at index 1");
+    }
     /* controls: these already carry it */
     CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_component_read_as(r, ZT_F32, "data", ZT_I32, buf, 24));
     CHECK_ERROR_MENTIONS("dtype_f32");
