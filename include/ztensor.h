@@ -92,6 +92,17 @@
 #define ZT_OPEN_VERIFY 2
 
 /**
+ * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
+ */
+#define ZT_COPY_ENCODING 1
+
+/**
+ * `zt_copy_options.flags`: record `digest` on every component instead of keeping each
+ * one's algorithm.
+ */
+#define ZT_COPY_DIGEST 2
+
+/**
  * Status of every fallible call. `ZT_OK` is 0; the values are stable.
  */
 typedef enum zt_status {
@@ -354,6 +365,37 @@ typedef struct zt_write_options {
    */
   uint32_t digest;
 } zt_write_options;
+
+/**
+ * How `zt_writer_copy_object` stores an object's components. A zero-filled struct (or a
+ * NULL pointer) keeps what the input has: raw and zstd components are copied as stored,
+ * without re-encoding, and each keeps its digest algorithm (sha256 or crc32c; others are
+ * dropped); another format's pipeline becomes zstd.
+ */
+typedef struct zt_copy_options {
+  /**
+   * `ZT_COPY_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * With `ZT_COPY_ENCODING`: a `zt_encoding` value (raw or zstd).
+   */
+  uint32_t encoding;
+  /**
+   * With `ZT_COPY_ENCODING` and zstd: the level; 0 = library default.
+   */
+  int32_t level;
+  /**
+   * With `ZT_COPY_DIGEST`: a `zt_digest` value (`ZT_DIGEST_NONE` records none).
+   */
+  uint32_t digest;
+  /**
+   * The copy's name; NULL keeps the object's own.
+   */
+  const char *name;
+} zt_copy_options;
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -666,6 +708,23 @@ ZT_API
 enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
                                              const char *object,
                                              const char *json);
+
+/**
+ * Copies object `object` of `reader` (a file of any format the reader opens) into the
+ * file being written: format, shape, attributes and every component, under its own name
+ * or `options->name`. With the default options raw and zstd components are copied as
+ * stored, in 4 MiB pieces, without re-encoding (a zstd stream is decoded once, to check
+ * it: a corrupt one is `ZT_ERR_FORMAT`), and a digest kept is checked against the
+ * bytes copied (`ZT_ERR_CHECKSUM` on a mismatch); other components are decoded and
+ * written as the options say; u32 sparse indices are widened to u64. On failure the
+ * object is left out and the writer stays usable (unless the output failed: then
+ * `ZT_ERR_IO`, as for every call). No object may be open.
+ */
+ZT_API
+enum zt_status zt_writer_copy_object(struct zt_writer *w,
+                                     const struct zt_reader *reader,
+                                     size_t object,
+                                     const struct zt_copy_options *options);
 
 /**
  * Writes the manifest and footer, flushes, syncs, and renames the temporary file into

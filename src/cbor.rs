@@ -53,6 +53,26 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+impl DecodeError {
+    /// The library error for this failure in `what` (whose bytes start at file offset
+    /// `base`), positioned in the file: too deep is a `Limit`, anything else `Format`.
+    pub(crate) fn positioned(self, what: &str, base: u64) -> crate::Error {
+        let kind = if self.too_deep {
+            crate::ErrorKind::Limit
+        } else {
+            crate::ErrorKind::Format
+        };
+        crate::Error::new(
+            kind,
+            format!(
+                "{what}: CBOR error at file offset {}: {}",
+                base + self.offset as u64,
+                self.message
+            ),
+        )
+    }
+}
+
 /// Default nesting limit; arrays, maps and tags each count as one level.
 pub const DEFAULT_MAX_DEPTH: usize = 128;
 

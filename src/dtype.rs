@@ -2,91 +2,58 @@
 
 use crate::error::{Result, bail};
 
-/// The 13 storage types of the format. The numeric values are the C ABI's `zt_dtype`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum DType {
-    F64 = 0,
-    F32 = 1,
-    F16 = 2,
-    BF16 = 3,
-    I64 = 4,
-    I32 = 5,
-    I16 = 6,
-    I8 = 7,
-    U64 = 8,
-    U32 = 9,
-    U16 = 10,
-    U8 = 11,
-    Bool = 12,
+/// Declares `DType` and its properties from one table: each row is the variant, its
+/// `zt_dtype` value, the v1.x spelling, the legacy v0.1 spelling and the byte width. The
+/// C enum `zt_dtype` in `ffi` is checked against this table by a test that reads the
+/// header.
+macro_rules! dtypes {
+    ($( $variant:ident = $value:literal, $name:literal, $legacy:literal, $size:literal; )*) => {
+        /// The 13 storage types of the format. The numeric values are the C ABI's `zt_dtype`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u32)]
+        pub enum DType {
+            $( $variant = $value, )*
+        }
+
+        /// Every storage dtype, in `zt_dtype` order.
+        pub const ALL_DTYPES: [DType; [$($value),*].len()] = [$(DType::$variant),*];
+
+        impl DType {
+            /// Bytes per element.
+            pub const fn size(self) -> usize {
+                match self { $( DType::$variant => $size, )* }
+            }
+
+            /// The v1.x manifest spelling: "f32", "bf16", "bool" ...
+            pub const fn name(self) -> &'static str {
+                match self { $( DType::$variant => $name, )* }
+            }
+
+            /// The legacy v0.1 spelling: "float32", "bfloat16", "uint8" ...
+            pub const fn legacy_name(self) -> &'static str {
+                match self { $( DType::$variant => $legacy, )* }
+            }
+        }
+    };
 }
 
-/// Every storage dtype, in `zt_dtype` order.
-pub const ALL_DTYPES: [DType; 13] = [
-    DType::F64,
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I64,
-    DType::I32,
-    DType::I16,
-    DType::I8,
-    DType::U64,
-    DType::U32,
-    DType::U16,
-    DType::U8,
-    DType::Bool,
-];
+dtypes! {
+    F64 = 0, "f64", "float64", 8;
+    F32 = 1, "f32", "float32", 4;
+    F16 = 2, "f16", "float16", 2;
+    BF16 = 3, "bf16", "bfloat16", 2;
+    I64 = 4, "i64", "int64", 8;
+    I32 = 5, "i32", "int32", 4;
+    I16 = 6, "i16", "int16", 2;
+    I8 = 7, "i8", "int8", 1;
+    U64 = 8, "u64", "uint64", 8;
+    U32 = 9, "u32", "uint32", 4;
+    U16 = 10, "u16", "uint16", 2;
+    U8 = 11, "u8", "uint8", 1;
+    Bool = 12, "bool", "bool", 1;
+}
 
 impl DType {
-    /// Bytes per element.
-    pub const fn size(self) -> usize {
-        match self {
-            DType::F64 | DType::I64 | DType::U64 => 8,
-            DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
-            DType::I8 | DType::U8 | DType::Bool => 1,
-        }
-    }
-
-    /// The v1.x manifest spelling: "f32", "bf16", "bool" ...
-    pub const fn name(self) -> &'static str {
-        match self {
-            DType::F64 => "f64",
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::I64 => "i64",
-            DType::I32 => "i32",
-            DType::I16 => "i16",
-            DType::I8 => "i8",
-            DType::U64 => "u64",
-            DType::U32 => "u32",
-            DType::U16 => "u16",
-            DType::U8 => "u8",
-            DType::Bool => "bool",
-        }
-    }
-
-    /// The legacy v0.1 spelling: "float32", "bfloat16", "uint8" ...
-    pub const fn legacy_name(self) -> &'static str {
-        match self {
-            DType::F64 => "float64",
-            DType::F32 => "float32",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::I64 => "int64",
-            DType::I32 => "int32",
-            DType::I16 => "int16",
-            DType::I8 => "int8",
-            DType::U64 => "uint64",
-            DType::U32 => "uint32",
-            DType::U16 => "uint16",
-            DType::U8 => "uint8",
-            DType::Bool => "bool",
-        }
-    }
-
     /// Parses a v1.x storage dtype name.
     pub fn from_name(name: &str) -> Option<DType> {
         ALL_DTYPES.iter().copied().find(|d| d.name() == name)

@@ -2,60 +2,80 @@
 
 use std::fmt;
 
-/// What went wrong, in the categories a caller can act on. The numeric values are the
-/// C ABI's `zt_status` values and never change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum ErrorKind {
-    /// A caller passed something unusable: a bad shape, a wrong size, an unknown enum value.
-    InvalidArgument = 1,
-    /// The operating system refused a read, write, open or rename.
-    Io = 2,
-    /// The file is malformed, truncated or inconsistent.
-    Format = 3,
-    /// The file is well-formed but uses a feature this build cannot decode.
-    Unsupported = 4,
-    /// No such object, component or attribute.
-    NotFound = 5,
-    /// A stored digest does not match the stored bytes.
-    Checksum = 6,
-    /// A safety limit was hit (manifest size, decoded size, depth, rank ...).
-    Limit = 7,
-    /// The destination buffer is smaller than the data.
-    BufferTooSmall = 8,
-    /// The call is not valid in the current state (e.g. adding after finish).
-    State = 9,
-    /// A bug: a caught panic or a broken invariant.
-    Internal = 10,
+/// Declares `ErrorKind` and its C names from one table: each row is the Rust name, the
+/// `zt_status` value and the C name. The C enum `zt_status` in `ffi` (which cbindgen
+/// needs spelled out) is checked against this table by a test that reads the header.
+macro_rules! error_kinds {
+    ($( $(#[$doc:meta])* $kind:ident = $value:literal => $cname:ident, )*) => {
+        /// What went wrong, in the categories a caller can act on. The numeric values are
+        /// the C ABI's `zt_status` values and never change.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u32)]
+        pub enum ErrorKind {
+            $( $(#[$doc])* $kind = $value, )*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in value order.
+            pub const ALL: &[ErrorKind] = &[$(ErrorKind::$kind,)*];
+
+            /// The C name of the status, NUL-terminated, e.g. `ZT_ERR_FORMAT`.
+            pub(crate) const fn c_name(self) -> &'static std::ffi::CStr {
+                match self {
+                    $( ErrorKind::$kind => match std::ffi::CStr::from_bytes_with_nul(
+                        concat!(stringify!($cname), "\0").as_bytes(),
+                    ) {
+                        Ok(name) => name,
+                        Err(_) => panic!("a C name without NUL"),
+                    }, )*
+                }
+            }
+        }
+    };
 }
+
+error_kinds! {
+    /// A caller passed something unusable: a bad shape, a wrong size, an unknown enum value.
+    InvalidArgument = 1 => ZT_ERR_INVALID_ARGUMENT,
+    /// The operating system refused a read, write, open or rename.
+    Io = 2 => ZT_ERR_IO,
+    /// The file is malformed, truncated or inconsistent.
+    Format = 3 => ZT_ERR_FORMAT,
+    /// The file is well-formed but uses a feature this build cannot decode.
+    Unsupported = 4 => ZT_ERR_UNSUPPORTED,
+    /// No such object, component or attribute.
+    NotFound = 5 => ZT_ERR_NOT_FOUND,
+    /// A stored digest does not match the stored bytes.
+    Checksum = 6 => ZT_ERR_CHECKSUM,
+    /// A safety limit was hit (manifest size, decoded size, depth, rank ...).
+    Limit = 7 => ZT_ERR_LIMIT,
+    /// The destination buffer is smaller than the data.
+    BufferTooSmall = 8 => ZT_ERR_BUFFER_TOO_SMALL,
+    /// The call is not valid in the current state (e.g. adding after finish).
+    State = 9 => ZT_ERR_STATE,
+    /// A bug: a caught panic or a broken invariant.
+    Internal = 10 => ZT_ERR_INTERNAL,
+}
+
+/// The C name of success, the one status that is no error.
+pub(crate) const OK_NAME: &std::ffi::CStr = c"ZT_OK";
 
 impl ErrorKind {
     /// The stable C name of the status, e.g. "ZT_ERR_FORMAT".
     pub fn status_name(self) -> &'static str {
-        STATUS_NAMES[self as usize].to_str().expect("ASCII")
+        self.c_name().to_str().expect("ASCII")
     }
 
     /// The `zt_status` value.
     pub fn code(self) -> u32 {
         self as u32
     }
-}
 
-/// The C names of the `zt_status` values, indexed by value (0 is success). NUL-terminated
-/// so the C ABI lends them out directly.
-pub(crate) const STATUS_NAMES: [&std::ffi::CStr; 11] = [
-    c"ZT_OK",
-    c"ZT_ERR_INVALID_ARGUMENT",
-    c"ZT_ERR_IO",
-    c"ZT_ERR_FORMAT",
-    c"ZT_ERR_UNSUPPORTED",
-    c"ZT_ERR_NOT_FOUND",
-    c"ZT_ERR_CHECKSUM",
-    c"ZT_ERR_LIMIT",
-    c"ZT_ERR_BUFFER_TOO_SMALL",
-    c"ZT_ERR_STATE",
-    c"ZT_ERR_INTERNAL",
-];
+    /// The kind with this `zt_status` value (None for 0, success, and unknown values).
+    pub fn from_code(code: u32) -> Option<ErrorKind> {
+        ErrorKind::ALL.iter().copied().find(|k| k.code() == code)
+    }
+}
 
 /// An error with its kind and a human-readable message that names the context
 /// (file, object, component, offset) where one is known.

@@ -22,28 +22,33 @@
 //! are only touched on access: zstd integrity and exact decoded length when decoded,
 //! digests by `verify`, sparse index values and bool bytes by `validate_values`.
 
+// The layers, bottom to top (docs/architecture.md): error, limits, dtype, buffer;
+// source; codec; model (+ schema); decode; formats; reader, verify, writer; ffi.
 mod buffer;
 pub mod cbor;
 mod codec;
 pub mod convert;
+mod decode;
 pub mod dtype;
 mod error;
 pub mod ffi;
 pub(crate) mod formats;
 pub mod json;
-mod legacy;
 mod limits;
-mod manifest;
 mod model;
 mod reader;
-mod validate;
+mod source;
+mod verify;
 mod writer;
 
 pub use codec::{DigestAlgorithm, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range};
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
+pub use formats::ztensor::manifest::WRITE_VERSION;
+pub use formats::ztensor::{ALIGNMENT, MAGIC_V1};
+pub use formats::ztensor_v01::MAGIC_V01;
 pub use limits::{Limits, MAX_CBOR_DEPTH};
-pub use manifest::WRITE_VERSION;
-pub use model::{ALIGNMENT, Attributes, Component, Container, Encoding, Object};
-pub use reader::{MAGIC_V01, MAGIC_V1, OpenOptions, Reader, View};
-pub use writer::{WriteOptions, Writer};
+pub use model::schema::ObjectKind;
+pub use model::{Attributes, Component, Container, Encoding, Object};
+pub use reader::{OpenOptions, Reader, View};
+pub use writer::{CopyOptions, WriteOptions, Writer};

@@ -105,18 +105,11 @@ pub enum zt_digest {
 
 impl From<ErrorKind> for zt_status {
     fn from(kind: ErrorKind) -> Self {
-        match kind {
-            ErrorKind::InvalidArgument => zt_status::ZT_ERR_INVALID_ARGUMENT,
-            ErrorKind::Io => zt_status::ZT_ERR_IO,
-            ErrorKind::Format => zt_status::ZT_ERR_FORMAT,
-            ErrorKind::Unsupported => zt_status::ZT_ERR_UNSUPPORTED,
-            ErrorKind::NotFound => zt_status::ZT_ERR_NOT_FOUND,
-            ErrorKind::Checksum => zt_status::ZT_ERR_CHECKSUM,
-            ErrorKind::Limit => zt_status::ZT_ERR_LIMIT,
-            ErrorKind::BufferTooSmall => zt_status::ZT_ERR_BUFFER_TOO_SMALL,
-            ErrorKind::State => zt_status::ZT_ERR_STATE,
-            ErrorKind::Internal => zt_status::ZT_ERR_INTERNAL,
-        }
+        const { assert!(zt_status::ZT_ERR_INTERNAL as u32 == ErrorKind::Internal as u32) };
+        // SAFETY: both enums are 32-bit with the values of one table (`error_kinds!`),
+        // which `ffi::tests::c_enums_match_the_tables` checks against the header; every
+        // ErrorKind value is a zt_status value.
+        unsafe { std::mem::transmute::<u32, zt_status>(kind.code()) }
     }
 }
 
@@ -273,11 +266,12 @@ pub extern "C" fn zt_version_number() -> std::ffi::c_uint {
 /// outside the enum. Never NULL; static storage. Thread-safe.
 #[unsafe(no_mangle)]
 pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
-    crate::error::STATUS_NAMES
-        .get(status as usize)
-        .copied()
-        .unwrap_or(c"ZT_UNKNOWN_STATUS")
-        .as_ptr()
+    match ErrorKind::from_code(status) {
+        Some(kind) => kind.c_name(),
+        None if status == 0 => crate::error::OK_NAME,
+        None => c"ZT_UNKNOWN_STATUS",
+    }
+    .as_ptr()
 }
 
 /// A human-readable message for the last failing `zt_` call on this thread, with context
@@ -319,38 +313,51 @@ mod tests {
         assert_eq!(zt_version_number(), ZT_VERSION_NUMBER);
     }
 
-    #[test]
-    fn status_values_and_names_agree() {
-        for code in 0..=10u32 {
-            // SAFETY: static NUL-terminated string.
-            let name = unsafe { CStr::from_ptr(zt_status_name(code)) }
-                .to_str()
+    /// `NAME = value` pairs of one enum of the generated header.
+    fn header_enum(name: &str) -> Vec<(String, u32)> {
+        let header =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/ztensor.h"))
                 .unwrap();
-            if code > 0 {
-                let kind = [
-                    ErrorKind::InvalidArgument,
-                    ErrorKind::Io,
-                    ErrorKind::Format,
-                    ErrorKind::Unsupported,
-                    ErrorKind::NotFound,
-                    ErrorKind::Checksum,
-                    ErrorKind::Limit,
-                    ErrorKind::BufferTooSmall,
-                    ErrorKind::State,
-                    ErrorKind::Internal,
-                ][code as usize - 1];
-                assert_eq!(kind.code(), code);
-                assert_eq!(zt_status::from(kind) as u32, code);
-                assert_eq!(kind.status_name(), name);
-            }
+        let start = header
+            .find(&format!("typedef enum {name} {{"))
+            .unwrap_or_else(|| panic!("no enum {name} in the header"));
+        let body = &header[start..start + header[start..].find('}').unwrap()];
+        body.lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').split_once(" = "))
+            .map(|(n, v)| (n.to_owned(), v.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn c_enums_match_the_tables() {
+        let statuses = header_enum("zt_status");
+        assert_eq!(statuses[0], ("ZT_OK".to_owned(), 0));
+        assert_eq!(statuses.len(), ErrorKind::ALL.len() + 1);
+        for (kind, (name, value)) in ErrorKind::ALL.iter().zip(&statuses[1..]) {
+            assert_eq!((kind.status_name(), kind.code()), (name.as_str(), *value));
+            assert_eq!(zt_status::from(*kind) as u32, *value);
+            // SAFETY: static NUL-terminated string.
+            let c = unsafe { CStr::from_ptr(zt_status_name(*value)) };
+            assert_eq!(c.to_str().unwrap(), name);
         }
-        // SAFETY: static NUL-terminated string.
-        assert_eq!(
-            unsafe { CStr::from_ptr(zt_status_name(11)) }
+        // SAFETY: static NUL-terminated strings.
+        let name = |v| {
+            unsafe { CStr::from_ptr(zt_status_name(v)) }
                 .to_str()
-                .unwrap(),
-            "ZT_UNKNOWN_STATUS"
-        );
+                .unwrap()
+        };
+        assert_eq!(name(0), "ZT_OK");
+        assert_eq!(name(11), "ZT_UNKNOWN_STATUS");
+        assert_eq!(name(u32::MAX), "ZT_UNKNOWN_STATUS");
+
+        let dtypes = header_enum("zt_dtype");
+        assert_eq!(dtypes.len(), crate::dtype::ALL_DTYPES.len());
+        for (d, (name, value)) in crate::dtype::ALL_DTYPES.iter().zip(&dtypes) {
+            assert_eq!(
+                (format!("ZT_{}", d.name().to_ascii_uppercase()), *d as u32),
+                (name.clone(), *value)
+            );
+        }
     }
 
     /// build.rs generates the header into OUT_DIR on every build that changes src/; the

@@ -176,6 +176,13 @@ pub unsafe extern "C" fn zt_close(reader: *mut zt_reader) {
     })
 }
 
+impl zt_reader {
+    /// The Rust reader behind the handle.
+    pub(crate) fn inner(&self) -> &Reader<'static> {
+        &self.reader
+    }
+}
+
 fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
     need(reader, "reader")
 }
@@ -195,12 +202,7 @@ pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_char {
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
-        Some(r) => match r.reader.container() {
-            crate::Container::ZTensor => c"zt".as_ptr(),
-            crate::Container::Safetensors => c"safetensors".as_ptr(),
-            crate::Container::Gguf => c"gguf".as_ptr(),
-            crate::Container::Tensogram => c"tensogram".as_ptr(),
-        },
+        Some(r) => r.reader.container().c_name().as_ptr(),
         None => c"".as_ptr(),
     })
 }

@@ -312,6 +312,11 @@ struct Info {
 /// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
 /// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
 /// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
+/// True for the first bytes of a GGUF file.
+pub(crate) fn detect(head: &[u8]) -> bool {
+    head.starts_with(b"GGUF")
+}
+
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let mut input = Input::new(read, size, limits)?;
     input.take(4, &"magic")?;
@@ -432,7 +437,13 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
 
     let objects = tensors(infos, data_start, alignment, size)?;
     let version = if version == 2 { "2" } else { "3" };
-    let model = Model::foreign(Container::Gguf, version, attributes, objects, Vec::new())?;
+    let model = Model::new(
+        Container::Gguf,
+        super::UNALIGNED,
+        version,
+        attributes,
+        objects,
+    )?;
     Ok((model, size))
 }
 

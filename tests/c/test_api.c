@@ -3523,6 +3523,11 @@ static const char *const TESTED[] = {
     "zt_writer_write", "zt_writer_end_component", "zt_writer_set_attributes_json", "zt_writer_finish",
     "zt_writer_free", "zt_dtype_size", "zt_dtype_name", "zt_dtype_from_name", "zt_version_number"};
 
+/* Functions tested in the other C tests, with the file that does. */
+static const char *const TESTED_ELSEWHERE[] = {
+    "zt_writer_copy_object", /* test_copy.c */
+};
+
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */
 static void test_header_coverage(const char *vectors) {
   char path[1200];
@@ -3552,11 +3557,14 @@ static void test_header_coverage(const char *vectors) {
       for (i = 0; i < sizeof TESTED / sizeof TESTED[0]; i++) {
         known |= strlen(TESTED[i]) == n && strncmp(TESTED[i], name, n) == 0;
       }
-      zt_test_report(known, __FILE__, __LINE__, "the header declares %.*s(), which test_api does not test", (int)n,
+      for (i = 0; i < sizeof TESTED_ELSEWHERE / sizeof TESTED_ELSEWHERE[0]; i++) {
+        known |= strlen(TESTED_ELSEWHERE[i]) == n && strncmp(TESTED_ELSEWHERE[i], name, n) == 0;
+      }
+      zt_test_report(known, __FILE__, __LINE__, "the header declares %.*s(), which no C test tests", (int)n,
                      name);
     }
   }
-  CHECK_U64(declared, sizeof TESTED / sizeof TESTED[0]);
+  CHECK_U64(declared, sizeof TESTED / sizeof TESTED[0] + sizeof TESTED_ELSEWHERE / sizeof TESTED_ELSEWHERE[0]);
   free(text);
 }
 

@@ -1,22 +1,43 @@
 //! Legacy v0.1.0 files: a CBOR array of per-tensor maps after the blobs, an 8-byte size,
 //! no footer magic. Read into the same model as v1.x files: long dtype names map to the
-//! short ones, big-endian data is swapped on read, and the single-blob sparse layouts
-//! (`sparsecoo`, `sparsecsr`) are presented as `sparse_coo` / `sparse_csr` objects.
+//! short ones, big-endian data is swapped on read (a `SwapBytes` step), and the
+//! single-blob sparse layouts (`sparsecoo`, `sparsecsr`) are presented as `sparse_coo` /
+//! `sparse_csr` objects whose components are slices of the one blob (`Slice` steps, and
+//! for COO records the gathers `CooGather` below).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use crate::codec::digest;
 use crate::dtype::{DType, dense_byte_size};
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
-use crate::manifest::Parser;
 use crate::model::{
-    Attributes, Blob, CText, Component, Encoding, Model, Object, Transform, check_digest_syntax,
+    Attributes, Blob, CText, Component, Container, Encoding, FormatStep, Model, Object, Step,
     check_name,
 };
 
+use super::ReadAt;
+use super::ztensor::{TRAITS, manifest::Parser, manifest_region};
+
+/// Magic bytes at the start of legacy v0.1 files.
+pub const MAGIC_V01: &[u8; 8] = b"ZTEN0001";
+
+/// True for the first bytes of a v0.1 file.
+pub(crate) fn detect(head: &[u8]) -> bool {
+    head.starts_with(MAGIC_V01)
+}
+
+/// Reads a v0.1 file: the 8-byte manifest size at its end, then the manifest. Returns the
+/// model and where the data region ends (the manifest's start).
+pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
+    let (start, bytes) = manifest_region(read, size, 8, limits, |_| Ok(()))?;
+    Ok((parse_manifest(&bytes, start, limits)?, start))
+}
+
 /// Parses a legacy manifest (an array of tensor maps, at file offset `base`) into a model.
-pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
+fn parse_manifest(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     let mut p = Parser::new(bytes, base, limits);
     let mut len = p.array(0, "a legacy manifest")?;
     let mut objects = Vec::new();
@@ -28,7 +49,7 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     }
     let r = p.c.finish();
     p.cbor(r)?;
-    Model::new("0.1.0", None, objects)
+    Model::new(Container::ZTensor, TRAITS, "0.1.0", None, objects)
 }
 
 /// The fields of one legacy tensor map.
@@ -138,7 +159,7 @@ fn build(
     };
     let digest = match checksum {
         Some(d) => {
-            check_digest_syntax(d)?;
+            digest::check_syntax(d, TRAITS.digest_kinds)?;
             Some(CText::new(d)?)
         }
         None => None,
@@ -152,7 +173,6 @@ fn build(
         l => l,
     };
     let width = dtype.size() as u8;
-    let swap = if big_endian { width } else { 1 };
     let decoded_blob = |derived: Option<u64>| -> Result<u64> {
         match encoding {
             Encoding::Raw | Encoding::Pipeline => Ok(length),
@@ -168,7 +188,7 @@ fn build(
                 dtype: DType,
                 decoded_length: u64,
                 blob: Blob,
-                transform: Transform|
+                steps: Vec<Step>|
      -> Result<Component> {
         Ok(Component {
             role: CText::new(role)?,
@@ -177,8 +197,15 @@ fn build(
             blob,
             decoded_length,
             digest: digest.clone(),
-            transform,
+            steps: steps.into(),
         })
+    };
+    // Big-endian elements of `width` bytes: a swap step after the others.
+    let swapped = |mut steps: Vec<Step>, width: u8| {
+        if big_endian && width > 1 {
+            steps.push(Step::SwapBytes(width));
+        }
+        steps
     };
     let (format, components) = match layout {
         "dense" => {
@@ -195,14 +222,9 @@ fn build(
                 encoding,
                 decoded_length: decoded,
             };
-            let transform = if swap > 1 {
-                Transform::SwapBytes(swap)
-            } else {
-                Transform::None
-            };
             (
                 "dense",
-                vec![part("data", dtype, decoded, blob, transform)?],
+                vec![part("data", dtype, decoded, blob, swapped(vec![], width))?],
             )
         }
         "sparsecoo" => {
@@ -222,24 +244,31 @@ fn build(
                 );
             }
             let nnz = decoded / record;
-            let big = big_endian;
-            let values = Transform::CooValues {
-                ndim,
-                nnz,
-                value_size: width,
-                swap: big,
-            };
-            let coords = Transform::CooCoords {
-                ndim,
-                nnz,
-                value_size: width,
-                swap: big,
+            let gather = |coords: bool| {
+                Step::Format(Arc::new(CooGather {
+                    ndim,
+                    nnz,
+                    value_size: width,
+                    coords,
+                }))
             };
             (
                 "sparse_coo",
                 vec![
-                    part("values", dtype, nnz * width as u64, blob, values)?,
-                    part("coords", DType::U64, nnz * ndim * 8, blob, coords)?,
+                    part(
+                        "values",
+                        dtype,
+                        nnz * width as u64,
+                        blob,
+                        swapped(vec![gather(false)], width),
+                    )?,
+                    part(
+                        "coords",
+                        DType::U64,
+                        nnz * ndim * 8,
+                        blob,
+                        swapped(vec![gather(true)], 8),
+                    )?,
                 ],
             )
         }
@@ -274,42 +303,32 @@ fn build(
                 );
             }
             let nnz = rest / per_value;
-            let sw = if big_endian { 8 } else { 1 };
+            let slice =
+                |start: u64, len: u64, width: u8| swapped(vec![Step::Slice { start, len }], width);
+            let values_len = nnz * width as u64;
             (
                 "sparse_csr",
                 vec![
                     part(
                         "values",
                         dtype,
-                        nnz * width as u64,
+                        values_len,
                         blob,
-                        Transform::Slice {
-                            start: indptr_len + nnz * 8,
-                            len: nnz * width as u64,
-                            swap,
-                        },
+                        slice(indptr_len + nnz * 8, values_len, width),
                     )?,
                     part(
                         "indices",
                         DType::U64,
                         nnz * 8,
                         blob,
-                        Transform::Slice {
-                            start: indptr_len,
-                            len: nnz * 8,
-                            swap: sw,
-                        },
+                        slice(indptr_len, nnz * 8, 8),
                     )?,
                     part(
                         "indptr",
                         DType::U64,
                         indptr_len,
                         blob,
-                        Transform::Slice {
-                            start: 0,
-                            len: indptr_len,
-                            swap: sw,
-                        },
+                        slice(0, indptr_len, 8),
                     )?,
                 ],
             )
@@ -334,54 +353,42 @@ fn build(
     })
 }
 
-/// Builds a derived component's bytes from its decoded blob.
-pub(crate) fn gather(transform: Transform, blob: &[u8], dst: &mut [u8]) -> Result<()> {
-    match transform {
-        Transform::None => dst.copy_from_slice(blob),
-        Transform::External(_) => bail!(Internal, "an external decoder is not a gather"),
-        Transform::SwapBytes(w) => {
-            dst.copy_from_slice(blob);
-            crate::reader::swap_in_place(dst, w);
-        }
-        Transform::Slice { start, len, swap } => {
-            dst.copy_from_slice(&blob[start as usize..(start + len) as usize]);
-            crate::reader::swap_in_place(dst, swap);
-        }
-        Transform::CooValues {
-            ndim,
-            nnz,
-            value_size,
-            swap,
-        } => {
-            let record = (ndim * 8) as usize + value_size as usize;
-            let vs = value_size as usize;
-            for i in 0..nnz as usize {
-                let src = i * record + ndim as usize * 8;
-                dst[i * vs..(i + 1) * vs].copy_from_slice(&blob[src..src + vs]);
-            }
-            if swap {
-                crate::reader::swap_in_place(dst, value_size);
-            }
-        }
-        Transform::CooCoords {
-            ndim,
-            nnz,
-            value_size,
-            swap,
-        } => {
-            let record = (ndim * 8) as usize + value_size as usize;
-            let (ndim, nnz) = (ndim as usize, nnz as usize);
-            for i in 0..nnz {
+/// Legacy COO records `[ndim x u64 index][value]`, nnz of them: gathers either the
+/// values, or the indices into structure-of-arrays order (all of dimension 0, then 1 ...).
+#[derive(Debug)]
+struct CooGather {
+    ndim: u64,
+    nnz: u64,
+    value_size: u8,
+    /// True: the coordinates; false: the values.
+    coords: bool,
+}
+
+impl FormatStep for CooGather {
+    fn apply(&self, records: &[u8], dst: &mut [u8]) -> Result<()> {
+        let (ndim, nnz) = (self.ndim as usize, self.nnz as usize);
+        let vs = self.value_size as usize;
+        let record = ndim * 8 + vs;
+        for i in 0..nnz {
+            let rec = &records[i * record..(i + 1) * record];
+            if self.coords {
                 for d in 0..ndim {
-                    let src = i * record + d * 8;
                     let out = (d * nnz + i) * 8;
-                    dst[out..out + 8].copy_from_slice(&blob[src..src + 8]);
+                    dst[out..out + 8].copy_from_slice(&rec[d * 8..d * 8 + 8]);
                 }
-            }
-            if swap {
-                crate::reader::swap_in_place(dst, 8);
+            } else {
+                dst[i * vs..(i + 1) * vs].copy_from_slice(&rec[ndim * 8..]);
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    fn output_len(&self) -> u64 {
+        let width = if self.coords {
+            self.ndim * 8
+        } else {
+            u64::from(self.value_size)
+        };
+        self.nnz * width
+    }
 }

@@ -1,14 +1,23 @@
 //! The in-memory model of a file (objects and components) that every input format is
-//! parsed into, and the structural validation every model passes before a reader exists.
+//! parsed into: names, shapes, components, where each component's bytes are and how they
+//! decode (`decode::Step`), what the file's format guarantees (`Traits`), and a name
+//! index. `schema` holds the rules of each object kind; `validate` the structural checks
+//! every model passes before a reader exists.
 
 use std::ffi::c_char;
 
 use crate::cbor::Value;
-use crate::dtype::{DType, dense_byte_size, logical_type_info, numel};
-use crate::error::{Result, bail, err};
+use crate::codec::digest;
+use crate::dtype::DType;
+use crate::error::{Result, bail};
 
-/// Alignment of every blob in the file, in bytes.
-pub const ALIGNMENT: u64 = 64;
+pub mod schema;
+mod steps;
+mod validate;
+
+pub(crate) use steps::{FormatStep, Step, Steps, check_steps};
+
+pub(crate) use validate::{check_name, check_name_text, validate};
 
 /// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
 /// It never contains an interior NUL.
@@ -110,34 +119,6 @@ pub struct Blob {
     pub decoded_length: u64,
 }
 
-/// How a component's bytes are obtained from its blob. zTensor v1 files need only `None`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transform {
-    /// The decoded blob is the component.
-    None,
-    /// The decoded blob holds big-endian elements of this many bytes: swap each.
-    SwapBytes(u8),
-    /// Decoded by `Model::decoders[index]` from the blob's stored bytes (formats other
-    /// than zTensor whose encodings are pipelines of their own).
-    External(u32),
-    /// A byte range of the decoded blob, elements of `swap` bytes swapped when `swap > 1`.
-    Slice { start: u64, len: u64, swap: u8 },
-    /// Legacy COO records `[ndim x u64 index][value]`: gather the values.
-    CooValues {
-        ndim: u64,
-        nnz: u64,
-        value_size: u8,
-        swap: bool,
-    },
-    /// Legacy COO records: gather the indices into structure-of-arrays order.
-    CooCoords {
-        ndim: u64,
-        nnz: u64,
-        value_size: u8,
-        swap: bool,
-    },
-}
-
 /// One component of an object: a role, a type, and where its bytes are.
 #[derive(Clone, Debug)]
 pub struct Component {
@@ -147,7 +128,8 @@ pub struct Component {
     pub(crate) blob: Blob,
     pub(crate) decoded_length: u64,
     pub(crate) digest: Option<CText>,
-    pub(crate) transform: Transform,
+    /// Steps from the decoded blob to the component's bytes; empty for zTensor v1.
+    pub(crate) steps: Steps,
 }
 
 impl Component {
@@ -171,7 +153,7 @@ impl Component {
             },
             decoded_length: length,
             digest: None,
-            transform: Transform::None,
+            steps: Steps::default(),
         }
     }
 
@@ -213,7 +195,7 @@ impl Component {
     }
     /// True when the stored bytes are the component's bytes (raw, little-endian, whole blob).
     pub fn is_plain(&self) -> bool {
-        self.blob.encoding == Encoding::Raw && self.transform == Transform::None
+        self.blob.encoding == Encoding::Raw && self.steps.is_empty()
     }
     pub(crate) fn role_c(&self) -> &CText {
         &self.role
@@ -422,15 +404,7 @@ impl Object {
     }
 }
 
-/// Decodes a component's stored bytes for a format whose encodings are its own
-/// (`Transform::External`). Implementations are immutable and shared between threads.
-pub(crate) trait Decoder: Send + Sync + std::fmt::Debug {
-    /// Decodes `stored` (the blob's bytes) into `dst`, exactly the component's decoded
-    /// length. A pipeline this build can't decode is `Unsupported`, naming the codec.
-    fn decode(&self, stored: &[u8], dst: &mut [u8]) -> Result<()>;
-}
-
-/// The container a file was read from: its name and what it guarantees about layout.
+/// The file formats this library reads: the one table of their names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Container {
     /// zTensor v1.x or legacy v0.1.
@@ -444,30 +418,58 @@ pub enum Container {
 }
 
 impl Container {
+    /// Every format.
+    pub const ALL: [Container; 4] = [
+        Container::ZTensor,
+        Container::Safetensors,
+        Container::Gguf,
+        Container::Tensogram,
+    ];
+
     /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram".
     pub fn name(self) -> &'static str {
+        self.names().0.to_str().expect("ASCII")
+    }
+
+    /// `name`, NUL-terminated for the C API.
+    pub(crate) fn c_name(self) -> &'static std::ffi::CStr {
+        self.names().0
+    }
+
+    /// The name people use in prose: "zTensor", "safetensors", "GGUF", "Tensogram".
+    pub fn title(self) -> &'static str {
+        self.names().1
+    }
+
+    fn names(self) -> (&'static std::ffi::CStr, &'static str) {
         match self {
-            Container::ZTensor => "zt",
-            Container::Safetensors => "safetensors",
-            Container::Gguf => "gguf",
-            Container::Tensogram => "tensogram",
+            Container::ZTensor => (c"zt", "zTensor"),
+            Container::Safetensors => (c"safetensors", "safetensors"),
+            Container::Gguf => (c"gguf", "GGUF"),
+            Container::Tensogram => (c"tensogram", "Tensogram"),
         }
     }
-    /// Blob offsets in a zTensor file are multiples of 64; other formats place data where
-    /// they like (see `view_alignment`).
-    pub(crate) fn blob_alignment(self) -> u64 {
-        match self {
-            Container::ZTensor => ALIGNMENT,
-            _ => 1,
-        }
-    }
-    /// The alignment a zero-copy view of `dtype` elements must have to be lent out: 64 in
-    /// zTensor files (the format guarantees it), the element size elsewhere (a misaligned
-    /// tensor is copied into an aligned cache instead).
-    pub(crate) fn view_alignment(self, dtype: DType) -> usize {
-        match self {
-            Container::ZTensor => ALIGNMENT as usize,
-            _ => dtype.size(),
+}
+
+/// What a file's format guarantees, stated by the format's parser, so that the reader
+/// never asks which format a file came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Traits {
+    /// Every blob offset is a multiple of this.
+    pub(crate) blob_alignment: u64,
+    /// The alignment a zero-copy view must have to be lent out; 0 means the element size
+    /// (data the file leaves less aligned is copied once into an aligned cache).
+    pub(crate) view_alignment: usize,
+    /// The digest algorithms the format defines (others are reported as unsupported).
+    pub(crate) digest_kinds: &'static [digest::Kind],
+}
+
+impl Traits {
+    /// The alignment a zero-copy view of `dtype` elements needs.
+    pub(crate) fn view_alignment(&self, dtype: DType) -> usize {
+        match self.view_alignment {
+            0 => dtype.size(),
+            n => n,
         }
     }
 }
@@ -476,12 +478,11 @@ impl Container {
 #[derive(Clone, Debug)]
 pub struct Model {
     pub(crate) container: Container,
+    pub(crate) traits: Traits,
     pub(crate) version: CText,
     pub(crate) attributes: Option<Attributes>,
     pub(crate) objects: Vec<Object>,
     pub(crate) by_name: NameIndex,
-    /// Decoders of `Transform::External` components, by index.
-    pub(crate) decoders: Vec<std::sync::Arc<dyn Decoder>>,
     /// File regions `(offset, length)` that digests cover when that is not the
     /// component's blob, by (object, component) index: Tensogram's frame hashes cover
     /// a frame's whole body (payload, NaN/Inf masks and descriptor). Empty for zTensor.
@@ -489,45 +490,22 @@ pub struct Model {
 }
 
 impl Model {
-    /// Builds a zTensor model and its name index, refusing duplicate names.
+    /// Builds a model and its name index, refusing duplicate names.
     pub(crate) fn new(
-        version: &str,
-        attributes: Option<Attributes>,
-        objects: Vec<Object>,
-    ) -> Result<Model> {
-        Model::foreign(Container::ZTensor, version, attributes, objects, Vec::new())
-    }
-
-    /// Builds the model of a file in another container format (see `formats`), with the
-    /// decoders its `Transform::External` components refer to.
-    pub(crate) fn foreign(
         container: Container,
+        traits: Traits,
         version: &str,
         attributes: Option<Attributes>,
         objects: Vec<Object>,
-        decoders: Vec<std::sync::Arc<dyn Decoder>>,
     ) -> Result<Model> {
         let by_name = NameIndex::build(&objects)?;
-        for o in &objects {
-            for c in &o.components {
-                if let Transform::External(d) = c.transform
-                    && d as usize >= decoders.len()
-                {
-                    bail!(
-                        Internal,
-                        "component refers to decoder {d} of {}",
-                        decoders.len()
-                    );
-                }
-            }
-        }
         Ok(Model {
             container,
+            traits,
             version: CText::new(version)?,
             attributes,
             objects,
             by_name,
-            decoders,
             digest_regions: Default::default(),
         })
     }
@@ -610,312 +588,4 @@ impl NameIndex {
             at = (at + 1) & mask;
         }
     }
-}
-
-/// The checks on names: non-empty, bounded, no NUL (UTF-8 is guaranteed by the decoders).
-pub(crate) fn check_name(what: &str, name: &str, max_len: usize) -> Result<CText> {
-    check_name_text(what, name, max_len)?;
-    CText::new(name).map_err(|e| e.context(format!("{what} name")))
-}
-
-/// `check_name` without making the C string: empty or too long (a NUL byte is refused
-/// when the C string is made).
-pub(crate) fn check_name_text(what: &str, name: &str, max_len: usize) -> Result<()> {
-    if name.is_empty() {
-        bail!(Format, "{what} name is empty");
-    }
-    if name.len() > max_len {
-        bail!(
-            Limit,
-            "{what} name is {} bytes, over the limit of {max_len}",
-            name.len()
-        );
-    }
-    Ok(())
-}
-
-/// Checks a digest string's syntax: "sha256:<64 hex>", "crc32c:0x<8 hex>", or
-/// "<algorithm>:<anything>" for algorithms we don't know (reported at verification).
-pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {
-    let Some((algo, hex)) = digest.split_once(':') else {
-        bail!(
-            Format,
-            "malformed digest '{digest}': expected 'algorithm:hex'"
-        );
-    };
-    let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let ok = match algo {
-        "sha256" => hex.len() == 64 && is_hex(hex),
-        "crc32c" => {
-            hex.len() == 10 && (hex.starts_with("0x") || hex.starts_with("0X")) && is_hex(&hex[2..])
-        }
-        _ => !algo.is_empty() && !hex.is_empty(),
-    };
-    if !ok {
-        bail!(Format, "malformed digest '{digest}'");
-    }
-    Ok(())
-}
-
-/// Validates a model against the file it came from: blob bounds, alignment and overlap,
-/// component sizes against shape and dtype, sparse structure sizes. `data_end` is where
-/// the manifest starts (no blob may reach past it).
-pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result<()> {
-    // Blobs in file order (what writers produce) are checked for overlap on the way;
-    // only a file with blobs out of order pays for collecting and sorting them.
-    let mut last: (u64, u64) = (0, 0);
-    let mut in_order = true;
-    for obj in &model.objects {
-        let ctx = |e: crate::error::Error| e.context(format!("object '{}'", obj.name()));
-        numel(&obj.shape)
-            .ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
-        for c in &obj.components {
-            let cctx = |e: crate::error::Error| ctx(e.context(format!("component '{}'", c.role())));
-            check_blob(
-                &c.blob,
-                data_end,
-                max_decoded,
-                model.container.blob_alignment(),
-            )
-            .map_err(cctx)?;
-            if c.decoded_length > max_decoded {
-                return Err(cctx(err!(
-                    Limit,
-                    "decoded length {} is over the decode limit {max_decoded}",
-                    c.decoded_length
-                )));
-            }
-            if c.decoded_length % c.dtype.size() as u64 != 0 {
-                return Err(cctx(err!(
-                    Format,
-                    "{} bytes is not a whole number of {} elements",
-                    c.decoded_length,
-                    c.dtype
-                )));
-            }
-            if let Some(t) = c.logical_type()
-                && let Some(info) = logical_type_info(t)
-            {
-                let unit = info.ratio * c.dtype.size() as u64;
-                if c.decoded_length % unit != 0 {
-                    return Err(cctx(err!(
-                        Format,
-                        "{} bytes is not a whole number of '{t}' elements",
-                        c.decoded_length
-                    )));
-                }
-            }
-            let blob = (c.blob.offset, c.blob.length);
-            if blob.1 > 0 && blob != last {
-                in_order &= blob.0 >= last.0 + last.1;
-                last = blob;
-            }
-        }
-        check_structure(obj).map_err(ctx)?;
-    }
-    if in_order {
-        return Ok(());
-    }
-    let mut blobs: Vec<(u64, u64)> = model
-        .objects
-        .iter()
-        .flat_map(|o| o.components.iter())
-        .map(|c| (c.blob.offset, c.blob.length))
-        .filter(|&(_, len)| len > 0)
-        .collect();
-    blobs.sort_unstable();
-    blobs.dedup();
-    for pair in blobs.windows(2) {
-        let (a_off, a_len) = pair[0];
-        let (b_off, b_len) = pair[1];
-        if b_off < a_off + a_len {
-            bail!(
-                Format,
-                "blobs [{a_off}, {}) and [{b_off}, {}) overlap",
-                a_off + a_len,
-                b_off + b_len
-            );
-        }
-    }
-    Ok(())
-}
-
-fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64, alignment: u64) -> Result<()> {
-    let Blob {
-        offset,
-        length,
-        encoding,
-        decoded_length,
-    } = *blob;
-    if offset == 0 {
-        bail!(Format, "offset 0 points at the file header");
-    }
-    if offset % alignment != 0 {
-        bail!(Format, "offset {offset} is not a multiple of {alignment}");
-    }
-    let end = offset
-        .checked_add(length)
-        .ok_or_else(|| err!(Format, "offset {offset} + length {length} overflows"))?;
-    if end > data_end {
-        bail!(
-            Format,
-            "bytes [{offset}, {end}) reach past the data region, which ends at {data_end} where the manifest starts"
-        );
-    }
-    match encoding {
-        Encoding::Raw if decoded_length != length => {
-            bail!(
-                Format,
-                "raw blob of {length} bytes cannot decode to {decoded_length} bytes"
-            )
-        }
-        Encoding::Zstd => {
-            if decoded_length > max_decoded {
-                bail!(
-                    Limit,
-                    "uncompressed_length {decoded_length} is over the decode limit {max_decoded}"
-                );
-            }
-            // A zstd block expands at most 128 KiB from a 4-byte RLE block; allow 2x slack.
-            let ceiling = length.saturating_mul(65536).saturating_add(65536);
-            if decoded_length > ceiling {
-                bail!(
-                    Format,
-                    "uncompressed_length {decoded_length} is impossible for {length} bytes of zstd"
-                );
-            }
-            if length == 0 && decoded_length > 0 {
-                bail!(
-                    Format,
-                    "zstd blob of 0 bytes cannot decode to {decoded_length} bytes"
-                );
-            }
-        }
-        Encoding::Raw => {}
-        // The format's decoder checks its own streams; the size bound is the caller's.
-        Encoding::Pipeline => {}
-    }
-    Ok(())
-}
-
-fn component_of<'o>(obj: &'o Object, role: &str) -> Result<&'o Component> {
-    obj.components
-        .iter()
-        .find(|c| c.role() == role)
-        .ok_or_else(|| err!(Format, "{} object has no '{role}' component", obj.format()))
-}
-
-/// Index dtypes we accept for sparse objects: u64 (the spec) and u32 (what some writers
-/// emit). We write u64 only.
-fn check_index(c: &Component) -> Result<()> {
-    if !matches!(c.dtype, DType::U64 | DType::U32) {
-        bail!(
-            Format,
-            "index component '{}' must be u64 (or u32), not {}",
-            c.role(),
-            c.dtype
-        );
-    }
-    Ok(())
-}
-
-/// Logical elements of a values component (complex counts pairs).
-fn logical_elements(c: &Component) -> u64 {
-    let ratio = c
-        .logical_type()
-        .and_then(logical_type_info)
-        .map_or(1, |i| i.ratio);
-    c.decoded_length / (c.dtype.size() as u64 * ratio)
-}
-
-/// Size consistency of the known formats, from the manifest alone.
-pub(crate) fn check_structure(obj: &Object) -> Result<()> {
-    let total = numel(&obj.shape).unwrap_or(u64::MAX);
-    match obj.format() {
-        "dense" => {
-            let data = component_of(obj, "data")?;
-            let known_type = data
-                .logical_type()
-                .is_none_or(|t| logical_type_info(t).is_some());
-            let expected = dense_byte_size(&obj.shape, data.dtype, data.logical_type());
-            if known_type && expected.is_none() {
-                bail!(
-                    Format,
-                    "the byte size of shape {:?} of {} overflows u64",
-                    obj.shape,
-                    data.dtype
-                );
-            }
-            // An unknown logical type has an unknown ratio: its size can't be checked.
-            if let Some(expected) = expected
-                && data.decoded_length != expected
-            {
-                bail!(
-                    Format,
-                    "'data' holds {} bytes but shape {:?} of {}{} needs {expected}",
-                    data.decoded_length,
-                    obj.shape,
-                    data.dtype,
-                    data.logical_type()
-                        .map(|t| format!(" ({t})"))
-                        .unwrap_or_default()
-                );
-            }
-        }
-        "sparse_csr" => {
-            let values = component_of(obj, "values")?;
-            let indices = component_of(obj, "indices")?;
-            let indptr = component_of(obj, "indptr")?;
-            check_index(indices)?;
-            check_index(indptr)?;
-            if obj.shape.len() != 2 {
-                bail!(Format, "sparse_csr needs a 2-d shape, not {:?}", obj.shape);
-            }
-            let nnz = logical_elements(values);
-            if indptr.element_count() != obj.shape[0].saturating_add(1) {
-                bail!(
-                    Format,
-                    "indptr has {} entries, expected rows + 1 = {}",
-                    indptr.element_count(),
-                    obj.shape[0] as u128 + 1
-                );
-            }
-            if indices.element_count() != nnz {
-                bail!(
-                    Format,
-                    "indices has {} entries but values has {nnz}",
-                    indices.element_count()
-                );
-            }
-            if nnz > total {
-                bail!(
-                    Format,
-                    "{nnz} stored values exceed the shape's {total} elements"
-                );
-            }
-        }
-        "sparse_coo" => {
-            let values = component_of(obj, "values")?;
-            let coords = component_of(obj, "coords")?;
-            check_index(coords)?;
-            let nnz = logical_elements(values);
-            let expected = (obj.shape.len() as u64).checked_mul(nnz);
-            if expected != Some(coords.element_count()) {
-                bail!(
-                    Format,
-                    "coords has {} entries, expected ndim {} x nnz {nnz}",
-                    coords.element_count(),
-                    obj.shape.len()
-                );
-            }
-            if nnz > total {
-                bail!(
-                    Format,
-                    "{nnz} stored values exceed the shape's {total} elements"
-                );
-            }
-        }
-        _ => {}
-    }
-    Ok(())
 }

@@ -9,15 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cbor::Value;
-use crate::codec::{DigestAlgorithm, FrameEncoder, Hasher, zstd_level_range};
+use crate::codec::digest::Hasher;
+use crate::codec::{DigestAlgorithm, FrameEncoder, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
 use crate::limits::Limits;
-use crate::model::{
-    ALIGNMENT, Attributes, Blob, CText, Component, Encoding, Object, Transform, check_name,
-    check_structure,
-};
-use crate::reader::MAGIC_V1;
+use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
+
+mod copy;
+pub use copy::CopyOptions;
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,15 +71,51 @@ struct Stream {
 struct Target {
     temp: PathBuf,
     path: PathBuf,
+    /// Renamed into place, or already removed: nothing to clean up.
     done: bool,
+}
+
+impl Target {
+    /// Removes the temporary file (once).
+    fn discard(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.temp);
+            self.done = true;
+        }
+    }
 }
 
 impl Drop for Target {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.temp);
+        self.discard();
+    }
+}
+
+/// The name of the temporary file for `file_name`: hidden, unique in this process, and
+/// never longer than NAME_MAX (255 bytes), so that any legal final name can be written.
+fn temp_name(file_name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let suffix = format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut stem = file_name.as_bytes();
+    let room = 255 - 1 - suffix.len();
+    if stem.len() > room {
+        stem = &stem[..room];
+        // Cut on a character boundary when the name is UTF-8.
+        if let Err(e) = std::str::from_utf8(stem)
+            && file_name.to_str().is_some()
+        {
+            stem = &stem[..e.valid_up_to()];
         }
     }
+    let mut name = Vec::with_capacity(1 + stem.len() + suffix.len());
+    name.push(b'.');
+    name.extend_from_slice(stem);
+    name.extend_from_slice(suffix.as_bytes());
+    std::ffi::OsString::from_vec(name)
 }
 
 /// An append-only writer. Add objects, then `finish`. Used by one thread at a time.
@@ -127,14 +164,7 @@ impl Writer<BufWriter<File>> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(file_name);
-        temp_name.push(format!(
-            ".{}.{}.tmp",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let temp = dir.join(temp_name);
+        let temp = dir.join(temp_name(file_name));
         let file = FsOpenOptions::new()
             .write(true)
             .create_new(true)
@@ -178,13 +208,27 @@ impl<W: Write> Writer<W> {
 
     /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
-        emit_to(
+        let r = emit_to(
             &mut self.out,
             &mut self.pos,
             &mut self.failed,
             &self.label,
             bytes,
-        )
+        );
+        self.after_io(r)
+    }
+
+    /// After an I/O failure the file can never be finished: its temporary file is
+    /// removed at once, so a full disk gets its space back without waiting for the
+    /// writer to be freed.
+    fn after_io<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err()
+            && self.failed.is_some()
+            && let Some(target) = &mut self.target
+        {
+            target.discard();
+        }
+        r
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
@@ -409,6 +453,7 @@ impl<W: Write> Writer<W> {
             }
         };
         self.stream = Some(s);
+        let result = self.after_io(result);
         result.map_err(|e| e.context(self.stream_context()))
     }
 
@@ -442,7 +487,7 @@ impl<W: Write> Writer<W> {
         };
         if let Some(enc) = s.encoder.as_mut() {
             let hasher = &mut s.hasher;
-            enc.finish(&mut |piece| {
+            let r = enc.finish(&mut |piece| {
                 hasher.update(piece);
                 emit_to(
                     &mut self.out,
@@ -451,7 +496,8 @@ impl<W: Write> Writer<W> {
                     &self.label,
                     piece,
                 )
-            })?;
+            });
+            self.after_io(r)?;
         }
         let unit = s.dtype.size() as u64
             * s.logical_type
@@ -485,7 +531,7 @@ impl<W: Write> Writer<W> {
             },
             decoded_length: s.decoded,
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
-            transform: Transform::None,
+            steps: Default::default(),
         };
         self.objects
             .last_mut()
@@ -500,7 +546,7 @@ impl<W: Write> Writer<W> {
     pub fn end_object(&mut self) -> Result<()> {
         self.check_usable()?;
         let obj = self.open_object_idle()?;
-        if let Err(e) = check_structure(obj).and_then(|()| check_writable_indices(obj)) {
+        if let Err(e) = schema::check_writable(obj) {
             let e = as_argument(e).context(format!("object '{}'", obj.name()));
             self.abandon_object();
             return Err(e);
@@ -544,7 +590,7 @@ impl<W: Write> Writer<W> {
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
-        let manifest = crate::manifest::encode(self.file_attributes.as_ref(), &self.objects);
+        let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
         self.emit(MAGIC_V1)?;
@@ -568,9 +614,12 @@ impl<W: Write> Writer<W> {
                 )
             })?;
             target.done = true;
-            if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty())
-                && let Ok(d) = File::open(dir)
-            {
+            // The rename is durable once the directory is: "model.zt" lives in ".".
+            let dir = match target.path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
             }
         }
@@ -649,26 +698,6 @@ fn check_attributes(v: &Value) -> Result<()> {
             "attributes must be a map, not {}",
             v.type_name()
         );
-    }
-    Ok(())
-}
-
-/// The spec requires u64 index components; the writer holds files to it.
-fn check_writable_indices(obj: &Object) -> Result<()> {
-    let roles: &[&str] = match obj.format() {
-        "sparse_csr" => &["indices", "indptr"],
-        "sparse_coo" => &["coords"],
-        _ => &[],
-    };
-    for c in obj.components.iter().filter(|c| roles.contains(&c.role())) {
-        if c.dtype != DType::U64 {
-            bail!(
-                InvalidArgument,
-                "index component '{}' must be u64, not {}",
-                c.role(),
-                c.dtype
-            );
-        }
     }
     Ok(())
 }

@@ -6,38 +6,23 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use crate::cbor::{Cursor, DecodeError, Len};
+use crate::codec::digest;
 use crate::dtype::{check_logical_type, dense_byte_size, parse_v11_dtype};
-use crate::error::{Error, ErrorKind, Result, bail, err};
+use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
-    Attributes, Blob, CText, Component, Components, Encoding, Model, Object, Shape, Transform,
-    check_digest_syntax, check_name, check_name_text,
+    Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Shape,
+    check_name, check_name_text,
 };
+
+use super::TRAITS;
 
 /// The version string this library writes.
 pub const WRITE_VERSION: &str = "1.2.0";
 
 /// A CBOR error in the manifest, positioned in the file.
 pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
-    cbor_error_in("manifest", e, base)
-}
-
-/// A CBOR error in `what` (whose bytes start at file offset `base`), positioned in the
-/// file: too deep is a `Limit`, anything else `Format`.
-pub(crate) fn cbor_error_in(what: &str, e: DecodeError, base: u64) -> Error {
-    let kind = if e.too_deep {
-        ErrorKind::Limit
-    } else {
-        ErrorKind::Format
-    };
-    Error::new(
-        kind,
-        format!(
-            "{what}: CBOR error at file offset {}: {}",
-            base + e.offset as u64,
-            e.message
-        ),
-    )
+    e.positioned("manifest", base)
 }
 
 /// Schema-level reading helpers over a cursor; `base` is the manifest's file offset.
@@ -333,7 +318,7 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     }
     let objects =
         objects.ok_or_else(|| err!(Format, "the manifest lacks the required key 'objects'"))?;
-    Model::new(&version, attributes, objects)
+    Model::new(Container::ZTensor, TRAITS, &version, attributes, objects)
 }
 
 fn parse_objects(
@@ -520,7 +505,7 @@ fn parse_component(
     };
     let digest = match digest {
         Some(d) => {
-            check_digest_syntax(&d)?;
+            digest::check_syntax(&d, TRAITS.digest_kinds)?;
             Some(CText::new(&d)?)
         }
         None => None,
@@ -540,7 +525,7 @@ fn parse_component(
         },
         decoded_length,
         digest,
-        transform: Transform::None,
+        steps: Default::default(),
     };
     Ok((component, unknown))
 }

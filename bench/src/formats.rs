@@ -1,0 +1,146 @@
+//! Each contender's way of writing a workload (to make the data files, and timed in the write
+//! section), and the whole-workload reads that more than one section times.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::Res;
+use crate::workloads::Workload;
+
+pub fn write_ours(w: &Workload, path: &Path, opts: &ztensor::WriteOptions) -> Res<()> {
+    let mut wr = ztensor::Writer::create(path)?;
+    for (i, t) in w.tensors.iter().enumerate() {
+        wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
+    }
+    wr.finish()?;
+    Ok(())
+}
+
+/// Our writer over a plain file: no temporary file, no rename, no fsync.
+pub fn write_ours_nosync(w: &Workload, path: &Path, opts: &ztensor::WriteOptions) -> Res<()> {
+    let file = File::create(path)?;
+    let mut wr = ztensor::Writer::new(BufWriter::with_capacity(1 << 20, file))?;
+    for (i, t) in w.tensors.iter().enumerate() {
+        wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
+    }
+    let mut out = wr.finish()?;
+    out.flush()?;
+    Ok(())
+}
+
+pub fn write_ref(w: &Workload, path: &Path, compression: ztensor_ref::Compression) -> Res<()> {
+    let mut wr = ztensor_ref::Writer::create(path)?;
+    for (i, t) in w.tensors.iter().enumerate() {
+        wr.add_bytes(
+            &t.name,
+            t.shape.clone(),
+            t.dt.reference(),
+            compression,
+            w.bytes(i),
+            ztensor_ref::Checksum::None,
+        )?;
+    }
+    wr.finish()?;
+    Ok(())
+}
+
+struct StView<'a> {
+    dtype: safetensors::Dtype,
+    shape: Vec<usize>,
+    data: &'a [u8],
+}
+
+impl safetensors::View for StView<'_> {
+    fn dtype(&self) -> safetensors::Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+pub fn write_safetensors(w: &Workload, path: &Path) -> Res<()> {
+    let views = w.tensors.iter().enumerate().map(|(i, t)| {
+        (
+            t.name.clone(),
+            StView {
+                dtype: t.dt.safetensors(),
+                shape: t.shape.iter().map(|&d| d as usize).collect(),
+                data: w.bytes(i),
+            },
+        )
+    });
+    safetensors::serialize_to_file(views, None, path)?;
+    Ok(())
+}
+
+/// GGUF v3 with `general.alignment` = 64; dimensions innermost first, as ggml stores them.
+pub fn write_gguf(w: &Workload, path: &Path) -> Res<()> {
+    const ALIGN: u64 = 64;
+    fn string(h: &mut Vec<u8>, s: &str) {
+        h.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        h.extend_from_slice(s.as_bytes());
+    }
+    let mut head = Vec::new();
+    head.extend_from_slice(b"GGUF");
+    head.extend_from_slice(&3u32.to_le_bytes());
+    head.extend_from_slice(&(w.tensors.len() as u64).to_le_bytes());
+    head.extend_from_slice(&1u64.to_le_bytes());
+    string(&mut head, "general.alignment");
+    head.extend_from_slice(&4u32.to_le_bytes()); // UINT32
+    head.extend_from_slice(&(ALIGN as u32).to_le_bytes());
+    let mut offset = 0u64;
+    let mut offsets = Vec::with_capacity(w.tensors.len());
+    for t in &w.tensors {
+        string(&mut head, &t.name);
+        head.extend_from_slice(&(t.shape.len() as u32).to_le_bytes());
+        for d in t.shape.iter().rev() {
+            head.extend_from_slice(&d.to_le_bytes());
+        }
+        head.extend_from_slice(&t.dt.gguf().to_le_bytes());
+        head.extend_from_slice(&offset.to_le_bytes());
+        offsets.push(offset);
+        offset = (offset + t.len as u64).next_multiple_of(ALIGN);
+    }
+    head.resize((head.len() as u64).next_multiple_of(ALIGN) as usize, 0);
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    out.write_all(&head)?;
+    let mut pos = 0u64;
+    for (i, _) in w.tensors.iter().enumerate() {
+        let pad = offsets[i] - pos;
+        out.write_all(&vec![0u8; pad as usize])?;
+        out.write_all(w.bytes(i))?;
+        pos = offsets[i] + w.bytes(i).len() as u64;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Ours: opens the file with `opts` and reads every tensor into its caller buffer.
+pub fn read_all_ours(path: &Path, opts: &ztensor::OpenOptions, bufs: &mut [Vec<u8>]) -> Res<()> {
+    let r = ztensor::Reader::open_with(path, opts)?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        r.read_into(i, 0, b)?;
+    }
+    Ok(())
+}
+
+/// The reference crate has no read-into-caller-buffer API: its `read()` allocates.
+pub fn read_all_ref(path: &Path, names: &[&str]) -> Res<()> {
+    let r = ztensor_ref::Reader::open(path)?;
+    let mut acc = 0usize;
+    for name in names {
+        acc = acc.wrapping_add(r.read(name, false)?.len());
+    }
+    black_box(acc);
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! The byte transformations between stored and decoded bytes, as pure functions of bytes:
+//! zstd frames (`frames`), digests (`digest`) and byte order.
+
+pub(crate) mod digest;
+pub(crate) mod frames;
+
+pub use digest::{DigestAlgorithm, hex_lower};
+pub(crate) use frames::*;
+pub use frames::{ZSTD_FRAME_SIZE, zstd_level_range};
+
+/// Worker threads for compression, decompression and verification.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16)
+}
+
+/// Reverses the bytes of each `width`-byte element.
+pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {
+    if width > 1 {
+        for chunk in bytes.chunks_exact_mut(width as usize) {
+            chunk.reverse();
+        }
+    }
+}

@@ -1,0 +1,631 @@
+//! Messages and frames: the preamble, every frame (`FR` ... `ENDF`, up to 7 zero bytes of
+//! padding between them) and the postamble, in buffered and streamed layouts. Reads frame
+//! headers and tails, the CBOR of metadata, index and hash frames and the descriptors of
+//! data-object frames (each CBOR region bounded by `limits.max_manifest_size`); never a
+//! payload.
+
+use crate::cbor::{self, Value};
+use crate::error::{Error, Result, bail, err};
+use crate::formats::ReadAt;
+use crate::limits::Limits;
+
+/// The first bytes of every message.
+pub(super) const MAGIC: &[u8; 8] = b"TENSOGRM";
+/// The last bytes of every message.
+const END_MAGIC: &[u8; 8] = b"39277777";
+/// Preamble: magic, version, flags, reserved, total_length.
+const PREAMBLE: u64 = 24;
+/// Postamble: first_footer_offset, total_length, end magic.
+const POSTAMBLE: u64 = 24;
+/// Frame header: "FR", type, version, flags, length.
+const FRAME_HEADER: u64 = 16;
+/// `[hash u64][ENDF]`, the tail of every frame.
+const COMMON_FOOTER: u64 = 12;
+/// `[cbor_offset u64][hash u64][ENDF]`, the tail of a data-object frame.
+const DATA_FOOTER: u64 = 20;
+/// Preamble flag: every frame's inline hash slot holds an xxh3-64 digest.
+const HASHES_PRESENT: u16 = 1 << 7;
+/// Data-object frame flag: the CBOR descriptor follows the payload.
+const CBOR_AFTER_PAYLOAD: u16 = 1;
+/// Most zero bytes of padding accepted between two frames (encoders align to 8).
+const MAX_PADDING: u64 = 7;
+/// The frame type of a data object (`NTensorFrame`).
+const DATA_OBJECT: u16 = 9;
+
+/// One data-object frame as found in the message.
+pub(super) struct DataFrame {
+    /// Absolute offset of the frame's `FR`.
+    pub(super) offset: u64,
+    /// Frame length, header to `ENDF`.
+    pub(super) length: u64,
+    flags: u16,
+    /// The inline hash slot.
+    pub(super) hash: u64,
+    /// Absolute start and end of the CBOR descriptor.
+    cbor: (u64, u64),
+    pub(super) desc: Value,
+    /// The single `base` entry of a preceder metadata frame, if one came before.
+    pub(super) preceder: Option<Value>,
+}
+
+impl DataFrame {
+    /// Absolute start of the frame body (after the 16-byte header).
+    pub(super) fn body_start(&self) -> u64 {
+        self.offset + FRAME_HEADER
+    }
+    /// Absolute end of the frame body (where the 20-byte footer starts).
+    pub(super) fn body_end(&self) -> u64 {
+        self.offset + self.length - DATA_FOOTER
+    }
+    /// Absolute start and end of the payload and its masks: the body before the
+    /// descriptor, or after it.
+    pub(super) fn data_region(&self) -> (u64, u64) {
+        if self.flags & CBOR_AFTER_PAYLOAD != 0 {
+            (self.body_start(), self.cbor.0)
+        } else {
+            (self.cbor.1, self.body_end())
+        }
+    }
+}
+
+/// One message: where it is and what its frames hold.
+pub(super) struct Message {
+    pub(super) index: usize,
+    /// Absolute offset of the preamble.
+    start: u64,
+    /// Absolute end (after the postamble).
+    pub(super) end: u64,
+    flags: u16,
+    header_meta: Option<Value>,
+    footer_meta: Option<Value>,
+    pub(super) objects: Vec<DataFrame>,
+}
+
+impl Message {
+    /// Whether the preamble says every frame's inline hash slot holds a digest.
+    pub(super) fn hashed(&self) -> bool {
+        self.flags & HASHES_PRESENT != 0
+    }
+    /// The global metadata map: the footer frame's (written last) or the header's.
+    pub(super) fn metadata(&self) -> &Value {
+        self.footer_meta
+            .as_ref()
+            .or(self.header_meta.as_ref())
+            .expect("a message has a metadata frame (checked by walk_message)")
+    }
+    /// The `base` entries (maps), at most one per object.
+    pub(super) fn base(&self) -> Result<Vec<Value>> {
+        let Some(base) = self.metadata().get("base") else {
+            return Ok(Vec::new());
+        };
+        let Some(items) = base.as_array() else {
+            bail!(
+                Format,
+                "metadata 'base' is {}, expected an array of maps",
+                base.type_name()
+            );
+        };
+        if items.len() > self.objects.len() {
+            bail!(
+                Format,
+                "metadata base has {} entries but the message holds {} objects",
+                items.len(),
+                self.objects.len()
+            );
+        }
+        for (i, item) in items.iter().enumerate() {
+            if !item.is_map() {
+                bail!(
+                    Format,
+                    "metadata base[{i}] is {}, expected a map",
+                    item.type_name()
+                );
+            }
+        }
+        Ok(items.to_vec())
+    }
+}
+
+/// Where the walk of a message's frames is: frame order is header, data, footer.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Phase {
+    Header,
+    Data,
+    Footer,
+}
+
+/// A big-endian u16 from the first 2 bytes.
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+/// A big-endian u64 from the first 8 bytes.
+fn be64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+/// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
+fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
+    cbor::decode(bytes, depth).map_err(|e| e.positioned(what, at))
+}
+
+/// Walks the message starting at `start`: preamble, every frame, postamble. Reads the
+/// 16-byte header of each frame, the CBOR of metadata, index and hash frames and the
+/// descriptor and footer of data-object frames (each CBOR region bounded by
+/// `limits.max_manifest_size`).
+pub(super) fn walk_message(
+    read: &ReadAt<'_>,
+    size: u64,
+    start: u64,
+    index: usize,
+    limits: &Limits,
+    depth: usize,
+) -> Result<Message> {
+    let (flags, total) = preamble(read, size, start)?;
+    let mut walk = Walk {
+        read,
+        limits,
+        depth,
+        // Where the postamble must end: known for buffered messages, else the file end.
+        limit: if total != 0 { start + total } else { size },
+        msg: Message {
+            index,
+            start,
+            end: 0,
+            flags,
+            header_meta: None,
+            footer_meta: None,
+            objects: Vec::new(),
+        },
+        phase: Phase::Header,
+        preceder: None,
+        first_footer: None,
+        index_frame: None,
+        hash_frame: None,
+    };
+    let mut pos = start + PREAMBLE;
+    let postamble_at = loop {
+        let (at, is_postamble) = next_item(read, pos, walk.limit)?;
+        if is_postamble {
+            break at;
+        }
+        pos = walk.frame(at)?;
+    };
+    walk.finish(postamble_at, total)
+}
+
+/// Reads and checks a message's preamble. Returns its flags and total_length (0 for a
+/// streamed message; else checked to fit in the file).
+fn preamble(read: &ReadAt<'_>, size: u64, start: u64) -> Result<(u16, u64)> {
+    if size - start < PREAMBLE + POSTAMBLE {
+        bail!(
+            Format,
+            "{} bytes remain, too few for a message (preamble and postamble take 48)",
+            size - start
+        );
+    }
+    let pre = read(start, PREAMBLE)?;
+    if &pre[..8] != MAGIC {
+        bail!(
+            Format,
+            "expected the magic \"TENSOGRM\", found {:?}",
+            String::from_utf8_lossy(&pre[..8])
+        );
+    }
+    let version = be16(&pre[8..]);
+    if version != 3 {
+        bail!(
+            Unsupported,
+            "wire-format version {version} is not supported (only version 3 is)"
+        );
+    }
+    let flags = be16(&pre[10..]);
+    let total = be64(&pre[16..]);
+    if total != 0 && (total < PREAMBLE + POSTAMBLE || total > size - start) {
+        bail!(
+            Format,
+            "total_length {total} does not fit: {} bytes remain in the file",
+            size - start
+        );
+    }
+    Ok((flags, total))
+}
+
+/// Skips the padding at `pos` and finds a frame ("FR") or the postamble (end magic 16
+/// bytes further). Returns its offset and whether it is the postamble.
+fn next_item(read: &ReadAt<'_>, pos: u64, limit: u64) -> Result<(u64, bool)> {
+    let window = read(pos, (MAX_PADDING + POSTAMBLE).min(limit - pos))?;
+    for k in 0..=MAX_PADDING as usize {
+        // "FR" first: a payload may begin with the end magic's bytes, while a
+        // postamble can't begin with "FR" (its first_footer_offset would be huge).
+        if window.len() >= k + 2 && &window[k..k + 2] == b"FR" {
+            return Ok((pos + k as u64, false));
+        }
+        if window.len() >= k + POSTAMBLE as usize && &window[k + 16..k + 24] == END_MAGIC {
+            return Ok((pos + k as u64, true));
+        }
+        if window.get(k) != Some(&0) {
+            break;
+        }
+    }
+    bail!(
+        Format,
+        "expected a frame (\"FR\") or the postamble at offset {pos}, found neither"
+    )
+}
+
+/// A frame's header and tail fields.
+struct FrameHead {
+    /// Absolute offset of the `FR`.
+    at: u64,
+    ftype: u16,
+    flags: u16,
+    /// Frame length, header to `ENDF` (checked to leave room for the postamble).
+    length: u64,
+    /// The inline hash slot.
+    hash: u64,
+    /// The tail's cbor_offset slot (meaningful in data-object frames only).
+    cbor_offset: u64,
+}
+
+impl FrameHead {
+    /// Says which frame an error is about.
+    fn context(&self, e: Error) -> Error {
+        e.context(format!(
+            "frame of type {} at offset {}",
+            self.ftype, self.at
+        ))
+    }
+}
+
+/// Reads the header and tail of the frame at `at`, which must end with its "ENDF" and
+/// leave room for the postamble before `limit`.
+fn frame_head(read: &ReadAt<'_>, at: u64, limit: u64) -> Result<FrameHead> {
+    let header = read(at, FRAME_HEADER.min(limit - at))?;
+    if header.len() < FRAME_HEADER as usize {
+        bail!(Format, "frame at offset {at} is truncated");
+    }
+    let mut head = FrameHead {
+        at,
+        ftype: be16(&header[2..]),
+        flags: be16(&header[6..]),
+        length: be64(&header[8..]),
+        hash: 0,
+        cbor_offset: 0,
+    };
+    drop(header);
+    let min = if head.ftype == DATA_OBJECT {
+        FRAME_HEADER + DATA_FOOTER
+    } else {
+        FRAME_HEADER + COMMON_FOOTER
+    };
+    // The postamble must still fit after the frame.
+    let (flen, room) = (head.length, limit - at);
+    if flen < min || flen > room.saturating_sub(POSTAMBLE) {
+        return Err(head.context(err!(
+            Format,
+            "frame length {flen} is impossible: at least {min}, and the frame and the \
+             postamble must fit in the {room} bytes left of the message"
+        )));
+    }
+    // Every frame is at least as long as a data-object footer (28 >= 20 bytes).
+    let end = at + flen;
+    let tail = read(end - DATA_FOOTER, DATA_FOOTER)?;
+    if &tail[16..20] != b"ENDF" {
+        return Err(head.context(err!(Format, "no \"ENDF\" end marker at offset {}", end - 4)));
+    }
+    head.hash = be64(&tail[8..16]);
+    head.cbor_offset = be64(&tail[..8]);
+    Ok(head)
+}
+
+/// The walk through one message's frames: what was found so far.
+struct Walk<'r, 's> {
+    read: &'r ReadAt<'s>,
+    limits: &'r Limits,
+    depth: usize,
+    /// Where the postamble must end.
+    limit: u64,
+    msg: Message,
+    phase: Phase,
+    /// A preceder metadata frame's offset and entry, until its data-object frame.
+    preceder: Option<(u64, Value)>,
+    /// Absolute offset of the first footer frame.
+    first_footer: Option<u64>,
+    index_frame: Option<(u64, Value)>,
+    hash_frame: Option<(u64, Value)>,
+}
+
+impl Walk<'_, '_> {
+    /// Reads the frame at `at` into the message. Returns where it ends.
+    fn frame(&mut self, at: u64) -> Result<u64> {
+        let head = frame_head(self.read, at, self.limit)?;
+        let ctx = |e: Error| head.context(e);
+        self.enter(&head).map_err(ctx)?;
+        if head.ftype == DATA_OBJECT {
+            let frame = data_frame(self.read, &head, self.limits, self.depth).map_err(ctx)?;
+            let preceder = self.preceder.take().map(|(_, v)| v);
+            self.msg.objects.push(DataFrame { preceder, ..frame });
+        } else {
+            let body = head.length - FRAME_HEADER - COMMON_FOOTER;
+            if body > self.limits.max_manifest_size {
+                return Err(ctx(err!(
+                    Limit,
+                    "{body} bytes of CBOR are over the limit of {}",
+                    self.limits.max_manifest_size
+                )));
+            }
+            let bytes = (self.read)(at + FRAME_HEADER, body)?;
+            let value = cbor_map(&bytes, at + FRAME_HEADER, self.depth).map_err(ctx)?;
+            self.keep(&head, value).map_err(ctx)?;
+        }
+        Ok(at + head.length)
+    }
+
+    /// Checks that a frame of this type may come next: its type is known, frames are in
+    /// header, data, footer order and a preceder is followed by a data-object frame.
+    fn enter(&mut self, head: &FrameHead) -> Result<()> {
+        let phase = match head.ftype {
+            1..=3 => Phase::Header,
+            8 | DATA_OBJECT => Phase::Data,
+            5..=7 => Phase::Footer,
+            4 => bail!(
+                Format,
+                "frame type 4 is the obsolete v2 data-object frame, invalid in v3"
+            ),
+            other => bail!(
+                Unsupported,
+                "frame type {other} is not known to this reader"
+            ),
+        };
+        if phase < self.phase {
+            bail!(
+                Format,
+                "frames are out of order: a {phase:?} frame after a {:?} frame",
+                self.phase
+            );
+        }
+        self.phase = phase;
+        if phase == Phase::Footer && self.first_footer.is_none() {
+            self.first_footer = Some(head.at);
+        }
+        if self.preceder.is_some() && head.ftype != DATA_OBJECT {
+            bail!(
+                Format,
+                "a preceder metadata frame must be followed by a data-object frame"
+            );
+        }
+        Ok(())
+    }
+
+    /// Keeps the CBOR map of a metadata, index, hash or preceder frame.
+    fn keep(&mut self, head: &FrameHead, value: Value) -> Result<()> {
+        let at = head.at;
+        match head.ftype {
+            1 => set_once(
+                &mut self.msg.header_meta,
+                value,
+                "metadata frame of this type",
+            ),
+            7 => set_once(
+                &mut self.msg.footer_meta,
+                value,
+                "metadata frame of this type",
+            ),
+            2 | 6 => set_once(&mut self.index_frame, (at, value), "index frame"),
+            3 | 5 => set_once(&mut self.hash_frame, (at, value), "hash frame"),
+            _ => {
+                self.preceder = Some((at, preceder_entry(&value)?));
+                Ok(())
+            }
+        }
+    }
+
+    /// Checks the end of the walk and the postamble at `postamble_at`, then the index and
+    /// hash frames against the data-object frames found.
+    fn finish(mut self, postamble_at: u64, total: u64) -> Result<Message> {
+        if let Some((at, _)) = self.preceder {
+            bail!(
+                Format,
+                "the preceder metadata frame at offset {at} is not followed by a data-object frame"
+            );
+        }
+        if self.msg.header_meta.is_none() && self.msg.footer_meta.is_none() {
+            bail!(Format, "the message has no metadata frame");
+        }
+        self.msg.end = postamble_at + POSTAMBLE;
+        self.check_postamble(postamble_at, total)?;
+        let msg = self.msg;
+        if let Some((at, idx)) = self.index_frame {
+            check_index(&msg, &idx)
+                .map_err(|e| e.context(format!("index frame at offset {at}")))?;
+        }
+        if let Some((at, hashes)) = self.hash_frame {
+            check_hashes(&msg, &hashes)
+                .map_err(|e| e.context(format!("hash frame at offset {at}")))?;
+        }
+        Ok(msg)
+    }
+
+    /// Checks the postamble against where it is and the first footer frame found.
+    fn check_postamble(&self, postamble_at: u64, total: u64) -> Result<()> {
+        let post = (self.read)(postamble_at, POSTAMBLE)?;
+        let first_footer_offset = be64(&post[..8]);
+        let post_total = be64(&post[8..16]);
+        drop(post);
+        let start = self.msg.start;
+        let length = self.msg.end - start;
+        if total != 0 && self.msg.end != self.limit {
+            bail!(
+                Format,
+                "the postamble is at offset {postamble_at}, but total_length {total} puts it at {}",
+                self.limit - POSTAMBLE
+            );
+        }
+        if post_total != 0 && post_total != length {
+            bail!(
+                Format,
+                "the postamble's total_length {post_total} disagrees with the message's {length} bytes"
+            );
+        }
+        let expected_ffo = self.first_footer.unwrap_or(postamble_at) - start;
+        if first_footer_offset != expected_ffo {
+            bail!(
+                Format,
+                "the postamble's first_footer_offset {first_footer_offset} should be {expected_ffo}"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Puts `value` in an empty `slot`; a full one means a second frame of that `kind`.
+fn set_once<T>(slot: &mut Option<T>, value: T, kind: &str) -> Result<()> {
+    if slot.replace(value).is_some() {
+        bail!(Format, "a second {kind}");
+    }
+    Ok(())
+}
+
+/// Decodes a frame's CBOR (read from file offset `at`), which must be a map.
+fn cbor_map(bytes: &[u8], at: u64, depth: usize) -> Result<Value> {
+    let value = decode_cbor(bytes, at, depth, "frame")?;
+    if !value.is_map() {
+        bail!(
+            Format,
+            "the frame's CBOR is {}, expected a map",
+            value.type_name()
+        );
+    }
+    Ok(value)
+}
+
+/// Reads a data-object frame's descriptor (bounded by `limits.max_manifest_size`).
+fn data_frame(
+    read: &ReadAt<'_>,
+    head: &FrameHead,
+    limits: &Limits,
+    depth: usize,
+) -> Result<DataFrame> {
+    let (at, cbor_offset) = (head.at, head.cbor_offset);
+    let body_end = head.length - DATA_FOOTER;
+    if cbor_offset < FRAME_HEADER || cbor_offset > body_end {
+        bail!(
+            Format,
+            "cbor_offset {cbor_offset} is outside the frame body [{FRAME_HEADER}, {body_end}]"
+        );
+    }
+    let region = body_end - cbor_offset;
+    let cap = limits.max_manifest_size;
+    let (desc, cbor_end) = if head.flags & CBOR_AFTER_PAYLOAD != 0 {
+        if region > cap {
+            bail!(
+                Limit,
+                "descriptor of {region} bytes is over the limit of {cap}"
+            );
+        }
+        let bytes = read(at + cbor_offset, region)?;
+        let v = decode_cbor(&bytes, at + cbor_offset, depth, "descriptor")?;
+        (v, at + body_end)
+    } else {
+        // Descriptor first: its length is what one CBOR item takes.
+        let bytes = read(at + cbor_offset, region.min(cap))?;
+        let (v, used) = cbor::decode_prefix(&bytes, depth)
+            .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
+        (v, at + cbor_offset + used as u64)
+    };
+    if !desc.is_map() {
+        bail!(
+            Format,
+            "the descriptor is {}, expected a map",
+            desc.type_name()
+        );
+    }
+    Ok(DataFrame {
+        offset: at,
+        length: head.length,
+        flags: head.flags,
+        hash: head.hash,
+        cbor: (at + cbor_offset, cbor_end),
+        desc,
+        preceder: None,
+    })
+}
+
+/// The single `base` entry of a preceder metadata frame.
+fn preceder_entry(v: &Value) -> Result<Value> {
+    match v.get("base").and_then(Value::as_array) {
+        Some([entry]) if entry.is_map() => Ok(entry.clone()),
+        Some(items) if items.len() != 1 => bail!(
+            Format,
+            "a preceder's base must have exactly 1 entry, not {}",
+            items.len()
+        ),
+        _ => bail!(
+            Format,
+            "a preceder's CBOR must be a map with a 'base' array of one map"
+        ),
+    }
+}
+
+/// Checks an index frame against the data-object frames found.
+fn check_index(msg: &Message, idx: &Value) -> Result<()> {
+    let list = |key: &str| -> Result<Vec<u64>> {
+        let items = idx
+            .get(key)
+            .and_then(Value::as_array)
+            .ok_or_else(|| err!(Format, "'{key}' is missing or not an array"))?;
+        items
+            .iter()
+            .map(|v| {
+                v.as_u64().ok_or_else(|| {
+                    err!(Format, "'{key}' holds {}, expected integers", v.type_name())
+                })
+            })
+            .collect()
+    };
+    let offsets = list("offsets")?;
+    let lengths = list("lengths")?;
+    if offsets.len() != msg.objects.len() || lengths.len() != msg.objects.len() {
+        bail!(
+            Format,
+            "it lists {} offsets and {} lengths, but the message holds {} data objects",
+            offsets.len(),
+            lengths.len(),
+            msg.objects.len()
+        );
+    }
+    for (k, f) in msg.objects.iter().enumerate() {
+        if offsets[k] != f.offset - msg.start || lengths[k] != f.length {
+            bail!(
+                Format,
+                "object {k} is listed at offset {} length {}, but its frame is at {} length {}",
+                offsets[k],
+                lengths[k],
+                f.offset - msg.start,
+                f.length
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checks a hash frame's shape: one hash per data object. The inline hash slots are
+/// authoritative (`Reader::verify` checks them), so a hash frame that disagrees with them
+/// is not refused here: a flipped bit in a hash must be a `Checksum` error on
+/// verification, not a file that no longer opens.
+fn check_hashes(msg: &Message, frame: &Value) -> Result<()> {
+    let hashes = frame
+        .get("hashes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err!(Format, "'hashes' is missing or not an array"))?;
+    if hashes.len() != msg.objects.len() {
+        bail!(
+            Format,
+            "it lists {} hashes for {} data objects",
+            hashes.len(),
+            msg.objects.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,249 @@
+//! Data-object frames and their metadata into model objects: one `dense` object with one
+//! `data` component per frame (a raw blob, or a pipeline blob decoded by a
+//! `TgmPipeline`), its unique name, its attributes and the region its digest covers; and
+//! the file attributes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::cbor::{self, Value};
+use crate::error::{Error, Result, err};
+use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::model::{
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, check_name,
+};
+
+use super::descriptors::Layout;
+use super::frames::{DataFrame, Message};
+use super::masks::mask_entries;
+use super::pipeline::{Stages, TgmPipeline};
+
+/// The objects of a file as its messages are added, with their decoders and the regions
+/// their digests cover.
+pub(super) struct Objects<'l> {
+    /// Whether the file holds several messages (names are then prefixed `message_<m>/`).
+    several: bool,
+    limits: &'l Limits,
+    /// The names given so far.
+    taken: HashSet<String>,
+    objects: Vec<Object>,
+    /// Object index and (offset, length) of the region its data digest covers.
+    regions: Vec<(usize, (u64, u64))>,
+}
+
+impl<'l> Objects<'l> {
+    /// No objects yet; `several` when the file holds more than one message.
+    pub(super) fn new(several: bool, limits: &'l Limits) -> Self {
+        Objects {
+            several,
+            limits,
+            taken: HashSet::new(),
+            objects: Vec::new(),
+            regions: Vec::new(),
+        }
+    }
+
+    /// The model of the objects added, with the file `attributes`.
+    pub(super) fn into_model(self, attributes: Option<Attributes>) -> Result<Model> {
+        let mut model = Model::new(
+            Container::Tensogram,
+            super::TRAITS,
+            "3",
+            attributes,
+            self.objects,
+        )?;
+        for (object, region) in self.regions {
+            model.digest_regions.insert((object, 0), region);
+        }
+        Ok(model)
+    }
+
+    /// Adds an object for every data-object frame of `msg`.
+    pub(super) fn add_message(&mut self, msg: &Message) -> Result<()> {
+        let ctx = |e: Error| e.context(format!("Tensogram message {}", msg.index));
+        let base = msg.base().map_err(ctx)?;
+        for (k, frame) in msg.objects.iter().enumerate() {
+            let octx = |e: Error| {
+                e.context(format!(
+                    "Tensogram message {} object {k} (frame at offset {})",
+                    msg.index, frame.offset
+                ))
+            };
+            let meta = merged_metadata(base.get(k), frame.preceder.as_ref());
+            self.add_object(msg, k, frame, &meta).map_err(octx)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the object of data-object frame `k` of `msg`, whose metadata is `meta`, and
+    /// when the message has hashes, the region its digest covers.
+    fn add_object(
+        &mut self,
+        msg: &Message,
+        k: usize,
+        frame: &DataFrame,
+        meta: &[(Value, Value)],
+    ) -> Result<()> {
+        let layout = Layout::read(&frame.desc, self.limits)?;
+        let (blob, steps) = self.data_blob(frame, &layout)?;
+        let hashed = msg.hashed();
+        let digest = if hashed {
+            Some(CText::new(&format!("xxh3:{:016x}", frame.hash))?)
+        } else {
+            None
+        };
+        let component = Component {
+            role: CText::new("data")?,
+            dtype: layout.dtype,
+            logical_type: layout.logical.map(CText::new).transpose()?,
+            blob,
+            decoded_length: layout.decoded_length,
+            digest,
+            steps: steps.into(),
+        };
+        let name = self.unique_name(msg, k, meta)?;
+        let attributes = object_attributes(meta, &frame.desc, msg.index)?;
+        if hashed {
+            let (start, end) = (frame.body_start(), frame.body_end());
+            self.regions
+                .push((self.objects.len(), (start, end - start)));
+        }
+        self.objects.push(Object {
+            name,
+            format: CText::new("dense")?,
+            shape: layout.shape.into(),
+            attributes: Some(attributes),
+            components: vec![component].into(),
+        });
+        Ok(())
+    }
+
+    /// The blob of a frame's data and how it is decoded: the payload itself when no stage
+    /// changes it (zero-copy, byte-swapped if big-endian), else the payload and its mask
+    /// blobs, decoded by a `TgmPipeline` step.
+    fn data_blob(&mut self, frame: &DataFrame, layout: &Layout<'_>) -> Result<(Blob, Vec<Step>)> {
+        let stages = Stages::read(&frame.desc, layout, self.limits)?;
+        let region = frame.data_region();
+        let (payload_start, data_end) = region;
+        let masks = mask_entries(&frame.desc, layout, frame.body_start(), region)?;
+        let payload_end = masks.iter().map(|m| m.start).min().unwrap_or(data_end);
+        let stored_end = masks.iter().map(|m| m.end).max().unwrap_or(payload_end);
+        let payload_len = payload_end - payload_start;
+        stages.check_payload(payload_len)?;
+        if stages.is_identity(layout) && masks.is_empty() {
+            let blob = Blob {
+                offset: payload_start,
+                length: payload_len,
+                encoding: Encoding::Raw,
+                decoded_length: payload_len,
+            };
+            let swap = stages.swap(layout);
+            let steps = if swap > 1 {
+                vec![Step::SwapBytes(swap)]
+            } else {
+                vec![]
+            };
+            return Ok((blob, steps));
+        }
+        let pipeline = TgmPipeline::new(stages, layout, payload_start, payload_len, masks)?;
+        // The pipeline decodes the stored bytes as they are: the blob itself decodes to
+        // them, and the one step makes the component.
+        let stored = stored_end - payload_start;
+        let blob = Blob {
+            offset: payload_start,
+            length: stored,
+            encoding: Encoding::Pipeline,
+            decoded_length: stored,
+        };
+        Ok((blob, vec![Step::Format(Arc::new(pipeline))]))
+    }
+
+    /// The name of object `k` of `msg`: its `name` metadata or `object_<k>`, prefixed
+    /// `message_<m>/` in a file of several messages, with `_1`, `_2` ... appended when
+    /// taken.
+    fn unique_name(&mut self, msg: &Message, k: usize, meta: &[(Value, Value)]) -> Result<CText> {
+        let given = meta
+            .iter()
+            .find(|(key, _)| key.as_text() == Some("name"))
+            .and_then(|(_, v)| v.as_text())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        let local = given.unwrap_or_else(|| format!("object_{k}"));
+        let base_name = if self.several {
+            format!("message_{}/{local}", msg.index)
+        } else {
+            local
+        };
+        let mut name = base_name.clone();
+        let mut n = 0u64;
+        while self.taken.contains(&name) {
+            n += 1;
+            name = format!("{base_name}_{n}");
+        }
+        let name_c = check_name("object", &name, self.limits.max_name_length)?;
+        self.taken.insert(name);
+        Ok(name_c)
+    }
+}
+
+/// An object's attributes: its metadata, then `_tensogram_descriptor` (the descriptor as
+/// written) and `_tensogram_message` (the message index).
+fn object_attributes(meta: &[(Value, Value)], desc: &Value, message: usize) -> Result<Attributes> {
+    let mut attrs: Vec<(Value, Value)> = meta
+        .iter()
+        .filter(|(key, _)| {
+            !matches!(
+                key.as_text(),
+                Some("_tensogram_descriptor" | "_tensogram_message")
+            )
+        })
+        .cloned()
+        .collect();
+    attrs.push((Value::Text("_tensogram_descriptor".into()), desc.clone()));
+    attrs.push((
+        Value::Text("_tensogram_message".into()),
+        Value::Unsigned(message as u64),
+    ));
+    attributes_of(&Value::Map(attrs))
+}
+
+/// The file attributes: the global metadata of a single message, else
+/// `{"messages": [map, ...]}`.
+pub(super) fn file_attributes(messages: &[Message]) -> Result<Option<Attributes>> {
+    let attributes = if messages.len() > 1 {
+        let list = messages.iter().map(|m| m.metadata().clone()).collect();
+        Some(Value::Map(vec![(
+            Value::Text("messages".into()),
+            Value::Array(list),
+        )]))
+    } else {
+        messages.first().map(|m| m.metadata().clone())
+    };
+    attributes.map(|v| attributes_of(&v)).transpose()
+}
+
+/// Encodes an attribute map, checking it decodes back within the attribute depth bound.
+fn attributes_of(v: &Value) -> Result<Attributes> {
+    let bytes = cbor::to_vec(v);
+    cbor::decode(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
+        err!(
+            Limit,
+            "metadata nests too deeply to keep as attributes: {e}"
+        )
+    })?;
+    Ok(Attributes::from_cbor(&bytes))
+}
+
+/// An object's metadata: `base[i]` with a preceder's keys overriding (shallow merge).
+fn merged_metadata(base: Option<&Value>, preceder: Option<&Value>) -> Vec<(Value, Value)> {
+    let mut out: Vec<(Value, Value)> = base.and_then(Value::as_map).unwrap_or(&[]).to_vec();
+    if let Some(entries) = preceder.and_then(Value::as_map) {
+        for (k, v) in entries {
+            match out.iter_mut().find(|(ok, _)| ok == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => out.push((k.clone(), v.clone())),
+            }
+        }
+    }
+    out
+}

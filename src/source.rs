@@ -1,0 +1,397 @@
+//! Where a file's bytes come from: a mapped file, a file read with `pread`, or the caller's
+//! memory. Everything above this layer asks for byte ranges (`read_at`, `region`,
+//! `stored`) and never learns which kind of source it has; windowed zstd decoding and the
+//! page advice that goes with it live here because they depend on how bytes arrive.
+//! A new kind of source (a file descriptor, the files of a sharded set, a remote object)
+//! is a new `Kind` here and nothing else.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use memmap2::Mmap;
+
+use crate::buffer::zeroed_vec;
+use crate::codec::{decode_frames, sized_frames, zstd_decode_into};
+use crate::error::{Error, Result, bail};
+
+/// Compressed bytes held at once when decoding a large zstd component from a file.
+pub(crate) const ZSTD_WINDOW: usize = 16 << 20;
+
+/// Copies of at least this size from a mapped file are read with `pread` into the
+/// destination: faster than faulting the mapping's pages in one by one and copying them.
+const PREAD_FROM: usize = 1 << 20;
+
+enum Kind<'a> {
+    /// The mapping, and the file for large copies.
+    Map(Mmap, File),
+    /// Every access is a `pread`.
+    File(File),
+    /// The caller's bytes, borrowed.
+    Memory(&'a [u8]),
+}
+
+/// The bytes of one file, immutable and shareable between threads.
+pub(crate) struct Source<'a> {
+    kind: Kind<'a>,
+    size: u64,
+}
+
+impl Source<'static> {
+    /// Opens a regular file by path, mapped or for `pread`. A directory, FIFO, socket or
+    /// device is an `Io` error, given without blocking (a FIFO with no writer would block `open`
+    /// forever), so its message says what it is.
+    pub(crate) fn open(path: &Path, use_mmap: bool) -> Result<Source<'static>> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(format_args!("{}: reading its size", path.display()), e))?;
+        let what = match meta.file_type() {
+            t if t.is_file() => None,
+            t if t.is_dir() => Some("a directory"),
+            t if t.is_fifo() => Some("a FIFO"),
+            t if t.is_socket() => Some("a socket"),
+            t if t.is_block_device() => Some("a block device"),
+            t if t.is_char_device() => Some("a character device"),
+            _ => Some("not a regular file"),
+        };
+        if let Some(what) = what {
+            bail!(Io, "{} is {what}, not a tensor file", path.display());
+        }
+        clear_nonblocking(&file);
+        let size = meta.len();
+        let kind = if use_mmap {
+            if size < 8 {
+                bail!(
+                    Format,
+                    "{}: file is {size} bytes, too short to be a tensor file",
+                    path.display()
+                );
+            }
+            // SAFETY: the mapping is read-only. If another process truncates the file while
+            // it is mapped, touching a vanished page raises SIGBUS; `use_mmap = false`
+            // avoids that (docs/reliability.md).
+            let map = unsafe { Mmap::map(&file) }
+                .map_err(|e| Error::io(format_args!("{}: mapping the file", path.display()), e))?;
+            Kind::Map(map, file)
+        } else {
+            Kind::File(file)
+        };
+        Ok(Source { kind, size })
+    }
+}
+
+/// `O_NONBLOCK` only served the open; reads of a regular file ignore it, but clear it so
+/// the descriptor behaves as any other.
+fn clear_nonblocking(file: &File) {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; failure leaves the flag, which is harmless.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+}
+
+impl<'a> Source<'a> {
+    /// The caller's bytes, borrowed, never copied.
+    pub(crate) fn memory(bytes: &'a [u8]) -> Source<'a> {
+        Source {
+            kind: Kind::Memory(bytes),
+            size: bytes.len() as u64,
+        }
+    }
+
+    /// The file's size in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The whole file when it is addressable memory (mapped or the caller's).
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
+        match &self.kind {
+            Kind::Map(m, _) => Some(m),
+            Kind::Memory(s) => Some(s),
+            Kind::File(_) => None,
+        }
+    }
+
+    /// `[offset, offset + len)` when the file is addressable memory; the caller has
+    /// bounds-checked the range (the model's validation does, for every blob).
+    pub(crate) fn stored(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        self.bytes()
+            .map(|all| &all[offset as usize..(offset + len) as usize])
+    }
+
+    /// Fills `dst` with the bytes at `offset`; the caller has bounds-checked the range.
+    pub(crate) fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let file = match &self.kind {
+            Kind::File(f) => Some(f),
+            Kind::Map(_, f) if dst.len() >= PREAD_FROM => Some(f),
+            _ => None,
+        };
+        if let Some(f) = file {
+            return f.read_exact_at(dst, offset).map_err(|e| {
+                Error::io(
+                    format_args!("reading {} bytes at offset {offset}", dst.len()),
+                    e,
+                )
+            });
+        }
+        let all = self.bytes().expect("a memory source");
+        let start = offset as usize;
+        dst.copy_from_slice(&all[start..start + dst.len()]);
+        Ok(())
+    }
+
+    /// The bytes `[offset, offset + len)`: borrowed from memory, or read from the file
+    /// into a new buffer. The caller has bounds-checked the range.
+    pub(crate) fn region(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        if let Some(stored) = self.stored(offset, len) {
+            return Ok(Cow::Borrowed(stored));
+        }
+        let mut v = zeroed_vec(len)?;
+        self.read_at(offset, &mut v)?;
+        Ok(Cow::Owned(v))
+    }
+
+    /// `region` for parsers: a range past the end of the file is a `Format` error naming
+    /// it. Parsers bound `len` by their limits before asking.
+    pub(crate) fn region_checked(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => self.region(offset, len),
+            _ => bail!(
+                Format,
+                "bytes [{offset}, {offset} + {len}) reach past the end of the {}-byte file",
+                self.size
+            ),
+        }
+    }
+
+    /// Passes `[offset, offset + len)` to `f` in pieces: all at once from memory, else in
+    /// 1 MiB reads (for hashing a region without holding it).
+    pub(crate) fn for_each_piece(
+        &self,
+        offset: u64,
+        len: u64,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        if let Some(stored) = self.stored(offset, len) {
+            f(stored);
+            return Ok(());
+        }
+        let mut chunk = vec![0u8; (1usize << 20).min(len as usize)];
+        let mut done = 0u64;
+        while done < len {
+            let n = chunk.len().min((len - done) as usize);
+            self.read_at(offset + done, &mut chunk[..n])?;
+            f(&chunk[..n]);
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Decodes the zstd stream stored at `[offset, offset + len)` into `dst`, which must
+    /// come out exactly full. A large stream of frames with recorded sizes is decoded
+    /// window by window (see `decode_windowed` and `decode_mapped_windows`), so the stored
+    /// bytes never become resident as a whole; anything else is decoded in one piece.
+    pub(crate) fn decode_zstd(&self, offset: u64, len: u64, dst: &mut [u8]) -> Result<()> {
+        if len > ZSTD_WINDOW as u64 {
+            let done = match &self.kind {
+                Kind::Map(map, _) => decode_mapped_windows(map, offset, len, dst)?,
+                Kind::File(file) => decode_windowed(file, offset, len, dst)?,
+                Kind::Memory(_) => false,
+            };
+            if done {
+                return Ok(());
+            }
+        }
+        let stored = self.region(offset, len)?;
+        zstd_decode_into(&stored, dst)
+    }
+}
+
+/// Decodes a large zstd stream from a file through a bounded window of compressed bytes
+/// (read with `pread`, so neither a copy of the whole stream nor its mapped pages add to
+/// the process's memory), each batch of whole frames decoded in parallel straight into
+/// `dst`. Returns false when the stream doesn't suit (a frame without a recorded size, or
+/// larger than the window): the caller then decodes it whole.
+fn decode_windowed(file: &File, offset: u64, len: u64, dst: &mut [u8]) -> Result<bool> {
+    let mut buf: Vec<u8> = Vec::with_capacity(ZSTD_WINDOW);
+    let (mut read, mut out) = (0u64, 0usize);
+    loop {
+        let want = (ZSTD_WINDOW - buf.len()).min((len - read) as usize);
+        let old = buf.len();
+        buf.resize(old + want, 0);
+        file.read_exact_at(&mut buf[old..], offset + read)
+            .map_err(|e| {
+                Error::io(
+                    format_args!("reading {want} bytes at offset {}", offset + read),
+                    e,
+                )
+            })?;
+        read += want as u64;
+        let Some((frames, used, end)) = sized_frames(&buf, buf.len(), out, dst.len()) else {
+            return Ok(false);
+        };
+        decode_frames(&buf[..used], &mut dst[out..end], &frames)?;
+        out = end;
+        buf.drain(..used);
+        if read == len {
+            // Trailing bytes that are no whole frame, or a short total: the one-shot
+            // decoder reports the precise fault.
+            return Ok(buf.is_empty() && out == dst.len());
+        }
+    }
+}
+
+/// Decodes a large zstd stream of a mapped file window by window: the frames in each
+/// `ZSTD_WINDOW` of stored bytes are decoded in parallel straight from the mapping into
+/// `dst`, then the window's pages are dropped from the process (`release_pages`). So the
+/// stored stream never becomes resident as a whole, and no thread waits for a copy.
+/// Returns false when the stream doesn't suit (a frame without a recorded size): the
+/// caller then decodes it whole.
+fn decode_mapped_windows(map: &Mmap, offset: u64, len: u64, dst: &mut [u8]) -> Result<bool> {
+    let base = offset as usize;
+    let stored = &map[base..base + len as usize];
+    let (mut used, mut out) = (0usize, 0usize);
+    while used < stored.len() {
+        let Some((frames, took, end)) = sized_frames(&stored[used..], ZSTD_WINDOW, out, dst.len())
+        else {
+            return Ok(false);
+        };
+        decode_frames(&stored[used..used + took], &mut dst[out..end], &frames)?;
+        release_pages(map, base + used, took);
+        used += took;
+        out = end;
+    }
+    Ok(out == dst.len())
+}
+
+/// Drops the pages of `[offset, offset + len)` of a shared read-only mapping from the
+/// process (they stay in the page cache; touching them again maps them again).
+fn release_pages(map: &Mmap, offset: usize, len: usize) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let start = offset / page * page;
+    let end = (offset + len)
+        .div_ceil(page)
+        .saturating_mul(page)
+        .min(map.len());
+    if end > start {
+        // SAFETY: the range lies inside the mapping, which starts page-aligned. For a
+        // shared file mapping MADV_DONTNEED only unmaps pages: their contents are the
+        // file's, so concurrent readers of the same pages see no change.
+        unsafe {
+            libc::madvise(
+                map.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Reader, WriteOptions, Writer};
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("zt-source-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
+        let frame = crate::codec::ZSTD_FRAME_SIZE;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let data: Vec<u8> = (0..5 * frame + 999)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        let dir = scratch("window");
+        let path = dir.join("w.zt");
+        let mut w = Writer::create(&path).unwrap();
+        w.add(
+            "z",
+            DType::U8,
+            &[data.len() as u64],
+            &data,
+            &WriteOptions::zstd(1),
+        )
+        .unwrap();
+        w.finish().unwrap();
+        let r = Reader::open(&path).unwrap();
+        let c = &r.objects()[0].components()[0];
+        let (offset, len) = (c.offset(), c.length());
+        assert!(len > ZSTD_WINDOW as u64);
+        let file = File::open(&path).unwrap();
+        let mut dst = vec![0u8; data.len()];
+        assert!(
+            decode_windowed(&file, offset, len, &mut dst).unwrap(),
+            "our frames decode through the window"
+        );
+        assert!(dst == data);
+        // The same through the mapping, window by window.
+        let map = unsafe { Mmap::map(&file) }.unwrap();
+        dst.fill(0);
+        assert!(
+            decode_mapped_windows(&map, offset, len, &mut dst).unwrap(),
+            "our frames decode from the mapping"
+        );
+        assert!(dst == data);
+        // One big frame without a recorded size (as other writers make): declined.
+        let single = {
+            let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+            std::io::Write::write_all(&mut enc, &data).unwrap();
+            enc.finish().unwrap()
+        };
+        std::fs::write(dir.join("raw.zst"), &single).unwrap();
+        let file = File::open(dir.join("raw.zst")).unwrap();
+        let n = single.len() as u64;
+        assert!(!decode_windowed(&file, 0, n, &mut dst).unwrap());
+        let map = unsafe { Mmap::map(&file) }.unwrap();
+        assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_regular_files_are_opened() {
+        let dir = scratch("kinds");
+        for mmap in [true, false] {
+            let e = Source::open(&dir, mmap).err().unwrap();
+            assert_eq!(e.kind(), crate::ErrorKind::Io);
+            assert_eq!(
+                e.message(),
+                format!("{} is a directory, not a tensor file", dir.display())
+            );
+        }
+        // A FIFO with no writer: refused at once instead of blocking in open().
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = Source::open(&fifo, false).err().unwrap();
+        assert_eq!(e.kind(), crate::ErrorKind::Io);
+        assert!(e.message().ends_with("is a FIFO, not a tensor file"), "{e}");
+        let e = Source::open(Path::new("/dev/null"), true).err().unwrap();
+        assert_eq!(
+            e.message(),
+            "/dev/null is a character device, not a tensor file"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
