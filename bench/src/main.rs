@@ -37,6 +37,7 @@ const SECTIONS: &[Section] = &[
     sections::list::SECTION,
     sections::views::SECTION,
     sections::load::SECTION,
+    sections::batch::SECTION,
     sections::zstd::SECTION,
     sections::range::SECTION,
     sections::write::SECTION,
