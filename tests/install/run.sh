@@ -54,6 +54,13 @@ soname=$(LC_ALL=C readelf -d "$libdir/$ZT_REALNAME" | sed -n 's/.*(SONAME).*\[\(
 cmp -s "$ZT_BUILD_DIR/lib/$ZT_REALNAME" "$libdir/$ZT_REALNAME" || fail "installed library differs from the build's"
 if [[ "${ZT_HAVE_CPP:-OFF}" == "ON" ]]; then
   compgen -G "$includedir/*.hpp" >/dev/null || fail "cpp/include exists but no .hpp was installed"
+  # Every header of the wrapper (ztensor.hpp and its parts in ztensor/), nothing else.
+  if [[ -n "${ZT_CPP_INCLUDE_DIR:-}" ]]; then
+    want=$(cd "$ZT_CPP_INCLUDE_DIR" && find . -name '*.hpp' | sort)
+    have=$(cd "$includedir" && find . -name '*.hpp' | sort)
+    [[ "$want" == "$have" ]] || fail "installed C++ headers differ from cpp/include:"$'\n'"$(diff <(echo "$want") <(echo "$have"))"
+    echo "ok: C++ headers: $(tr '\n' ' ' <<<"$have")"
+  fi
 fi
 echo "ok: libraries, symlinks, SONAME $soname, header, CMake package, pkg-config file"
 grep -v '^$' "$libdir/pkgconfig/ztensor.pc" | sed 's/^/    /'
