@@ -6,6 +6,8 @@
 #                     runs its own code (tests/cpp/abi_mix_*.cpp)
 #   cpp_abi_symbols   no zt:: symbol is defined by two of those parts: every
 #                     configuration has its own inline namespace (ztensor/config.hpp)
+#   cpp_warnings_*    the wrapper compiles warning-free with g++ and clang++ (below)
+#   cpp_header_alone_* each header compiles on its own
 if(NOT CMAKE_CXX_COMPILER OR NOT ZTENSOR_HAVE_CPP)
   return()
 endif()
@@ -45,3 +47,64 @@ _ztensor_add_test(cpp_abi_symbols "${CMAKE_COMMAND}"
   "-DNM=${CMAKE_NM}"
   "-DOBJECTS=${_cpp_abi_objects}"
   -P "${PROJECT_SOURCE_DIR}/tests/cpp/abi_symbols.cmake")
+
+# --- Warning-free at every optimization level, with g++ and clang++ ------------------------
+#   cpp_warnings_<gcc|clang>_cxx<17|20>_O<0-3>[_noexceptions]
+# compile tests/cpp/instantiate_all.cpp (every public template of the wrapper,
+# instantiated) with -Wall -Wextra -Werror -pedantic. Some warnings only appear once code
+# is inlined (g++'s -Wmaybe-uninitialized at -O1 and -O2), so each level is its own test.
+#   cpp_header_alone_<part>   each header of cpp/include compiles on its own.
+set(_cpp_gxx "")
+set(_cpp_clangxx "")
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(_cpp_gxx "${CMAKE_CXX_COMPILER}")
+elseif(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(_cpp_clangxx "${CMAKE_CXX_COMPILER}")
+endif()
+if(NOT _cpp_gxx)
+  find_program(ZTENSOR_GXX NAMES g++)
+  set(_cpp_gxx "${ZTENSOR_GXX}")
+endif()
+if(NOT _cpp_clangxx)
+  find_program(ZTENSOR_CLANGXX NAMES clang++)
+  set(_cpp_clangxx "${ZTENSOR_CLANGXX}")
+endif()
+
+set(_cpp_includes "-I${PROJECT_SOURCE_DIR}/include" "-I${PROJECT_SOURCE_DIR}/cpp/include")
+foreach(_compiler gcc clang)
+  if(_compiler STREQUAL "gcc")
+    set(_cxx "${_cpp_gxx}")
+    set(_package g++)
+  else()
+    set(_cxx "${_cpp_clangxx}")
+    set(_package clang)
+  endif()
+  foreach(_std 17 20)
+    foreach(_level 0 1 2 3)
+      foreach(_mode exceptions noexceptions)
+        set(_name cpp_warnings_${_compiler}_cxx${_std}_O${_level})
+        set(_flags "")
+        if(_mode STREQUAL "noexceptions")
+          string(APPEND _name _noexceptions)
+          set(_flags -DZT_NO_EXCEPTIONS=1 -fno-exceptions)
+        endif()
+        if(_cxx)
+          _ztensor_add_test(${_name} "${_cxx}" -std=c++${_std} -O${_level} ${_flags} ${_cpp_strict}
+            ${_cpp_includes} -c "${PROJECT_SOURCE_DIR}/tests/cpp/instantiate_all.cpp" -o instantiate_all.o)
+        else()
+          _ztensor_add_test(${_name} "${CMAKE_COMMAND}"
+            "-DMESSAGE=no ${_compiler} C++ compiler found (apt-get install ${_package})" -P "${_ztensor_fail_script}")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endforeach()
+
+file(GLOB_RECURSE _cpp_headers RELATIVE "${PROJECT_SOURCE_DIR}/cpp/include" CONFIGURE_DEPENDS
+  "${PROJECT_SOURCE_DIR}/cpp/include/*.hpp")
+foreach(_header IN LISTS _cpp_headers)
+  string(REGEX REPLACE "[/.]" "_" _name "${_header}")
+  add_test(NAME cpp_header_alone_${_name}
+    COMMAND "${CMAKE_CXX_COMPILER}" -std=c++17 ${_cpp_strict} -fsyntax-only ${_cpp_includes}
+            -x c++ "${PROJECT_SOURCE_DIR}/cpp/include/${_header}")
+endforeach()

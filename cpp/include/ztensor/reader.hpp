@@ -269,10 +269,7 @@ class Object {
   }
 
   /// Component::view() of the component with this role.
-  ret<tensor_view> view(const string_arg& role = "data") const {
-    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return detail::unwrap(result<tensor_view>(r.as_failure()));
-    return detail::unwrap(detail::view(reader_, index_, role.c_str()));
-  }
+  ret<tensor_view> view(const string_arg& role = "data") const { return detail::unwrap(try_view(role)); }
   /// Component::read_into() of the component with this role.
   ret<void> read_into(span<std::byte> dst, const string_arg& role = "data") const { return read_into(dst.data(), dst.size(), role); }
   ret<void> read_into(void* dst, std::size_t size, const string_arg& role = "data") const {
@@ -291,17 +288,13 @@ class Object {
   template <class T>
   ret<std::vector<T>> read(const string_arg& role = "data") const {
     static_assert(has_dtype_v<T>, "read<T>(): T has no zt::dtype_of");
-    result<Component> c = try_component(role);
-    if (!c.ok()) return detail::unwrap(result<std::vector<T>>(c.as_failure()));
-    return detail::unwrap(c->template try_read<T>(dtype_v<T>));
+    return detail::unwrap(try_read<T>(role, dtype_v<T>, false));
   }
   /// Component::read_as<T>() of the component with this role.
   template <class T>
   ret<std::vector<T>> read_as(const string_arg& role = "data") const {
     static_assert(has_dtype_v<T>, "read_as<T>(): T has no zt::dtype_of");
-    result<Component> c = try_component(role);
-    if (!c.ok()) return detail::unwrap(result<std::vector<T>>(c.as_failure()));
-    return detail::unwrap(c->template try_read_as<T>(dtype_v<T>));
+    return detail::unwrap(try_read<T>(role, dtype_v<T>, true));
   }
 
   /// Checks every component that has a digest (the first failure is reported).
@@ -329,6 +322,17 @@ class Object {
     zt_status st = zt_component_find(reader_, index_, role.c_str(), &i);
     if (st != ZT_OK) return detail::last_failure(st);
     return try_component_at(i);
+  }
+  result<tensor_view> try_view(const string_arg& role) const {
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r.as_failure();
+    return detail::view(reader_, index_, role.c_str());
+  }
+  /// Component::try_read<T>(), or try_read_as<T>() when `convert`, of the role's component.
+  template <class T>
+  result<std::vector<T>> try_read(const string_arg& role, zt::dtype t, bool convert) const {
+    result<Component> c = try_component(role);
+    if (!c.ok()) return c.as_failure();
+    return convert ? c->template try_read_as<T>(t) : c->template try_read<T>(t);
   }
   result<void> try_verify() const {
     for (std::size_t i = 0; i < info_.component_count; ++i) {

@@ -32,7 +32,7 @@ class [[nodiscard]] result {
   result(failure f) noexcept
       : status_(f.status == ZT_OK ? ZT_ERR_INTERNAL : f.status), message_(std::move(f.message)) {}
 
-  bool ok() const noexcept { return status_ == ZT_OK; }
+  bool ok() const noexcept { return value_.has_value(); }
   explicit operator bool() const noexcept { return ok(); }
   zt_status status() const noexcept { return status_; }
   /// The library's message; "" on success.
@@ -47,16 +47,22 @@ class [[nodiscard]] result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   template <class U>
-  T value_or(U&& fallback) const& { return ok() ? *value_ : static_cast<T>(std::forward<U>(fallback)); }
+  T value_or(U&& fallback) const& { return value_.has_value() ? *value_ : static_cast<T>(std::forward<U>(fallback)); }
   template <class U>
-  T value_or(U&& fallback) && { return ok() ? std::move(*value_) : static_cast<T>(std::forward<U>(fallback)); }
+  T value_or(U&& fallback) && {
+    return value_.has_value() ? std::move(*value_) : static_cast<T>(std::forward<U>(fallback));
+  }
 
   /// The failure (status and message), e.g. to pass it on as another result.
   failure as_failure() const { return failure{status_, message_}; }
 
  private:
+  // Success is value_ holding a value, and every read of the value is guarded by that
+  // same flag, so a compiler that inlines a failed result into value() sees the value is
+  // never read there (guarding by status_ instead, which it can't tie to value_, gave
+  // g++ -Wmaybe-uninitialized at -O1 and -O2). status_ is ZT_OK exactly when value_ holds.
   void check() const {
-    if (!ok()) detail::raise(status_, message_);
+    if (!value_.has_value()) detail::raise(status_, message_);
   }
   zt_status status_ = ZT_OK;
   std::string message_;
