@@ -1,8 +1,10 @@
 /*
  * ztensor.hpp: a header-only C++17 wrapper over the ztensor C API (ztensor.h).
  *
- *   zt::Reader       an open .zt file. Move-only; closes itself. Iterate it for objects,
- *                    look them up with find() (std::optional) or operator[] (not_found).
+ *   zt::Reader       an open tensor file: zTensor (.zt), safetensors, GGUF or Tensogram,
+ *                    recognised by its bytes. Move-only; closes itself. Iterate it for
+ *                    objects, look them up with find() (std::optional) or operator[]
+ *                    (not_found).
  *   zt::Object       one object: name, format, shape, components. A small handle that
  *                    borrows from its Reader.
  *   zt::Component    one component: role, dtype, logical type, encoding, digest. View it,

@@ -68,6 +68,10 @@ void read_typed(const zt::Object& o, const zt::Component& c, const zt::tensor_vi
   use(get(o.template read<T>("values")));
   use(get(o.template read_as<T>()));
   use(get(o.template read_as<T>(std::string("values"))));
+  use(get(o.template read<T>(zt::dtype_v<T>)));
+  use(get(o.template read<T>(zt::dtype_v<T>, "values")));
+  use(get(o.template read_as<T>(zt::dtype_v<T>)));
+  use(get(o.template read_as<T>(zt::dtype_v<T>, std::string_view("values"))));
 }
 
 template <class... T>
@@ -197,6 +201,7 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   zt::Component c2 = get(o.component_at(0));
   use(o.find_component(view).has_value());
   use(c.dtype() == c2.dtype() && c.type().has_value() && c.encoding() == zt::encoding::raw && c.digest().has_value());
+  use(zt::encoding_name(c.encoding()) == "pipeline");
   use(c.offset() + c.length() + c.decoded_length() + c.count() + c.index() + c.object_index() + c.info().length);
   zt::tensor_view v = get(c.view());
   zt::tensor_view v2 = get(o.view());

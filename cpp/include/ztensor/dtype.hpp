@@ -16,8 +16,9 @@ enum class dtype : std::uint32_t {
   bool_ = ZT_BOOL,
 };
 
-/// Component encodings (the values of zt_encoding).
-enum class encoding : std::uint32_t { raw = ZT_ENCODING_RAW, zstd = ZT_ENCODING_ZSTD };
+/// Component encodings (the values of zt_encoding). pipeline: another format's decode
+/// pipeline (Tensogram's packing, shuffle, compressors ...), read only.
+enum class encoding : std::uint32_t { raw = ZT_ENCODING_RAW, zstd = ZT_ENCODING_ZSTD, pipeline = ZT_ENCODING_PIPELINE };
 
 /// Digest algorithms the writer can record (the values of zt_digest).
 enum class digest : std::uint32_t { none = ZT_DIGEST_NONE, sha256 = ZT_DIGEST_SHA256, crc32c = ZT_DIGEST_CRC32C };
@@ -53,11 +54,12 @@ constexpr std::string_view dtype_name(zt::dtype t) noexcept {
   return "unknown";
 }
 
-/// "raw" or "zstd"; "unknown" outside the enum.
+/// "raw", "zstd" or "pipeline"; "unknown" outside the enum.
 constexpr std::string_view encoding_name(zt::encoding e) noexcept {
   switch (e) {
     case encoding::raw: return "raw";
     case encoding::zstd: return "zstd";
+    case encoding::pipeline: return "pipeline";
   }
   return "unknown";
 }

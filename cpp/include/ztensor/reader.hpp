@@ -296,6 +296,18 @@ class Object {
     static_assert(has_dtype_v<T>, "read_as<T>(): T has no zt::dtype_of");
     return detail::unwrap(try_read<T>(role, dtype_v<T>, true));
   }
+  /// Component::read<T>(zt::dtype) of the component with this role, e.g.
+  /// read<uint16_t>(zt::dtype::f16).
+  template <class T>
+  ret<std::vector<T>> read(zt::dtype expected, const string_arg& role = "data") const {
+    return detail::unwrap(try_read<T>(role, expected, false));
+  }
+  /// Component::read_as<T>(zt::dtype) of the component with this role, e.g.
+  /// read_as<uint16_t>(zt::dtype::bf16).
+  template <class T>
+  ret<std::vector<T>> read_as(zt::dtype target, const string_arg& role = "data") const {
+    return detail::unwrap(try_read<T>(role, target, true));
+  }
 
   /// Checks every component that has a digest (the first failure is reported).
   ret<void> verify() const { return detail::unwrap(try_verify()); }
@@ -374,8 +386,9 @@ class object_iterator {
   std::size_t index_ = 0;
 };
 
-/// An open .zt file (v1.2, v1.1, legacy v0.1). Move-only; closing frees everything it
-/// lent out. Its const members may be called from many threads at once.
+/// An open tensor file: zTensor (.zt v1.2, v1.1, legacy v0.1), safetensors, GGUF or
+/// Tensogram, recognised by its bytes (file_format() says which). Move-only; closing
+/// frees everything it lent out. Its const members may be called from many threads at once.
 class Reader {
  public:
   using iterator = object_iterator;
@@ -384,7 +397,8 @@ class Reader {
   /// A closed reader (no objects), as a moved-from one.
   Reader() noexcept = default;
 
-  /// Opens a file: maps it (unless options.no_mmap) and reads the manifest, no tensor data.
+  /// Opens a file: maps it (unless options.no_mmap) and reads its manifest or header, no
+  /// tensor data.
   static ret<Reader> open(const string_arg& path, const open_options& options = {}) {
     return detail::unwrap(try_open(path, options));
   }
@@ -412,7 +426,8 @@ class Reader {
   /// Number of objects.
   std::size_t size() const noexcept { return zt_object_count(handle_.get()); }
   bool empty() const noexcept { return size() == 0; }
-  /// The file's format version: "1.2.0", "1.1.0", "0.1.0" ...; "" when closed.
+  /// The file's format version: "1.2.0", "1.1.0", "0.1.0" for zTensor, the container's own
+  /// for other formats (e.g. "3" for GGUF v3); "" when closed.
   std::string_view version() const noexcept { return detail::sv(zt_file_version(handle_.get())); }
   /// The container format: "zt", "safetensors", "gguf" or "tensogram"; "" when closed.
   std::string_view file_format() const noexcept { return detail::sv(zt_file_format(handle_.get())); }
