@@ -3,7 +3,8 @@
 #
 #   cpp_abi_mix       the wrapper's four configurations (exceptions or not, C++17 or
 #                     C++20) compiled at -O0 into one program, each part checking that it
-#                     runs its own code (tests/cpp/abi_mix_*.cpp)
+#                     runs its own code (tests/cpp/abi_mix_*.cpp); linked with
+#                     ztensor::ztensor_cpp_static, the one build-tree use of that target
 #   cpp_abi_symbols   no zt:: symbol is defined by two of those parts: every
 #                     configuration has its own inline namespace (ztensor/config.hpp)
 #   cpp_warnings_*    the wrapper compiles warning-free with g++ and clang++ (below)
@@ -37,7 +38,7 @@ foreach(_part IN LISTS _cpp_abi_parts)
   target_sources(cpp_abi_mix PRIVATE $<TARGET_OBJECTS:${_part}>)
   list(APPEND _cpp_abi_objects $<TARGET_OBJECTS:${_part}>)
 endforeach()
-target_link_libraries(cpp_abi_mix PRIVATE ztensor::ztensor_cpp)
+target_link_libraries(cpp_abi_mix PRIVATE ztensor::ztensor_cpp_static)
 target_compile_options(cpp_abi_mix PRIVATE -O0 ${_cpp_strict})
 set_target_properties(cpp_abi_mix PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests/cpp")
 _ztensor_add_test(cpp_abi_mix cpp_abi_mix)
