@@ -9,6 +9,8 @@
 #                     configuration has its own inline namespace (ztensor/config.hpp)
 #   cpp_warnings_*    the wrapper compiles warning-free with g++ and clang++ (below)
 #   cpp_header_alone_* each header compiles on its own
+#   cpp_examples      cpp/examples/loader and convert (built into build/cpp_examples/ with
+#                     ZTENSOR_BUILD_EXAMPLES) on a demo model and on vectors of each format
 if(NOT CMAKE_CXX_COMPILER OR NOT ZTENSOR_HAVE_CPP)
   return()
 endif()
@@ -109,3 +111,19 @@ foreach(_header IN LISTS _cpp_headers)
     COMMAND "${CMAKE_CXX_COMPILER}" -std=c++17 ${_cpp_strict} -fsyntax-only ${_cpp_includes}
             -x c++ "${PROJECT_SOURCE_DIR}/cpp/include/${_header}")
 endforeach()
+
+# --- The examples of cpp/examples, built strictly and run ---------------------------------
+if(ZTENSOR_BUILD_EXAMPLES)
+  foreach(_example loader convert)
+    add_executable(cpp_example_${_example} "${PROJECT_SOURCE_DIR}/cpp/examples/${_example}.cpp")
+    target_link_libraries(cpp_example_${_example} PRIVATE ztensor::ztensor_cpp)
+    target_compile_options(cpp_example_${_example} PRIVATE ${_cpp_strict})
+    set_target_properties(cpp_example_${_example} PROPERTIES OUTPUT_NAME ${_example}
+      RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/cpp_examples")
+  endforeach()
+  _ztensor_add_test(cpp_examples "${CMAKE_COMMAND}"
+    "-DLOADER=$<TARGET_FILE:cpp_example_loader>"
+    "-DCONVERT=$<TARGET_FILE:cpp_example_convert>"
+    "-DVECTORS=${ZTENSOR_TEST_VECTORS}"
+    -P "${PROJECT_SOURCE_DIR}/tests/cpp/run_examples.cmake")
+endif()

@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
       }
     }
 
-    std::printf("%s: zTensor %.*s, %zu objects, %zu tensors, file attributes %.*s\n", path,
+    std::printf("%s: %.*s %.*s, %zu objects, %zu tensors, file attributes %.*s\n", path,
+                static_cast<int>(reader.file_format().size()), reader.file_format().data(),
                 static_cast<int>(reader.version().size()), reader.version().data(), reader.size(), tensors.size(),
                 static_cast<int>(reader.attributes_json().size()), reader.attributes_json().data());
 
