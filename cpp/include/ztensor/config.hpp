@@ -64,7 +64,8 @@
 //   aborts;
 // - std::span or not: Object::shape() and tensor_view::bytes() return one span or the
 //   other.
-// So both axes are needed, four names in all; tests/cpp/abi_mix.cpp links all four.
+// So both axes are needed, four names in all: the cpp_abi_mix test links all four into
+// one program (tests/cpp/abi_mix_*.cpp), and cpp_abi_symbols checks they share no symbol.
 #if ZT_CPP_EXCEPTIONS && ZT_CPP_STD_SPAN
 #define ZT_CPP_ABI abi_exceptions_stdspan
 #elif ZT_CPP_EXCEPTIONS
