@@ -1,8 +1,10 @@
 // convert: writes a model with compression and digests.
 //
-//   convert IN.zt OUT.zt [--level N] [--crc32c]   rewrite any .zt file (v0.1, v1.1, v1.2)
-//                                                 as zTensor 1.2, every component zstd
-//                                                 compressed with a sha256 digest
+//   convert IN OUT.zt [--level N] [--crc32c]      rewrite any file the reader opens
+//                                                 (zTensor v0.1, v1.1, v1.2, safetensors,
+//                                                 GGUF, Tensogram) as zTensor 1.2, every
+//                                                 component zstd compressed with a sha256
+//                                                 digest
 //   convert OUT.zt [--level N] [--crc32c]         write a small demo model the same way
 //
 // --level sets the zstd level (default 3), --crc32c records crc32c digests instead of
@@ -154,7 +156,7 @@ bool same_content(const zt::Reader& a, const zt::Reader& b) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: convert IN.zt OUT.zt [--level N] [--crc32c]\n"
+               "usage: convert IN OUT.zt [--level N] [--crc32c]\n"
                "       convert OUT.zt [--level N] [--crc32c]     (writes a demo model)\n");
   return 2;
 }

@@ -1,11 +1,11 @@
-// loader: maps every tensor of a .zt file into a name -> zt::tensor_view table, the way an
-// inference runtime would, and prints a summary.
+// loader: maps every tensor of a file (zTensor .zt, safetensors, GGUF or Tensogram) into a
+// name -> zt::tensor_view table, the way an inference runtime would, and prints a summary.
 //
-//   loader [--no-mmap] [--verify] FILE.zt
+//   loader [--no-mmap] [--verify] FILE
 //
 // Dense objects are keyed by their name; the components of other formats (sparse,
 // quantized ...) by "name:role". Raw components of a mapped file are zero-copy; encoded
-// ones (zstd, legacy big-endian ...) are decoded once and owned by the reader. The views
+// ones (zstd, legacy big-endian, Tensogram pipelines ...) are decoded once and owned by the reader. The views
 // stay valid as long as the zt::Reader lives.
 #include <ztensor.hpp>
 
@@ -90,7 +90,7 @@ std::string shape_text(zt::span<const std::uint64_t> shape) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: loader [--no-mmap] [--verify] FILE.zt\n");
+  std::fprintf(stderr, "usage: loader [--no-mmap] [--verify] FILE\n");
   return 2;
 }
 
@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
       }
     }
 
-    std::printf("%s: zTensor %.*s, %zu objects, %zu tensors, file attributes %.*s\n", path,
+    std::printf("%s: %.*s %.*s, %zu objects, %zu tensors, file attributes %.*s\n", path,
+                static_cast<int>(reader.file_format().size()), reader.file_format().data(),
                 static_cast<int>(reader.version().size()), reader.version().data(), reader.size(), tensors.size(),
                 static_cast<int>(reader.attributes_json().size()), reader.attributes_json().data());
 

@@ -54,6 +54,7 @@ static_assert(zt::dtype_size(zt::dtype::f64) == 8 && zt::dtype_size(zt::dtype::b
 static_assert(zt::dtype_name(zt::dtype::bf16) == "bf16");
 static_assert(static_cast<std::uint32_t>(zt::dtype::bool_) == ZT_BOOL);
 static_assert(static_cast<std::uint32_t>(zt::encoding::zstd) == ZT_ENCODING_ZSTD);
+static_assert(static_cast<std::uint32_t>(zt::encoding::pipeline) == ZT_ENCODING_PIPELINE);
 static_assert(static_cast<std::uint32_t>(zt::digest::crc32c) == ZT_DIGEST_CRC32C);
 static_assert(zt::write_options::zstd(7, zt::digest::sha256).level == 7, "usable in constant expressions");
 
@@ -101,6 +102,7 @@ TEST(Basics, NamesAndVersions) {
   EXPECT_EQ(zt::library_version(), expected);
   EXPECT_EQ(zt::encoding_name(zt::encoding::raw), "raw");
   EXPECT_EQ(zt::encoding_name(zt::encoding::zstd), "zstd");
+  EXPECT_EQ(zt::encoding_name(zt::encoding::pipeline), "pipeline");
   EXPECT_EQ(zt::encoding_name(static_cast<zt::encoding>(5)), "unknown");
   const char* names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool"};
   const std::size_t sizes[] = {8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1, 1};

@@ -35,6 +35,9 @@ static_assert(std::is_same_v<decltype(std::declval<const zt::Reader&>().find("x"
 static_assert(std::is_same_v<decltype(std::declval<const zt::Reader&>().size()), std::size_t>);
 static_assert(returns<decltype(std::declval<const zt::Object&>().view()), zt::tensor_view>);
 static_assert(returns<decltype(std::declval<const zt::Object&>().read<float>()), std::vector<float>>);
+static_assert(returns<decltype(std::declval<const zt::Object&>().read<std::uint16_t>(zt::dtype::f16)), std::vector<std::uint16_t>>);
+static_assert(returns<decltype(std::declval<const zt::Object&>().read_as<std::uint16_t>(zt::dtype::bf16)),
+                      std::vector<std::uint16_t>>);
 static_assert(returns<decltype(std::declval<const zt::Object&>().component("data")), zt::Component>);
 static_assert(returns<decltype(std::declval<const zt::Component&>().read_as<double>()), std::vector<double>>);
 static_assert(returns<decltype(std::declval<const zt::tensor_view&>().as<float>()), zt::span<const float>>);
@@ -151,6 +154,13 @@ TEST(NoExceptions, WriteAndReadBack) {
   EXPECT_EQ(t->read_as<double>()->at(1), 2.0);
   ZT_EXPECT_STATUS(t->read_as<std::int32_t>(), ZT_ERR_UNSUPPORTED);
   ZT_EXPECT_STATUS(t->read_as<float>("nope"), ZT_ERR_NOT_FOUND);
+  EXPECT_EQ(*t->read<std::uint32_t>(zt::dtype::f32),
+            (std::vector<std::uint32_t>{0x3f800000, 0x40000000, 0x40400000, 0x40800000, 0x40a00000, 0x40c00000}));
+  ZT_EXPECT_STATUS(t->read<std::uint16_t>(zt::dtype::f16), ZT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(*t->read_as<std::uint16_t>(zt::dtype::f16, "data"),
+            (std::vector<std::uint16_t>{0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600}));  // 1 .. 6
+  ZT_EXPECT_STATUS(t->read_as<std::uint32_t>(zt::dtype::f16), ZT_ERR_INVALID_ARGUMENT);
+  ZT_EXPECT_STATUS(t->read_as<std::uint16_t>(zt::dtype::bf16, "nope"), ZT_ERR_NOT_FOUND);
   std::vector<std::byte> buf(24), small(8);
   ZT_ASSERT_OK(t->read_into(buf));
   ZT_ASSERT_OK(t->read_into(buf.data(), buf.size(), "data"));

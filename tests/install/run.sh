@@ -3,7 +3,9 @@
 # installs the build into a temporary prefix, checks the installed files, then builds and
 # runs tests/install/consumer against that prefix
 #   1. with find_package(ztensor CONFIG), linking ztensor::ztensor (RPATH into the prefix),
-#   2. with find_package(ztensor CONFIG), linking ztensor::ztensor_static,
+#      and its C++ consumer linking ztensor::ztensor_cpp,
+#   2. with find_package(ztensor CONFIG), linking ztensor::ztensor_static, and its C++
+#      consumer linking ztensor::ztensor_cpp_static,
 #   3. with pkg-config and a plain compiler command, run as built: the .pc file's rpath
 #      finds the library (no LD_LIBRARY_PATH, no ldconfig),
 #   4. with pkg-config --static, linking libztensor.a,
@@ -55,6 +57,13 @@ soname=$(LC_ALL=C readelf -d "$libdir/$ZT_REALNAME" | sed -n 's/.*(SONAME).*\[\(
 cmp -s "$ZT_BUILD_DIR/lib/$ZT_REALNAME" "$libdir/$ZT_REALNAME" || fail "installed library differs from the build's"
 if [[ "${ZT_HAVE_CPP:-OFF}" == "ON" ]]; then
   compgen -G "$includedir/*.hpp" >/dev/null || fail "cpp/include exists but no .hpp was installed"
+  # Every header of the wrapper (ztensor.hpp and its parts in ztensor/), nothing else.
+  if [[ -n "${ZT_CPP_INCLUDE_DIR:-}" ]]; then
+    want=$(cd "$ZT_CPP_INCLUDE_DIR" && find . -name '*.hpp' | sort)
+    have=$(cd "$includedir" && find . -name '*.hpp' | sort)
+    [[ "$want" == "$have" ]] || fail "installed C++ headers differ from cpp/include:"$'\n'"$(diff <(echo "$want") <(echo "$have"))"
+    echo "ok: C++ headers: $(tr '\n' ' ' <<<"$have")"
+  fi
 fi
 echo "ok: libraries, symlinks, SONAME $soname, header, CMake package, pkg-config file"
 grep -v '^$' "$libdir/pkgconfig/ztensor.pc" | sed 's/^/    /'
@@ -97,7 +106,7 @@ cmake_consumer() {
 expect_cpp=OFF
 [[ "${ZT_HAVE_CPP:-OFF}" == "ON" ]] && expect_cpp=ON
 
-step "find_package(ztensor $request CONFIG REQUIRED) + ztensor::ztensor"
+step "find_package(ztensor $request CONFIG REQUIRED) + ztensor::ztensor (+ ztensor::ztensor_cpp)"
 cpp_args=("-DZTENSOR_EXPECT_CPP=$expect_cpp")
 if [[ $expect_cpp == ON && -n "${ZT_CXX:-}" ]]; then cpp_args+=("-DCMAKE_CXX_COMPILER=$ZT_CXX"); fi
 cmake_consumer cmake-shared -DZTENSOR_LINK=shared "-DZTENSOR_REQUEST_VERSION=$request" "${cpp_args[@]}"
@@ -106,14 +115,18 @@ expect_resolved "$work/cmake-shared/consumer"
 run_in "$work/run-cmake-shared" "$work/cmake-shared/consumer"
 if [[ $expect_cpp == ON ]]; then
   expect_resolved "$work/cmake-shared/cpp_consumer"
-  "$work/cmake-shared/cpp_consumer"
+  run_in "$work/run-cmake-shared-cpp" "$work/cmake-shared/cpp_consumer"
 fi
 
-step "find_package(ztensor $request CONFIG REQUIRED) + ztensor::ztensor_static"
-cmake_consumer cmake-static -DZTENSOR_LINK=static "-DZTENSOR_REQUEST_VERSION=$request"
+step "find_package(ztensor $request CONFIG REQUIRED) + ztensor::ztensor_static (+ ztensor::ztensor_cpp_static)"
+cmake_consumer cmake-static -DZTENSOR_LINK=static "-DZTENSOR_REQUEST_VERSION=$request" "${cpp_args[@]}"
 "$ZT_CMAKE" --build "$work/cmake-static"
 expect_static "$work/cmake-static/consumer"
 run_in "$work/run-cmake-static" "$work/cmake-static/consumer"
+if [[ $expect_cpp == ON ]]; then
+  expect_static "$work/cmake-static/cpp_consumer"
+  run_in "$work/run-cmake-static-cpp" "$work/cmake-static/cpp_consumer"
+fi
 
 # Before 1.0 the next minor is another ABI; after 1.0 the next major is.
 IFS=. read -r major minor _ <<<"$ZT_VERSION"

@@ -1,0 +1,501 @@
+// ztensor/reader.hpp: part of ztensor.hpp (include that). Reading: zt::Reader, zt::Object,
+// zt::Component and their iterators.
+#ifndef ZTENSOR_CPP_READER_HPP
+#define ZTENSOR_CPP_READER_HPP
+
+#include "arguments.hpp"
+#include "config.hpp"
+#include "dtype.hpp"
+#include "result.hpp"
+#include "span.hpp"
+#include "view.hpp"
+
+namespace zt {
+inline namespace ZT_CPP_ABI {
+
+class Object;
+class Reader;
+
+namespace detail {
+inline std::string_view sv(const char* s) noexcept { return s == nullptr ? std::string_view() : std::string_view(s); }
+inline std::optional<std::string_view> opt_sv(const char* s) noexcept {
+  if (s == nullptr) return std::nullopt;
+  return std::string_view(s);
+}
+inline std::string quoted(const char* s) { return "'" + std::string(s == nullptr ? "" : s) + "'"; }
+
+inline result<tensor_view> view(const zt_reader* r, std::size_t object, const char* role) {
+  zt_view v{};
+  zt_status st = zt_component_view(r, object, role, &v);
+  if (st != ZT_OK) return last_failure(st);
+  return result<tensor_view>(tensor_view(v));
+}
+inline result<std::string_view> attributes(const zt_reader* r, std::size_t object) {
+  const char* json = nullptr;
+  zt_status st = zt_attributes_json(r, object, &json);
+  if (st != ZT_OK) return last_failure(st);
+  return result<std::string_view>(sv(json));
+}
+inline zt_object_info object_info(const zt_reader* r, std::size_t index) noexcept {
+  zt_object_info info{};
+  if (zt_object_info_get(r, index, &info) != ZT_OK) info = zt_object_info{};
+  return info;
+}
+inline zt_component_info component_info(const zt_reader* r, std::size_t object, std::size_t index) noexcept {
+  zt_component_info info{};
+  if (zt_component_info_get(r, object, index, &info) != ZT_OK) info = zt_component_info{};
+  return info;
+}
+}  // namespace detail
+
+/// One component of an object. Borrows from the Reader; cheap to copy.
+class Component {
+ public:
+  Component() noexcept = default;
+
+  std::string_view role() const noexcept { return detail::sv(info_.role); }
+  zt::dtype dtype() const noexcept { return static_cast<zt::dtype>(info_.dtype); }
+  /// The logical type ("f8_e4m3fn", "complex64" ...), if any.
+  std::optional<std::string_view> type() const noexcept { return detail::opt_sv(info_.type); }
+  zt::encoding encoding() const noexcept { return static_cast<zt::encoding>(info_.encoding); }
+  /// Absolute file offset of the stored bytes.
+  std::uint64_t offset() const noexcept { return info_.offset; }
+  /// Stored (possibly compressed) bytes.
+  std::uint64_t length() const noexcept { return info_.length; }
+  /// Bytes after decoding.
+  std::uint64_t decoded_length() const noexcept { return info_.decoded_length; }
+  /// "sha256:...", "crc32c:0x...", if recorded.
+  std::optional<std::string_view> digest() const noexcept { return detail::opt_sv(info_.digest); }
+  /// Elements of the storage dtype after decoding.
+  std::uint64_t count() const noexcept {
+    std::size_t s = dtype_size(dtype());
+    return s == 0 ? 0 : info_.decoded_length / s;
+  }
+  std::size_t index() const noexcept { return index_; }
+  std::size_t object_index() const noexcept { return object_; }
+  const zt_component_info& info() const noexcept { return info_; }
+
+  /// The decoded bytes, borrowed (zero-copy for raw components of a mapped file, else
+  /// decoded once and cached by the Reader).
+  ret<tensor_view> view() const { return detail::unwrap(detail::view(reader_, object_, info_.role)); }
+
+  /// Copies or decodes into `dst`, which must be exactly decoded_length() bytes
+  /// (buffer_too_small when smaller, invalid_argument when larger).
+  ret<void> read_into(span<std::byte> dst) const { return read_into(dst.data(), dst.size()); }
+  ret<void> read_into(void* dst, std::size_t size) const {
+    return detail::unwrap(detail::check(zt_component_read(reader_, object_, info_.role, dst, size)));
+  }
+
+  /// A copy as std::vector<T>; invalid_argument unless dtype_of<T> is the stored dtype.
+  template <class T>
+  ret<std::vector<T>> read() const {
+    static_assert(has_dtype_v<T>, "read<T>(): T has no zt::dtype_of; use read<T>(zt::dtype)");
+    return detail::unwrap(try_read<T>(dtype_v<T>));
+  }
+  /// A copy as std::vector<T> when the stored dtype is `expected` and T has its size,
+  /// e.g. read<uint16_t>(zt::dtype::f16).
+  template <class T>
+  ret<std::vector<T>> read(zt::dtype expected) const {
+    return detail::unwrap(try_read<T>(expected));
+  }
+
+  /// Every element converted to dtype_of<T> by the library (floats among f64/f32/f16/bf16
+  /// and fp8 logical types, integers widened, small integers to floats); unsupported for a
+  /// lossy or meaningless conversion.
+  template <class T>
+  ret<std::vector<T>> read_as() const {
+    static_assert(has_dtype_v<T>, "read_as<T>(): T has no zt::dtype_of; use read_as<T>(zt::dtype)");
+    return detail::unwrap(try_read_as<T>(dtype_v<T>));
+  }
+  /// Converted to `target`, stored in T of the same size, e.g. read_as<uint16_t>(zt::dtype::bf16).
+  template <class T>
+  ret<std::vector<T>> read_as(zt::dtype target) const {
+    return detail::unwrap(try_read_as<T>(target));
+  }
+
+  /// The decoded bytes [offset, offset + dst.size()) into `dst` (invalid_argument when
+  /// the range leaves the component). For zstd only the frames needed are decoded.
+  ret<void> read_range(std::uint64_t offset, span<std::byte> dst) const { return read_range(offset, dst.data(), dst.size()); }
+  ret<void> read_range(std::uint64_t offset, void* dst, std::size_t size) const {
+    return detail::unwrap(detail::check(zt_component_read_range(reader_, object_, info_.role, offset, dst, size)));
+  }
+
+  /// Checks the stored digest: checksum_error on mismatch, not_found when there is none,
+  /// unsupported for an algorithm the library doesn't know.
+  ret<void> verify() const { return detail::unwrap(detail::check(zt_component_verify(reader_, object_, info_.role))); }
+
+ private:
+  friend class Object;
+  friend class component_iterator;
+
+  Component(const zt_reader* r, std::size_t object, std::size_t index, const zt_component_info& info) noexcept
+      : reader_(r), object_(object), index_(index), info_(info) {}
+
+  template <class T>
+  result<std::vector<T>> try_read(zt::dtype expected) const {
+    static_assert(std::is_trivially_copyable_v<T>, "read<T>(): T must be trivially copyable");
+    static_assert(detail::little_endian, "typed access assumes a little-endian host");
+    if (dtype() != expected)
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "component " + detail::quoted(info_.role) + " holds " +
+                                                       std::string(dtype_name(dtype())) + " data, not " +
+                                                       std::string(dtype_name(expected)) + " (read_as<T>() converts)");
+    if (sizeof(T) != dtype_size(expected))
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "a " + std::to_string(sizeof(T)) + "-byte type can't hold " +
+                                                       std::string(dtype_name(expected)) + " elements");
+    const std::uint64_t bytes = info_.decoded_length;
+    if (bytes % sizeof(T) != 0)
+      return detail::fail(ZT_ERR_FORMAT, "component " + detail::quoted(info_.role) + ": " + std::to_string(bytes) +
+                                             " bytes are not a whole number of elements");
+    if (!detail::fits_size(bytes)) return detail::fail(ZT_ERR_LIMIT, "component too large for this address space");
+    const std::size_t n = detail::to_size(bytes / sizeof(T));
+    if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {
+      std::vector<unsigned char> raw(n);
+      zt_status st = zt_component_read(reader_, object_, info_.role, raw.data(), raw.size());
+      if (st != ZT_OK) return detail::last_failure(st);
+      std::size_t bad = detail::first_non_bool(raw.data(), raw.size());
+      if (bad != raw.size()) return detail::bool_failure(bad, raw[bad]);
+      return result<std::vector<T>>(std::vector<T>(raw.begin(), raw.end()));
+    } else {
+      std::vector<T> out(n);
+      zt_status st = zt_component_read(reader_, object_, info_.role, out.data(), n * sizeof(T));
+      if (st != ZT_OK) return detail::last_failure(st);
+      return result<std::vector<T>>(std::move(out));
+    }
+  }
+
+  template <class T>
+  result<std::vector<T>> try_read_as(zt::dtype target) const {
+    static_assert(std::is_trivially_copyable_v<T>, "read_as<T>(): T must be trivially copyable");
+    static_assert(detail::little_endian, "typed access assumes a little-endian host");
+    if (sizeof(T) != dtype_size(target))
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "a " + std::to_string(sizeof(T)) + "-byte type can't hold " +
+                                                       std::string(dtype_name(target)) + " elements");
+    const std::uint64_t n64 = count();
+    if (n64 > std::numeric_limits<std::uint64_t>::max() / sizeof(T) || !detail::fits_size(n64 * sizeof(T)))
+      return detail::fail(ZT_ERR_LIMIT, "component too large for this address space");
+    const std::size_t n = detail::to_size(n64);
+    const auto to = static_cast<std::uint32_t>(target);
+    if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {
+      std::vector<unsigned char> raw(n);
+      zt_status st = zt_component_read_as(reader_, object_, info_.role, to, raw.data(), raw.size());
+      if (st != ZT_OK) return detail::last_failure(st);
+      std::size_t bad = detail::first_non_bool(raw.data(), raw.size());
+      if (bad != raw.size()) return detail::bool_failure(bad, raw[bad]);
+      return result<std::vector<T>>(std::vector<T>(raw.begin(), raw.end()));
+    } else {
+      std::vector<T> out(n);
+      zt_status st = zt_component_read_as(reader_, object_, info_.role, to, out.data(), n * sizeof(T));
+      if (st != ZT_OK) return detail::last_failure(st);
+      return result<std::vector<T>>(std::move(out));
+    }
+  }
+
+  const zt_reader* reader_ = nullptr;
+  std::size_t object_ = 0;
+  std::size_t index_ = 0;
+  zt_component_info info_{};
+};
+
+/// Iterates the components of an object; dereferences to a Component value.
+class component_iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Component;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = Component;
+
+  component_iterator() noexcept = default;
+  Component operator*() const noexcept { return Component(reader_, object_, index_, detail::component_info(reader_, object_, index_)); }
+  component_iterator& operator++() noexcept { ++index_; return *this; }
+  component_iterator operator++(int) noexcept { component_iterator old = *this; ++index_; return old; }
+  friend bool operator==(const component_iterator& a, const component_iterator& b) noexcept {
+    return a.reader_ == b.reader_ && a.object_ == b.object_ && a.index_ == b.index_;
+  }
+  friend bool operator!=(const component_iterator& a, const component_iterator& b) noexcept { return !(a == b); }
+
+ private:
+  friend class component_range;
+  component_iterator(const zt_reader* r, std::size_t object, std::size_t index) noexcept : reader_(r), object_(object), index_(index) {}
+  const zt_reader* reader_ = nullptr;
+  std::size_t object_ = 0;
+  std::size_t index_ = 0;
+};
+
+/// The components of an object, in stored order.
+class component_range {
+ public:
+  component_iterator begin() const noexcept { return component_iterator(reader_, object_, 0); }
+  component_iterator end() const noexcept { return component_iterator(reader_, object_, size_); }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+
+ private:
+  friend class Object;
+  component_range(const zt_reader* r, std::size_t object, std::size_t size) noexcept : reader_(r), object_(object), size_(size) {}
+  const zt_reader* reader_;
+  std::size_t object_;
+  std::size_t size_;
+};
+
+/// One object of a file. Borrows from the Reader; cheap to copy.
+class Object {
+ public:
+  Object() noexcept = default;
+
+  std::string_view name() const noexcept { return detail::sv(info_.name); }
+  /// "dense", "sparse_csr", "sparse_coo", "quantized_group", or as stored.
+  std::string_view format() const noexcept { return detail::sv(info_.format); }
+  span<const std::uint64_t> shape() const noexcept { return span<const std::uint64_t>(info_.shape, info_.ndim); }
+  std::size_t ndim() const noexcept { return info_.ndim; }
+  std::size_t index() const noexcept { return index_; }
+  std::size_t component_count() const noexcept { return info_.component_count; }
+  const zt_object_info& info() const noexcept { return info_; }
+
+  component_range components() const noexcept { return component_range(reader_, index_, info_.component_count); }
+  /// Component `i` (not_found past the end).
+  ret<Component> component_at(std::size_t i) const { return detail::unwrap(try_component_at(i)); }
+  /// The component with this role (not_found when absent).
+  ret<Component> component(const string_arg& role) const { return detail::unwrap(try_component(role)); }
+  ret<Component> component(std::size_t) const = delete;  // by index: component_at()
+  /// The component with this role, or nullopt. Allocates nothing.
+  std::optional<Component> find_component(const string_arg& role) const noexcept {
+    std::size_t i = 0;
+    zt_component_info ci{};
+    if (!role.valid() || zt_component_find(reader_, index_, role.c_str(), &i) != ZT_OK ||
+        zt_component_info_get(reader_, index_, i, &ci) != ZT_OK)
+      return std::nullopt;
+    return Component(reader_, index_, i, ci);
+  }
+
+  /// Component::view() of the component with this role.
+  ret<tensor_view> view(const string_arg& role = "data") const { return detail::unwrap(try_view(role)); }
+  /// Component::read_into() of the component with this role.
+  ret<void> read_into(span<std::byte> dst, const string_arg& role = "data") const { return read_into(dst.data(), dst.size(), role); }
+  ret<void> read_into(void* dst, std::size_t size, const string_arg& role = "data") const {
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return detail::unwrap(std::move(r));
+    return detail::unwrap(detail::check(zt_component_read(reader_, index_, role.c_str(), dst, size)));
+  }
+  /// Component::read_range() of the component with this role.
+  ret<void> read_range(std::uint64_t offset, span<std::byte> dst, const string_arg& role = "data") const {
+    return read_range(offset, dst.data(), dst.size(), role);
+  }
+  ret<void> read_range(std::uint64_t offset, void* dst, std::size_t size, const string_arg& role = "data") const {
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return detail::unwrap(std::move(r));
+    return detail::unwrap(detail::check(zt_component_read_range(reader_, index_, role.c_str(), offset, dst, size)));
+  }
+  /// Component::read<T>() of the component with this role.
+  template <class T>
+  ret<std::vector<T>> read(const string_arg& role = "data") const {
+    static_assert(has_dtype_v<T>, "read<T>(): T has no zt::dtype_of");
+    return detail::unwrap(try_read<T>(role, dtype_v<T>, false));
+  }
+  /// Component::read_as<T>() of the component with this role.
+  template <class T>
+  ret<std::vector<T>> read_as(const string_arg& role = "data") const {
+    static_assert(has_dtype_v<T>, "read_as<T>(): T has no zt::dtype_of");
+    return detail::unwrap(try_read<T>(role, dtype_v<T>, true));
+  }
+  /// Component::read<T>(zt::dtype) of the component with this role, e.g.
+  /// read<uint16_t>(zt::dtype::f16).
+  template <class T>
+  ret<std::vector<T>> read(zt::dtype expected, const string_arg& role = "data") const {
+    return detail::unwrap(try_read<T>(role, expected, false));
+  }
+  /// Component::read_as<T>(zt::dtype) of the component with this role, e.g.
+  /// read_as<uint16_t>(zt::dtype::bf16).
+  template <class T>
+  ret<std::vector<T>> read_as(zt::dtype target, const string_arg& role = "data") const {
+    return detail::unwrap(try_read<T>(role, target, true));
+  }
+
+  /// Checks every component that has a digest (the first failure is reported).
+  ret<void> verify() const { return detail::unwrap(try_verify()); }
+  /// Checks the values beyond the manifest: sparse structure, bool bytes (format_error).
+  ret<void> validate() const { return detail::unwrap(detail::check(zt_object_validate(reader_, index_))); }
+  /// The object's attributes as JSON ("{}" when none).
+  ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(reader_, index_)); }
+
+ private:
+  friend class Reader;
+  friend class object_iterator;
+
+  Object(const zt_reader* r, std::size_t index, const zt_object_info& info) noexcept : reader_(r), index_(index), info_(info) {}
+
+  result<Component> try_component_at(std::size_t i) const {
+    zt_component_info ci{};
+    zt_status st = zt_component_info_get(reader_, index_, i, &ci);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Component>(Component(reader_, index_, i, ci));
+  }
+  result<Component> try_component(const string_arg& role) const {
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r.as_failure();
+    std::size_t i = 0;
+    zt_status st = zt_component_find(reader_, index_, role.c_str(), &i);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return try_component_at(i);
+  }
+  result<tensor_view> try_view(const string_arg& role) const {
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r.as_failure();
+    return detail::view(reader_, index_, role.c_str());
+  }
+  /// Component::try_read<T>(), or try_read_as<T>() when `convert`, of the role's component.
+  template <class T>
+  result<std::vector<T>> try_read(const string_arg& role, zt::dtype t, bool convert) const {
+    result<Component> c = try_component(role);
+    if (!c.ok()) return c.as_failure();
+    return convert ? c->template try_read_as<T>(t) : c->template try_read<T>(t);
+  }
+  result<void> try_verify() const {
+    for (std::size_t i = 0; i < info_.component_count; ++i) {
+      zt_component_info ci{};
+      zt_status st = zt_component_info_get(reader_, index_, i, &ci);
+      if (st == ZT_OK && ci.digest != nullptr) st = zt_component_verify(reader_, index_, ci.role);
+      if (st != ZT_OK) return detail::last_failure(st);
+    }
+    return result<void>();
+  }
+
+  const zt_reader* reader_ = nullptr;
+  std::size_t index_ = 0;
+  zt_object_info info_{};
+};
+
+/// Iterates the objects of a file; dereferences to an Object value.
+class object_iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = Object;
+  using difference_type = std::ptrdiff_t;
+  using pointer = void;
+  using reference = Object;
+
+  object_iterator() noexcept = default;
+  Object operator*() const noexcept { return Object(reader_, index_, detail::object_info(reader_, index_)); }
+  object_iterator& operator++() noexcept { ++index_; return *this; }
+  object_iterator operator++(int) noexcept { object_iterator old = *this; ++index_; return old; }
+  friend bool operator==(const object_iterator& a, const object_iterator& b) noexcept {
+    return a.reader_ == b.reader_ && a.index_ == b.index_;
+  }
+  friend bool operator!=(const object_iterator& a, const object_iterator& b) noexcept { return !(a == b); }
+
+ private:
+  friend class Reader;
+  object_iterator(const zt_reader* r, std::size_t index) noexcept : reader_(r), index_(index) {}
+  const zt_reader* reader_ = nullptr;
+  std::size_t index_ = 0;
+};
+
+/// An open tensor file: zTensor (.zt v1.2, v1.1, legacy v0.1), safetensors, GGUF or
+/// Tensogram, recognised by its bytes (file_format() says which). Move-only; closing
+/// frees everything it lent out. Its const members may be called from many threads at once.
+class Reader {
+ public:
+  using iterator = object_iterator;
+  using const_iterator = object_iterator;
+
+  /// A closed reader (no objects), as a moved-from one.
+  Reader() noexcept = default;
+
+  /// Opens a file: maps it (unless options.no_mmap) and reads its manifest or header, no
+  /// tensor data.
+  static ret<Reader> open(const string_arg& path, const open_options& options = {}) {
+    return detail::unwrap(try_open(path, options));
+  }
+  /// Opens a file held in memory. Borrows the bytes: keep them alive and unchanged until
+  /// the Reader is closed. Views are zero-copy when `data` is 64-byte aligned.
+  static ret<Reader> open_memory(const void* data, std::size_t size, const open_options& options = {}) {
+    return detail::unwrap(try_open_memory(data, size, options));
+  }
+  static ret<Reader> open_memory(span<const std::byte> bytes, const open_options& options = {}) {
+    return detail::unwrap(try_open_memory(bytes.data(), bytes.size(), options));
+  }
+
+  Reader(Reader&&) noexcept = default;
+  Reader& operator=(Reader&&) noexcept = default;
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+  ~Reader() = default;
+
+  bool is_open() const noexcept { return handle_ != nullptr; }
+  explicit operator bool() const noexcept { return is_open(); }
+  /// Closes now (as the destructor would); every borrowed view dies with it.
+  void close() noexcept { handle_.reset(); }
+  const zt_reader* handle() const noexcept { return handle_.get(); }
+
+  /// Number of objects.
+  std::size_t size() const noexcept { return zt_object_count(handle_.get()); }
+  bool empty() const noexcept { return size() == 0; }
+  /// The file's format version: "1.2.0", "1.1.0", "0.1.0" for zTensor, the container's own
+  /// for other formats (e.g. "3" for GGUF v3); "" when closed.
+  std::string_view version() const noexcept { return detail::sv(zt_file_version(handle_.get())); }
+  /// The container format: "zt", "safetensors", "gguf" or "tensogram"; "" when closed.
+  std::string_view file_format() const noexcept { return detail::sv(zt_file_format(handle_.get())); }
+
+  object_iterator begin() const noexcept { return object_iterator(handle_.get(), 0); }
+  object_iterator end() const noexcept { return object_iterator(handle_.get(), size()); }
+
+  /// Object `index` (not_found past the end).
+  ret<Object> at(std::size_t index) const { return detail::unwrap(try_at(index)); }
+  /// The object with this name (not_found when absent).
+  ret<Object> operator[](const string_arg& name) const { return detail::unwrap(try_get(name)); }
+  ret<Object> operator[](std::size_t) const = delete;  // by index: at()
+  /// The object with this name, or nullopt. Allocates nothing.
+  std::optional<Object> find(const string_arg& name) const noexcept {
+    std::size_t index = 0;
+    zt_object_info info{};
+    if (!name.valid() || zt_object_find(handle_.get(), name.c_str(), &index) != ZT_OK ||
+        zt_object_info_get(handle_.get(), index, &info) != ZT_OK)
+      return std::nullopt;
+    return Object(handle_.get(), index, info);
+  }
+  bool contains(const string_arg& name) const noexcept { return find(name).has_value(); }
+
+  /// Checks every component that has a digest; the first failure is reported.
+  ret<void> verify() const { return detail::unwrap(detail::check(zt_verify(handle_.get()))); }
+  /// The file's attributes as JSON ("{}" when none).
+  ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(handle_.get(), SIZE_MAX)); }
+
+ private:
+  struct closer {
+    void operator()(zt_reader* r) const noexcept { zt_close(r); }
+  };
+
+  explicit Reader(zt_reader* r) noexcept : handle_(r) {}
+
+  static result<Reader> try_open(const string_arg& path, const open_options& options) {
+    if (result<void> r = detail::check_text(path, "path"); !r.ok()) return r.as_failure();
+    const zt_open_options o = options.to_c();
+    zt_reader* raw = nullptr;
+    zt_status st = zt_open_with(path.c_str(), &o, &raw);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Reader>(Reader(raw));
+  }
+  static result<Reader> try_open_memory(const void* data, std::size_t size, const open_options& options) {
+    const zt_open_options o = options.to_c();
+    zt_reader* raw = nullptr;
+    zt_status st = zt_open_memory_with(data, size, &o, &raw);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Reader>(Reader(raw));
+  }
+  result<Object> try_at(std::size_t index) const {
+    zt_object_info info{};
+    zt_status st = zt_object_info_get(handle_.get(), index, &info);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Object>(Object(handle_.get(), index, info));
+  }
+  result<Object> try_get(const string_arg& name) const {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r.as_failure();
+    std::size_t index = 0;
+    zt_status st = zt_object_find(handle_.get(), name.c_str(), &index);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return try_at(index);
+  }
+
+  std::unique_ptr<zt_reader, closer> handle_;
+};
+
+}  // inline namespace ZT_CPP_ABI
+}  // namespace zt
+
+#endif  // ZTENSOR_CPP_READER_HPP

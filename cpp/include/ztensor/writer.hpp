@@ -1,0 +1,353 @@
+// ztensor/writer.hpp: part of ztensor.hpp (include that). Writing: zt::Writer,
+// zt::object_builder, zt::component_builder.
+#ifndef ZTENSOR_CPP_WRITER_HPP
+#define ZTENSOR_CPP_WRITER_HPP
+
+#include "arguments.hpp"
+#include "config.hpp"
+#include "dtype.hpp"
+#include "result.hpp"
+
+namespace zt {
+inline namespace ZT_CPP_ABI {
+
+namespace detail {
+// Contiguous ranges of trivially copyable elements (vector, array, span, C array ...).
+template <class R>
+using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
+template <class R, class = void>
+struct is_data_range : std::false_type {};
+template <class R>
+struct is_data_range<R, std::void_t<decltype(std::data(std::declval<const R&>())), decltype(std::size(std::declval<const R&>()))>>
+    : std::bool_constant<std::is_pointer_v<decltype(std::data(std::declval<const R&>()))> &&
+                         !std::is_void_v<range_element_t<R>> && std::is_trivially_copyable_v<range_element_t<R>>> {};
+template <class R, class = void>
+struct is_typed_range : std::false_type {};
+template <class R>
+struct is_typed_range<R, std::enable_if_t<is_data_range<R>::value>> : std::bool_constant<has_dtype_v<range_element_t<R>>> {};
+
+template <class R>
+using if_data_range = std::enable_if_t<is_data_range<R>::value, int>;
+template <class R>
+using if_typed_range = std::enable_if_t<is_typed_range<R>::value, int>;
+
+template <class R>
+const void* range_data(const R& r) noexcept { return static_cast<const void*>(std::data(r)); }
+template <class R>
+std::size_t range_bytes(const R& r) noexcept { return static_cast<std::size_t>(std::size(r)) * sizeof(range_element_t<R>); }
+}  // namespace detail
+
+// A Writer has at most one open object_builder, which has at most one open
+// component_builder (the C API allows no more). They point at each other while open and
+// fix the links up when moved, so any destruction order is safe: a Writer destroyed first
+// closes its open builders, which then do nothing.
+
+class Writer;
+class object_builder;
+
+/// Streams one component of an open object in chunks. Scoped: destroying it while open
+/// ends the component.
+class component_builder {
+ public:
+  component_builder() noexcept = default;
+  component_builder(component_builder&& o) noexcept { take(o); }
+  component_builder& operator=(component_builder&& o) noexcept {
+    if (this != &o) {
+      close_quietly();
+      take(o);
+    }
+    return *this;
+  }
+  component_builder(const component_builder&) = delete;
+  component_builder& operator=(const component_builder&) = delete;
+  ~component_builder() { close_quietly(); }
+
+  bool is_open() const noexcept { return owner_ != nullptr; }
+
+  /// Appends bytes (any chunk size; the element type is not checked against the dtype).
+  ret<void> write(const void* data, std::size_t size) { return detail::unwrap(try_write(data, size)); }
+  template <class Range, detail::if_data_range<Range> = 0>
+  ret<void> write(const Range& data) {
+    return detail::unwrap(try_write(detail::range_data(data), detail::range_bytes(data)));
+  }
+  /// Ends the component (invalid_argument when the bytes aren't whole elements; the
+  /// component is then left out). The builder is closed whatever the result.
+  ret<void> end() { return detail::unwrap(try_end()); }
+
+ private:
+  friend class object_builder;
+  explicit component_builder(object_builder* owner) noexcept;  // links itself to owner
+
+  zt_writer* handle() const noexcept;
+  void take(component_builder& o) noexcept;
+  void unlink() noexcept;
+  result<void> not_open() const { return detail::fail(ZT_ERR_STATE, "the component builder is not open (ended or moved from)"); }
+  result<void> try_write(const void* data, std::size_t size) {
+    if (!is_open()) return not_open();
+    return detail::check(zt_writer_write(handle(), data, size));
+  }
+  result<void> try_end() {
+    if (!is_open()) return not_open();
+    zt_status st = zt_writer_end_component(handle());
+    unlink();
+    return detail::check(st);
+  }
+  void close_quietly() noexcept {
+    if (is_open()) {
+      (void)zt_writer_end_component(handle());
+      unlink();
+    }
+  }
+
+  object_builder* owner_ = nullptr;  // non-null while open
+};
+
+/// Builds one object of any format. Scoped: destroying it while open ends it (see the
+/// top of ztensor.hpp).
+class object_builder {
+ public:
+  object_builder() noexcept = default;
+  object_builder(object_builder&& o) noexcept { take(o); }
+  object_builder& operator=(object_builder&& o) noexcept {
+    if (this != &o) {
+      close_quietly();
+      take(o);
+    }
+    return *this;
+  }
+  object_builder(const object_builder&) = delete;
+  object_builder& operator=(const object_builder&) = delete;
+  ~object_builder() { close_quietly(); }
+
+  bool is_open() const noexcept { return writer_ != nullptr; }
+  /// The object's name ("" for an empty builder).
+  std::string_view name() const noexcept { return name_; }
+
+  /// Adds a whole component; the dtype is dtype_of the element type. `type` is an
+  /// optional logical type ("f8_e4m3fn", "complex64" ...).
+  template <class Range, detail::if_typed_range<Range> = 0>
+  ret<void> add_component(const string_arg& role, const Range& data, const write_options& options = {},
+                          const string_arg& type = {}) {
+    return detail::unwrap(try_add(role, dtype_v<detail::range_element_t<Range>>, detail::range_data(data),
+                                  detail::range_bytes(data), options, type));
+  }
+  /// Adds a whole component of an explicit dtype; the data are taken as bytes.
+  template <class Range, detail::if_data_range<Range> = 0>
+  ret<void> add_component(const string_arg& role, zt::dtype type_of_data, const Range& data,
+                          const write_options& options = {}, const string_arg& type = {}) {
+    return detail::unwrap(try_add(role, type_of_data, detail::range_data(data), detail::range_bytes(data), options, type));
+  }
+
+  /// Begins streaming a component; write() it in chunks, then end() it.
+  ret<component_builder> begin_component(const string_arg& role, zt::dtype type_of_data, const write_options& options = {},
+                                         const string_arg& type = {}) & {
+    return detail::unwrap(try_begin(role, type_of_data, options, type));
+  }
+  template <class T>
+  ret<component_builder> begin_component(const string_arg& role, const write_options& options = {},
+                                         const string_arg& type = {}) & {
+    static_assert(has_dtype_v<T>, "begin_component<T>(): T has no zt::dtype_of");
+    return detail::unwrap(try_begin(role, dtype_v<T>, options, type));
+  }
+
+  /// Sets this object's attributes from a JSON object text, while it is open (afterwards:
+  /// Writer::set_attributes_json(name, json)).
+  ret<void> set_attributes_json(const string_arg& json) {
+    if (!is_open()) return detail::unwrap(not_open());
+    if (result<void> r = detail::check_text(json, "json"); !r.ok()) return detail::unwrap(std::move(r));
+    return detail::unwrap(detail::check(zt_writer_set_attributes_json(handle(), name_.c_str(), json.c_str())));
+  }
+
+  /// Ends the object after the library checks it against its format; a refused object
+  /// (invalid_argument) is left out of the file and the writer stays usable. The builder
+  /// stays open only when a component is still being streamed (state_error).
+  ret<void> end() { return detail::unwrap(try_end()); }
+
+ private:
+  friend class Writer;
+  friend class component_builder;
+  object_builder(Writer* writer, std::string&& name) noexcept;  // links itself to writer
+
+  zt_writer* handle() const noexcept;
+  void take(object_builder& o) noexcept;
+  void unlink() noexcept;
+  result<void> not_open() const { return detail::fail(ZT_ERR_STATE, "the object builder is not open (ended or moved from)"); }
+
+  result<void> try_add(const string_arg& role, zt::dtype t, const void* data, std::size_t size, const write_options& options,
+                       const string_arg& type) {
+    if (!is_open()) return not_open();
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
+    const zt_write_options o = options.to_c();
+    return detail::check(zt_writer_add_component(handle(), role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), data, size, &o));
+  }
+  result<component_builder> try_begin(const string_arg& role, zt::dtype t, const write_options& options, const string_arg& type) {
+    if (!is_open()) return not_open().as_failure();
+    if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r.as_failure();
+    if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r.as_failure();
+    const zt_write_options o = options.to_c();
+    zt_status st = zt_writer_begin_component(handle(), role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), &o);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<component_builder>(component_builder(this));
+  }
+  result<void> try_end() {
+    if (!is_open()) return not_open();
+    zt_status st = zt_writer_end_object(handle());
+    // ZT_ERR_STATE: still open (a component is being streamed, or the writer failed
+    // earlier and can't end anything); anything else closed it, accepted or dropped.
+    if (st != ZT_ERR_STATE) unlink();
+    return detail::check(st);
+  }
+  void close_quietly() noexcept {
+    if (is_open()) {
+      if (stream_ != nullptr) stream_->close_quietly();
+      (void)zt_writer_end_object(handle());
+      unlink();
+    }
+  }
+
+  Writer* writer_ = nullptr;               // non-null while open
+  component_builder* stream_ = nullptr;    // the open component builder, if any
+  std::string name_;
+};
+
+/// Writes a .zt file (always format 1.2.0). Move-only. The bytes go to a temporary file
+/// beside the path; finish() renames it into place, and destroying an unfinished Writer
+/// removes it, so nothing appears at the path unless finish() succeeds.
+class Writer {
+ public:
+  /// An empty writer, as a moved-from one; every call on it is invalid_argument.
+  Writer() noexcept = default;
+
+  static ret<Writer> create(const string_arg& path) { return detail::unwrap(try_create(path)); }
+
+  Writer(Writer&& o) noexcept : handle_(std::move(o.handle_)), open_(std::exchange(o.open_, nullptr)) {
+    if (open_ != nullptr) open_->writer_ = this;
+  }
+  Writer& operator=(Writer&& o) noexcept {
+    if (this != &o) {
+      close_open();
+      handle_ = std::move(o.handle_);  // frees (discards) this writer's own file, if any
+      open_ = std::exchange(o.open_, nullptr);
+      if (open_ != nullptr) open_->writer_ = this;
+    }
+    return *this;
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  ~Writer() { close_open(); }
+
+  bool is_open() const noexcept { return handle_ != nullptr; }
+  explicit operator bool() const noexcept { return is_open(); }
+  zt_writer* handle() const noexcept { return handle_.get(); }
+
+  /// Adds a dense object with one "data" component; the dtype is dtype_of the element
+  /// type and the data must hold exactly the shape's element count.
+  template <class Range, detail::if_typed_range<Range> = 0>
+  ret<void> add(const string_arg& name, const Range& data, shape_ref shape, const write_options& options = {}) {
+    return detail::unwrap(try_add(name, dtype_v<detail::range_element_t<Range>>, detail::range_data(data),
+                                  detail::range_bytes(data), shape, options));
+  }
+  /// Adds a dense object of an explicit dtype (e.g. f16 / bf16 held in uint16_t); the
+  /// data are taken as bytes and must be the shape's element count times the dtype size.
+  template <class Range, detail::if_data_range<Range> = 0>
+  ret<void> add(const string_arg& name, zt::dtype type, const Range& data, shape_ref shape, const write_options& options = {}) {
+    return detail::unwrap(try_add(name, type, detail::range_data(data), detail::range_bytes(data), shape, options));
+  }
+
+  /// Begins an object of any format; add its components, then end() the builder.
+  ret<object_builder> begin_object(const string_arg& name, const string_arg& format, shape_ref shape = {}) & {
+    return detail::unwrap(try_begin_object(name, format, shape));
+  }
+
+  /// Sets the file's attributes from a JSON object text; a second call replaces them.
+  ret<void> set_attributes_json(const string_arg& json) { return detail::unwrap(try_attributes(string_arg(), json)); }
+  /// Sets the attributes of an object already begun (open or ended).
+  ret<void> set_attributes_json(const string_arg& object, const string_arg& json) {
+    return detail::unwrap(try_attributes(object, json));
+  }
+
+  /// Writes the manifest and footer, syncs and renames the file into place. With an
+  /// object open: state_error, and the writer stays usable. Otherwise, whatever the
+  /// result, the writer accepts nothing more (state_error).
+  ret<void> finish() { return detail::unwrap(detail::check(zt_writer_finish(handle_.get()))); }
+
+ private:
+  friend class object_builder;
+  struct freer {
+    void operator()(zt_writer* w) const noexcept { zt_writer_free(w); }
+  };
+
+  explicit Writer(zt_writer* w) noexcept : handle_(w) {}
+
+  void close_open() noexcept {
+    if (open_ != nullptr) open_->close_quietly();  // ends it and unlinks: open_ is now null
+  }
+  static result<Writer> try_create(const string_arg& path) {
+    if (result<void> r = detail::check_text(path, "path"); !r.ok()) return r.as_failure();
+    zt_writer* raw = nullptr;
+    zt_status st = zt_writer_create(path.c_str(), &raw);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Writer>(Writer(raw));
+  }
+  result<void> try_add(const string_arg& name, zt::dtype t, const void* data, std::size_t size, shape_ref shape,
+                       const write_options& options) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r;
+    const zt_write_options o = options.to_c();
+    return detail::check(zt_writer_add(handle_.get(), name.c_str(), static_cast<std::uint32_t>(t), shape.data(), shape.size(),
+                                       data, size, &o));
+  }
+  result<object_builder> try_begin_object(const string_arg& name, const string_arg& format, shape_ref shape) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r.as_failure();
+    if (result<void> r = detail::check_text(format, "format"); !r.ok()) return r.as_failure();
+    // Allocate before the object is begun, so nothing can throw while it is open and unowned.
+    std::string owned_name(name.c_str() == nullptr ? "" : name.c_str());
+    zt_status st = zt_writer_begin_object(handle_.get(), name.c_str(), format.c_str(), shape.data(), shape.size());
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<object_builder>(object_builder(this, std::move(owned_name)));
+  }
+  result<void> try_attributes(const string_arg& object, const string_arg& json) {
+    if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(json, "json"); !r.ok()) return r;
+    return detail::check(zt_writer_set_attributes_json(handle_.get(), object.c_str(), json.c_str()));
+  }
+
+  std::unique_ptr<zt_writer, freer> handle_;
+  object_builder* open_ = nullptr;  // the builder of the open object, if any
+};
+
+// The links between builders and writers (defined here, where all three are complete).
+
+inline component_builder::component_builder(object_builder* owner) noexcept : owner_(owner) { owner_->stream_ = this; }
+inline zt_writer* component_builder::handle() const noexcept { return owner_->handle(); }
+inline void component_builder::take(component_builder& o) noexcept {
+  owner_ = std::exchange(o.owner_, nullptr);
+  if (owner_ != nullptr) owner_->stream_ = this;
+}
+inline void component_builder::unlink() noexcept {
+  if (owner_ != nullptr) owner_->stream_ = nullptr;
+  owner_ = nullptr;
+}
+
+inline object_builder::object_builder(Writer* writer, std::string&& name) noexcept : writer_(writer), name_(std::move(name)) {
+  writer_->open_ = this;
+}
+inline zt_writer* object_builder::handle() const noexcept { return writer_->handle_.get(); }
+inline void object_builder::take(object_builder& o) noexcept {
+  writer_ = std::exchange(o.writer_, nullptr);
+  stream_ = std::exchange(o.stream_, nullptr);
+  name_ = std::exchange(o.name_, std::string());
+  if (writer_ != nullptr) writer_->open_ = this;
+  if (stream_ != nullptr) stream_->owner_ = this;
+}
+inline void object_builder::unlink() noexcept {
+  if (stream_ != nullptr) stream_->owner_ = nullptr;  // a stream can't outlive its object
+  stream_ = nullptr;
+  if (writer_ != nullptr) writer_->open_ = nullptr;
+  writer_ = nullptr;
+}
+
+}  // inline namespace ZT_CPP_ABI
+}  // namespace zt
+
+#endif  // ZTENSOR_CPP_WRITER_HPP

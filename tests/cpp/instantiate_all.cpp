@@ -1,0 +1,259 @@
+// Every public function and template of the wrapper, instantiated, in one translation unit
+// that is compiled and never run. The typed templates are instantiated for a few element
+// types: bool (its own path), integers of 1, 2 and 8 bytes, float, and long long beside
+// int64_t (distinct types on LP64); dtype_of of every type is checked by test_basics. The cpp_warnings_*
+// tests compile it with g++ and clang++, as C++17 and C++20, at -O0 to -O3, with and
+// without exceptions, under -Wall -Wextra -Werror -pedantic: warnings that only appear
+// once a template is instantiated and inlined (-Wmaybe-uninitialized at -O1 ...) fail
+// there instead of in a user's -Werror build.
+#include <ztensor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// Uses a value so that no call is dropped as unused (and no result left unchecked).
+template <class T>
+void use(T&& value) {
+  static_cast<void>(value);
+}
+
+}  // namespace
+
+// The value of a fallible call in either mode.
+#if ZT_CPP_EXCEPTIONS
+#define get(call) (call)
+#else
+#define get(call) (call).value()
+#endif
+
+namespace {
+
+// --- the result type itself ---------------------------------------------------------------
+// The value of a result that can only have failed, returned: inlined, this is where g++
+// once saw the value read uninitialized (-Wmaybe-uninitialized).
+template <class T>
+T value_of_failed(zt_status status) {
+  zt::result<T> r(zt::failure{status, "failed"});
+  return std::move(r).value();
+}
+
+template <class T>
+void results(T value) {
+  use(value_of_failed<T>(ZT_ERR_IO));
+  zt::result<T> ok(std::move(value));
+  zt::result<T> failed(zt::failure{ZT_ERR_IO, "io"});
+  use(ok.ok() && static_cast<bool>(failed) && ok.status() == ZT_OK && ok.message().empty());
+  use(ok.value());
+  use(*ok);
+  const zt::result<T>& cref = ok;
+  use(cref.value());
+  use(*cref);
+  use(ok.operator->());
+  use(cref.operator->());
+  use(cref.value_or(T{}));
+  use(zt::result<T>(failed.as_failure()).value_or(T{}));
+  use(std::move(ok).value());
+  use(*zt::result<T>(T{}));
+  zt::result<T> copy = failed;
+  copy = std::move(failed);
+  use(copy.as_failure().message);
+}
+
+#define element_types bool, std::uint8_t, std::uint16_t, float, std::int64_t, long long
+
+// --- reading, for each kind of element type ------------------------------------------------
+template <class T>
+void read_typed(const zt::Object& o, const zt::Component& c, const zt::tensor_view& v) {
+  use(get(v.template as<T>()));
+  use(get(v.template as<T>(zt::dtype_v<T>)));
+  use(get(c.template read<T>()));
+  use(get(c.template read<T>(zt::dtype_v<T>)));
+  use(get(c.template read_as<T>()));
+  use(get(c.template read_as<T>(zt::dtype_v<T>)));
+  use(get(o.template read<T>()));
+  use(get(o.template read<T>("values")));
+  use(get(o.template read_as<T>()));
+  use(get(o.template read_as<T>(std::string("values"))));
+  use(get(o.template read<T>(zt::dtype_v<T>)));
+  use(get(o.template read<T>(zt::dtype_v<T>, "values")));
+  use(get(o.template read_as<T>(zt::dtype_v<T>)));
+  use(get(o.template read_as<T>(zt::dtype_v<T>, std::string_view("values"))));
+}
+
+template <class... T>
+void read_all(const zt::Object& o, const zt::Component& c, const zt::tensor_view& v) {
+  (read_typed<T>(o, c, v), ...);
+}
+
+// --- writing, for each kind of element type and range -------------------------------------
+template <class T>
+void write_typed(zt::Writer& w) {
+  // std::vector<bool> has no contiguous storage: bool is written from arrays.
+  using vector = std::conditional_t<std::is_same_v<T, bool>, std::array<T, 4>, std::vector<T>>;
+  const vector vec{};
+  const std::array<T, 4> arr{};
+  const T carray[4] = {};
+  const zt::span<const T> sp(vec.data(), vec.size());
+  get(w.add("vector", vec, {4}));
+  get(w.add("array", arr, {2, 2}, zt::write_options::zstd(3, zt::digest::sha256)));
+  get(w.add("c_array", carray, {4}, zt::write_options::raw(zt::digest::crc32c)));
+  get(w.add("span", sp, {4}));
+  get(w.add(std::string("explicit"), zt::dtype_v<T>, vec, {4}));
+  zt::object_builder b = get(w.begin_object("object", "dense", {4}));
+  get(b.add_component("data", vec));
+  get(b.add_component("typed", zt::dtype_v<T>, arr, zt::write_options{}, "f8_e4m3fn"));
+  zt::component_builder s = get(b.template begin_component<T>("stream"));
+  get(s.write(vec));
+  get(s.write(sp));
+  get(s.write(carray, sizeof carray));
+  get(s.end());
+  zt::component_builder s2 = get(b.begin_component("stream2", zt::dtype_v<T>, zt::write_options::zstd()));
+  get(s2.write(arr));
+  get(s2.end());
+  get(b.end());
+}
+
+template <class... T>
+void write_all(zt::Writer& w) {
+  (write_typed<T>(w), ...);
+}
+
+}  // namespace
+
+// Not called: compiled for its warnings. extern so that nothing is dropped unseen.
+void zt_instantiate_all(const char* path, const void* bytes, std::size_t size);
+void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
+  // enums, names, sizes, versions
+  use(zt::dtype_size(zt::dtype::bf16) + zt::dtype_name(zt::dtype::f32).size() + zt::encoding_name(zt::encoding::zstd).size());
+  use(zt::status_name(ZT_ERR_FORMAT));
+  use(zt::library_version());
+  use(zt::has_dtype_v<char> || zt::dtype_v<long long> == zt::dtype::i64);
+
+  // span
+  std::vector<int> ints = {1, 2, 3};
+  const std::vector<int> cints = {4, 5};
+  int arr[3] = {6, 7, 8};
+  zt::span<int> s(ints);
+  zt::span<const int> cs(cints);
+  zt::span<const int> converted = s;
+  zt::span<int> from_array(arr);
+  zt::span<const int> ptr_count(cints.data(), cints.size());
+  use(s.data() != nullptr && s.size() + s.size_bytes() > 0 && !s.empty());
+  for (int& x : s) x += s.front() + s.back() + s[0];
+  use(s.subspan(1, 1).size() + cs.size() + converted.size() + from_array.size() + ptr_count.size());
+  use(zt::span<int>().empty());
+
+  // arguments
+  const std::string str = "name";
+  const std::string_view view = "view";
+  zt::string_arg args[] = {zt::string_arg(), zt::string_arg(nullptr), zt::string_arg("lit"), zt::string_arg(str),
+                           zt::string_arg(view)};
+  for (const zt::string_arg& a : args) use(a.valid() && a.c_str() != nullptr);
+  const std::vector<std::uint64_t> dims = {2, 3};
+  const std::array<std::uint64_t, 2> adims = {2, 3};
+  zt::shape_ref shapes[] = {zt::shape_ref(), zt::shape_ref({2, 3}), zt::shape_ref(dims), zt::shape_ref(adims),
+                            zt::shape_ref(zt::span<const std::uint64_t>(dims)), zt::shape_ref(dims.data(), dims.size())};
+  for (const zt::shape_ref& sh : shapes) use(sh.data() != nullptr && sh.size() > 0);
+  zt::open_options oo;
+  oo.no_mmap = true;
+  use(oo.to_c().flags);
+  use(zt::write_options::zstd(9, zt::digest::crc32c).to_c().level + zt::write_options::raw().to_c().digest);
+
+  // results
+  results<int>(1);
+  results<std::string>("x");
+  results<std::vector<float>>({});
+  results<std::vector<bool>>({});
+  results<zt::tensor_view>({});
+  results<zt::Object>({});
+  results<zt::Component>({});
+  results<std::string_view>({});
+  zt::result<void> rv;
+  zt::result<void> rf(zt::failure{ZT_ERR_STATE, "state"});
+  use(rv.ok() && static_cast<bool>(rf) && rf.status() == ZT_ERR_STATE && rf.message().empty());
+  rv.value();
+  use(rf.as_failure().status);
+#if ZT_CPP_EXCEPTIONS
+  try {
+    zt::throw_error(zt::failure{ZT_ERR_CHECKSUM, "bad"});
+  } catch (const zt::checksum_error& e) {
+    use(e.status());
+  } catch (const zt::error& e) {
+    use(e.what());
+  }
+#endif
+
+  // reading
+  zt::Reader r = get(zt::Reader::open(path, oo));
+  zt::Reader m = get(zt::Reader::open_memory(bytes, size));
+  zt::Reader m2 = get(zt::Reader::open_memory(zt::span<const std::byte>(static_cast<const std::byte*>(bytes), size)));
+  m = std::move(m2);
+  use(r.is_open() && static_cast<bool>(r) && r.handle() != nullptr && r.size() > 0 && !r.empty());
+  use(r.version().size() + r.file_format().size());
+  get(r.verify());
+  use(get(r.attributes_json()));
+  use(r.contains("x") && r.find(str).has_value());
+  for (const zt::Object& o : r) use(o.name());
+  zt::Object o = get(r["x"]);
+  zt::Object o2 = get(r.at(0));
+  use(o.format().size() + o.shape().size() + o.ndim() + o.index() + o.component_count() + o.info().ndim + o2.ndim());
+  get(o.verify());
+  get(o.validate());
+  use(get(o.attributes_json()));
+  const zt::component_range comps = o.components();
+  use(comps.size() + (comps.empty() ? 1u : 0u));
+  for (const zt::Component& c : comps) use(c.role());
+  zt::Component c = get(o.component("data"));
+  zt::Component c2 = get(o.component_at(0));
+  use(o.find_component(view).has_value());
+  use(c.dtype() == c2.dtype() && c.type().has_value() && c.encoding() == zt::encoding::raw && c.digest().has_value());
+  use(zt::encoding_name(c.encoding()) == "pipeline");
+  use(c.offset() + c.length() + c.decoded_length() + c.count() + c.index() + c.object_index() + c.info().length);
+  zt::tensor_view v = get(c.view());
+  zt::tensor_view v2 = get(o.view());
+  zt::tensor_view v3 = get(o.view(str));
+  use(v.data() != nullptr && v.size() + v.count() > 0 && !v.empty() && v.dtype() == v2.dtype() && v.zero_copy() &&
+      v.bytes().size() == v3.size());
+  std::vector<std::byte> buffer(16);
+  get(c.read_into(buffer));
+  get(c.read_into(buffer.data(), buffer.size()));
+  get(c.read_range(0, buffer));
+  get(c.read_range(0, buffer.data(), buffer.size()));
+  get(c.verify());
+  get(o.read_into(buffer));
+  get(o.read_into(buffer.data(), buffer.size(), "values"));
+  get(o.read_range(4, buffer));
+  get(o.read_range(4, buffer.data(), buffer.size(), str));
+  read_all<element_types>(o, c, v);
+  use(get(v.as<std::uint16_t>(zt::dtype::bf16)));
+  use(get(c.read<std::uint16_t>(zt::dtype::f16)));
+  use(get(c.read_as<std::uint16_t>(zt::dtype::bf16)));
+  r.close();
+
+  // writing
+  zt::Writer w = get(zt::Writer::create(path));
+  use(w.is_open() && static_cast<bool>(w) && w.handle() != nullptr);
+  write_all<element_types>(w);
+  {
+    zt::object_builder b = get(w.begin_object(str, view, dims));
+    use(b.is_open() && b.name().size() > 0);
+    get(b.set_attributes_json(R"({"a":1})"));
+    zt::object_builder moved = std::move(b);
+    b = std::move(moved);
+    zt::component_builder cb = get(b.begin_component<float>("data"));
+    zt::component_builder cb2 = std::move(cb);
+    use(cb2.is_open() && cb.is_open());
+  }
+  get(w.set_attributes_json(R"({"file":1})"));
+  get(w.set_attributes_json("object", R"({"o":1})"));
+  zt::Writer w2;
+  w2 = std::move(w);
+  get(w2.finish());
+}
