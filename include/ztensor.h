@@ -116,6 +116,15 @@
 #define ZT_OPEN_TAKE_FD 128
 
 /**
+ * `zt_writer_options.flags`: don't make the file durable. `zt_writer_finish` then
+ * neither fsyncs the file nor its directory and returns as soon as the file is renamed
+ * into place (still atomically: readers never see half a file). After a crash or power
+ * loss soon after, the file may be missing, empty or partly written. For scratch files,
+ * caches and tests; the default is durable.
+ */
+#define ZT_WRITER_NO_SYNC 1
+
+/**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
  */
 #define ZT_COPY_ENCODING 1
@@ -420,6 +429,17 @@ typedef struct zt_view {
    */
   bool zero_copy;
 } zt_view;
+
+/**
+ * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
+ * (durable).
+ */
+typedef struct zt_writer_options {
+  /**
+   * `ZT_WRITER_*` flags, or-ed.
+   */
+  uint32_t flags;
+} zt_writer_options;
 
 /**
  * How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -755,6 +775,15 @@ enum zt_status zt_attributes_json(const struct zt_reader *reader,
  * stays intact until then. Free with `zt_writer_free` in every case.
  */
 ZT_API enum zt_status zt_writer_create(const char *path, struct zt_writer **out);
+
+/**
+ * `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
+ * need not survive a crash.
+ */
+ZT_API
+enum zt_status zt_writer_create_with(const char *path,
+                                     const struct zt_writer_options *options,
+                                     struct zt_writer **out);
 
 /**
  * Adds a dense object with one "data" component. `size` must be the element count of

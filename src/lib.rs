@@ -53,4 +53,4 @@ pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{OpenOptions, Reader, View};
-pub use writer::{CopyOptions, WriteOptions, Writer};
+pub use writer::{CopyOptions, CreateOptions, WriteOptions, Writer};

@@ -138,7 +138,7 @@ pub fn files_for(w: &Workload, d: &Path, quick: bool) -> Res<Files> {
         ztensor_ref::Compression::Raw
     };
     let ours = ensure(w, quick, d.join(format!("{id}.zt")), true, |p| {
-        write_ours(w, p, &ours_opts)
+        write_ours(w, p, &ours_opts, true)
     })?;
     let reference = ensure(w, quick, d.join(format!("{id}.ref.zt")), false, |p| {
         write_ref(w, p, ref_comp)
@@ -171,7 +171,7 @@ pub fn files_for(w: &Workload, d: &Path, quick: bool) -> Res<Files> {
             quick,
             d.join(format!("{id}.sha256.zt")),
             true,
-            |p| write_ours(w, p, &opts),
+            |p| write_ours(w, p, &opts, true),
         )?)
     } else {
         None

@@ -10,24 +10,19 @@ use std::path::Path;
 use crate::Res;
 use crate::workloads::Workload;
 
-pub fn write_ours(w: &Workload, path: &Path, opts: &ztensor::WriteOptions) -> Res<()> {
-    let mut wr = ztensor::Writer::create(path)?;
+/// Our writer as users get it: `Writer::create_with` (temporary file, rename), durable
+/// (fsyncs, early writeback) or not.
+pub fn write_ours(
+    w: &Workload,
+    path: &Path,
+    opts: &ztensor::WriteOptions,
+    durable: bool,
+) -> Res<()> {
+    let mut wr = ztensor::Writer::create_with(path, &ztensor::CreateOptions { durable })?;
     for (i, t) in w.tensors.iter().enumerate() {
         wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
     }
     wr.finish()?;
-    Ok(())
-}
-
-/// Our writer over a plain file: no temporary file, no rename, no fsync.
-pub fn write_ours_nosync(w: &Workload, path: &Path, opts: &ztensor::WriteOptions) -> Res<()> {
-    let file = File::create(path)?;
-    let mut wr = ztensor::Writer::new(BufWriter::with_capacity(1 << 20, file))?;
-    for (i, t) in w.tensors.iter().enumerate() {
-        wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
-    }
-    let mut out = wr.finish()?;
-    out.flush()?;
     Ok(())
 }
 

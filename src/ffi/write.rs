@@ -8,7 +8,7 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{CopyOptions, WriteOptions, Writer};
+use crate::writer::{CopyOptions, CreateOptions, WriteOptions, Writer};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
@@ -77,14 +77,54 @@ pub unsafe extern "C" fn zt_writer_create(
     path: *const c_char,
     out: *mut *mut zt_writer,
 ) -> zt_status {
+    // SAFETY: forwarded contract.
+    unsafe { zt_writer_create_with(path, std::ptr::null(), out) }
+}
+
+/// `zt_writer_options.flags`: don't make the file durable. `zt_writer_finish` then
+/// neither fsyncs the file nor its directory and returns as soon as the file is renamed
+/// into place (still atomically: readers never see half a file). After a crash or power
+/// loss soon after, the file may be missing, empty or partly written. For scratch files,
+/// caches and tests; the default is durable.
+pub const ZT_WRITER_NO_SYNC: u32 = 1;
+
+/// How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
+/// (durable).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zt_writer_options {
+    /// `ZT_WRITER_*` flags, or-ed.
+    pub flags: u32,
+}
+
+/// `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
+/// need not survive a crash.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_create_with(
+    path: *const c_char,
+    options: *const zt_writer_options,
+    out: *mut *mut zt_writer,
+) -> zt_status {
     guard(|| {
         need_out(out, "out")?;
         if path.is_null() {
             bail!(InvalidArgument, "path is NULL");
         }
+        // SAFETY: NULL or a valid struct, per the API contract.
+        let flags = unsafe { options.as_ref() }.map_or(0, |o| o.flags);
+        if flags & !ZT_WRITER_NO_SYNC != 0 {
+            bail!(
+                InvalidArgument,
+                "unknown writer flags 0x{:x}",
+                flags & !ZT_WRITER_NO_SYNC
+            );
+        }
+        let options = CreateOptions {
+            durable: flags & ZT_WRITER_NO_SYNC == 0,
+        };
         // SAFETY: NUL-terminated path bytes, per the API contract.
         let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
-        let w = Writer::create(Path::new(std::ffi::OsStr::from_bytes(bytes)))?;
+        let w = Writer::create_with(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
         put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
         Ok(())
     })

@@ -71,6 +71,8 @@ struct Stream {
 struct Target {
     temp: PathBuf,
     path: PathBuf,
+    /// fsync the file and its directory at `finish` (see `CreateOptions::durable`).
+    durable: bool,
     /// Renamed into place, or already removed: nothing to clean up.
     done: bool,
 }
@@ -120,23 +122,95 @@ fn temp_name(file_name: &std::ffi::OsStr) -> std::ffi::OsString {
 
 /// An append-only writer. Add objects, then `finish`. Used by one thread at a time.
 pub struct Writer<W: Write = BufWriter<File>> {
-    out: W,
-    pos: u64,
+    output: Output<W>,
     objects: Vec<Object>,
     by_name: HashMap<String, usize>,
     open_object: bool,
     stream: Option<Stream>,
     file_attributes: Option<Attributes>,
-    failed: Option<String>,
     target: Option<Target>,
+}
+
+/// Where the bytes go, and how far they got.
+struct Output<W> {
+    out: W,
+    /// Bytes written so far.
+    pos: u64,
+    /// The first I/O failure: the file can't be finished after one.
+    failed: Option<String>,
     /// What the writer writes, for error messages: the final path, or "stream".
     label: Box<str>,
+    /// Writeback started early on a durable file, so that the final fsync has little
+    /// left to write.
+    writeback: Option<Writeback>,
 }
+
+impl<W: Write> Output<W> {
+    /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
+    fn emit(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = self.out.write_all(bytes) {
+            let e = Error::io(
+                format_args!(
+                    "{}: writing {} bytes at offset {}",
+                    self.label,
+                    bytes.len(),
+                    self.pos
+                ),
+                e,
+            );
+            self.failed = Some(e.message().to_owned());
+            return Err(e);
+        }
+        self.pos += bytes.len() as u64;
+        if let Some(wb) = &mut self.writeback {
+            wb.advance(self.pos);
+        }
+        Ok(())
+    }
+}
+
+/// The kernel is asked to start writing a durable file's pages to disk as soon as a
+/// chunk of them is surely out of the writer's buffer, so that writing and the disk's
+/// work overlap and `finish`'s fsync waits only for the tail.
+struct Writeback {
+    /// The temporary file (a second handle to it).
+    file: File,
+    /// Bytes whose writeback has been started.
+    started: u64,
+}
+
+impl Writeback {
+    /// Writeback is started this many bytes at a time.
+    const CHUNK: u64 = 32 << 20;
+
+    /// Called with the bytes written so far (some may still sit in the writer's buffer).
+    fn advance(&mut self, written: u64) {
+        let flushed = written.saturating_sub(BUFFER as u64);
+        if flushed - self.started < Self::CHUNK {
+            return;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: a descriptor we own; sync_file_range only starts I/O on its pages.
+        // A failure is harmless: the final fsync still writes everything.
+        unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                self.started as libc::off64_t,
+                (flushed - self.started) as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+        self.started = flushed;
+    }
+}
+
+/// The writer's buffer in front of a file.
+const BUFFER: usize = 1 << 20;
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
-            .field("position", &self.pos)
+            .field("position", &self.output.pos)
             .field("objects", &self.objects.len())
             .finish()
     }
@@ -144,10 +218,36 @@ impl<W: Write> std::fmt::Debug for Writer<W> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// How `Writer::create_with` writes a file. The default is durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreateOptions {
+    /// When true (the default), `finish` returns only once the file and its name are on
+    /// disk: it fsyncs the file, renames it into place and fsyncs the directory, so a
+    /// crash or power loss afterwards leaves the whole new file. Writeback is started
+    /// while writing, so the final fsync has little left to do. When false, `finish`
+    /// neither syncs nor waits: the file appears complete under its name at once (the
+    /// rename is still atomic, so readers never see half a file), but after a crash or
+    /// power loss within the next seconds it may be missing, empty or partly written.
+    /// For scratch files, caches and tests.
+    pub durable: bool,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions { durable: true }
+    }
+}
+
 impl Writer<BufWriter<File>> {
-    /// Creates a writer for `path`. Nothing appears under `path` until `finish` succeeds;
-    /// the bytes go to a temporary file beside it, removed if the writer is dropped unfinished.
+    /// Creates a writer for `path`, durable (see `CreateOptions`). Nothing appears under
+    /// `path` until `finish` succeeds; the bytes go to a temporary file beside it, removed
+    /// if the writer is dropped unfinished.
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        Self::create_with(path, &CreateOptions::default())
+    }
+
+    /// `create` with options.
+    pub fn create_with(path: impl AsRef<Path>, options: &CreateOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         if std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).ends_with(b"/") || path.is_dir()
         {
@@ -173,9 +273,15 @@ impl Writer<BufWriter<File>> {
         let target = Target {
             temp,
             path,
+            durable: options.durable,
             done: false,
         };
-        let mut w = Writer::new_inner(BufWriter::with_capacity(1 << 20, file), Some(target));
+        let writeback = (target.durable)
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(|file| Writeback { file, started: 0 });
+        let mut w = Writer::new_inner(BufWriter::with_capacity(BUFFER, file), Some(target));
+        w.output.writeback = writeback;
         w.emit(MAGIC_V1)?;
         Ok(w)
     }
@@ -190,31 +296,29 @@ impl<W: Write> Writer<W> {
     }
 
     fn new_inner(out: W, target: Option<Target>) -> Self {
+        let label = target
+            .as_ref()
+            .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into());
         Writer {
-            out,
-            pos: 0,
+            output: Output {
+                out,
+                pos: 0,
+                failed: None,
+                label,
+                writeback: None,
+            },
             objects: Vec::new(),
             by_name: HashMap::new(),
             open_object: false,
             stream: None,
             file_attributes: None,
-            failed: None,
-            label: target
-                .as_ref()
-                .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into()),
             target,
         }
     }
 
     /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
-        let r = emit_to(
-            &mut self.out,
-            &mut self.pos,
-            &mut self.failed,
-            &self.label,
-            bytes,
-        );
+        let r = self.output.emit(bytes);
         self.after_io(r)
     }
 
@@ -223,7 +327,7 @@ impl<W: Write> Writer<W> {
     /// writer to be freed.
     fn after_io<T>(&mut self, r: Result<T>) -> Result<T> {
         if r.is_err()
-            && self.failed.is_some()
+            && self.output.failed.is_some()
             && let Some(target) = &mut self.target
         {
             target.discard();
@@ -233,12 +337,12 @@ impl<W: Write> Writer<W> {
 
     fn pad_to_alignment(&mut self) -> Result<()> {
         const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
-        let pad = (ALIGNMENT - self.pos % ALIGNMENT) % ALIGNMENT;
+        let pad = (ALIGNMENT - self.output.pos % ALIGNMENT) % ALIGNMENT;
         self.emit(&ZEROS[..pad as usize])
     }
 
     fn check_usable(&self) -> Result<()> {
-        if let Some(why) = &self.failed {
+        if let Some(why) = &self.output.failed {
             bail!(
                 State,
                 "the writer failed earlier and can't continue ({why})"
@@ -403,7 +507,7 @@ impl<W: Write> Writer<W> {
                 .map(CText::new)
                 .transpose()
                 .map_err(as_argument)?,
-            offset: self.pos,
+            offset: self.output.pos,
             decoded: 0,
             hasher: Hasher::new(options.digest),
             encoder,
@@ -442,13 +546,7 @@ impl<W: Write> Writer<W> {
                 let hasher = &mut s.hasher;
                 enc.write(data, &mut |piece| {
                     hasher.update(piece);
-                    emit_to(
-                        &mut self.out,
-                        &mut self.pos,
-                        &mut self.failed,
-                        &self.label,
-                        piece,
-                    )
+                    self.output.emit(piece)
                 })
             }
         };
@@ -489,13 +587,7 @@ impl<W: Write> Writer<W> {
             let hasher = &mut s.hasher;
             let r = enc.finish(&mut |piece| {
                 hasher.update(piece);
-                emit_to(
-                    &mut self.out,
-                    &mut self.pos,
-                    &mut self.failed,
-                    &self.label,
-                    piece,
-                )
+                self.output.emit(piece)
             });
             self.after_io(r)?;
         }
@@ -525,7 +617,7 @@ impl<W: Write> Writer<W> {
             logical_type: s.logical_type,
             blob: Blob {
                 offset: s.offset,
-                length: self.pos - s.offset,
+                length: self.output.pos - s.offset,
                 encoding,
                 decoded_length: s.decoded,
             },
@@ -594,15 +686,19 @@ impl<W: Write> Writer<W> {
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
         self.emit(MAGIC_V1)?;
-        let label = &self.label;
-        self.out
+        let label = &self.output.label;
+        self.output
+            .out
             .flush()
             .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
         if let Some(target) = &mut self.target {
-            let file = File::open(&target.temp)
-                .map_err(|e| Error::io(format_args!("reopening {}", target.temp.display()), e))?;
-            file.sync_all()
-                .map_err(|e| Error::io(format_args!("syncing {}", target.temp.display()), e))?;
+            if target.durable {
+                let file = File::open(&target.temp).map_err(|e| {
+                    Error::io(format_args!("reopening {}", target.temp.display()), e)
+                })?;
+                file.sync_all()
+                    .map_err(|e| Error::io(format_args!("syncing {}", target.temp.display()), e))?;
+            }
             std::fs::rename(&target.temp, &target.path).map_err(|e| {
                 Error::io(
                     format_args!(
@@ -619,13 +715,15 @@ impl<W: Write> Writer<W> {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
             };
-            if let Ok(d) = File::open(dir) {
+            if target.durable
+                && let Ok(d) = File::open(dir)
+            {
                 let _ = d.sync_all();
             }
         }
-        let Writer { out, target, .. } = self;
+        let Writer { output, target, .. } = self;
         drop(target);
-        Ok(out)
+        Ok(output.out)
     }
 
     /// Ok when `finish` may be called now: nothing open, no earlier I/O failure.
@@ -643,27 +741,8 @@ impl<W: Write> Writer<W> {
 
     /// Bytes written so far.
     pub fn position(&self) -> u64 {
-        self.pos
+        self.output.pos
     }
-}
-
-fn emit_to<W: Write>(
-    out: &mut W,
-    pos: &mut u64,
-    failed: &mut Option<String>,
-    label: &str,
-    bytes: &[u8],
-) -> Result<()> {
-    if let Err(e) = out.write_all(bytes) {
-        let e = Error::io(
-            format_args!("{label}: writing {} bytes at offset {pos}", bytes.len()),
-            e,
-        );
-        *failed = Some(e.message().to_owned());
-        return Err(e);
-    }
-    *pos += bytes.len() as u64;
-    Ok(())
 }
 
 fn as_argument(e: Error) -> Error {

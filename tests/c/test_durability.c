@@ -17,7 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int fsync_files, fsync_dirs;
+static int fsync_files, fsync_dirs, writebacks;
+
+/* Writeback the writer starts early (SYNC_FILE_RANGE_WRITE), counted and passed on. */
+int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags) {
+  writebacks++;
+  return (int)syscall(SYS_sync_file_range, fd, offset, nbytes, flags);
+}
 
 int fsync(int fd) {
   struct stat st;
@@ -80,6 +86,54 @@ static void test_fsyncs(void) {
   rmdir("sub");
 }
 
+/* ZT_WRITER_NO_SYNC: no fsync at all, the file still appears whole. A large durable file
+   starts its writeback while it is written, so the final fsync has little left. */
+static void test_no_sync_and_writeback(void) {
+  zt_writer *w = NULL;
+  zt_writer_options o;
+  zt_reader *r = NULL;
+  static unsigned char big[96 << 20];
+  uint64_t shape[1] = {sizeof big};
+  memset(&o, 0, sizeof o);
+  o.flags = ZT_WRITER_NO_SYNC;
+  fsync_files = fsync_dirs = 0;
+  if (CHECK_OK(zt_writer_create_with("fast.zt", &o, &w))) {
+    uint64_t s1[1] = {4};
+    float v[4] = {1, 2, 3, 4};
+    CHECK_OK(zt_writer_add(w, "v", ZT_F32, s1, 1, v, sizeof v, NULL));
+    CHECK_OK(zt_writer_finish(w));
+  }
+  zt_writer_free(w);
+  CHECK(fsync_files == 0 && fsync_dirs == 0);
+  if (CHECK_OK(zt_open("fast.zt", &r))) CHECK_U64(zt_object_count(r), 1);
+  zt_close(r);
+  unlink("fast.zt");
+  o.flags = 2;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with("x.zt", &o, &w));
+  CHECK_ERROR_MENTIONS("unknown writer flags 0x2");
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(NULL, NULL, &w));
+
+  /* 96 MiB durable, streamed in 1 MiB chunks: writeback started every 32 MiB written
+     (at least twice) before the fsync. */
+  writebacks = fsync_files = fsync_dirs = 0;
+  w = NULL;
+  if (CHECK_OK(zt_writer_create_with("big.zt", NULL, &w))) {
+    size_t at;
+    CHECK_OK(zt_writer_begin_object(w, "big", "dense", shape, 1));
+    CHECK_OK(zt_writer_begin_component(w, "data", ZT_U8, NULL, NULL));
+    for (at = 0; at < sizeof big; at += 1 << 20) CHECK_OK(zt_writer_write(w, big + at, 1 << 20));
+    CHECK_OK(zt_writer_end_component(w));
+    CHECK_OK(zt_writer_end_object(w));
+    CHECK_OK(zt_writer_finish(w));
+  }
+  zt_writer_free(w);
+  CHECK(writebacks >= 2);
+  CHECK(fsync_files == 1 && fsync_dirs == 1);
+  printf("note: 96 MiB durable write: %d early writebacks, %d file and %d directory fsyncs\n", writebacks,
+         fsync_files, fsync_dirs);
+  unlink("big.zt");
+}
+
 /* A name of NAME_MAX bytes is written (its temporary name must fit too). */
 static void test_long_names(void) {
   char name[256];
@@ -130,6 +184,7 @@ int main(void) {
   char dir[] = "/tmp/zt-durability-XXXXXX";
   if (!CHECK(mkdtemp(dir) != NULL) || !CHECK(chdir(dir) == 0)) return zt_test_summary();
   test_fsyncs();
+  test_no_sync_and_writeback();
   test_long_names();
   test_failed_writer_cleans_up_at_once();
   CHECK(chdir("/") == 0);
