@@ -22,7 +22,7 @@
 //! are only touched on access: zstd integrity and exact decoded length when decoded,
 //! digests by `verify`, sparse index values and bool bytes by `validate_values`.
 
-// The layers, bottom to top (docs/architecture.md): error, limits, dtype, buffer;
+// The layers, bottom to top (docs/architecture.md): error, limits, dtype, quant, buffer;
 // source; codec; model (+ schema); decode; formats; reader, verify, writer; ffi.
 mod buffer;
 pub mod cbor;
@@ -36,6 +36,7 @@ pub(crate) mod formats;
 pub mod json;
 mod limits;
 mod model;
+pub mod quant;
 mod reader;
 mod source;
 mod verify;
