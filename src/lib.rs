@@ -51,5 +51,5 @@ pub use formats::ztensor_v01::MAGIC_V01;
 pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
-pub use reader::{OpenOptions, Reader, View};
+pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
 pub use writer::{CopyOptions, WriteOptions, Writer};
