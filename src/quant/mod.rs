@@ -468,7 +468,7 @@ fn store(values: &[f32], to: DType, dst: &mut [u8]) {
 /// The f32 value of IEEE half bits, exactly (subnormals included, NaN payloads kept),
 /// with integer operations only, so a caller's flush-to-zero mode can't change it.
 #[inline(always)]
-fn f16_to_f32(h: u16) -> f32 {
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
     let h = u32::from(h);
     let sign = (h & 0x8000) << 16;
     let exp = (h >> 10) & 0x1f;
