@@ -19,6 +19,21 @@ fn q4_0_block(d: f32, nibbles: impl Fn(usize) -> u8) -> Vec<u8> {
     b
 }
 
+/// Adds an object of one u8 "data" component of logical type `logical` to a zTensor file.
+fn add_bytes(
+    w: &mut Writer<Vec<u8>>,
+    name: &str,
+    format: &str,
+    shape: &[u64],
+    logical: Option<&str>,
+    bytes: &[u8],
+) {
+    w.begin_object(name, format, shape).unwrap();
+    w.add_component("data", DType::U8, logical, bytes, &WriteOptions::default())
+        .unwrap();
+    w.end_object().unwrap();
+}
+
 fn values(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks(4)
@@ -226,20 +241,15 @@ fn block_bytes_are_never_converted_as_numbers() {
     // component written with a ggml type refuses element conversion too.
     let mut w = Writer::new(Vec::new()).unwrap();
     w.copy_object(&r, 0, &CopyOptions::default()).unwrap();
-    w.begin_object("mine", "quantized_group", &[32]).unwrap();
-    w.add_component(
-        "data",
-        DType::U8,
+    add_bytes(
+        &mut w,
+        "mine",
+        "quantized_group",
+        &[32],
         Some("ggml_q4_0"),
         &q4[..18],
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
-    w.begin_object("plain", "dense", &[18]).unwrap();
-    w.add_component("data", DType::U8, None, &q4[..18], &WriteOptions::default())
-        .unwrap();
-    w.end_object().unwrap();
+    );
+    add_bytes(&mut w, "plain", "dense", &[18], None, &q4[..18]);
     let zt = w.finish().unwrap();
     let z = Reader::from_slice(&zt).unwrap();
     let mut a = vec![0u8; 192 * 4];
@@ -268,27 +278,22 @@ fn block_objects_inconsistent_with_their_shape_are_refused_on_access() {
     // A zTensor object whose shape is not whole blocks per row: refused by quant_info and
     // dequantization, readable as bytes.
     let mut w = Writer::new(Vec::new()).unwrap();
-    w.begin_object("odd", "quantized_group", &[2, 16]).unwrap();
-    w.add_component(
-        "data",
-        DType::U8,
+    add_bytes(
+        &mut w,
+        "odd",
+        "quantized_group",
+        &[2, 16],
         Some("ggml_q4_0"),
         &[0; 18],
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
-    w.begin_object("short", "quantized_group", &[2, 32])
-        .unwrap();
-    w.add_component(
-        "data",
-        DType::U8,
+    );
+    add_bytes(
+        &mut w,
+        "short",
+        "quantized_group",
+        &[2, 32],
         Some("ggml_q4_0"),
         &[0; 18],
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
+    );
     let zt = w.finish().unwrap();
     let r = Reader::from_slice(&zt).unwrap();
     let e = r.quant_info(0).unwrap_err();
