@@ -328,6 +328,66 @@ mod tests {
     }
 
     #[test]
+    fn iq2_xs_and_iq2_s_blocks() {
+        let mut b = vec![0u8; 74];
+        b[..2].copy_from_slice(&ONE);
+        // Group 0: point 1 ([43, 8, 8 ...]), sign bits 0b11 (even: values 0 and 1 negative).
+        b[2..4].copy_from_slice(&(1u16 | 3 << 9).to_le_bytes());
+        // Scales: groups 0-1 use 1 ((0.5 + 1) x 0.25), groups 2-3 use 2.
+        b[66] = 0x21;
+        let y = run(iq2_xs, &b);
+        assert_eq!(&y[..8], &[-16.125, -3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]);
+        assert_eq!(&y[8..16], &[3.0; 8]);
+        assert_eq!(&y[16..24], &[5.0; 8]);
+
+        let mut b = vec![0u8; 82];
+        b[..2].copy_from_slice(&ONE);
+        b[2] = 255; // low index bits of group 0
+        b[66] = 0b11; // its high bits: point 1023, all 43
+        b[34] = 0x81; // values 0 and 7 negative
+        b[74] = 0x03; // groups 0-1: (0.5 + 3) x 0.25
+        let y = run(iq2_s, &b);
+        assert_eq!(
+            &y[..8],
+            &[
+                -37.625, 37.625, 37.625, 37.625, 37.625, 37.625, 37.625, -37.625
+            ]
+        );
+        let want: Vec<f32> = IQ2S_GRID[0].iter().map(|&v| 0.875 * f32::from(v)).collect();
+        assert_eq!(&y[8..16], &want[..]);
+    }
+
+    #[test]
+    fn iq3_blocks() {
+        let mut b = vec![0u8; 98];
+        b[..2].copy_from_slice(&ONE);
+        // Group 0: points 0 and 0 ([4, 4, 4, 4]); signs 1 (values 0 and 7 negative), scale 1.
+        b[66..70].copy_from_slice(&(1u32 | 1 << 28).to_le_bytes());
+        let y = run(iq3_xxs, &b);
+        assert_eq!(&y[..8], &[-3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, -3.0]);
+        assert_eq!(&y[32..40], &[1.0; 8], "group 1: scale 0 (d x 0.25)");
+
+        let mut b = vec![0u8; 110];
+        b[..2].copy_from_slice(&ONE);
+        b[66] = 0b10; // the ninth index bit of point 1 (values 4..8): point 256
+        b[74] = 0x11; // values 0 and 4 negative
+        b[106] = 0x02; // group 0: d x (1 + 2 x 2)
+        let y = run(iq3_s, &b);
+        let p = IQ3S_GRID[256];
+        assert_eq!(&y[..4], &[-5.0, 5.0, 5.0, 5.0]);
+        assert_eq!(
+            &y[4..8],
+            &[
+                -5.0 * f32::from(p[0]),
+                5.0 * f32::from(p[1]),
+                5.0 * f32::from(p[2]),
+                5.0 * f32::from(p[3])
+            ]
+        );
+        assert_eq!(&y[32..40], &[1.0; 8], "group 1: scale 0 (d x 1)");
+    }
+
+    #[test]
     fn iq4_blocks() {
         let mut b = ONE.to_vec();
         b.extend((0..16u8).map(|j| (15 - j) << 4 | j));
