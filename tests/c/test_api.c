@@ -3437,7 +3437,10 @@ static const char *const TESTED[] = {
 
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
-    "zt_writer_copy_object", /* test_copy.c */
+    "zt_writer_copy_object",      /* test_copy.c */
+    "zt_object_quant_info_get",   /* test_quant.c */
+    "zt_file_layout_get",         /* test_quant.c */
+    "zt_component_read_as_range", /* test_quant.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */
