@@ -319,7 +319,8 @@ typedef struct zt_load_request {
    */
   uint32_t dtype;
   /**
-   * With `ZT_LOAD_RANGE`: the first decoded byte to read.
+   * With `ZT_LOAD_RANGE`: the first decoded byte to read, or with `ZT_LOAD_CONVERT`
+   * too, the first element (as `zt_component_read_as_range`).
    */
   uint64_t offset;
   /**
@@ -338,6 +339,69 @@ typedef struct zt_batch_options {
    */
   uint32_t threads;
 } zt_batch_options;
+
+/**
+ * How a block-quantized object is laid out (every GGUF tensor of a quantized ggml type,
+ * and zTensor objects converted from them): fixed-size blocks of values, whole blocks
+ * per row. Strings are static (`name`) or borrowed until `zt_close` (`role`).
+ */
+typedef struct zt_quant_info {
+  /**
+   * The ggml type id, as in ggml.h's `enum ggml_type` (`GGML_TYPE_Q4_0` = 2 ...).
+   */
+  uint32_t ggml_type;
+  /**
+   * The name after `GGML_TYPE_`: "Q4_0", "Q4_K", "IQ2_XXS", "MXFP4" ...; static.
+   */
+  const char *name;
+  /**
+   * The role of the component holding the blocks ("data" in GGUF files); borrowed.
+   */
+  const char *role;
+  /**
+   * Values per block.
+   */
+  uint64_t block_size;
+  /**
+   * Bytes per block.
+   */
+  uint64_t type_size;
+  /**
+   * Bytes of one row: the last dimension of the shape (ggml's ne[0]) / `block_size`
+   * x `type_size`.
+   */
+  uint64_t row_size;
+  /**
+   * Rows: the element count / the last dimension (ne[1] x ne[2] x ne[3] in ggml).
+   * The blocks component holds `row_count` x `row_size` bytes.
+   */
+  uint64_t row_count;
+  /**
+   * true when `zt_component_read_as` dequantizes it to `ZT_F32`, `ZT_F16` or
+   * `ZT_BF16`; false for the few ggml types without a dequantizer (Q8_1, the removed
+   * interleaved Q4_0_4_4 family), which read only as bytes.
+   */
+  bool dequantizable;
+} zt_quant_info;
+
+/**
+ * Where a file's data section is, for loaders that map or read the file themselves.
+ */
+typedef struct zt_file_layout {
+  /**
+   * The file offset the format's own tensor offsets count from: GGUF's data section
+   * (`gguf_get_data_offset`), safetensors' byte buffer (8 + header length); 0 for
+   * zTensor and Tensogram files, whose offsets are absolute. `zt_component_info`'s
+   * `offset` is always absolute.
+   */
+  uint64_t data_offset;
+  /**
+   * Every component's `offset - data_offset` is a multiple of this: GGUF's
+   * `general.alignment` (`gguf_get_alignment`, 32 by default), 64 for zTensor, 1 where
+   * the format promises nothing (safetensors, Tensogram).
+   */
+  uint64_t alignment;
+} zt_file_layout;
 
 /**
  * Describes one object: name, format and shape (all borrowed until `zt_close`),
@@ -593,6 +657,48 @@ enum zt_status zt_load_batch(const struct zt_reader *reader,
                              const struct zt_batch_options *options);
 
 /**
+ * Describes a block-quantized object: its ggml type (id and name), block size, type
+ * size, row size and row count, without parsing attributes. `ZT_ERR_NOT_FOUND` for an
+ * object that is not block-quantized (dense, sparse ... objects, and GGUF tensors of
+ * F32, F16, BF16, F64 or integer types, which are dense objects of that dtype);
+ * `ZT_ERR_UNSUPPORTED` naming the id for a ggml type this build doesn't know;
+ * `ZT_ERR_FORMAT` when the bytes are not the shape in whole blocks. O(components), no
+ * allocation. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
+                                        size_t object,
+                                        struct zt_quant_info *out);
+
+/**
+ * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_layout_get(const struct zt_reader *reader,
+                                  struct zt_file_layout *out);
+
+/**
+ * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
+ * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
+ * dequantized or converted. Values are counted as `zt_component_read_as` counts them
+ * (a block-quantized object's elements; a plain component's storage elements). For
+ * block-quantized components the range must start and end on block boundaries
+ * (multiples of `block_size`; whole rows always are). Only the bytes the range needs
+ * are read (for zstd, only the frames that hold them). `dst_size` must be whole values;
+ * a range outside the component, not block-aligned, or a `dst_size` that is not whole
+ * values is `ZT_ERR_INVALID_ARGUMENT`, and a refused call leaves `dst` untouched.
+ * Large dequantizations run on several threads. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_read_as_range(const struct zt_reader *reader,
+                                          size_t object,
+                                          const char *role,
+                                          uint32_t dtype,
+                                          uint64_t first_element,
+                                          void *dst,
+                                          size_t dst_size);
+
+/**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
  * v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
  * `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
@@ -708,9 +814,14 @@ enum zt_status zt_component_read(const struct zt_reader *reader,
 /**
  * Decodes a component converting each element to `dtype`: floats among f64/f32/f16/bf16
  * (fp8 logical types read as their values), integers and bools widened to integer types
- * that hold every value, small integers to floats that hold them exactly. A lossy or
- * meaningless conversion is `ZT_ERR_UNSUPPORTED`. `dst_size` must be element count x
- * size of `dtype`. Thread-safe.
+ * that hold every value, small integers to floats that hold them exactly. Block-quantized
+ * components (ggml types, see `zt_object_quant_info_get`) are dequantized to `ZT_F32`,
+ * `ZT_F16` or `ZT_BF16` (exactly as ggml and gguf-py do, on several threads when large),
+ * or read as their `ZT_U8` bytes; never converted byte by byte. A lossy or meaningless
+ * conversion, a ggml type without a dequantizer, or bytes of a logical type this build
+ * doesn't know read as anything but their storage dtype is `ZT_ERR_UNSUPPORTED`.
+ * `dst_size` must be the value count x size of `dtype` (for blocks, the object's element
+ * count). Thread-safe.
  */
 ZT_API
 enum zt_status zt_component_read_as(const struct zt_reader *reader,

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dtype::DType;
-use crate::error::{Result, bail};
+use crate::error::Result;
 use crate::reader::Reader;
 
 /// One request of a batch load.
@@ -19,8 +19,9 @@ pub struct LoadRequest<'d> {
     pub component: usize,
     /// Where the bytes go; exactly the size the read fills.
     pub dst: &'d mut [u8],
-    /// Read a range starting at this decoded byte offset (`Reader::read_range`) instead
-    /// of the whole component.
+    /// Read a range instead of the whole component: from this decoded byte
+    /// (`Reader::read_range`), or with `convert`, from this element
+    /// (`Reader::read_as_range`).
     pub offset: Option<u64>,
     /// Convert each element into this dtype (`Reader::read_as`).
     pub convert: Option<DType>,
@@ -79,10 +80,9 @@ impl Reader<'_> {
             (None, None) => self.read_into(r.object, r.component, r.dst),
             (Some(offset), None) => self.read_range(r.object, r.component, offset, r.dst),
             (None, Some(dtype)) => self.read_as(r.object, r.component, dtype, r.dst),
-            (Some(_), Some(_)) => bail!(
-                Unsupported,
-                "a converted range read is not available in a batch yet"
-            ),
+            (Some(first), Some(dtype)) => {
+                self.read_as_range(r.object, r.component, dtype, first, r.dst)
+            }
         }
     }
 }

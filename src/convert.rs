@@ -1,12 +1,16 @@
 //! Element conversion for `read_as`: floats among f64/f32/f16/bf16 (fp8 logical types
 //! read as their values), integers (and bools) widened to types that hold every value,
-//! small integers to floats that represent them exactly. Anything lossy or meaningless is
-//! `Unsupported`.
+//! small integers to floats that represent them exactly, and ggml blocks dequantized to
+//! f32, f16 or bf16 (`quant`). Anything lossy or meaningless is `Unsupported`; so is any
+//! element conversion of bytes that are not numbers of their storage dtype (blocks, or a
+//! logical type this library doesn't know): those are read as stored, or not at all.
+//! `plan` is the one place that decides.
 
 use half::{bf16, f16};
 
 use crate::dtype::DType;
 use crate::error::{Result, bail};
+use crate::quant::{BlockType, blocks_of};
 
 /// How the source elements are read.
 #[derive(Clone, Copy)]
@@ -101,10 +105,38 @@ fn exact_int_bits(d: DType) -> u32 {
     }
 }
 
-/// Checks that a conversion is allowed, without touching data.
-pub(crate) fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<()> {
+/// How a component's bytes become values of another dtype.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Plan {
+    /// The stored bytes themselves: reading as the storage dtype.
+    Copy,
+    /// Element by element (`convert`).
+    Elements,
+    /// Dequantizing ggml blocks (`quant::dequantize`).
+    Dequantize(&'static BlockType),
+}
+
+/// How elements of `storage` (with logical type `logical`) are read as `to`, checked
+/// without touching data: the one rule for every `read_as`.
+pub(crate) fn plan(storage: DType, logical: Option<&str>, to: DType) -> Result<Plan> {
+    if let Some(blocks) = blocks_of(storage, logical) {
+        let t = blocks.known()?;
+        return match to {
+            _ if to == storage => Ok(Plan::Copy),
+            DType::F32 | DType::F16 | DType::BF16 => {
+                t.dequantizer()?;
+                Ok(Plan::Dequantize(t))
+            }
+            _ => bail!(
+                Unsupported,
+                "{} blocks are read as their u8 bytes or dequantized to f32, f16 or bf16, \
+                 not converted to {to}",
+                t.name()
+            ),
+        };
+    }
     if to == storage {
-        return Ok(());
+        return Ok(Plan::Copy);
     }
     let Some(kind) = source_kind(storage, logical) else {
         bail!(
@@ -129,7 +161,13 @@ pub(crate) fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<
             "converting {from} to {to} would lose values or has no meaning"
         );
     }
-    Ok(())
+    Ok(Plan::Elements)
+}
+
+/// Checks that a conversion is allowed, without touching data.
+#[cfg(test)]
+fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<()> {
+    plan(storage, logical, to).map(|_| ())
 }
 
 fn load_f64(d: DType, b: &[u8]) -> f64 {
@@ -184,6 +222,22 @@ pub(crate) fn convert(
         return;
     }
     let pairs = src.chunks_exact(sw).zip(dst.chunks_exact_mut(dw));
+    // The common widenings, in loops the compiler vectorizes (the same values).
+    match (storage, logical, to) {
+        (DType::F16, None, DType::F32) => {
+            return pairs.for_each(|(s, d)| {
+                let v = crate::quant::f16_to_f32(u16::from_le_bytes([s[0], s[1]]));
+                d.copy_from_slice(&v.to_le_bytes());
+            });
+        }
+        (DType::BF16, None, DType::F32) => {
+            return pairs.for_each(|(s, d)| {
+                d[..2].fill(0);
+                d[2..].copy_from_slice(s);
+            });
+        }
+        _ => {}
+    }
     match source_kind(storage, logical) {
         Some(SourceKind::Fp8(decode)) => {
             pairs.for_each(|(s, d)| store_f64(to, decode(s[0]) as f64, d))
@@ -259,6 +313,61 @@ mod tests {
         assert!(check(U8, Some("f8_e4m3fn"), I32).is_err());
         assert!(check(F32, Some("complex64"), F64).is_err());
         check(F32, Some("complex64"), F32).unwrap();
+    }
+
+    #[test]
+    fn block_bytes_are_read_as_bytes_or_dequantized() {
+        use DType::*;
+        let name = |p: Result<Plan>| match p {
+            Ok(Plan::Dequantize(t)) => t.name(),
+            Ok(Plan::Copy) => "copy",
+            Ok(Plan::Elements) => "elements",
+            Err(_) => "refused",
+        };
+        assert_eq!(name(plan(U8, Some("ggml_q4_k"), F32)), "Q4_K");
+        assert_eq!(name(plan(U8, Some("ggml_mxfp4"), BF16)), "MXFP4");
+        assert_eq!(name(plan(U8, Some("ggml_q4_k"), U8)), "copy");
+        assert_eq!(name(plan(U8, None, F32)), "elements");
+        let message = |p: Result<Plan>| p.unwrap_err().message().to_owned();
+        assert_eq!(
+            message(plan(U8, Some("ggml_q4_k"), I16)),
+            "Q4_K blocks are read as their u8 bytes or dequantized to f32, f16 or bf16, not \
+             converted to i16"
+        );
+        assert!(
+            message(plan(U8, Some("ggml_q8_1"), F16))
+                .starts_with("ggml type Q8_1 (id 9) can't be dequantized: ")
+        );
+        assert_eq!(
+            message(plan(U8, Some("ggml_type_43"), U8)),
+            "ggml type id 43 is not one this build knows"
+        );
+        // A ggml name on another storage dtype is just an unknown logical type.
+        assert_eq!(
+            message(plan(F32, Some("ggml_q4_k"), F64)),
+            "elements of logical type 'ggml_q4_k' can only be read as f32"
+        );
+        assert_eq!(name(plan(F32, Some("ggml_q4_k"), F32)), "copy");
+    }
+
+    #[test]
+    fn halves_widen_to_every_f32_exactly() {
+        let src: Vec<u8> = (0..=u16::MAX).flat_map(u16::to_le_bytes).collect();
+        let mut out = vec![0u8; src.len() * 2];
+        for storage in [DType::F16, DType::BF16] {
+            convert(storage, None, &src, DType::F32, &mut out);
+            for (h, d) in (0..=u16::MAX).zip(out.chunks(4)) {
+                let ours = f32::from_le_bytes(d.try_into().unwrap());
+                let want = match storage {
+                    DType::F16 => f16::from_bits(h).to_f32(),
+                    _ => bf16::from_bits(h).to_f32(),
+                };
+                assert!(
+                    ours.to_bits() == want.to_bits() || (ours.is_nan() && want.is_nan()),
+                    "{storage} {h:#06x}: {ours} {want}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! are only touched on access: zstd integrity and exact decoded length when decoded,
 //! digests by `verify`, sparse index values and bool bytes by `validate_values`.
 
-// The layers, bottom to top (docs/architecture.md): error, limits, dtype, buffer;
+// The layers, bottom to top (docs/architecture.md): error, limits, dtype, quant, buffer;
 // source; codec; model (+ schema); decode; formats; reader, verify, writer; ffi.
 mod batch;
 mod buffer;
@@ -37,6 +37,7 @@ pub(crate) mod formats;
 pub mod json;
 mod limits;
 mod model;
+pub mod quant;
 mod reader;
 mod source;
 mod verify;
@@ -52,5 +53,5 @@ pub use formats::ztensor_v01::MAGIC_V01;
 pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
-pub use reader::{OpenOptions, Reader, View};
+pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
 pub use writer::{CopyOptions, CreateOptions, WriteOptions, Writer};

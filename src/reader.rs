@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::buffer::{AlignedBuf, zeroed_vec};
 use crate::cbor::Value;
+use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -66,6 +67,33 @@ impl<'r> View<'r> {
             zero_copy: false,
         }
     }
+}
+
+/// Where a file's data section begins and the alignment its format guarantees there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The file offset the format's own tensor offsets count from: the start of GGUF's
+    /// data section (after the header and its padding) and of safetensors' byte buffer
+    /// (8 + header length); 0 for formats whose offsets are absolute (zTensor,
+    /// Tensogram).
+    pub data_offset: u64,
+    /// Every component's offset minus `data_offset` is a multiple of this: GGUF's
+    /// `general.alignment` (32 by default), 64 for zTensor, 1 where the format promises
+    /// nothing (safetensors, Tensogram).
+    pub alignment: u64,
+}
+
+/// How a block-quantized object is laid out (`Reader::quant_info`).
+#[derive(Clone, Copy, Debug)]
+pub struct QuantInfo {
+    /// The ggml block type: id, name, block size, type size.
+    pub block_type: &'static crate::quant::BlockType,
+    /// The index of the component holding the blocks.
+    pub component: usize,
+    /// Rows: the element count over the last dimension (ggml's ne[1] x ne[2] x ne[3]).
+    pub rows: u64,
+    /// Bytes of one row (the last dimension, ne[0], in whole blocks).
+    pub row_size: u64,
 }
 
 /// An open file. Immutable after open; every method may be called from many threads.
@@ -255,6 +283,44 @@ impl<'a> Reader<'a> {
     /// The limits this reader was opened with.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Where the file's data section is and what alignment its format guarantees there
+    /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1).
+    pub fn layout(&self) -> Layout {
+        Layout {
+            data_offset: self.model.data_offset,
+            alignment: self.model.traits.blob_alignment,
+        }
+    }
+
+    /// How a block-quantized object (one with a component of ggml blocks, e.g. every GGUF
+    /// tensor of a quantized type) is laid out: its ggml type, the component holding the
+    /// blocks, its rows and the bytes of one row. `NotFound` for an object without blocks,
+    /// `Unsupported` for a ggml type id this build doesn't know, `Format` when the bytes
+    /// don't make the shape in whole blocks. O(components), no allocation.
+    pub fn quant_info(&self, object: usize) -> Result<QuantInfo> {
+        let obj = self.object(object)?;
+        let Some((component, blocks)) = obj.block_component() else {
+            bail!(
+                NotFound,
+                "object '{}' ({}) is not block-quantized: none of its components holds ggml \
+                 blocks",
+                obj.name(),
+                obj.format()
+            );
+        };
+        let c = &obj.components[component];
+        let ctx = self.ctx(obj, c);
+        let block_type = blocks.known().map_err(&ctx)?;
+        let (rows, row_size) =
+            crate::quant::rows(block_type, obj.shape(), c.decoded_length).map_err(&ctx)?;
+        Ok(QuantInfo {
+            block_type,
+            component,
+            rows,
+            row_size,
+        })
     }
 
     pub(crate) fn model(&self) -> &Model {
@@ -482,10 +548,12 @@ impl<'a> Reader<'a> {
             || decode::range_reads_are_cheap(&self.source, c))
     }
 
-    /// Reads a component converted element by element into `dtype` (see `convert`):
-    /// `dst` must be exactly element count x `dtype.size()` bytes. Reading as the stored
-    /// dtype is `read_into`. Borrows the mapped or cached bytes when it can, else decodes
-    /// into a temporary buffer.
+    /// Reads a component's values as `dtype` (see `convert::plan`): the stored bytes when
+    /// `dtype` is the storage dtype, ggml blocks dequantized to f32, f16 or bf16 (on
+    /// several threads when large), other elements converted one by one. `dst` must be
+    /// exactly the value count x `dtype.size()` bytes (for blocks, the object's element
+    /// count). Borrows the mapped or cached bytes when it can, else decodes into a
+    /// temporary buffer. A refused call leaves `dst` untouched.
     pub fn read_as(
         &self,
         object: usize,
@@ -495,24 +563,117 @@ impl<'a> Reader<'a> {
     ) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
         let ctx = self.ctx(obj, c);
-        crate::convert::check(c.dtype, c.logical_type(), dtype).map_err(&ctx)?;
-        let needed = c
-            .element_count()
+        let (plan, total) = self.plan(obj, c, dtype).map_err(&ctx)?;
+        let needed = total
             .checked_mul(dtype.size() as u64)
             .ok_or_else(|| ctx(err!(Limit, "the converted size overflows")))?;
         check_dst(needed, dst.len()).map_err(&ctx)?;
-        if dtype == c.dtype {
+        if matches!(plan, Plan::Copy) {
             return self.read_into(object, component, dst);
         }
+        self.convert_values(object, component, plan, dtype, 0, dst)
+    }
+
+    /// `read_as` of the values `[first, first + dst.len() / dtype.size())`: a slice of a
+    /// tensor (e.g. the rows a tensor-parallel rank needs) read converted or dequantized.
+    /// For ggml blocks the range must start and end on block boundaries (whole rows
+    /// always do). Reads only the bytes the range needs (for zstd, only the frames that
+    /// hold them). `InvalidArgument` for a range outside the values, not block-aligned,
+    /// or a `dst` that is not whole values.
+    pub fn read_as_range(
+        &self,
+        object: usize,
+        component: usize,
+        dtype: DType,
+        first: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        let ctx = self.ctx(obj, c);
+        let (plan, total) = self.plan(obj, c, dtype).map_err(&ctx)?;
+        let width = dtype.size();
+        if !dst.len().is_multiple_of(width) {
+            return Err(ctx(err!(
+                InvalidArgument,
+                "a buffer of {} bytes is not whole {dtype} values",
+                dst.len()
+            )));
+        }
+        let count = (dst.len() / width) as u64;
+        if first.checked_add(count).is_none_or(|end| end > total) {
+            return Err(ctx(err!(
+                InvalidArgument,
+                "values [{first}, {first} + {count}) are outside the component's {total}"
+            )));
+        }
+        if let Plan::Dequantize(t) = plan
+            && !(first.is_multiple_of(t.block_size()) && count.is_multiple_of(t.block_size()))
+        {
+            return Err(ctx(err!(
+                InvalidArgument,
+                "values [{first}, {first} + {count}) don't start and end on {} block \
+                 boundaries (multiples of {} values)",
+                t.name(),
+                t.block_size()
+            )));
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        self.convert_values(object, component, plan, dtype, first, dst)
+    }
+
+    /// The conversion plan of a component read as `dtype`, and how many values it holds
+    /// (for blocks, the object's element count, checked against the bytes).
+    fn plan(&self, obj: &Object, c: &Component, dtype: DType) -> Result<(Plan, u64)> {
+        let plan = crate::convert::plan(c.dtype, c.logical_type(), dtype)?;
+        let total = match plan {
+            Plan::Dequantize(t) => {
+                let (rows, row_size) = crate::quant::rows(t, obj.shape(), c.decoded_length)?;
+                rows * (row_size / t.type_size() * t.block_size())
+            }
+            Plan::Copy | Plan::Elements => c.element_count(),
+        };
+        Ok((plan, total))
+    }
+
+    /// Values `[first, first + dst.len() / to.size())` of a component, converted by `plan`
+    /// (checked, with the range, by the caller).
+    fn convert_values(
+        &self,
+        object: usize,
+        component: usize,
+        plan: Plan,
+        to: DType,
+        first: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let (obj, c) = self.component(object, component)?;
+        let count = (dst.len() / to.size()) as u64;
+        // Source bytes per group of values, and values per group.
+        let (unit, per) = match plan {
+            Plan::Dequantize(t) => (t.type_size(), t.block_size()),
+            Plan::Copy | Plan::Elements => (c.dtype.size() as u64, 1),
+        };
+        let range = first / per * unit..(first + count) / per * unit;
         let temp;
         let src: &[u8] = match self.borrowed(object, component, c) {
-            Some(s) => s,
+            Some(all) => &all[range.start as usize..range.end as usize],
             None => {
-                temp = self.read_to_vec(object, component)?;
+                temp = {
+                    let mut v = zeroed_vec(range.end - range.start).map_err(self.ctx(obj, c))?;
+                    self.read_range(object, component, range.start, &mut v)?;
+                    v
+                };
                 &temp
             }
         };
-        crate::convert::convert(c.dtype, c.logical_type(), src, dtype, dst);
+        match plan {
+            Plan::Copy => dst.copy_from_slice(src),
+            Plan::Elements => crate::convert::convert(c.dtype, c.logical_type(), src, to, dst),
+            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::codec::threads)
+                .map_err(self.ctx(obj, c))?,
+        }
         Ok(())
     }
 

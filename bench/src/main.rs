@@ -43,6 +43,7 @@ const SECTIONS: &[Section] = &[
     sections::write::SECTION,
     sections::verify::SECTION,
     sections::memory::SECTION,
+    sections::dequant::SECTION,
 ];
 
 fn main() {

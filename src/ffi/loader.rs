@@ -120,7 +120,8 @@ pub struct zt_load_request {
     pub flags: u32,
     /// With `ZT_LOAD_CONVERT`: a `zt_dtype` value.
     pub dtype: u32,
-    /// With `ZT_LOAD_RANGE`: the first decoded byte to read.
+    /// With `ZT_LOAD_RANGE`: the first decoded byte to read, or with `ZT_LOAD_CONVERT`
+    /// too, the first element (as `zt_component_read_as_range`).
     pub offset: u64,
     /// Out: this request's result, a `zt_status` value (`ZT_OK` or why it failed). An
     /// integer rather than the enum, so whatever the caller left in it is a valid value.

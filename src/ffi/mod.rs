@@ -5,6 +5,7 @@
 
 mod dtype;
 mod loader;
+mod quant;
 mod read;
 mod write;
 
@@ -17,6 +18,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use dtype::*;
 pub use loader::*;
+pub use quant::*;
 pub use read::*;
 pub use write::*;
 

@@ -442,9 +442,14 @@ pub unsafe extern "C" fn zt_component_read(
 
 /// Decodes a component converting each element to `dtype`: floats among f64/f32/f16/bf16
 /// (fp8 logical types read as their values), integers and bools widened to integer types
-/// that hold every value, small integers to floats that hold them exactly. A lossy or
-/// meaningless conversion is `ZT_ERR_UNSUPPORTED`. `dst_size` must be element count x
-/// size of `dtype`. Thread-safe.
+/// that hold every value, small integers to floats that hold them exactly. Block-quantized
+/// components (ggml types, see `zt_object_quant_info_get`) are dequantized to `ZT_F32`,
+/// `ZT_F16` or `ZT_BF16` (exactly as ggml and gguf-py do, on several threads when large),
+/// or read as their `ZT_U8` bytes; never converted byte by byte. A lossy or meaningless
+/// conversion, a ggml type without a dequantizer, or bytes of a logical type this build
+/// doesn't know read as anything but their storage dtype is `ZT_ERR_UNSUPPORTED`.
+/// `dst_size` must be the value count x size of `dtype` (for blocks, the object's element
+/// count). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_component_read_as(
     reader: *const zt_reader,

@@ -10,14 +10,23 @@
 //! - GGUF lists dims innermost first (ne[0] varies fastest); the shape is reversed, so it
 //!   is row-major like every other object (numpy's shape for the same tensor).
 //! - F32 F16 BF16 F64 I8 I16 I32 I64 tensors are "dense" objects of that dtype.
-//! - Block-quantized types are objects of format "ggml_<type>" (e.g. "ggml_q4_0"), shape in
-//!   logical elements, one u8 "data" component holding the raw blocks (rows x ne[0] /
-//!   block_size x type_size bytes) and attributes {"ggml_type", "ggml_type_id",
-//!   "block_size", "type_size"} for a loader to hand to its kernels. ne[0] must be a
-//!   multiple of the block size.
-//! - A type id this build doesn't know is `Unsupported` (its size can't be computed).
+//! - Block-quantized types (`quant::BLOCK_TYPES`) are objects of format "ggml_<type>"
+//!   (e.g. "ggml_q4_0"), shape in logical elements, one u8 "data" component of logical
+//!   type "ggml_<type>" holding the raw blocks (rows x ne[0] / block_size x type_size
+//!   bytes), and attributes {"ggml_type", "ggml_type_id", "block_size", "type_size"}. The
+//!   logical type is what makes the reader dequantize them in `read_as` (and never
+//!   convert their bytes as numbers). ne[0] must be a multiple of the block size.
+//! - A type id this build doesn't know (a newer ggml's, or one ggml retired before GGUF)
+//!   fails only its tensors: their size can't be computed (GGUF records offsets, not
+//!   sizes, and ggml defines each type's size in code), so each becomes an object of
+//!   format "ggml_type_<id>" (attributes {"ggml_type_id"}) whose "data" component
+//!   (u8, logical type "ggml_type_<id>") claims no bytes: 0 bytes at the tensor's offset,
+//!   with a decode step that refuses every read with `Unsupported` naming the id. Its
+//!   offset is still checked (aligned, inside the file); the other tensors keep all their
+//!   checks, but none can be checked against its unknown extent.
 //! - Tensors must be aligned to `general.alignment` within the data section, inside the
 //!   file, and must not overlap; unlike ggml we don't require them packed in info order.
+//!   The model records the data section's offset and the alignment (`Reader::layout`).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -28,75 +37,16 @@ use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, CText, Component, Components, Container, Model, Object, check_name,
+    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Step, Traits,
+    check_name,
 };
+use crate::quant::{GgmlType, ggml_type, unknown_logical_type, unknown_type_message};
 
 /// Data section alignment when the file has no `general.alignment`.
 const DEFAULT_ALIGNMENT: u64 = 32;
 
 /// Bytes read at a time when the file is not in memory.
 const CHUNK: u64 = 64 << 10;
-
-/// A ggml tensor type this build knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum GgmlType {
-    /// Stored as plain little-endian elements of a storage dtype.
-    Plain(DType),
-    /// Blocks of `block_size` elements stored in `type_size` bytes each.
-    Quantized {
-        name: &'static str,
-        block_size: u64,
-        type_size: u64,
-    },
-}
-
-/// The ggml type of a type id, from ggml's type traits (ggml.c / ggml-common.h). Q8_1 is
-/// 36 bytes per block as ggml defines it (gguf-py 0.19 still says 40, the layout before
-/// ggml switched its scales to f16; no file stores Q8_1 in practice).
-pub(crate) fn ggml_type(id: u32) -> Option<GgmlType> {
-    let q = |name, block_size, type_size| GgmlType::Quantized {
-        name,
-        block_size,
-        type_size,
-    };
-    Some(match id {
-        0 => GgmlType::Plain(DType::F32),
-        1 => GgmlType::Plain(DType::F16),
-        2 => q("Q4_0", 32, 18),
-        3 => q("Q4_1", 32, 20),
-        6 => q("Q5_0", 32, 22),
-        7 => q("Q5_1", 32, 24),
-        8 => q("Q8_0", 32, 34),
-        9 => q("Q8_1", 32, 36),
-        10 => q("Q2_K", 256, 84),
-        11 => q("Q3_K", 256, 110),
-        12 => q("Q4_K", 256, 144),
-        13 => q("Q5_K", 256, 176),
-        14 => q("Q6_K", 256, 210),
-        15 => q("Q8_K", 256, 292),
-        16 => q("IQ2_XXS", 256, 66),
-        17 => q("IQ2_XS", 256, 74),
-        18 => q("IQ3_XXS", 256, 98),
-        19 => q("IQ1_S", 256, 50),
-        20 => q("IQ4_NL", 32, 18),
-        21 => q("IQ3_S", 256, 110),
-        22 => q("IQ2_S", 256, 82),
-        23 => q("IQ4_XS", 256, 136),
-        24 => GgmlType::Plain(DType::I8),
-        25 => GgmlType::Plain(DType::I16),
-        26 => GgmlType::Plain(DType::I32),
-        27 => GgmlType::Plain(DType::I64),
-        28 => GgmlType::Plain(DType::F64),
-        29 => q("IQ1_M", 256, 56),
-        30 => GgmlType::Plain(DType::BF16),
-        34 => q("TQ1_0", 256, 54),
-        35 => q("TQ2_0", 256, 66),
-        39 => q("MXFP4", 32, 17),
-        40 => q("NVFP4", 64, 36),
-        41 => q("Q1_0", 128, 18),
-        _ => return None,
-    })
-}
 
 /// GGUF metadata value types.
 const T_U8: u32 = 0;
@@ -437,22 +387,129 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
 
     let objects = tensors(infos, data_start, alignment, size)?;
     let version = if version == 2 { "2" } else { "3" };
-    let model = Model::new(
-        Container::Gguf,
-        super::UNALIGNED,
-        version,
-        attributes,
-        objects,
-    )?;
+    // The data section starts aligned and every offset in it is aligned: so is every
+    // absolute offset.
+    let traits = Traits {
+        blob_alignment: alignment,
+        ..super::UNALIGNED
+    };
+    let mut model = Model::new(Container::Gguf, traits, version, attributes, objects)?;
+    model.data_offset = data_start;
     Ok((model, size))
+}
+
+/// What a tensor's type makes of it: format, storage dtype, logical type, attributes and
+/// byte length (None when the type is unknown).
+struct Typed {
+    format: CText,
+    dtype: DType,
+    logical: Option<CText>,
+    attributes: Option<Attributes>,
+    length: Option<u64>,
+}
+
+/// Refuses every read of a tensor whose ggml type this build doesn't know.
+#[derive(Debug)]
+struct UnknownType(u32);
+
+impl FormatStep for UnknownType {
+    fn apply(&self, _: &[u8], _: &mut [u8]) -> Result<()> {
+        bail!(
+            Unsupported,
+            "{}: the byte size of its tensors can't be computed, so their bytes can't be read",
+            unknown_type_message(self.0)
+        )
+    }
+    fn output_len(&self) -> u64 {
+        0
+    }
+}
+
+/// The format, logical type and attributes of the objects of each ggml type id met, built
+/// once per id.
+#[derive(Default)]
+struct TypeNames(HashMap<u32, (CText, Option<CText>, Attributes)>);
+
+impl TypeNames {
+    fn get(&mut self, id: u32) -> Result<(CText, Option<CText>, Attributes)> {
+        if let Some(e) = self.0.get(&id) {
+            return Ok(e.clone());
+        }
+        let t = |s: &str| Value::Text(s.to_owned());
+        let e = match ggml_type(id) {
+            GgmlType::Blocks(q) => {
+                let attrs = Value::Map(vec![
+                    (t("ggml_type"), t(q.name())),
+                    (t("ggml_type_id"), Value::Unsigned(u64::from(id))),
+                    (t("block_size"), Value::Unsigned(q.block_size())),
+                    (t("type_size"), Value::Unsigned(q.type_size())),
+                ]);
+                let name = CText::new(q.logical_type())?;
+                (name.clone(), Some(name), Attributes::from_value(&attrs))
+            }
+            _ => {
+                let attrs = Value::Map(vec![(t("ggml_type_id"), Value::Unsigned(u64::from(id)))]);
+                let name = CText::new(&unknown_logical_type(id))?;
+                (name.clone(), Some(name), Attributes::from_value(&attrs))
+            }
+        };
+        self.0.insert(id, e.clone());
+        Ok(e)
+    }
+}
+
+/// The type-dependent part of a tensor's object.
+fn typed(info: &Info, count: u64, dense: &CText, names: &mut TypeNames) -> Result<Typed> {
+    let overflow = || err!(Format, "byte size of dims {:?} overflows u64", info.dims);
+    Ok(match ggml_type(info.type_id) {
+        GgmlType::Plain(dtype) => Typed {
+            format: dense.clone(),
+            dtype,
+            logical: None,
+            attributes: None,
+            length: Some(
+                count
+                    .checked_mul(dtype.size() as u64)
+                    .ok_or_else(overflow)?,
+            ),
+        },
+        GgmlType::Blocks(q) => {
+            let ne0 = info.dims.first().copied().unwrap_or(1);
+            if ne0 % q.block_size() != 0 {
+                bail!(
+                    Format,
+                    "ne[0] = {ne0} is not a multiple of the {} block size {}",
+                    q.name(),
+                    q.block_size()
+                );
+            }
+            let (format, logical, attributes) = names.get(info.type_id)?;
+            Typed {
+                format,
+                dtype: DType::U8,
+                logical,
+                attributes: Some(attributes),
+                length: Some(q.byte_size(count).ok_or_else(overflow)?),
+            }
+        }
+        GgmlType::Unknown(id) => {
+            let (format, logical, attributes) = names.get(id)?;
+            Typed {
+                format,
+                dtype: DType::U8,
+                logical,
+                attributes: Some(attributes),
+                length: None,
+            }
+        }
+    })
 }
 
 /// Builds the objects of the tensor infos: shapes, sizes, placement, overlap.
 fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Result<Vec<Object>> {
     let data = CText::new("data")?;
     let dense = CText::new("dense")?;
-    // Format name and attributes per quantized type, built once.
-    let mut quant: HashMap<u32, (CText, Attributes)> = HashMap::new();
+    let mut names = TypeNames::default();
     let mut objects = Vec::with_capacity(infos.len());
     let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
     for info in infos {
@@ -461,63 +518,7 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
         let shape: Vec<u64> = info.dims.iter().rev().copied().collect();
         let count = numel(&shape)
             .ok_or_else(|| ctx(err!(Format, "dims {:?} overflow u64 elements", info.dims)))?;
-        let ty = ggml_type(info.type_id).ok_or_else(|| {
-            ctx(err!(
-                Unsupported,
-                "ggml type id {} is not one this build knows",
-                info.type_id
-            ))
-        })?;
-        let (format, dtype, attributes, length) = match ty {
-            GgmlType::Plain(dtype) => {
-                let length = count.checked_mul(dtype.size() as u64).ok_or_else(|| {
-                    ctx(err!(
-                        Format,
-                        "byte size of dims {:?} overflows u64",
-                        info.dims
-                    ))
-                })?;
-                (dense.clone(), dtype, None, length)
-            }
-            GgmlType::Quantized {
-                name: type_name,
-                block_size,
-                type_size,
-            } => {
-                let ne0 = info.dims.first().copied().unwrap_or(1);
-                if ne0 % block_size != 0 {
-                    return Err(ctx(err!(
-                        Format,
-                        "ne[0] = {ne0} is not a multiple of the {type_name} block size {block_size}"
-                    )));
-                }
-                let length = (count / block_size).checked_mul(type_size).ok_or_else(|| {
-                    ctx(err!(
-                        Format,
-                        "byte size of dims {:?} overflows u64",
-                        info.dims
-                    ))
-                })?;
-                let entry = match quant.get(&info.type_id) {
-                    Some(e) => e.clone(),
-                    None => {
-                        let t = |s: &str| Value::Text(s.to_owned());
-                        let attrs = Value::Map(vec![
-                            (t("ggml_type"), t(type_name)),
-                            (t("ggml_type_id"), Value::Unsigned(u64::from(info.type_id))),
-                            (t("block_size"), Value::Unsigned(block_size)),
-                            (t("type_size"), Value::Unsigned(type_size)),
-                        ]);
-                        let format =
-                            CText::new(&format!("ggml_{}", type_name.to_ascii_lowercase()))?;
-                        let e = (format, Attributes::from_value(&attrs));
-                        quant.insert(info.type_id, e.clone());
-                        e
-                    }
-                };
-                (entry.0, DType::U8, Some(entry.1), length)
-            }
-        };
+        let typed = typed(&info, count, &dense, &mut names).map_err(ctx)?;
         if info.offset % alignment != 0 {
             return Err(ctx(err!(
                 Format,
@@ -528,6 +529,7 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
         let offset = data_start
             .checked_add(info.offset)
             .ok_or_else(|| ctx(err!(Format, "data offset {} overflows u64", info.offset)))?;
+        let length = typed.length.unwrap_or(0);
         if offset.checked_add(length).is_none_or(|end| end > size) {
             return Err(ctx(err!(
                 Format,
@@ -539,12 +541,18 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
         if length > 0 {
             ranges.push((offset, offset + length, objects.len()));
         }
+        let mut component =
+            Component::raw(data.clone(), typed.dtype, typed.logical, offset, length);
+        if typed.length.is_none() {
+            component.steps =
+                Box::new([Step::Format(std::sync::Arc::new(UnknownType(info.type_id)))]);
+        }
         objects.push(Object {
             name: info.name,
-            format,
+            format: typed.format,
             shape: shape.into(),
-            attributes,
-            components: Components::One(Component::raw(data.clone(), dtype, None, offset, length)),
+            attributes: typed.attributes,
+            components: Components::One(component),
         });
     }
     ranges.sort_unstable();

@@ -167,13 +167,14 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         last = Some((*end, obj.name()));
     }
     let objects = tensors.into_iter().map(|t| t.2).collect();
-    let model = Model::new(
+    let mut model = Model::new(
         Container::Safetensors,
         super::UNALIGNED,
         VERSION,
         attributes,
         objects,
     )?;
+    model.data_offset = data_start;
     Ok((model, size))
 }
 

@@ -197,6 +197,11 @@ impl Component {
     pub fn is_plain(&self) -> bool {
         self.blob.encoding == Encoding::Raw && self.steps.is_empty()
     }
+    /// The ggml blocks this component holds, when its bytes are blocks (`u8` storage and
+    /// a ggml block logical type, see `quant::blocks_of`).
+    pub(crate) fn blocks(&self) -> Option<crate::quant::Blocks> {
+        crate::quant::blocks_of(self.dtype, self.logical_type())
+    }
     pub(crate) fn role_c(&self) -> &CText {
         &self.role
     }
@@ -396,6 +401,14 @@ impl Object {
     pub fn find_component(&self, role: &str) -> Option<usize> {
         self.components.iter().position(|c| c.role() == role)
     }
+    /// The first component holding ggml blocks, and its blocks: what makes an object
+    /// block-quantized.
+    pub(crate) fn block_component(&self) -> Option<(usize, crate::quant::Blocks)> {
+        self.components
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| c.blocks().map(|b| (i, b)))
+    }
     pub(crate) fn name_c(&self) -> &CText {
         &self.name
     }
@@ -487,6 +500,10 @@ pub struct Model {
     /// component's blob, by (object, component) index: Tensogram's frame hashes cover
     /// a frame's whole body (payload, NaN/Inf masks and descriptor). Empty for zTensor.
     pub(crate) digest_regions: std::collections::HashMap<(usize, usize), (u64, u64)>,
+    /// The file offset the format's own tensor offsets count from: where GGUF's data
+    /// section and safetensors' byte buffer begin; 0 for formats that record absolute
+    /// offsets (zTensor, Tensogram). Set by the format after `new`.
+    pub(crate) data_offset: u64,
 }
 
 impl Model {
@@ -507,6 +524,7 @@ impl Model {
             objects,
             by_name,
             digest_regions: Default::default(),
+            data_offset: 0,
         })
     }
 

@@ -221,7 +221,7 @@ static void test_gguf(const char *vectors, enum mode mode) {
     /* ne = [32, 2]: two rows of one Q4_0 block (18 bytes) each; shape [2, 32] */
     const uint64_t q4_shape[2] = {2, 32};
     const uint64_t qk_shape[2] = {1, 256};
-    index = check_object(f.reader, "q.q4_0", "ggml_q4_0", 2, q4_shape, ZT_U8, NULL, 36);
+    index = check_object(f.reader, "q.q4_0", "ggml_q4_0", 2, q4_shape, ZT_U8, "ggml_q4_0", 36);
     if (index != SIZE_MAX && CHECK_OK(zt_attributes_json(f.reader, index, &json))) {
       CHECK_STR(json, "{\"ggml_type\":\"Q4_0\",\"ggml_type_id\":2,\"block_size\":32,\"type_size\":18}");
     }
@@ -229,7 +229,7 @@ static void test_gguf(const char *vectors, enum mode mode) {
         CHECK(comp.offset + 36 <= f.size)) {
       check_view(&f, mode, index, f.bytes + comp.offset, 36);
     }
-    index = check_object(f.reader, "q.q4_k", "ggml_q4_k", 2, qk_shape, ZT_U8, NULL, 144);
+    index = check_object(f.reader, "q.q4_k", "ggml_q4_k", 2, qk_shape, ZT_U8, "ggml_q4_k", 144);
     if (index != SIZE_MAX && CHECK_OK(zt_attributes_json(f.reader, index, &json))) {
       CHECK_STR(json, "{\"ggml_type\":\"Q4_K\",\"ggml_type_id\":12,\"block_size\":256,\"type_size\":144}");
     }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod gguf;
+
 use ztensor::{DType, Reader};
 
 /// Deterministic pseudo-random bytes (xorshift), so tests need no fixtures.

@@ -222,7 +222,8 @@ def gguf_quant(w):
         name = "q.%s" % t.name.lower()
         w.add_tensor(name, raw, raw_dtype=t)
         attrs = {"ggml_type": t.name, "ggml_type_id": int(t), "block_size": block, "type_size": size}
-        objects.append(obj(name, "ggml_%s" % t.name.lower(), (rows, block), "u8", raw, None, attrs))
+        fmt = "ggml_%s" % t.name.lower()
+        objects.append(obj(name, fmt, (rows, block), "u8", raw, fmt, attrs))
     return pairs, objects
 
 

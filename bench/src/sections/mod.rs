@@ -2,6 +2,7 @@
 //! in main.rs says which run and in what order (the order of the rows in the table).
 
 pub mod batch;
+pub mod dequant;
 pub mod list;
 pub mod load;
 pub mod memory;

@@ -1461,8 +1461,12 @@ def foreign_cases():
             "FORMAT", "GGUF tensors overlapping")
     at_open("gguf_quant_ne0", gguf_file(kvs, [("q", [16, 2], Q4_0, 0)], data=gdata), "FORMAT",
             "GGUF Q4_0 with ne[0] = 16, not a multiple of 32")
-    at_open("gguf_unknown_type", gguf_file(kvs, [("w", [4], 4, 0)], data=gdata), "UNSUPPORTED",
-            "GGUF tensor of removed type 4 (Q4_2)")
+    at_walk("gguf_unknown_type", gguf_file(kvs, [("w", [4], 4, 0)], data=gdata), "UNSUPPORTED",
+            "GGUF tensor of removed type 4 (Q4_2): the file opens, the tensor's reads are refused")
+    at_walk("gguf_unknown_type_1000", gguf_file(kvs, [("w", [2, 2], F32, 0), ("u", [64, 3], 1000, 32)], data=gdata),
+            "UNSUPPORTED", "GGUF f32 tensor + one of type 1000: the file opens, only the second is refused")
+    ok("gguf_ok_q2_0", gguf_file(kvs, [("w", [2, 2], F32, 0), ("q", [64], 42, 32)], data=gdata),
+       "control: GGUF f32 [2,2] + Q2_0 [64] (type 42, the newest ggml type)")
     at_open("gguf_dims_overflow", gguf_file(kvs, [("w", [1 << 32, 1 << 32, 2], F32, 0)], data=gdata), "FORMAT",
             "GGUF dims whose element count overflows")
     at_open("gguf_rank_65", gguf_file(kvs, [("w", [1] * 65, F32, 0)], data=gdata), "LIMIT", "GGUF tensor of 65 dims")
