@@ -67,6 +67,17 @@ pub fn f8_e5m2fnuz_to_f32(b: u8) -> f32 {
     sign * (1.0 + man / 4.0) * 2f32.powi(exp - 16)
 }
 
+/// The value of an OCP MX e8m0 scale (ml_dtypes' `float8_e8m0fnu`): 2^(b - 127), and NaN
+/// for 0xff. No sign, no zero.
+pub fn f8_e8m0fnu_to_f32(b: u8) -> f32 {
+    match b {
+        0xff => f32::NAN,
+        // 2^-127 is a subnormal f32: bit 22 alone.
+        0 => f32::from_bits(1 << 22),
+        e => f32::from_bits(u32::from(e) << 23),
+    }
+}
+
 fn source_kind(storage: DType, logical: Option<&str>) -> Option<SourceKind> {
     match logical {
         None => Some(SourceKind::Storage(storage)),
@@ -74,6 +85,7 @@ fn source_kind(storage: DType, logical: Option<&str>) -> Option<SourceKind> {
         Some("f8_e5m2") => Some(SourceKind::Fp8(f8_e5m2_to_f32)),
         Some("f8_e4m3fnuz") => Some(SourceKind::Fp8(f8_e4m3fnuz_to_f32)),
         Some("f8_e5m2fnuz") => Some(SourceKind::Fp8(f8_e5m2fnuz_to_f32)),
+        Some("f8_e8m0fnu") => Some(SourceKind::Fp8(f8_e8m0fnu_to_f32)),
         Some(_) => None,
     }
 }
@@ -119,6 +131,17 @@ pub(crate) enum Plan {
 /// How elements of `storage` (with logical type `logical`) are read as `to`, checked
 /// without touching data: the one rule for every `read_as`.
 pub(crate) fn plan(storage: DType, logical: Option<&str>, to: DType) -> Result<Plan> {
+    if let Some(t) = crate::quant::packed_of(storage, logical) {
+        return match to {
+            _ if to == storage => Ok(Plan::Copy),
+            DType::F32 | DType::F16 | DType::BF16 => Ok(Plan::Dequantize(t)),
+            _ => bail!(
+                Unsupported,
+                "packed {} values are read as their u8 bytes or as f32, f16 or bf16, not as {to}",
+                t.name()
+            ),
+        };
+    }
     if let Some(blocks) = blocks_of(storage, logical) {
         let t = blocks.known()?;
         return match to {

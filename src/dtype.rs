@@ -90,20 +90,30 @@ impl std::fmt::Display for DType {
 pub struct LogicalTypeInfo {
     /// The storage dtype the type must be stored as.
     pub storage: DType,
-    /// Storage elements per logical element (2 for complex).
+    /// Storage elements per unit: `values` logical values are stored in `ratio` storage
+    /// elements (complex: 1 in 2; fp8: 1 in 1; packed fp4: 2 in 1 byte; packed fp6: 4 in
+    /// 3 bytes).
     pub ratio: u64,
+    /// Logical values per unit.
+    pub values: u64,
 }
 
 /// The requirements of a known logical type; None for types this library does not know
 /// (those are accepted and read as their raw storage elements).
 pub fn logical_type_info(name: &str) -> Option<LogicalTypeInfo> {
-    let (storage, ratio) = match name {
-        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" => (DType::U8, 1),
-        "complex64" => (DType::F32, 2),
-        "complex128" => (DType::F64, 2),
+    let (storage, ratio, values) = match name {
+        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0fnu" => (DType::U8, 1, 1),
+        "f4_e2m1fn_x2" => (DType::U8, 1, 2),
+        "f6_e2m3fn_x4" | "f6_e3m2fn_x4" => (DType::U8, 3, 4),
+        "complex64" => (DType::F32, 2, 1),
+        "complex128" => (DType::F64, 2, 1),
         _ => return None,
     };
-    Some(LogicalTypeInfo { storage, ratio })
+    Some(LogicalTypeInfo {
+        storage,
+        ratio,
+        values,
+    })
 }
 
 /// Checks that a logical type agrees with its storage dtype. Unknown types pass.
@@ -146,14 +156,19 @@ pub fn numel(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
-/// Bytes a component with this shape, dtype and logical type must decode to;
-/// None on overflow or for an unknown logical type (whose ratio we can't know).
+/// Bytes a component with this shape, dtype and logical type must decode to; None on
+/// overflow, for an unknown logical type (whose ratio we can't know), or for a packed
+/// type whose values don't fill whole units (an odd count of fp4 values).
 pub fn dense_byte_size(shape: &[u64], dtype: DType, logical: Option<&str>) -> Option<u64> {
-    let ratio = match logical {
-        None => 1,
-        Some(t) => logical_type_info(t)?.ratio,
+    let (ratio, values) = match logical {
+        None => (1, 1),
+        Some(t) => logical_type_info(t).map(|i| (i.ratio, i.values))?,
     };
-    numel(shape)?
+    let n = numel(shape)?;
+    if !n.is_multiple_of(values) {
+        return None;
+    }
+    (n / values)
         .checked_mul(ratio)?
         .checked_mul(dtype.size() as u64)
 }

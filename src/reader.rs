@@ -628,6 +628,10 @@ impl<'a> Reader<'a> {
     fn plan(&self, obj: &Object, c: &Component, dtype: DType) -> Result<(Plan, u64)> {
         let plan = crate::convert::plan(c.dtype, c.logical_type(), dtype)?;
         let total = match plan {
+            // Packed sub-byte floats are one stream of values: blocks may span rows.
+            Plan::Dequantize(t) if crate::quant::packed_of(c.dtype, c.logical_type()).is_some() => {
+                c.decoded_length / t.type_size() * t.block_size()
+            }
             Plan::Dequantize(t) => {
                 let (rows, row_size) = crate::quant::rows(t, obj.shape(), c.decoded_length)?;
                 rows * (row_size / t.type_size() * t.block_size())

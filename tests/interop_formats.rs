@@ -167,6 +167,7 @@ fn check(r: &Reader<'_>, doc: &Value, ctx: &str, mapped: bool) {
         );
         assert_eq!(view.zero_copy, mapped, "{octx}: zero_copy");
         assert_eq!(r.read_to_vec(oi, 0).unwrap(), view.data, "{octx}: read");
+        check_values(r, oi, want, &octx);
     }
     // Objects come in the order of their bytes in the file (GGUF: as the writer placed them).
     let offsets: Vec<u64> = r
@@ -178,6 +179,29 @@ fn check(r: &Reader<'_>, doc: &Value, ctx: &str, mapped: bool) {
         offsets.is_sorted(),
         "{ctx}: objects not in data order: {offsets:?}"
     );
+}
+
+/// The values the expectation gives as bits ("f32", "f16", "bf16", from ml_dtypes) equal
+/// `read_as` of the object, bit for bit.
+fn check_values(r: &Reader<'_>, oi: usize, want: &Value, ctx: &str) {
+    use ztensor::DType;
+    for (key, dtype) in [
+        ("f32", DType::F32),
+        ("f16", DType::F16),
+        ("bf16", DType::BF16),
+    ] {
+        let Some(bits) = want.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        let mut got = vec![0u8; bits.len() * dtype.size()];
+        r.read_as(oi, 0, dtype, &mut got).unwrap();
+        let got: Vec<u64> = got
+            .chunks_exact(dtype.size())
+            .map(|b| b.iter().rev().fold(0u64, |acc, &x| acc << 8 | u64::from(x)))
+            .collect();
+        let want: Vec<u64> = bits.iter().map(|b| b.as_u64().unwrap()).collect();
+        assert_eq!(got, want, "{ctx}: values as {key}");
+    }
 }
 
 /// Opens one vector three ways (mmap, pread, aligned memory) and checks each.

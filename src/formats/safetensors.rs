@@ -15,9 +15,11 @@
 //!   after the last one are accepted (the reference library refuses them, but they harm
 //!   nobody); overlapping tensors are refused.
 //! - dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL as themselves; F8_E4M3,
-//!   F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ as u8 + the matching fp8 logical type; C64 as f32 +
-//!   "complex64". Sub-byte and other types without a logical type here (F8_E8M0, F6_E2M3,
-//!   F6_E3M2, F4) and unknown names are `Unsupported`, naming the dtype and the tensor.
+//!   F8_E5M2, F8_E4M3FNUZ, F8_E5M2FNUZ, F8_E8M0 as u8 + the matching fp8 logical type
+//!   (`f8_e8m0fnu` for the MX scales); F4, F6_E2M3 and F6_E3M2, whose values are packed
+//!   (a little-endian bit stream, see `quant::subbyte`), as u8 + `f4_e2m1fn_x2`,
+//!   `f6_e2m3fn_x4`, `f6_e3m2fn_x4`; C64 as f32 + "complex64". Unknown names are
+//!   `Unsupported`, naming the dtype and the tensor.
 
 use crate::cbor::Value;
 use crate::dtype::{DType, dense_byte_size};
@@ -52,12 +54,16 @@ fn dtype_of(name: &str) -> Result<(DType, Option<&'static str>)> {
         "F8_E4M3FNUZ" => (DType::U8, Some("f8_e4m3fnuz")),
         "F8_E5M2FNUZ" => (DType::U8, Some("f8_e5m2fnuz")),
         "C64" => (DType::F32, Some("complex64")),
-        "F8_E8M0" | "F6_E2M3" | "F6_E3M2" | "F4" => bail!(
+        "F8_E8M0" => (DType::U8, Some("f8_e8m0fnu")),
+        "F4" => (DType::U8, Some("f4_e2m1fn_x2")),
+        "F6_E2M3" => (DType::U8, Some("f6_e2m3fn_x4")),
+        "F6_E3M2" => (DType::U8, Some("f6_e3m2fn_x4")),
+        other => bail!(
             Unsupported,
-            "dtype '{name}' has no logical type in this build (supported: F64 F32 F16 BF16 \
-             I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_E4M3 F8_E5M2 F8_E4M3FNUZ F8_E5M2FNUZ C64)"
+            "unknown safetensors dtype {other:?} (known: F64 F32 F16 BF16 I64 I32 I16 I8 \
+             U64 U32 U16 U8 BOOL F8_E4M3 F8_E5M2 F8_E4M3FNUZ F8_E5M2FNUZ F8_E8M0 F6_E2M3 \
+             F6_E3M2 F4 C64)"
         ),
-        other => bail!(Unsupported, "unknown safetensors dtype {other:?}"),
     })
 }
 
@@ -311,11 +317,15 @@ fn tensor(
         bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
     }
     let length = end - begin;
-    let expected = dense_byte_size(&shape, storage, logical).ok_or_else(|| {
-        err!(
+    let expected = dense_byte_size(&shape, storage, logical).ok_or_else(|| match logical {
+        Some(t) if crate::dtype::numel(&shape).is_some() => err!(
+            Format,
+            "shape {shape:?} of {dtype} is not a whole number of bytes ({t} packs several values per byte)"
+        ),
+        _ => err!(
             Format,
             "the byte size of shape {shape:?} of {dtype} overflows u64"
-        )
+        ),
     })?;
     if length != expected {
         bail!(

@@ -81,13 +81,14 @@ fn check_index(c: &Component) -> Result<()> {
     Ok(())
 }
 
-/// Logical elements of a values component (complex counts pairs).
+/// Logical elements of a values component (complex counts pairs, packed fp4 two per
+/// byte).
 fn logical_elements(c: &Component) -> u64 {
-    let ratio = c
+    let (ratio, values) = c
         .logical_type()
         .and_then(logical_type_info)
-        .map_or(1, |i| i.ratio);
-    c.decoded_length / (c.dtype.size() as u64 * ratio)
+        .map_or((1, 1), |i| (i.ratio, i.values));
+    c.decoded_length / (c.dtype.size() as u64 * ratio) * values
 }
 
 /// Size consistency of an object's components with its shape and kind, from the

@@ -22,6 +22,7 @@ mod grids;
 mod iquants;
 mod kquants;
 mod simple;
+mod subbyte;
 
 use std::ffi::CStr;
 
@@ -319,6 +320,20 @@ pub(crate) fn blocks_of(storage: DType, logical: Option<&str>) -> Option<Blocks>
         GgmlType::Unknown(id) => Some(Blocks::Unknown(id)),
         _ => None,
     }
+}
+
+/// The packed sub-byte float type a component holds (`u8` storage, logical type
+/// `f4_e2m1fn_x2`, `f6_e2m3fn_x4` or `f6_e3m2fn_x4`; see `subbyte`). Its values are a flat
+/// stream: blocks may span rows.
+pub(crate) fn packed_of(storage: DType, logical: Option<&str>) -> Option<&'static BlockType> {
+    let name = logical?;
+    (storage == DType::U8)
+        .then(|| {
+            subbyte::PACKED_FLOATS
+                .iter()
+                .find(|t| t.logical_type == name)
+        })
+        .flatten()
 }
 
 /// Rows of whole blocks: `(rows, row_size)` of a tensor of `shape` (row-major; a row is

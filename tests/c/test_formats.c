@@ -264,8 +264,34 @@ static void test_refused(const char *vectors, enum mode mode) {
   CHECK_ERROR_MENTIONS("big-endian");
   CHECK(f.reader == NULL);
   close_file(&f);
-  CHECK_STATUS(ZT_ERR_UNSUPPORTED, open_file(vectors, "safetensors/unsupported_f8_e8m0.safetensors", mode, &f));
-  CHECK_ERROR_MENTIONS("F8_E8M0");
+  CHECK_STATUS(ZT_ERR_UNSUPPORTED, open_file(vectors, "safetensors/../hostile/st_unknown_dtype.zt", mode, &f));
+  CHECK_ERROR_MENTIONS("unknown safetensors dtype \"Q4\"");
+  close_file(&f);
+}
+
+/* The sub-byte float types of safetensors: packed values read as floats (the values are
+   ml_dtypes', checked bit for bit by tests/interop_formats.rs). */
+static void test_subbyte(const char *vectors, enum mode mode) {
+  opened f;
+  size_t i;
+  zt_component_info ci;
+  float fp4[32], scales[16];
+  int32_t ints[32];
+  static const float fp4_codes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  if (!CHECK_OK(open_file(vectors, "safetensors/subbyte.safetensors", mode, &f))) return;
+  CHECK_OK(zt_object_find(f.reader, "fp4", &i));
+  CHECK_OK(zt_component_info_get(f.reader, i, 0, &ci));
+  CHECK_U64(ci.dtype, ZT_U8);
+  CHECK_STR(ci.type, "f4_e2m1fn_x2");
+  CHECK_U64(ci.decoded_length, 16);
+  CHECK_OK(zt_component_read_as(f.reader, i, "data", ZT_F32, fp4, sizeof fp4));
+  CHECK_MEM(fp4, fp4_codes, sizeof fp4_codes);
+  CHECK(fp4[8] == -0.0f && fp4[9] == -0.5f && fp4[15] == -6.0f);
+  CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_component_read_as(f.reader, i, "data", ZT_I32, ints, sizeof ints));
+  CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_component_read_as(f.reader, i, "data", ZT_F32, fp4, 16 * 4));
+  CHECK_OK(zt_object_find(f.reader, "scales", &i));
+  CHECK_OK(zt_component_read_as(f.reader, i, "data", ZT_F32, scales, sizeof scales));
+  CHECK(scales[6] == 1.0f && scales[7] == 2.0f && scales[14] != scales[14]); /* 127, 128, NaN */
   close_file(&f);
 }
 
@@ -279,6 +305,7 @@ int main(int argc, char **argv) {
     test_safetensors(argv[1], (enum mode)m);
     test_gguf(argv[1], (enum mode)m);
     test_refused(argv[1], (enum mode)m);
+    test_subbyte(argv[1], (enum mode)m);
   }
   return zt_test_summary();
 }

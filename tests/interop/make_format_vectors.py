@@ -18,6 +18,9 @@ Non-UTF-8 strings are expected as {"$bytes": "<hex>"} (the reader keeps them as 
 The output is the same on every run: tests/interop_formats.rs regenerates the files in a
 pinned venv, reads them, and checks that the committed copies in tests/vectors/ are current.
 
+Objects may carry "f32", "f16" and "bf16": the bits of their values read as that dtype
+(the sub-byte float types, whose values come from ml_dtypes).
+
 Notes on what the packages can't write:
 - safetensors' numpy API writes bf16, fp8 and complex64 through ml_dtypes/numpy dtypes,
   so every dtype below comes from the package itself.
@@ -131,9 +134,66 @@ def safetensors_vectors(out):
                                          "objects": [obj("w", "dense", w.shape, "f32", w),
                                                      obj("b", "dense", b.shape, "i16", b)]})
 
-    e = np.zeros(4, dtype=ml_dtypes.float8_e8m0fnu)
-    save_file({"scale": e}, os.path.join(d, "unsupported_f8_e8m0.safetensors"))
-    dump(os.path.join(d, "unsupported_f8_e8m0.json"), {"error": "ZT_ERR_UNSUPPORTED"})
+    subbyte_vector(d)
+
+
+def pack_bits(codes, width):
+    """Codes of `width` bits as one little-endian bit stream (code i in bits
+    [width*i, width*i + width) from bit 0 of byte 0), the packing the reader documents."""
+    acc, nbits, out = 0, 0, bytearray()
+    for c in codes:
+        acc |= int(c) << nbits
+        nbits += width
+        while nbits >= 8:
+            out.append(acc & 0xFF)
+            acc >>= 8
+            nbits -= 8
+    assert nbits == 0
+    return bytes(out)
+
+
+def bits_of(values, dt, view):
+    return [int(x) for x in np.asarray(values).astype(dt).view(view)]
+
+
+def subbyte_vector(d):
+    """F8_E8M0, F4, F6_E2M3 and F6_E3M2 tensors holding every code of their type, with
+    their values as ml_dtypes gives them (f32, f16 and bf16 bits). safetensors' numpy API
+    writes F8_E8M0 but none of the packed types, so the file is assembled here; the
+    package then reads it back (safe_open checks every size)."""
+    from safetensors import safe_open
+    kinds = [
+        # name, safetensors dtype, our logical type, ml_dtypes type, bits, shape
+        ("scales", "F8_E8M0", "f8_e8m0fnu", ml_dtypes.float8_e8m0fnu, 8, [2, 8]),
+        ("fp4", "F4", "f4_e2m1fn_x2", ml_dtypes.float4_e2m1fn, 4, [4, 8]),
+        ("fp6_e2m3", "F6_E2M3", "f6_e2m3fn_x4", ml_dtypes.float6_e2m3fn, 6, [2, 32]),
+        ("fp6_e3m2", "F6_E3M2", "f6_e3m2fn_x4", ml_dtypes.float6_e3m2fn, 6, [64]),
+    ]
+    header, data, objects = {}, b"", []
+    for name, st, typ, mdt, width, shape in kinds:
+        n = int(np.prod(shape))
+        codes = np.arange(n, dtype=np.uint32) % (1 << width)
+        if width == 8:  # the e8m0 codes that matter: the extremes, 1, NaN
+            codes = np.array([0, 1, 2, 63, 64, 126, 127, 128, 129, 150, 200, 252, 253, 254, 255, 127],
+                             dtype=np.uint32)
+        raw = pack_bits(codes, width) if width < 8 else bytes(codes.astype(np.uint8))
+        values = codes.astype(np.uint8).view(mdt)
+        header[name] = {"dtype": st, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+        o = obj(name, "dense", shape, "u8", np.frombuffer(raw, dtype=np.uint8), typ)
+        o["f32"] = bits_of(values, np.float32, np.uint32)
+        o["f16"] = bits_of(values, np.float16, np.uint16)
+        o["bf16"] = bits_of(values, ml_dtypes.bfloat16, np.uint16)
+        objects.append(o)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    path = os.path.join(d, "subbyte.safetensors")
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(text)) + text + data)
+    with safe_open(path, framework="np") as f:
+        assert sorted(f.keys()) == sorted(header)
+    dump(os.path.join(d, "subbyte.json"), {"format": "safetensors", "version": "1", "attributes": None,
+                                           "ordered": True, "objects": objects})
 
 
 # --------------------------------------------------------------------------------------

@@ -1402,8 +1402,13 @@ def foreign_cases():
     at_open("st_duplicate_key", st_file('{"w":%s,"w":%s}' % (st_entry("F32", [4], 0, 16), st_entry("F32", [4], 0, 16)),
                                         W4), "FORMAT", "safetensors tensor 'w' twice")
     at_open("st_unknown_dtype", st_file('{"w":%s}' % st_entry("Q4", [4], 0, 16), W4), "UNSUPPORTED", "safetensors dtype Q4")
-    at_open("st_f8_e8m0", st_file('{"w":%s}' % st_entry("F8_E8M0", [16], 0, 16), W4), "UNSUPPORTED",
-            "safetensors F8_E8M0: no logical type for it")
+    ok("st_f8_e8m0", st_file('{"w":%s}' % st_entry("F8_E8M0", [16], 0, 16), W4),
+       "safetensors F8_E8M0: u8 + f8_e8m0fnu")
+    ok("st_f4", st_file('{"w":%s}' % st_entry("F4", [32], 0, 16), W4), "safetensors F4: 32 packed values")
+    at_open("st_f4_odd", st_file('{"w":%s}' % st_entry("F4", [31], 0, 16), W4), "FORMAT",
+            "safetensors F4 [31]: not a whole number of bytes")
+    at_open("st_f6_size", st_file('{"w":%s}' % st_entry("F6_E3M2", [20], 0, 16), W4), "FORMAT",
+            "safetensors F6_E3M2 [20] needs 15 bytes, not 16")
     at_open("st_size_mismatch", st_file('{"w":%s}' % st_entry("F32", [3], 0, 16), W4), "FORMAT",
             "safetensors F32 [3] in 16 bytes")
     at_open("st_offsets_reversed", st_file('{"w":%s}' % st_entry("F32", [0], 16, 0), W4), "FORMAT",
