@@ -6,6 +6,9 @@
 mod read;
 mod write;
 
+// After the reading calls in the header.
+mod frames;
+
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -14,6 +17,8 @@ use crate::error::{Error, ErrorKind, Result, bail};
 
 pub use read::*;
 pub use write::*;
+
+pub use frames::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.
