@@ -138,7 +138,8 @@ pub(crate) fn frame_index(source: &Source<'_>, c: &Component) -> Result<FrameInd
 
 /// Reads decoded bytes `[offset, offset + dst.len())` of a zstd blob through its frame
 /// index: only the entries overlapping the range are read and decoded. Entries wholly
-/// inside the range are read in runs of up to `ZSTD_WINDOW` stored bytes and decoded in
+/// inside the range are read (with `pread` from a file, mapped or not: see
+/// `Source::fetch`) in runs of up to `ZSTD_WINDOW` stored bytes and decoded in
 /// parallel straight into `dst`, each to exactly its indexed length; an entry the range
 /// covers in part (or a very large one) is streamed from its start, decoding only as far
 /// as the range needs. A seek table's per-frame checksums are checked on the frames decoded
@@ -152,6 +153,13 @@ fn zstd_range(
 ) -> Result<()> {
     let end = offset + dst.len() as u64;
     let mut i = index.first_after(offset);
+    // Entries cover the decoded bytes without gaps (both ways of building an index
+    // guarantee it); checked, so a broken index can't leave part of `dst` unwritten.
+    let covered = index.get(i).map(|f| f.decoded.start);
+    let reaches = |j: usize| index.get(j.wrapping_sub(1)).map_or(0, |f| f.decoded.end);
+    if covered.is_none_or(|start| start > offset) {
+        bail!(Internal, "the frame index does not cover byte {offset}");
+    }
     while let Some(f) = index.get(i).filter(|f| f.decoded.start < end) {
         let inside = |f: &FrameSpan| {
             f.decoded.start >= offset
@@ -174,6 +182,9 @@ fn zstd_range(
         }
         decode_run(source, blob, index, i..j, offset, dst)?;
         i = j;
+    }
+    if reaches(i) < end {
+        bail!(Internal, "the frame index ends before byte {end}");
     }
     Ok(())
 }
@@ -206,7 +217,7 @@ fn decode_run(
     let first = index.get(run.start).expect("in range");
     let last = index.get(run.end - 1).expect("in range");
     let (s0, d0) = (first.stored.start, first.decoded.start);
-    let stored = source.region(blob.offset + s0, last.stored.end - s0)?;
+    let stored = source.fetch(blob.offset + s0, last.stored.end - s0)?;
     let frames: Vec<Frame> = run
         .clone()
         .map(|k| {
@@ -266,6 +277,32 @@ fn decode_part(
     let checksum = index.checksum(k);
     let ctx = |e: Error| e.context(entries_context(index, k..k + 1));
     let stored = (blob.offset + f.stored.start, f.stored.end - f.stored.start);
+    if stream_part(source, stored, (skip, want, full), checksum, out).map_err(ctx)? {
+        return Ok(());
+    }
+    // Short, corrupt, or beyond the streaming decoder: decode it as a read would.
+    let mut whole = zeroed_vec(full).map_err(ctx)?;
+    let bytes = source.fetch(stored.0, stored.1)?;
+    zstd_decode_into(&bytes, &mut whole).map_err(ctx)?;
+    if let Some(sum) = checksum {
+        check_sum(sum, xxh64(&whole, 0)).map_err(ctx)?;
+    }
+    out.copy_from_slice(&whole[skip as usize..want as usize]);
+    Ok(())
+}
+
+/// Streams the stored bytes `stored` (file offset, length) of an entry decoding to `full`
+/// bytes, and copies its decoded bytes `[skip, want)` into `out`; with a `checksum`, decodes
+/// the entry to its end and checks it. True when done; false when the streaming decoder
+/// could not deliver (refused the stream, found it corrupt or short): the caller then
+/// decodes the entry one-shot. A checksum mismatch and I/O failures are errors.
+fn stream_part(
+    source: &Source<'_>,
+    stored: (u64, u64),
+    (skip, want, full): (u64, u64, u64),
+    checksum: Option<u32>,
+    out: &mut [u8],
+) -> Result<bool> {
     let mut hasher = checksum.map(|_| Xxh64::new(0));
     let mut seen = 0u64;
     let mut input = source.chunks(stored.0, stored.1);
@@ -290,24 +327,13 @@ fn decode_part(
     });
     let complete = seen >= want && (hasher.is_none() || seen == full);
     match streamed {
-        Ok(_) if complete => {
-            return match (checksum, hasher) {
-                (Some(sum), Some(h)) => check_sum(sum, h.digest()).map_err(ctx),
-                _ => Ok(()),
-            };
-        }
-        Err(e) if e.kind() != ErrorKind::Format => return Err(ctx(e)),
-        _ => {}
+        Ok(_) if complete => match (checksum, hasher) {
+            (Some(sum), Some(h)) => check_sum(sum, h.digest()).map(|()| true),
+            _ => Ok(true),
+        },
+        Err(e) if e.kind() != ErrorKind::Format => Err(e),
+        _ => Ok(false),
     }
-    // Short, corrupt, or beyond the streaming decoder: decode it as a read would.
-    let mut whole = zeroed_vec(full).map_err(ctx)?;
-    let bytes = source.region(stored.0, stored.1)?;
-    zstd_decode_into(&bytes, &mut whole).map_err(ctx)?;
-    if let Some(sum) = checksum {
-        check_sum(sum, xxh64(&whole, 0)).map_err(ctx)?;
-    }
-    out.copy_from_slice(&whole[skip as usize..want as usize]);
-    Ok(())
 }
 
 /// Hands `sink` a zstd blob's decoded bytes in order, in pieces of `piece` bytes (the last
@@ -383,5 +409,52 @@ pub(crate) fn range_reads_are_cheap(c: &Component, index: Option<&FrameIndex>) -
             index.largest_decoded() <= crate::codec::ZSTD_FRAME_SIZE as u64
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One frame without a content size (the reference writer's kind).
+    fn frame_without_size(data: &[u8], window_log: u32) -> Vec<u8> {
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.window_log(window_log).unwrap();
+        std::io::Write::write_all(&mut e, data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn stream(z: &[u8], part: (u64, u64, u64), sum: Option<u32>, out: &mut [u8]) -> Result<bool> {
+        stream_part(&Source::memory(z), (0, z.len() as u64), part, sum, out)
+    }
+
+    #[test]
+    fn parts_stream_from_the_frame_start_and_fall_back_only_when_they_must() {
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 7 / 5) as u8).collect();
+        let full = data.len() as u64;
+        let z = frame_without_size(&data, 20);
+        let mut out = vec![0u8; 4096];
+        assert!(stream(&z, (500_000, 504_096, full), None, &mut out).unwrap());
+        assert!(out == data[500_000..504_096]);
+        // With a checksum: decoded to the end and checked.
+        let sum = xxh64(&data, 0) as u32;
+        assert!(stream(&z, (0, 4096, full), Some(sum), &mut out).unwrap());
+        assert!(out == data[..4096]);
+        let e = stream(&z, (0, 4096, full), Some(sum ^ 1), &mut out).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Format);
+        assert!(
+            e.message()
+                .ends_with(&format!("the seek table says 0x{:08x}", sum ^ 1))
+        );
+        // A frame that decodes to more than its entry: not delivered (the one-shot decode
+        // then reports it), never written past `out`.
+        assert!(!stream(&z, (0, 4096, 4096), Some(sum), &mut out).unwrap());
+        // A window larger than the entry's bytes: refused before anything is allocated.
+        let small = frame_without_size(&data[..64], 27);
+        let mut out = [0u8; 64];
+        assert!(!stream(&small, (0, 64, 64), None, &mut out).unwrap());
+        // A short stream: not delivered.
+        assert!(!stream(&z[..z.len() / 2], (900_000, 900_064, full), None, &mut out).unwrap());
     }
 }

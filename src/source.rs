@@ -219,6 +219,21 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// The bytes `[offset, offset + len)`: borrowed from caller memory, else read with
+    /// `pread` into a new buffer, also from a mapped file, whose pages are then never
+    /// touched: the process's memory does not grow with every part of the file it reads
+    /// once (frames decoded by range reads). The caller has bounds-checked the range.
+    pub(crate) fn fetch(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        if let Kind::Memory(all) = self.kind {
+            return Ok(Cow::Borrowed(
+                &all[offset as usize..(offset + len) as usize],
+            ));
+        }
+        let mut v = zeroed_vec(len)?;
+        self.peek(offset, &mut v)?;
+        Ok(Cow::Owned(v))
+    }
+
     /// The bytes `[offset, offset + len)` in order, in pieces: caller memory in one piece,
     /// a file (mapped or not) in 1 MiB `pread`s into one buffer, so that streaming through
     /// a long range holds 1 MiB and never maps the range's pages into the process. The
