@@ -39,6 +39,7 @@ const SECTIONS: &[Section] = &[
     sections::load::SECTION,
     sections::zstd::SECTION,
     sections::range::SECTION,
+    sections::seek::SECTION,
     sections::write::SECTION,
     sections::verify::SECTION,
     sections::memory::SECTION,

@@ -41,7 +41,7 @@ static void check_range(const zt_reader *r, uint64_t a, uint64_t b) {
   unsigned char *dst = malloc(n);
   if (!CHECK(dst != NULL)) return;
   memset(dst, 0xEE, n);
-  if (CHECK_OK(zt_component_read_range(r, 0, "z", a, dst, n))) CHECK_MEM(dst, data + a, n);
+  if (CHECK_OK(zt_component_read_range(r, 0, "data", a, dst, n))) CHECK_MEM(dst, data + a, n);
   free(dst);
 }
 
@@ -53,11 +53,11 @@ static void check_reader(const zt_reader *r, const unsigned char *file) {
   uint64_t at = 0, decoded = 0, b;
   static const unsigned char magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
   CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
-  CHECK_OK(zt_component_frame_count(r, 0, "z", &count));
+  CHECK_OK(zt_component_frame_count(r, 0, "data", &count));
   CHECK_U64(count, 3);
   at = ci.offset;
   for (i = 0; i < 3; i++) {
-    if (!CHECK_OK(zt_component_frame_get(r, 0, "z", i, &f[i]))) return;
+    if (!CHECK_OK(zt_component_frame_get(r, 0, "data", i, &f[i]))) return;
     CHECK_U64(f[i].offset, at);
     CHECK_U64(f[i].decoded_offset, decoded);
     CHECK_U64(f[i].decoded_length, i < 2 ? FRAME : 1000);
@@ -69,7 +69,7 @@ static void check_reader(const zt_reader *r, const unsigned char *file) {
   /* The frames, then the seek table, fill the component. */
   CHECK_U64(at + TABLE, ci.offset + ci.length);
   CHECK_U64(decoded, LEN);
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_frame_get(r, 0, "z", 3, &none));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_frame_get(r, 0, "data", 3, &none));
   CHECK_ERROR_MENTIONS("no frame 3: the component has 3 frames");
   for (i = 0; i < 3; i++) {
     b = f[i].decoded_offset;
@@ -98,12 +98,12 @@ static void test_sound(const unsigned char *file, size_t size) {
   if (!CHECK_OK(zt_open_memory(file, size, &r))) return;
   check_reader(r, file);
   /* Argument checks, and components without frames. */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(NULL, 0, "z", &count));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(r, 0, "z", NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(NULL, 0, "data", &count));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(r, 0, "data", NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(r, 0, NULL, &count));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_get(r, 0, "z", 0, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_get(r, 0, "data", 0, NULL));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_frame_count(r, 0, "nope", &count));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_frame_get(r, 7, "z", 0, &f));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_frame_get(r, 7, "data", 0, &f));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_frame_count(r, 1, "data", &count));
   CHECK_ERROR_MENTIONS("not stored as zstd frames of its bytes (encoding raw)");
   zt_close(r);
@@ -161,15 +161,15 @@ static void test_lies(const unsigned char *file, size_t size, uint64_t table_at)
     memcpy(copy, file, size);
     lies[i].edit(copy + table_at);
     if (!CHECK_OK(zt_open_memory(copy, size, &r))) continue;
-    CHECK_STATUS(ZT_ERR_FORMAT, zt_component_frame_count(r, 0, "z", &count));
+    CHECK_STATUS(ZT_ERR_FORMAT, zt_component_frame_count(r, 0, "data", &count));
     CHECK_ERROR_MENTIONS("zstd seek table: ");
     CHECK_ERROR_MENTIONS(lies[i].message);
-    CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "z", FRAME - 10, b, sizeof b));
+    CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", FRAME - 10, b, sizeof b));
     CHECK_ERROR_MENTIONS("object 'z' component 'data': zstd seek table: ");
     if (lies[i].edit != skippable_size) {
       /* The table is a skippable frame: whole reads never look inside it. */
       memset(whole, 0, LEN);
-      if (CHECK_OK(zt_component_read(r, 0, "z", whole, LEN))) CHECK_MEM(whole, data, LEN);
+      if (CHECK_OK(zt_component_read(r, 0, "data", whole, LEN))) CHECK_MEM(whole, data, LEN);
     }
     zt_close(r);
   }
@@ -186,13 +186,13 @@ static void test_lies(const unsigned char *file, size_t size, uint64_t table_at)
     put32(t + 8, c0 + 7);
     put32(t + 16, c1 - 7);
     if (CHECK_OK(zt_open_memory(copy, size, &r))) {
-      CHECK_OK(zt_component_frame_count(r, 0, "z", &count));
-      CHECK_OK(zt_component_frame_get(r, 0, "z", 1, &f));
+      CHECK_OK(zt_component_frame_count(r, 0, "data", &count));
+      CHECK_OK(zt_component_frame_get(r, 0, "data", 1, &f));
       CHECK_U64(f.length, c1 - 7);
       memset(whole, 0, LEN);
-      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "z", 0, whole, FRAME));
-      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "z", FRAME, whole, FRAME));
-      CHECK_OK(zt_component_read_range(r, 0, "z", 2 * FRAME, whole, 1000));
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", 0, whole, FRAME));
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", FRAME, whole, FRAME));
+      CHECK_OK(zt_component_read_range(r, 0, "data", 2 * FRAME, whole, 1000));
       CHECK_MEM(whole, data + 2 * FRAME, 1000);
       zt_close(r);
     }
