@@ -189,19 +189,24 @@ fn zstd_range(
     Ok(())
 }
 
-/// Which entries of which index an error is about.
-fn entries_context(index: &FrameIndex, entries: std::ops::Range<usize>) -> String {
-    let from = if index.has_seek_table() {
-        "seek table"
-    } else {
-        "frame headers"
-    };
-    format!(
-        "zstd frames {}..{} of {} (per the {from})",
-        entries.start,
-        entries.end,
-        index.len()
-    )
+/// Adds to an error which frames of the seek table it is about (a table may lie about
+/// them); errors of streams indexed from their own headers read as those of a full read.
+fn entries_context(
+    index: &FrameIndex,
+    entries: std::ops::Range<usize>,
+) -> impl Fn(Error) -> Error + '_ {
+    move |e| {
+        if index.has_seek_table() {
+            e.context(format_args!(
+                "zstd frames {}..{} of {} (per the seek table)",
+                entries.start,
+                entries.end,
+                index.len()
+            ))
+        } else {
+            e
+        }
+    }
 }
 
 /// Decodes the consecutive entries `run`, each wholly inside the range, straight into
@@ -229,11 +234,11 @@ fn decode_run(
         })
         .collect();
     let out = &mut dst[(d0 - offset) as usize..(last.decoded.end - offset) as usize];
-    let ctx = |e: Error| e.context(entries_context(index, run.clone()));
-    decode_frames(&stored, out, &frames).map_err(ctx)?;
+    let ctx = entries_context(index, run.clone());
+    decode_frames(&stored, out, &frames).map_err(&ctx)?;
     for (k, f) in run.clone().zip(&frames) {
         if let Some(sum) = index.checksum(k) {
-            check_sum(sum, xxh64(&out[f.dst.clone()], 0)).map_err(ctx)?;
+            check_sum(sum, xxh64(&out[f.dst.clone()], 0)).map_err(&ctx)?;
         }
     }
     Ok(())
@@ -275,17 +280,17 @@ fn decode_part(
         f.decoded.end - f.decoded.start,
     );
     let checksum = index.checksum(k);
-    let ctx = |e: Error| e.context(entries_context(index, k..k + 1));
+    let ctx = entries_context(index, k..k + 1);
     let stored = (blob.offset + f.stored.start, f.stored.end - f.stored.start);
-    if stream_part(source, stored, (skip, want, full), checksum, out).map_err(ctx)? {
+    if stream_part(source, stored, (skip, want, full), checksum, out).map_err(&ctx)? {
         return Ok(());
     }
     // Short, corrupt, or beyond the streaming decoder: decode it as a read would.
-    let mut whole = zeroed_vec(full).map_err(ctx)?;
+    let mut whole = zeroed_vec(full).map_err(&ctx)?;
     let bytes = source.fetch(stored.0, stored.1)?;
-    zstd_decode_into(&bytes, &mut whole).map_err(ctx)?;
+    zstd_decode_into(&bytes, &mut whole).map_err(&ctx)?;
     if let Some(sum) = checksum {
-        check_sum(sum, xxh64(&whole, 0)).map_err(ctx)?;
+        check_sum(sum, xxh64(&whole, 0)).map_err(&ctx)?;
     }
     out.copy_from_slice(&whole[skip as usize..want as usize]);
     Ok(())

@@ -465,7 +465,8 @@ impl<'a> Reader<'a> {
     /// for raw components and zstd ones (read frame by frame through their index when
     /// range reads are cheap, else decoded as one stream from the start, plus the
     /// decoder's window); components of other formats' pipelines and legacy swapped data
-    /// are decoded whole once and handed out from memory.
+    /// are decoded whole once and handed out from memory. A zstd component whose frame
+    /// index can't be built (a seek table that lies) is refused with that error.
     pub fn for_each_piece(
         &self,
         object: usize,
@@ -473,18 +474,21 @@ impl<'a> Reader<'a> {
         mut sink: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         const PIECE: usize = crate::codec::ZSTD_FRAME_SIZE;
-        let (_, c) = self.component(object, component)?;
+        let (obj, c) = self.component(object, component)?;
         let length = c.decoded_length;
         if length == 0 {
             // Nothing to hand out, but an encoded empty component is still decoded (checked).
             return self.read_into(object, component, &mut []);
         }
-        if !self.range_reads_are_cheap(object, component)? {
-            if decode::has_frames(c) {
-                let (obj, c) = self.component(object, component)?;
+        if decode::has_frames(c) && self.cached(object, component).is_none() {
+            // The index first: a seek table that disagrees with the stream is a fault of
+            // the component, reported here as it is by range reads.
+            let index = self.frame_index(object, component)?;
+            if !decode::range_reads_are_cheap(c, Some(&index)) {
                 return decode::zstd_pieces(&self.source, &c.blob, PIECE, &mut sink)
                     .map_err(self.ctx(obj, c));
             }
+        } else if !self.range_reads_are_cheap(object, component)? {
             let all = self.read_to_vec(object, component)?;
             return all.chunks(PIECE).try_for_each(sink);
         }

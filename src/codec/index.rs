@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use crate::error::Result;
+use crate::error::{Result, bail};
 
 /// The most entries one index keeps (16 bytes each: 1 MiB). This library's frames hold
 /// 4 MiB, so every component up to 256 GiB gets one entry per frame.
@@ -195,8 +195,10 @@ const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
 /// state their decoded size get an entry each; the walk stops at a frame it can't place
 /// (no decoded size in its header, the frame holding the last decoded bytes, a header it
 /// doesn't understand, or after `MAX_WALK_READS` reads): that frame and everything after
-/// it become the last entry, to be decoded from its start. A damaged stream is never an
-/// error here; decoding reports it.
+/// it become the last entry, to be decoded from its start. Decoded sizes stated in frame
+/// headers that can't add up to `total` (more than the bytes left, or all frames placed
+/// and the sum short) are a `Format` error: zstd decoders enforce those sizes, so no read
+/// of the component can succeed. Any other damage is left for decoding to report.
 pub(crate) fn walk(
     read: &mut ReadAt<'_>,
     stored: u64,
@@ -208,43 +210,64 @@ pub(crate) fn walk(
     while pos < stored {
         builder.push(pos, out, None);
         match sized_frame_at(read, pos, stored, total - out, &mut reads)? {
-            Some((len, decoded)) => {
+            Sized::Placed(len, decoded) => {
                 pos += len;
                 out += decoded;
             }
-            None => break,
+            Sized::TooLarge(decoded) => bail!(
+                Format,
+                "the zstd frame at stored byte {pos} records {decoded} decoded bytes, but \
+                 only {} of the component's {total} are left",
+                total - out
+            ),
+            Sized::Rest => return Ok(builder.finish(stored, total, false)),
         }
+    }
+    if out != total {
+        bail!(
+            Format,
+            "the zstd frames record {out} decoded bytes in all, but the component has {total}"
+        );
     }
     Ok(builder.finish(stored, total, false))
 }
 
-/// The stored and decoded length of the frame at `pos`, when its headers state both and
-/// it decodes to less than the `rest` still to place; None otherwise.
+/// What the headers say about a frame.
+enum Sized {
+    /// Its stored and decoded lengths, the decoded one less than what is left to place.
+    Placed(u64, u64),
+    /// It records more decoded bytes than are left.
+    TooLarge(u64),
+    /// It can't be placed cheaply (see `walk`): it starts the last entry.
+    Rest,
+}
+
+/// What the headers of the frame at `pos` say, with `rest` decoded bytes still to place.
 fn sized_frame_at(
     read: &mut ReadAt<'_>,
     pos: u64,
     stored: u64,
     rest: u64,
     reads: &mut u64,
-) -> Result<Option<(u64, u64)>> {
+) -> Result<Sized> {
     let mut head = [0u8; 18];
     let n = (stored - pos).min(head.len() as u64) as usize;
     if n < 8 {
-        return Ok(None);
+        return Ok(Sized::Rest);
     }
     read(pos, &mut head[..n])?;
     *reads += 1;
     let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
     if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
         let len = 8 + u64::from(u32::from_le_bytes(head[4..8].try_into().expect("4")));
-        return Ok((pos + len <= stored).then_some((len, 0)));
+        return Ok(placed(pos + len <= stored, len, 0));
     }
     if magic != ZSTD_MAGIC {
-        return Ok(None);
+        return Ok(Sized::Rest);
     }
     let descriptor = head[4];
     if descriptor & 0x08 != 0 {
-        return Ok(None); // reserved bit
+        return Ok(Sized::Rest); // reserved bit
     }
     let single_segment = descriptor & 0x20 != 0;
     let size_bytes = match descriptor >> 6 {
@@ -257,20 +280,23 @@ fn sized_frame_at(
     let at = 5 + usize::from(!single_segment) + dict_bytes;
     let header_len = at + size_bytes;
     if size_bytes == 0 || header_len > n {
-        return Ok(None); // no decoded size, or a truncated header
+        return Ok(Sized::Rest); // no decoded size, or a truncated header
     }
     let mut size = [0u8; 8];
     size[..size_bytes].copy_from_slice(&head[at..header_len]);
     let decoded = u64::from_le_bytes(size) + if size_bytes == 2 { 256 } else { 0 };
-    if decoded >= rest {
-        return Ok(None); // the frame with the last decoded bytes: no need to find its end
+    if decoded > rest {
+        return Ok(Sized::TooLarge(decoded));
+    }
+    if decoded == rest {
+        return Ok(Sized::Rest); // the frame with the last decoded bytes: no need to find its end
     }
     // The blocks: 3-byte headers (last flag, type, size), raw and compressed blocks store
     // `size` bytes, RLE blocks one.
     let mut block = pos + header_len as u64;
     loop {
         if *reads >= MAX_WALK_READS || block + 3 > stored {
-            return Ok(None);
+            return Ok(Sized::Rest);
         }
         let mut h = [0u8; 4];
         read(block, &mut h[..3])?;
@@ -280,7 +306,7 @@ fn sized_frame_at(
         block += 3 + match kind {
             0 | 2 => size,
             1 => 1,
-            _ => return Ok(None),
+            _ => return Ok(Sized::Rest),
         };
         if last {
             break;
@@ -289,7 +315,15 @@ fn sized_frame_at(
     if descriptor & 0x04 != 0 {
         block += 4; // content checksum
     }
-    Ok((block <= stored).then_some((block - pos, decoded)))
+    Ok(placed(block <= stored, block - pos, decoded))
+}
+
+fn placed(fits: bool, len: u64, decoded: u64) -> Sized {
+    if fits {
+        Sized::Placed(len, decoded)
+    } else {
+        Sized::Rest
+    }
 }
 
 #[cfg(test)]
@@ -395,6 +429,39 @@ mod tests {
         let cut = [fp.clone(), sized(&q)[..100].to_vec(), fp.clone()].concat();
         let (index, _) = walk_bytes(&cut[..a as usize + 100], 250_000, 1 << 16);
         assert_eq!(index.len(), 2);
+    }
+
+    #[test]
+    fn recorded_sizes_that_cannot_add_up_are_format_errors() {
+        let p = data(70_000, 7);
+        let f = sized(&p);
+        let mut read = |offset: u64, dst: &mut [u8]| {
+            let s = [f.clone(), f.clone()].concat();
+            dst.copy_from_slice(&s[offset as usize..offset as usize + dst.len()]);
+            Ok(())
+        };
+        let two = 2 * f.len() as u64;
+        // Two frames of 70,000 bytes, every frame placed, for a component of 150,000.
+        let e = walk(&mut read, two, 150_000, 1 << 16).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (
+                crate::ErrorKind::Format,
+                "the zstd frames record 140000 decoded bytes in all, but the component has 150000"
+            )
+        );
+        // The second frame records more than is left.
+        let e = walk(&mut read, two, 100_000, 1 << 16).unwrap_err();
+        assert_eq!(
+            e.message(),
+            format!(
+                "the zstd frame at stored byte {} records 70000 decoded bytes, but only 30000 \
+                 of the component's 100000 are left",
+                f.len()
+            )
+        );
+        // Exactly right: the last frame is not walked.
+        assert_eq!(walk(&mut read, two, 140_000, 1 << 16).unwrap().len(), 2);
     }
 
     #[test]

@@ -176,8 +176,7 @@ impl<W: Write> Writer<W> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         if c.encoding() == Encoding::Zstd {
-            // A seek table that lies would be copied with the stream: refuse it too.
-            reader.frame_index(object, ci)?;
+            // Also refuses a seek table that disagrees with the stream (its frame index).
             reader.for_each_piece(object, ci, |_| Ok(()))?;
         }
         // begin_component's checks (an open object, a new role, the types) and the

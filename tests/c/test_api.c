@@ -3531,6 +3531,8 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_object_prefetch",    /* test_loader.c */
     "zt_object_release",     /* test_loader.c */
     "zt_load_batch",         /* test_loader.c */
+    "zt_component_frame_count", /* test_frames.c */
+    "zt_component_frame_get",   /* test_frames.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */
