@@ -553,6 +553,33 @@ typedef struct zt_copy_options {
   const char *name;
 } zt_copy_options;
 
+/**
+ * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
+ * of consecutive frames): where its stored bytes are in the file and which decoded bytes
+ * of the component they hold. The stored bytes `[offset, offset + length)` decode on their
+ * own, with any zstd decoder's one-shot call (`ZSTD_decompress`), to exactly
+ * `decoded_length` bytes, which are the component's bytes
+ * `[decoded_offset, decoded_offset + decoded_length)`, when the file is sound.
+ */
+typedef struct zt_frame_info {
+  /**
+   * Absolute file offset of the frame's stored bytes.
+   */
+  uint64_t offset;
+  /**
+   * Stored (compressed) bytes of the frame.
+   */
+  uint64_t length;
+  /**
+   * Where the frame's decoded bytes start in the decoded component.
+   */
+  uint64_t decoded_offset;
+  /**
+   * Decoded bytes of the frame (0 for a skippable frame).
+   */
+  uint64_t decoded_length;
+} zt_frame_info;
+
 
 
 #ifdef __cplusplus
@@ -833,10 +860,15 @@ enum zt_status zt_component_read_as(const struct zt_reader *reader,
 
 /**
  * Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
- * outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd components written as
- * independent frames with recorded sizes (this library's writer does so every 4 MiB),
- * only the frames overlapping the range are decoded; other zstd streams are decoded whole
- * into a temporary buffer. Thread-safe.
+ * outside the component is `ZT_ERR_INVALID_ARGUMENT`. zstd components are read through
+ * their frame index (see `zt_component_frame_count`, built on the first call): only the
+ * frames overlapping the range are read and decoded (this library writes frames of
+ * 4 MiB and a seek table), a frame the range covers in part is decoded only up to the
+ * end of the range, and a component of one large frame (as the reference implementation
+ * writes) is decoded from its start up to the end of the range, streaming, without a
+ * buffer of the whole. A seek table that disagrees with the component is
+ * `ZT_ERR_FORMAT`. Legacy byte-swapped data and other formats' pipelines are decoded
+ * whole into a temporary buffer. Thread-safe.
  */
 ZT_API
 enum zt_status zt_component_read_range(const struct zt_reader *reader,
@@ -1005,6 +1037,35 @@ ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);
  * removed). NULL is a no-op.
  */
 ZT_API void zt_writer_free(struct zt_writer *w);
+
+/**
+ * The number of frames of a zstd component (see `zt_frame_info`). The frame index is
+ * built on the first call that needs it (this or a range read) and kept until
+ * `zt_close`: from the seek table this library writes at the end of every component of
+ * several frames (zstd's seekable format), or, without one, by reading the frame and block
+ * headers (a few bytes per block; nothing is decoded). A frame whose headers don't state
+ * its decoded size (the reference implementation writes one such frame per component) is
+ * the last entry, holding the rest of the component. The seek table itself is not a
+ * frame. `ZT_ERR_FORMAT` for a seek table that disagrees with the component;
+ * `ZT_ERR_INVALID_ARGUMENT` for a component that is not zstd frames of its bytes (raw,
+ * another format's pipeline, legacy byte-swapped data). Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_frame_count(const struct zt_reader *reader,
+                                        size_t object,
+                                        const char *role,
+                                        size_t *out_count);
+
+/**
+ * Describes frame `frame` (`0 .. zt_component_frame_count - 1`) of a zstd component;
+ * `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_frame_get(const struct zt_reader *reader,
+                                      size_t object,
+                                      const char *role,
+                                      size_t frame,
+                                      struct zt_frame_info *out);
 
 #ifdef __cplusplus
 }  // extern "C"

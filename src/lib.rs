@@ -44,7 +44,9 @@ mod verify;
 mod writer;
 
 pub use batch::LoadRequest;
-pub use codec::{DigestAlgorithm, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range};
+pub use codec::{
+    DigestAlgorithm, FrameIndex, FrameSpan, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range,
+};
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};
 pub use formats::ztensor::manifest::WRITE_VERSION;

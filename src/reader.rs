@@ -4,11 +4,12 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::buffer::{AlignedBuf, zeroed_vec};
 use crate::cbor::Value;
 use crate::convert::Plan;
+use crate::codec::FrameIndex;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -42,10 +43,19 @@ impl Default for OpenOptions {
     }
 }
 
+/// What the reader keeps per component: the decoded bytes of a view, and the frame index
+/// of a zstd component; both built once, under `lock`.
 struct Cache {
     cell: OnceLock<AlignedBuf>,
+    index: OnceLock<Arc<FrameIndex>>,
     lock: Mutex<()>,
 }
+
+/// The memory the frame indexes one reader caches may take in total. An index is at most
+/// 1 MiB (`FrameIndex`), and this library's frames need 16 bytes per 4 MiB, so only files
+/// of very many small frames reach it; past it, each call that needs an index builds its
+/// own and drops it after (reading the seek table or the frame headers again).
+const INDEX_CACHE_BUDGET: u64 = 64 << 20;
 
 /// A borrowed view of a component's decoded bytes.
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +116,8 @@ pub struct Reader<'a> {
     /// The path, for error messages, when opened from one.
     origin: Option<Box<str>>,
     cached_total: AtomicU64,
+    /// Bytes of the frame indexes cached, at most `INDEX_CACHE_BUDGET`.
+    index_total: AtomicU64,
 }
 
 impl std::fmt::Debug for Reader<'_> {
@@ -185,6 +197,7 @@ impl<'a> Reader<'a> {
         let caches = (0..count)
             .map(|_| Cache {
                 cell: OnceLock::new(),
+                index: OnceLock::new(),
                 lock: Mutex::new(()),
             })
             .collect();
@@ -196,6 +209,7 @@ impl<'a> Reader<'a> {
             first_cache: first_cache.into_boxed_slice(),
             origin: None,
             cached_total: AtomicU64::new(0),
+            index_total: AtomicU64::new(0),
         };
         if options.verify_on_open {
             reader.verify()?;
@@ -434,10 +448,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads the decoded bytes `[offset, offset + dst.len())` of a component into `dst`.
-    /// For zstd components written as independent frames with recorded sizes (as this
-    /// library writes them) only the frames overlapping the range are decoded; other zstd
-    /// streams, and components of other formats' pipelines, are decoded whole into a
-    /// temporary buffer. Nothing is cached.
+    /// Raw components are read in place. zstd components are read through their frame
+    /// index (`frame_index`, built on the first call): only the frames overlapping the
+    /// range are read and decoded, and a frame the range covers in part is decoded from
+    /// its start only as far as the range needs; a stream of one large frame (as the
+    /// reference implementation writes) is decoded from its start up to the end of the
+    /// range, streaming, without a buffer of the whole. Components of other formats'
+    /// pipelines and legacy swapped data are decoded whole into a temporary buffer.
+    /// Nothing but the frame index is cached.
     pub fn read_range(
         &self,
         object: usize,
@@ -467,7 +485,11 @@ impl<'a> Reader<'a> {
             dst.copy_from_slice(&buf.as_slice()[range]);
             return Ok(());
         }
-        if decode::component_range(&self.source, c, offset, dst).map_err(&ctx)? {
+        let index = match decode::has_frames(c) {
+            true => Some(self.frame_index(object, component)?),
+            false => None,
+        };
+        if decode::component_range(&self.source, c, index.as_deref(), offset, dst).map_err(&ctx)? {
             return Ok(());
         }
         let all = self.read_to_vec(object, component)?;
@@ -504,10 +526,13 @@ impl<'a> Reader<'a> {
             .map_err(self.ctx(obj, c))
     }
 
-    /// Hands `sink` a component's decoded bytes in order, in pieces of at most
-    /// `ZSTD_FRAME_SIZE` bytes (a multiple of every element size). Memory: one piece when
-    /// range reads are cheap (raw components, zstd written as independent frames);
-    /// otherwise the component is decoded whole once and handed out from memory.
+    /// Hands `sink` a component's decoded bytes in order, in pieces of `ZSTD_FRAME_SIZE`
+    /// bytes (a multiple of every element size; the last piece shorter). Memory: one piece
+    /// for raw components and zstd ones (read frame by frame through their index when
+    /// range reads are cheap, else decoded as one stream from the start, plus the
+    /// decoder's window); components of other formats' pipelines and legacy swapped data
+    /// are decoded whole once and handed out from memory. A zstd component whose frame
+    /// index can't be built (a seek table that lies) is refused with that error.
     pub fn for_each_piece(
         &self,
         object: usize,
@@ -515,13 +540,21 @@ impl<'a> Reader<'a> {
         mut sink: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         const PIECE: usize = crate::codec::ZSTD_FRAME_SIZE;
-        let (_, c) = self.component(object, component)?;
+        let (obj, c) = self.component(object, component)?;
         let length = c.decoded_length;
         if length == 0 {
             // Nothing to hand out, but an encoded empty component is still decoded (checked).
             return self.read_into(object, component, &mut []);
         }
-        if !self.range_reads_are_cheap(object, component)? {
+        if decode::has_frames(c) && self.cached(object, component).is_none() {
+            // The index first: a seek table that disagrees with the stream is a fault of
+            // the component, reported here as it is by range reads.
+            let index = self.frame_index(object, component)?;
+            if !decode::range_reads_are_cheap(c, Some(&index)) {
+                return decode::zstd_pieces(&self.source, &c.blob, PIECE, &mut sink)
+                    .map_err(self.ctx(obj, c));
+            }
+        } else if !self.range_reads_are_cheap(object, component)? {
             let all = self.read_to_vec(object, component)?;
             return all.chunks(PIECE).try_for_each(sink);
         }
@@ -536,16 +569,59 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// True when `read_range` of a piece of this component costs about the piece: raw
-    /// components, and zstd streams of independent frames with recorded sizes of at most
-    /// `ZSTD_FRAME_SIZE` decoded bytes each (what this library writes) in a mapped file or
-    /// caller memory. Otherwise each `read_range` decodes the whole component, so a caller
-    /// streaming a large component should read it whole once instead. Reads only the zstd
-    /// frame headers.
+    /// True when `read_range` of a piece of this component costs about the piece, in every
+    /// kind of source (mapped, pread, memory): raw components, components a view has
+    /// cached, and zstd ones whose frame index has entries of at most `ZSTD_FRAME_SIZE`
+    /// decoded bytes (this library's frames, with or without a seek table). Otherwise a
+    /// range read decodes from the start of a large frame (or, for other formats'
+    /// pipelines, the whole component), so a caller streaming a large component should use
+    /// `for_each_piece`. Builds the frame index if needed (reads the seek table or frame
+    /// headers); a component whose index can't be built is not cheap.
     pub fn range_reads_are_cheap(&self, object: usize, component: usize) -> Result<bool> {
         let (_, c) = self.component(object, component)?;
-        Ok(self.cached(object, component).is_some()
-            || decode::range_reads_are_cheap(&self.source, c))
+        if self.cached(object, component).is_some() {
+            return Ok(true);
+        }
+        let index = match decode::has_frames(c) {
+            true => self.frame_index(object, component).ok(),
+            false => None,
+        };
+        Ok(decode::range_reads_are_cheap(c, index.as_deref()))
+    }
+
+    /// The frame index of a zstd component: where each frame's stored bytes and decoded
+    /// bytes lie, for range reads and for loaders that fetch and decode frames themselves.
+    /// Built on the first call from the seek table at the end of the stored bytes (which
+    /// this library writes for every component of several frames), or, without one, by
+    /// walking the frame and block headers (a few bytes per block, read with `pread` even
+    /// from a mapped file; nothing is decoded); then cached, thread-safe. A seek table that
+    /// disagrees with the component (sizes, counts, sums, reserved bits) is a `Format`
+    /// error. Memory: at most 1 MiB per index (streams of more than 65,536 frames get
+    /// entries of several frames each) and 64 MiB for all the indexes a reader caches;
+    /// past that, each call builds an index of its own. `InvalidArgument` for a component
+    /// that is not zstd frames of its bytes (raw, another format's pipeline, legacy
+    /// swapped data).
+    pub fn frame_index(&self, object: usize, component: usize) -> Result<Arc<FrameIndex>> {
+        let (obj, c) = self.component(object, component)?;
+        let cache = &self.caches[self.first_cache[object] + component];
+        if let Some(index) = cache.index.get() {
+            return Ok(index.clone());
+        }
+        let _guard = cache.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(index) = cache.index.get() {
+            return Ok(index.clone());
+        }
+        let index = Arc::new(decode::frame_index(&self.source, c).map_err(self.ctx(obj, c))?);
+        let size = index.heap_bytes();
+        let reserved = self
+            .index_total
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |total| {
+                total.checked_add(size).filter(|&t| t <= INDEX_CACHE_BUDGET)
+            });
+        if reserved.is_ok() {
+            let _ = cache.index.set(index.clone());
+        }
+        Ok(index)
     }
 
     /// Reads a component's values as `dtype` (see `convert::plan`): the stored bytes when

@@ -13,6 +13,7 @@ use std::path::Path;
 use memmap2::{Mmap, MmapOptions};
 
 use crate::buffer::zeroed_vec;
+use crate::codec::stream::Chunks;
 use crate::codec::{decode_frames, sized_frames, zstd_decode_into};
 use crate::error::{Error, Result, bail};
 
@@ -282,6 +283,54 @@ impl<'a> Source<'a> {
         Ok(())
     }
 
+    /// Fills `dst` with the bytes at `offset` without touching the mapping: a `pread` for a
+    /// file (mapped or not), a copy from caller memory. For small scattered reads (frame
+    /// headers, seek tables) that must not fault pages of a mapping into the process. The
+    /// caller has bounds-checked the range.
+    pub(crate) fn peek(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        match &self.kind {
+            Kind::Map(_, f) | Kind::File(f) => f.read_exact_at(dst, offset).map_err(|e| {
+                Error::io(
+                    format_args!("reading {} bytes at offset {offset}", dst.len()),
+                    e,
+                )
+            }),
+            Kind::Memory(all) => {
+                let start = offset as usize;
+                dst.copy_from_slice(&all[start..start + dst.len()]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes `[offset, offset + len)`: borrowed from caller memory, else read with
+    /// `pread` into a new buffer, also from a mapped file, whose pages are then never
+    /// touched: the process's memory does not grow with every part of the file it reads
+    /// once (frames decoded by range reads). The caller has bounds-checked the range.
+    pub(crate) fn fetch(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        if let Kind::Memory(all) = self.kind {
+            return Ok(Cow::Borrowed(
+                &all[offset as usize..(offset + len) as usize],
+            ));
+        }
+        let mut v = zeroed_vec(len)?;
+        self.peek(offset, &mut v)?;
+        Ok(Cow::Owned(v))
+    }
+
+    /// The bytes `[offset, offset + len)` in order, in pieces: caller memory in one piece,
+    /// a file (mapped or not) in 1 MiB `pread`s into one buffer, so that streaming through
+    /// a long range holds 1 MiB and never maps the range's pages into the process. The
+    /// caller has bounds-checked the range.
+    pub(crate) fn chunks(&self, offset: u64, len: u64) -> SourceChunks<'_, 'a> {
+        SourceChunks {
+            source: self,
+            at: offset,
+            end: offset + len,
+            buf: Vec::new(),
+        }
+    }
+
     /// Decodes the zstd stream stored at `[offset, offset + len)` into `dst`, which must
     /// come out exactly full. A large stream of frames with recorded sizes is decoded
     /// window by window (see `decode_windowed` and `decode_mapped_windows`), so the stored
@@ -299,6 +348,32 @@ impl<'a> Source<'a> {
         }
         let stored = self.region(offset, len)?;
         zstd_decode_into(&stored, dst)
+    }
+}
+
+/// A range of a source in pieces (`Source::chunks`).
+pub(crate) struct SourceChunks<'s, 'a> {
+    source: &'s Source<'a>,
+    at: u64,
+    end: u64,
+    buf: Vec<u8>,
+}
+
+impl Chunks for SourceChunks<'_, '_> {
+    fn next_chunk(&mut self) -> Result<&[u8]> {
+        let n = (self.end - self.at).min(PREAD_FROM as u64);
+        if let Kind::Memory(all) = self.source.kind {
+            let (from, to) = (self.at as usize, self.end as usize);
+            self.at = self.end;
+            return Ok(&all[from..to]);
+        }
+        if self.buf.len() < n as usize {
+            self.buf = zeroed_vec(n)?;
+        }
+        let piece = &mut self.buf[..n as usize];
+        self.source.peek(self.at, piece)?;
+        self.at += n;
+        Ok(piece)
     }
 }
 

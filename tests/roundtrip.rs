@@ -943,23 +943,43 @@ fn large_zstd_components_are_independent_frames_decoded_in_parallel() {
         let r = Reader::from_slice(&out).unwrap();
         let c = &r.objects()[0].components()[0];
         let stored = &out[c.offset() as usize..(c.offset() + c.length()) as usize];
-        // Three frames, each recording its content size; one stream for any zstd decoder.
-        let mut sizes = Vec::new();
+        // Three frames, each recording its content size, then the seek table (a skippable
+        // frame, content size 0); one stream for any zstd decoder.
+        let mut frames = Vec::new();
         let mut rest = stored;
         while !rest.is_empty() {
             let n = zstd::zstd_safe::find_frame_compressed_size(rest).unwrap();
-            sizes.push(
-                zstd::zstd_safe::get_frame_content_size(&rest[..n])
-                    .unwrap()
-                    .unwrap(),
-            );
+            let content = zstd::zstd_safe::get_frame_content_size(&rest[..n])
+                .unwrap()
+                .unwrap();
+            frames.push((n as u32, content as u32));
             rest = &rest[n..];
         }
+        let (table, data_frames) = frames.split_last().unwrap();
         assert_eq!(
-            sizes,
-            [frame as u64, frame as u64, (frame / 2 + 3) as u64],
+            data_frames.iter().map(|f| f.1).collect::<Vec<_>>(),
+            [frame as u32, frame as u32, (frame / 2 + 3) as u32],
             "streamed: {streamed}"
         );
+        // The table, in zstd's seekable format: skippable magic, size, (compressed,
+        // decompressed) per frame, frame count, descriptor 0, seekable magic.
+        let mut want = vec![0x5E, 0x2A, 0x4D, 0x18, 33, 0, 0, 0];
+        for (c, d) in data_frames {
+            want.extend_from_slice(&c.to_le_bytes());
+            want.extend_from_slice(&d.to_le_bytes());
+        }
+        want.extend_from_slice(&[3, 0, 0, 0, 0, 0xB1, 0xEA, 0x92, 0x8F]);
+        assert_eq!(*table, (want.len() as u32, 0));
+        assert_eq!(&stored[stored.len() - want.len()..], &want[..]);
+        let index = r.frame_index(0, 0).unwrap();
+        assert!(index.has_seek_table());
+        let mut at = (0u64, 0u64);
+        for (span, (c, d)) in index.iter().zip(data_frames) {
+            let next = (at.0 + u64::from(*c), at.1 + u64::from(*d));
+            assert_eq!((span.stored, span.decoded), (at.0..next.0, at.1..next.1));
+            at = next;
+        }
+        assert_eq!(index.len(), 3);
         assert_eq!(zstd::decode_all(stored).unwrap(), data);
         assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
         assert_eq!(r.view(0, 0).unwrap().data, &data[..]);

@@ -21,9 +21,13 @@ pub fn main(args: &[String]) -> Res<()> {
         }
         [cmd, path, mode] if cmd == "zstd-read" => zstd_read(path, mode == "mmap"),
         [cmd, what, path, iters] if cmd == "loop" => profile_loop(what, path, iters.parse()?),
+        [cmd, path, mode, offset, later] if cmd == "seek-range" => {
+            crate::sections::seek::child(path, mode == "mmap", offset.parse()?, later.parse()?)
+        }
         _ => Err(
             "usage: __child stream-write raw|zstd PATH SIZE | __child zstd-read PATH mmap|pread \
-                  | __child loop open|load|verify PATH ITERS"
+                  | __child loop open|load|verify PATH ITERS \
+                  | __child seek-range PATH mmap|pread OFFSET LATER"
                 .into(),
         ),
     }
@@ -140,7 +144,7 @@ fn profile_loop(what: &str, path: &str, iters: u64) -> Res<()> {
     Ok(())
 }
 
-fn status_kib(field: &str) -> u64 {
+pub fn status_kib(field: &str) -> u64 {
     fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -40,6 +40,7 @@ const SECTIONS: &[Section] = &[
     sections::batch::SECTION,
     sections::zstd::SECTION,
     sections::range::SECTION,
+    sections::seek::SECTION,
     sections::write::SECTION,
     sections::verify::SECTION,
     sections::memory::SECTION,

@@ -163,13 +163,15 @@ fn decode_frames_parallel(
 }
 
 /// Compresses a component as independent frames of `ZSTD_FRAME_SIZE` input bytes, several
-/// at a time on worker threads, handing the compressed frames out in order. Memory use is
-/// bounded by about twice `workers x ZSTD_FRAME_SIZE`, whatever the component's size.
+/// at a time on worker threads, handing the compressed frames out in order, and after the
+/// last of several frames a seek table (`seek_table`) listing their sizes. Memory use is
+/// bounded by about twice `workers x ZSTD_FRAME_SIZE`, plus 8 bytes per frame.
 pub(crate) struct FrameEncoder {
     level: i32,
     workers: usize,
     pending: Vec<u8>,
-    frames: u64,
+    /// (compressed, decompressed) size of each frame handed out.
+    sizes: Vec<(u32, u32)>,
 }
 
 impl FrameEncoder {
@@ -179,7 +181,7 @@ impl FrameEncoder {
             level,
             workers: threads(),
             pending: Vec::new(),
-            frames: 0,
+            sizes: Vec::new(),
         }
     }
 
@@ -218,9 +220,15 @@ impl FrameEncoder {
                     out
                 })
             };
-            for frame in outputs {
-                sink(&frame?)?;
-                self.frames += 1;
+            for (frame, chunk) in outputs.into_iter().zip(batch) {
+                let frame = frame?;
+                // A frame of at most ZSTD_FRAME_SIZE input is far below 4 GiB.
+                let sizes = (u32::try_from(frame.len()), u32::try_from(chunk.len()));
+                let (Ok(compressed), Ok(decompressed)) = sizes else {
+                    bail!(Internal, "a zstd frame of {} bytes", frame.len());
+                };
+                sink(&frame)?;
+                self.sizes.push((compressed, decompressed));
             }
         }
         Ok(())
@@ -253,11 +261,17 @@ impl FrameEncoder {
         Ok(())
     }
 
-    /// Compresses what is left (an empty component still gets one empty frame).
+    /// Compresses what is left (an empty component still gets one empty frame), then
+    /// appends the seek table when there are several frames.
     pub(crate) fn finish(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        if !self.pending.is_empty() || self.frames == 0 {
+        if !self.pending.is_empty() || self.sizes.is_empty() {
             let pending = std::mem::take(&mut self.pending);
             self.compress(&pending, sink)?;
+        }
+        if self.sizes.len() > 1
+            && let Some(table) = super::seek_table::encode(&self.sizes)
+        {
+            sink(&table)?;
         }
         Ok(())
     }

@@ -1,12 +1,18 @@
 //! The byte transformations between stored and decoded bytes, as pure functions of bytes:
-//! zstd frames (`frames`), digests (`digest`) and byte order.
+//! zstd frames (`frames`), the seek table at the end of multi-frame streams
+//! (`seek_table`), the frame index built from it or from the frame headers (`index`),
+//! streaming decode (`stream`), digests (`digest`) and byte order.
 
 pub(crate) mod digest;
 pub(crate) mod frames;
+pub(crate) mod index;
+pub(crate) mod seek_table;
+pub(crate) mod stream;
 
 pub use digest::{DigestAlgorithm, hex_lower};
 pub(crate) use frames::*;
 pub use frames::{ZSTD_FRAME_SIZE, zstd_level_range};
+pub use index::{FrameIndex, FrameSpan};
 
 /// Worker threads for compression, decompression and verification.
 pub(crate) fn threads() -> usize {

@@ -9,6 +9,9 @@ mod quant;
 mod read;
 mod write;
 
+// After the reading calls in the header.
+mod frames;
+
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -21,6 +24,8 @@ pub use loader::*;
 pub use quant::*;
 pub use read::*;
 pub use write::*;
+
+pub use frames::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.

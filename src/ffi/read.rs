@@ -469,10 +469,15 @@ pub unsafe extern "C" fn zt_component_read_as(
 }
 
 /// Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
-/// outside the component is `ZT_ERR_INVALID_ARGUMENT`. For zstd components written as
-/// independent frames with recorded sizes (this library's writer does so every 4 MiB),
-/// only the frames overlapping the range are decoded; other zstd streams are decoded whole
-/// into a temporary buffer. Thread-safe.
+/// outside the component is `ZT_ERR_INVALID_ARGUMENT`. zstd components are read through
+/// their frame index (see `zt_component_frame_count`, built on the first call): only the
+/// frames overlapping the range are read and decoded (this library writes frames of
+/// 4 MiB and a seek table), a frame the range covers in part is decoded only up to the
+/// end of the range, and a component of one large frame (as the reference implementation
+/// writes) is decoded from its start up to the end of the range, streaming, without a
+/// buffer of the whole. A seek table that disagrees with the component is
+/// `ZT_ERR_FORMAT`. Legacy byte-swapped data and other formats' pipelines are decoded
+/// whole into a temporary buffer. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_component_read_range(
     reader: *const zt_reader,

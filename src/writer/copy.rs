@@ -163,8 +163,9 @@ impl<W: Write> Writer<W> {
 
     /// Writes a raw or zstd component's stored bytes as they are, hashing them with
     /// `digest`; when the source recorded a digest of that algorithm, the copy's must
-    /// equal it. A zstd stream is decoded once first (to nowhere), so a corrupt stream is
-    /// refused rather than copied: that costs a decode, not the compression it saves.
+    /// equal it. A zstd stream is decoded once first (to nowhere), so a corrupt stream (or
+    /// a seek table that disagrees with it) is refused rather than copied: that costs a
+    /// decode, not the compression it saves.
     fn copy_stored(
         &mut self,
         reader: &Reader<'_>,
@@ -175,6 +176,7 @@ impl<W: Write> Writer<W> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         if c.encoding() == Encoding::Zstd {
+            // Also refuses a seek table that disagrees with the stream (its frame index).
             reader.for_each_piece(object, ci, |_| Ok(()))?;
         }
         // begin_component's checks (an open object, a new role, the types) and the

@@ -3535,6 +3535,8 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_object_quant_info_get",   /* test_quant.c */
     "zt_file_layout_get",         /* test_quant.c */
     "zt_component_read_as_range", /* test_quant.c */
+    "zt_component_frame_count", /* test_frames.c */
+    "zt_component_frame_get",   /* test_frames.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -20,7 +20,7 @@ pub const SECTION: Section = Section {
 const RSS_BUDGET_MIB: f64 = 64.0;
 
 /// Runs `__child ARGS` and returns the key=value pairs of its `RESULT` line.
-fn run_child(args: &[&str]) -> Res<HashMap<String, f64>> {
+pub fn run_child(args: &[&str]) -> Res<HashMap<String, f64>> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe).arg("__child").args(args).output()?;
     if !out.status.success() {

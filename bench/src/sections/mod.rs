@@ -7,6 +7,7 @@ pub mod list;
 pub mod load;
 pub mod memory;
 pub mod range;
+pub mod seek;
 pub mod verify;
 pub mod views;
 pub mod write;

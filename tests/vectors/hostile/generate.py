@@ -1003,6 +1003,67 @@ def zstd_cases():
     ok("v12_zstd_window_log_27", zstd_file(zraw(D16, window_log=27), 64),
        "regression: a 64-byte frame declaring a 128 MiB window made a 1-byte range read allocate the "
        "128 MiB window (streaming decoder); fixed in fabcf66")
+    seek_table_cases()
+
+
+def seek_table(sizes, checksums=None, count=None, descriptor=None, magic=0x184D2A5E):
+    """zstd's seekable-format table (contrib/seekable_format): a skippable frame listing
+    (compressed, decompressed) sizes, optional XXH64 checksums, frame count, descriptor,
+    seekable magic. `count` and `descriptor` override what the entries imply."""
+    entries = b"".join(struct.pack("<II", c, d) + (struct.pack("<I", checksums[i]) if checksums else b"")
+                       for i, (c, d) in enumerate(sizes))
+    if descriptor is None:
+        descriptor = 0x80 if checksums else 0
+    footer = struct.pack("<IBI", len(sizes) if count is None else count, descriptor, 0x8F92EAB1)
+    return struct.pack("<II", magic, len(entries) + len(footer)) + entries + footer
+
+
+def seek_table_cases():
+    # What this library writes: frames with content sizes, then a seek table. Any zstd
+    # decoder skips the table, so reads and views never depend on it; range reads use it,
+    # and a table that lies makes them fail with FORMAT (the walk's first range read).
+    parts = [D16 * 2048, D16[:32] * 1024, D16]  # 128 KiB, 32 KiB, 64 bytes
+    frames = [zraw(parts[0], fcs=len(parts[0])), zrle(0x5A, len(parts[1]), fcs=len(parts[1])),
+              zraw(parts[2], fcs=len(parts[2]))]
+    data = parts[0] + b"\x5a" * len(parts[1]) + parts[2]
+    sizes = [(len(f), len(p)) for f, p in zip(frames, parts)]
+    total = len(data)
+    body = b"".join(frames)
+
+    def table_file(table):
+        return zstd_file(body + table, total, (total // 4,))
+
+    ok("v12_ok_zstd_seek_table", table_file(seek_table(sizes)),
+       "control: three frames and a seek table (zstd seekable format), as this library writes them")
+    sums = [xxh64(p) & 0xFFFFFFFF for p in (parts[0], b"\x5a" * len(parts[1]), parts[2])]
+    ok("v12_ok_zstd_seek_table_checksums", table_file(seek_table(sizes, checksums=sums)),
+       "control: a seek table with the checksum flag and each frame's XXH64")
+    ok("v12_ok_zstd_seek_table_unused_bits", table_file(seek_table(sizes, descriptor=0x03)),
+       "control: a seek table with the descriptor's unused bits set (to be ignored)")
+    lie = lambda name, table, note: at_walk(name, table_file(table), "FORMAT", note)  # noqa: E731
+    lie("v12_zstd_seek_table_count_huge", seek_table(sizes, count=0xFFFFFFFF),
+        "seek table says 4294967295 frames: its table would start 34 GB before the component")
+    lie("v12_zstd_seek_table_count_short", seek_table(sizes, count=2),
+        "seek table counts 2 frames, its skippable frame holds 3")
+    lie("v12_zstd_seek_table_decoded_sum", seek_table([sizes[0], sizes[1], (sizes[2][0], 65)]),
+        "decompressed sizes add up to 1 byte more than uncompressed_length")
+    lie("v12_zstd_seek_table_stored_sum", seek_table([sizes[0], (sizes[1][0] + 1, sizes[1][1]), sizes[2]]),
+        "compressed sizes add up to 1 byte more than the frames before the table")
+    lie("v12_zstd_seek_table_past_end", seek_table([sizes[0], (0xFFFFFFF0, sizes[1][1]), sizes[2]]),
+        "a compressed size that runs far past the component")
+    lie("v12_zstd_seek_table_zero_frame", seek_table([sizes[0], (0, 0), sizes[1], sizes[2]]),
+        "a frame of 0 compressed bytes")
+    lie("v12_zstd_seek_table_reserved_bits", seek_table(sizes, descriptor=0x40),
+        "descriptor sets a reserved bit")
+    lie("v12_zstd_seek_table_checksum_flag_8_byte_entries", seek_table(sizes, descriptor=0x80),
+        "checksum flag set, but the entries have no checksums (the table frame's size disagrees)")
+    lie("v12_zstd_seek_table_wrong_checksums", seek_table(sizes, checksums=[s ^ 1 for s in sums]),
+        "every frame's XXH64 in the table is wrong")
+    swapped = [(sizes[1][0], sizes[0][1]), (sizes[0][0], sizes[1][1]), sizes[2]]
+    lie("v12_zstd_seek_table_misplaced", seek_table(swapped),
+        "compressed sizes swapped between frames 0 and 1: sums agree, boundaries lie")
+    lie("v12_zstd_seek_table_other_skippable_magic", seek_table(sizes, magic=0x184D2A50),
+        "the table frame has another skippable magic than the seekable format's")
 
 
 def digest_cases():
