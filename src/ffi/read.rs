@@ -508,11 +508,13 @@ pub unsafe extern "C" fn zt_attributes_json(
         } else {
             (object, r.reader.object(object)?.raw_attributes())
         };
-        let text = r.json[slot].get_or_init(|| {
-            let json = attrs.map_or_else(|| "{}".to_owned(), |a| crate::json::to_json(&a.value()));
-            CString::new(json).unwrap_or_else(|_| c"{}".to_owned())
-        });
-        put(out_json, text.as_ptr());
+        let cell = &r.json[slot];
+        if cell.get().is_none() {
+            let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+            // JSON escapes every control character, so there is no NUL inside.
+            let _ = cell.set(CString::new(json).unwrap_or_else(|_| c"{}".to_owned()));
+        }
+        put(out_json, cell.get().expect("set above").as_ptr());
         Ok(())
     })
 }

@@ -230,6 +230,12 @@ impl Attributes {
         crate::cbor::decode(&self.0, crate::limits::MAX_CBOR_DEPTH)
             .expect("validated when the file was opened")
     }
+    /// The attribute map as compact JSON (the mapping of `json::write_json`), rendered
+    /// straight from the CBOR bytes without building a tree: memory is the output's.
+    pub fn to_json(&self) -> Result<String> {
+        crate::json::cbor_to_json(&self.0)
+            .map_err(|e| crate::error::err!(Format, "attributes: {e}"))
+    }
 }
 
 impl std::fmt::Debug for Attributes {

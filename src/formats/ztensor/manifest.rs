@@ -321,6 +321,42 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     Model::new(Container::ZTensor, TRAITS, &version, attributes, objects)
 }
 
+/// The fewest manifest bytes an object entry takes: a non-empty name (2) and a map (1)
+/// holding the required keys with their shortest values: "shape" [] (7), "format" and a
+/// one-character text (9), "components" {} (12).
+const MIN_OBJECT_BYTES: usize = 2 + 1 + 7 + 9 + 12;
+
+/// The first reservation for the objects of a manifest, at most (about 10 MiB).
+const FIRST_OBJECTS: usize = 1 << 16;
+
+/// Room for more objects in `list` when it is full. A declared count is a claim: the
+/// reservation is bounded by what the bytes left can hold, and sized by what was actually
+/// read (the bytes per object so far), so an honest file's list is reserved about once
+/// and a hostile count reserves nothing it can't fill. Allocation failure is a status.
+fn reserve_objects(
+    list: &mut Vec<Object>,
+    declared: Option<u64>,
+    read: usize,
+    left: usize,
+) -> Result<()> {
+    let fit = match list.len() {
+        0 => (left / MIN_OBJECT_BYTES).min(FIRST_OBJECTS),
+        n => (left / (read / n).max(1)).max(n / 4),
+    };
+    let want = match declared {
+        Some(d) => fit.min((d as usize).saturating_sub(list.len())),
+        None => fit,
+    };
+    list.try_reserve_exact(want.max(1)).map_err(|_| {
+        err!(
+            Limit,
+            "no memory for {} more objects after {}",
+            want.max(1),
+            list.len()
+        )
+    })
+}
+
 fn parse_objects(
     p: &mut Parser<'_>,
     limits: &Limits,
@@ -328,11 +364,17 @@ fn parse_objects(
     derived: &mut Option<String>,
 ) -> Result<Vec<Object>> {
     let mut len = p.map(1, "objects")?;
-    let mut list = match len {
-        Len::Definite(n) => Vec::with_capacity(n as usize),
-        Len::Indefinite => Vec::new(),
+    let declared = match len {
+        Len::Definite(n) => Some(n),
+        Len::Indefinite => None,
     };
+    let start = p.c.position();
+    let mut list = Vec::new();
     while p.more(&mut len)? {
+        if list.len() == list.capacity() {
+            let read = p.c.position() - start;
+            reserve_objects(&mut list, declared, read, p.c.remaining())?;
+        }
         let name = p.text("an object name")?;
         let name_c = check_name("object", &name, limits.max_name_length)?;
         let object = parse_object(p, name_c, limits, interner, derived)
