@@ -20,6 +20,11 @@ use super::TRAITS;
 /// The version string this library writes.
 pub const WRITE_VERSION: &str = "1.2.0";
 
+/// The CBOR nesting the file's attribute map sits at (inside the manifest map).
+pub(crate) const FILE_ATTRIBUTES_DEPTH: usize = 1;
+/// The CBOR nesting an object's attribute map sits at (manifest, objects, object).
+pub(crate) const OBJECT_ATTRIBUTES_DEPTH: usize = 3;
+
 /// A CBOR error in the manifest, positioned in the file.
 pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
     e.positioned("manifest", base)
@@ -288,7 +293,7 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
         };
         match slot {
             Some(0) => version = Some(p.text("version")?),
-            Some(1) => attributes = p.attributes(1, "file")?,
+            Some(1) => attributes = p.attributes(FILE_ATTRIBUTES_DEPTH, "file")?,
             Some(2) => objects = Some(parse_objects(&mut p, limits, &mut interner, &mut derived)?),
             _ => p.skip(1)?,
         }
@@ -402,7 +407,7 @@ fn parse_object(
         match slot {
             Some(0) => shape = Some(p.shape(3, limits)?),
             Some(1) => format = Some(p.text("format")?),
-            Some(2) => attributes = p.attributes(3, "object")?,
+            Some(2) => attributes = p.attributes(OBJECT_ATTRIBUTES_DEPTH, "object")?,
             Some(3) => components = Some(parse_components(p, limits, interner)?),
             _ => p.skip(3)?,
         }
