@@ -1,9 +1,10 @@
 //! C ABI: opening files and reading objects.
 
+use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use super::{
     guard, guard_value, need, need_bytes, need_bytes_mut, need_out, need_str, put, zt_status,
@@ -17,8 +18,9 @@ use crate::reader::{OpenOptions, Reader};
 /// `const zt_reader *` may be called from many threads at once.
 pub struct zt_reader {
     reader: Reader<'static>,
-    /// Attribute JSON rendered on first request: one per object, then the file's.
-    json: Box<[OnceLock<CString>]>,
+    /// Attribute JSON rendered on first request, by object index (the file's after the
+    /// objects'): kept until `zt_close`, and only for what was asked.
+    json: Mutex<HashMap<usize, CString>>,
 }
 
 /// Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
@@ -80,9 +82,7 @@ fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
 }
 
 fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
-    let json = (0..=reader.objects().len())
-        .map(|_| OnceLock::new())
-        .collect();
+    let json = Mutex::new(HashMap::new());
     put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
 }
 
@@ -508,13 +508,17 @@ pub unsafe extern "C" fn zt_attributes_json(
         } else {
             (object, r.reader.object(object)?.raw_attributes())
         };
-        let cell = &r.json[slot];
-        if cell.get().is_none() {
-            let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
-            // JSON escapes every control character, so there is no NUL inside.
-            let _ = cell.set(CString::new(json).unwrap_or_else(|_| c"{}".to_owned()));
+        let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(text) = rendered().get(&slot) {
+            put(out_json, text.as_ptr());
+            return Ok(());
         }
-        put(out_json, cell.get().expect("set above").as_ptr());
+        // Rendered without the lock; a thread that rendered the same first wins.
+        let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+        // JSON escapes every control character, so there is no NUL inside.
+        let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
+        // The text stays where it is (a CString owns its bytes) until zt_close.
+        put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
         Ok(())
     })
 }

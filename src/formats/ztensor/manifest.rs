@@ -12,7 +12,7 @@ use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Shape,
-    check_name, check_name_text,
+    TextArena, check_name_text,
 };
 
 use super::TRAITS;
@@ -221,20 +221,29 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// Strings that repeat across objects (formats, roles, logical types) are stored once.
+/// Strings that repeat across objects (formats, roles, logical types) are stored once;
+/// the others (names, digests) side by side in an arena.
 #[derive(Default)]
-struct Interner(Vec<CText>);
+struct Interner {
+    repeated: Vec<CText>,
+    arena: TextArena,
+}
 
 impl Interner {
     fn get(&mut self, s: &str) -> Result<CText> {
-        if let Some(t) = self.0.iter().find(|t| t.as_str() == s) {
+        if let Some(t) = self.repeated.iter().find(|t| t.as_str() == s) {
             return Ok(t.clone());
         }
-        let t = CText::new(s)?;
-        if self.0.len() < 32 {
-            self.0.push(t.clone());
+        let t = self.arena.text(s)?;
+        if self.repeated.len() < 32 {
+            self.repeated.push(t.clone());
         }
         Ok(t)
+    }
+
+    /// A string of its own (an object's name, a digest).
+    fn unique(&mut self, s: &str) -> Result<CText> {
+        self.arena.text(s)
     }
 }
 
@@ -381,7 +390,10 @@ fn parse_objects(
             reserve_objects(&mut list, declared, read, p.c.remaining())?;
         }
         let name = p.text("an object name")?;
-        let name_c = check_name("object", &name, limits.max_name_length)?;
+        check_name_text("object", &name, limits.max_name_length)?;
+        let name_c = interner
+            .unique(&name)
+            .map_err(|e| e.context("object name"))?;
         let object = parse_object(p, name_c, limits, interner, derived)
             .map_err(|e| e.context(format!("object '{name}'")))?;
         list.push(object);
@@ -553,7 +565,7 @@ fn parse_component(
     let digest = match digest {
         Some(d) => {
             digest::check_syntax(&d, TRAITS.digest_kinds)?;
-            Some(CText::new(&d)?)
+            Some(interner.unique(&d)?)
         }
         None => None,
     };
