@@ -68,9 +68,10 @@ static void text(FILE *f, const char *s) {
   fwrite(s, 1, strlen(s), f);
 }
 
-/* Starts a zTensor file: the header, then `hole` bytes of zeros (left sparse). The
-   manifest follows at the returned offset. */
-static FILE *begin_file(const char *path, uint64_t hole, long *manifest_start) {
+/* Starts a zTensor file: the header, `hole` bytes of zeros (left sparse), then the start
+   of a manifest map of `keys` keys, the first being "version": "1.2.0". The manifest's
+   offset is stored in *manifest_start. */
+static FILE *begin_file(const char *path, uint64_t hole, unsigned keys, long *manifest_start) {
   FILE *f = fopen(path, "wb");
   if (f == NULL) {
     return NULL;
@@ -78,6 +79,9 @@ static FILE *begin_file(const char *path, uint64_t hole, long *manifest_start) {
   fwrite("ZTEN1000", 1, 8, f);
   fseek(f, (long)(8 + hole), SEEK_SET);
   *manifest_start = 8 + (long)hole;
+  head(f, 5, keys);
+  text(f, "version");
+  text(f, "1.2.0");
   return f;
 }
 
@@ -127,13 +131,10 @@ static void object(FILE *f, uint64_t i, uint64_t offset) {
 static uint64_t objects_file(const char *path, uint64_t declared, uint64_t real, uint64_t pad_to) {
   long start;
   uint64_t i;
-  FILE *f = begin_file(path, 56 + 64 * real, &start);
+  FILE *f = begin_file(path, 56 + 64 * real, 2, &start);
   if (f == NULL) {
     return 0;
   }
-  head(f, 5, 2);
-  text(f, "version");
-  text(f, "1.2.0");
   text(f, "objects");
   head(f, 5, declared);
   for (i = 0; i < real; i++) {
@@ -149,13 +150,10 @@ static uint64_t objects_file(const char *path, uint64_t declared, uint64_t real,
 /* {"version":"1.2.0","attributes":{"a":[n zeros]},"objects":{}}. */
 static int attributes_file(const char *path, uint64_t n) {
   long start;
-  FILE *f = begin_file(path, 0, &start);
+  FILE *f = begin_file(path, 0, 3, &start);
   if (f == NULL) {
     return 0;
   }
-  head(f, 5, 3);
-  text(f, "version");
-  text(f, "1.2.0");
   text(f, "attributes");
   head(f, 5, 1);
   text(f, "a");
