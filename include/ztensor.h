@@ -82,14 +82,14 @@
  * Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
  * accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
  */
-#define ZT_OPEN_POPULATE 4
+#define ZT_OPEN_POPULATE 16
 
 /**
  * `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
  * (without it, the reader works on its own duplicate and the caller keeps, and may
  * close, theirs).
  */
-#define ZT_OPEN_TAKE_FD 8
+#define ZT_OPEN_TAKE_FD 32
 
 /**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.

@@ -29,11 +29,11 @@ pub const ZT_OPEN_NO_MMAP: u32 = 1;
 pub const ZT_OPEN_VERIFY: u32 = 2;
 /// Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
 /// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
-pub const ZT_OPEN_POPULATE: u32 = 4;
+pub const ZT_OPEN_POPULATE: u32 = 16;
 /// `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
 /// (without it, the reader works on its own duplicate and the caller keeps, and may
 /// close, theirs).
-pub const ZT_OPEN_TAKE_FD: u32 = 8;
+pub const ZT_OPEN_TAKE_FD: u32 = 32;
 
 /// Every `ZT_OPEN_*` flag.
 const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY | ZT_OPEN_POPULATE | ZT_OPEN_TAKE_FD;
