@@ -56,6 +56,17 @@
 #define ZT_VERSION_PATCH 0
 
 /**
+ * `zt_load_request.flags`: read the decoded bytes from `offset` on (a range the size of
+ * `dst_size`) instead of the whole component.
+ */
+#define ZT_LOAD_RANGE 1
+
+/**
+ * `zt_load_request.flags`: convert each element into `dtype` (as `zt_component_read_as`).
+ */
+#define ZT_LOAD_CONVERT 2
+
+/**
  * Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
  * truncated or rewritten by another process while open can't crash the program (with a
  * mapping, touching vanished pages raises SIGBUS).
@@ -66,6 +77,19 @@
  * Verify every digest while opening; a mismatch fails the open with `ZT_ERR_CHECKSUM`.
  */
 #define ZT_OPEN_VERIFY 2
+
+/**
+ * Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
+ * accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
+ */
+#define ZT_OPEN_POPULATE 16
+
+/**
+ * `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
+ * (without it, the reader works on its own duplicate and the caller keeps, and may
+ * close, theirs).
+ */
+#define ZT_OPEN_TAKE_FD 32
 
 /**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
@@ -233,6 +257,56 @@ typedef struct zt_open_options {
 } zt_open_options;
 
 /**
+ * One read of a batch (`zt_load_batch`). A zero-filled request (with object, dst and
+ * dst_size set) reads the whole "data" component.
+ */
+typedef struct zt_load_request {
+  /**
+   * The object's index.
+   */
+  size_t object;
+  /**
+   * The component's role; NULL means "data".
+   */
+  const char *role;
+  /**
+   * Destination; exactly the size the read fills (as for the single calls).
+   */
+  void *dst;
+  /**
+   * Bytes at `dst`.
+   */
+  size_t dst_size;
+  /**
+   * `ZT_LOAD_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * With `ZT_LOAD_CONVERT`: a `zt_dtype` value.
+   */
+  uint32_t dtype;
+  /**
+   * With `ZT_LOAD_RANGE`: the first decoded byte to read.
+   */
+  uint64_t offset;
+  /**
+   * Out: this request's result, a `zt_status` value (`ZT_OK` or why it failed). An
+   * integer rather than the enum, so whatever the caller left in it is a valid value.
+   */
+  uint32_t status;
+} zt_load_request;
+
+/**
+ * Options of `zt_load_batch`; zero-filled or NULL for the defaults.
+ */
+typedef struct zt_batch_options {
+  /**
+   * Most threads to use; 0 = one per core (at most 16).
+   */
+  uint32_t threads;
+} zt_batch_options;
+
+/**
  * Describes one object: name, format and shape (all borrowed until `zt_close`),
  * component count. `ZT_ERR_NOT_FOUND` for an index past the end.
  */
@@ -345,7 +419,7 @@ typedef struct zt_write_options {
 /**
  * How `zt_writer_copy_object` stores an object's components. A zero-filled struct (or a
  * NULL pointer) keeps what the input has: raw and zstd components are copied as stored,
- * without decoding, and each keeps its digest algorithm (sha256 or crc32c; others are
+ * without re-encoding, and each keeps its digest algorithm (sha256 or crc32c; others are
  * dropped); another format's pipeline becomes zstd.
  */
 typedef struct zt_copy_options {
@@ -394,6 +468,55 @@ const char *zt_status_name(uint32_t status);
  * the next `zt_` call on this thread. Thread-safe (each thread has its own).
  */
 const char *zt_last_error(void);
+
+/**
+ * Opens a file from a descriptor the caller opened (read access, a regular file; its
+ * offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
+ * the caller keeps `fd` and may close it as soon as this returns; with
+ * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
+ * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+ */
+enum zt_status zt_open_fd(int32_t fd,
+                          const struct zt_open_options *options,
+                          struct zt_reader **out);
+
+/**
+ * The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
+ * the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
+ * bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
+ * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping).
+ */
+enum zt_status zt_mapping(const struct zt_reader *reader, const void **base, uint64_t *size);
+
+/**
+ * Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
+ * `POSIX_FADV_WILLNEED` with `ZT_OPEN_NO_MMAP`), e.g. the next layers while this one
+ * computes. Returns at once. Thread-safe.
+ */
+enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t object);
+
+/**
+ * Drops object `object`'s stored bytes from the process's memory (`MADV_DONTNEED` on
+ * the shared read-only mapping), e.g. once it is uploaded to a GPU. Views stay valid:
+ * touching them again reads the pages back from the file. Decoded copies the reader
+ * owns are not affected. Thread-safe.
+ */
+enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
+
+/**
+ * Carries out `count` reads at once, in parallel across components on a bounded pool of
+ * threads (`options->threads`), the largest first: each a whole read, a range read
+ * (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
+ * the same rules and results as the single calls. Every request's `status` is set, and
+ * a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the
+ * status of the first failed request in array order, whose message `zt_last_error()`
+ * gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
+ * (the requests' buffers must not overlap).
+ */
+enum zt_status zt_load_batch(const struct zt_reader *reader,
+                             struct zt_load_request *requests,
+                             size_t count,
+                             const struct zt_batch_options *options);
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
@@ -643,7 +766,8 @@ enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
  * Copies object `object` of `reader` (a file of any format the reader opens) into the
  * file being written: format, shape, attributes and every component, under its own name
  * or `options->name`. With the default options raw and zstd components are copied as
- * stored, in 4 MiB pieces, without decoding, and a digest kept is checked against the
+ * stored, in 4 MiB pieces, without re-encoding (a zstd stream is decoded once, to check
+ * it: a corrupt one is `ZT_ERR_FORMAT`), and a digest kept is checked against the
  * bytes copied (`ZT_ERR_CHECKSUM` on a mismatch); other components are decoded and
  * written as the options say; u32 sparse indices are widened to u64. On failure the
  * object is left out and the writer stays usable (unless the output failed: then

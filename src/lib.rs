@@ -24,6 +24,7 @@
 
 // The layers, bottom to top (docs/architecture.md): error, limits, dtype, buffer;
 // source; codec; model (+ schema); decode; formats; reader, verify, writer; ffi.
+mod batch;
 mod buffer;
 pub mod cbor;
 mod codec;
@@ -41,6 +42,7 @@ mod source;
 mod verify;
 mod writer;
 
+pub use batch::LoadRequest;
 pub use codec::{DigestAlgorithm, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range};
 pub use dtype::DType;
 pub use error::{Error, ErrorKind, Result};

@@ -12,7 +12,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::source::Source;
+use crate::source::{Advice, Mapping, Source};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -23,6 +23,9 @@ pub struct OpenOptions {
     pub use_mmap: bool,
     /// Verify every digest while opening (reads every stored byte once).
     pub verify_on_open: bool,
+    /// With `use_mmap`: read every page of the file in while opening (`MAP_POPULATE`),
+    /// so no access faults later. Costs the whole file's read at open.
+    pub populate: bool,
     /// Safety limits.
     pub limits: Limits,
 }
@@ -32,6 +35,7 @@ impl Default for OpenOptions {
         OpenOptions {
             use_mmap: true,
             verify_on_open: false,
+            populate: false,
             limits: Limits::default(),
         }
     }
@@ -142,11 +146,36 @@ impl Reader<'static> {
     /// FIFO or device is an `Io` error, given without blocking).
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
         let path = path.as_ref();
-        let source = Source::open(path, options.use_mmap)?;
+        let source = Source::open(path, options.mapping())?;
         let mut reader =
             Reader::from_source(source, options).map_err(|e| e.context(path.display()))?;
         reader.origin = Some(path.display().to_string().into());
         Ok(reader)
+    }
+
+    /// Opens an already open file (for a file descriptor a loader opened itself, e.g. with
+    /// `O_DIRECT` siblings or from a sandbox). The reader owns `file` from now on. `name`
+    /// stands for the file in messages. The file must be a regular file open for reading;
+    /// its current offset doesn't matter (every read is positioned).
+    pub fn from_file(
+        file: std::fs::File,
+        name: &str,
+        options: &OpenOptions,
+    ) -> Result<Reader<'static>> {
+        let source = Source::from_file(file, name, options.mapping())?;
+        let mut reader = Reader::from_source(source, options).map_err(|e| e.context(name))?;
+        reader.origin = Some(name.into());
+        Ok(reader)
+    }
+}
+
+impl OpenOptions {
+    fn mapping(&self) -> Mapping {
+        match (self.use_mmap, self.populate) {
+            (false, _) => Mapping::None,
+            (true, false) => Mapping::Lazy,
+            (true, true) => Mapping::Populated,
+        }
     }
 }
 
@@ -224,6 +253,36 @@ impl<'a> Reader<'a> {
     /// The index of the object called `name`; O(1).
     pub fn find(&self, name: &str) -> Option<usize> {
         self.model.by_name.find(&self.model.objects, name)
+    }
+
+    /// The whole file as mapped (or the caller's memory for `from_slice`): byte 0 of the
+    /// file is its first byte, and a component's bytes are at its `offset()`. None when
+    /// the file is read with `pread` (`use_mmap: false`).
+    pub fn mapping(&self) -> Option<&[u8]> {
+        self.source.base()
+    }
+
+    /// Starts reading an object's stored bytes in, in the background
+    /// (`MADV_WILLNEED` on the mapping, `POSIX_FADV_WILLNEED` without one), so that a
+    /// later view or read doesn't wait for the disk. Returns at once; only a hint.
+    pub fn prefetch(&self, object: usize) -> Result<()> {
+        self.advise(object, Advice::WillNeed)
+    }
+
+    /// Drops an object's stored bytes from this process's memory (`MADV_DONTNEED` on the
+    /// shared read-only mapping; `POSIX_FADV_DONTNEED` without one), e.g. after uploading
+    /// a tensor to a GPU. Views stay valid: touching them again reads the pages back from
+    /// the file. Decoded copies the reader keeps are not affected. Only a hint.
+    pub fn release(&self, object: usize) -> Result<()> {
+        self.advise(object, Advice::DontNeed)
+    }
+
+    fn advise(&self, object: usize, advice: Advice) -> Result<()> {
+        let obj = self.object(object)?;
+        for c in obj.components() {
+            self.source.advise(c.blob.offset, c.blob.length, advice);
+        }
+        Ok(())
     }
 
     /// The limits this reader was opened with.

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapOptions};
 
 use crate::buffer::zeroed_vec;
 use crate::codec::{decode_frames, sized_frames, zstd_decode_into};
@@ -38,16 +38,44 @@ pub(crate) struct Source<'a> {
     size: u64,
 }
 
+/// How to map a file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Mapping {
+    /// Every access is a `pread`.
+    None,
+    /// Mapped; pages come in as they are touched.
+    #[default]
+    Lazy,
+    /// Mapped, every page read in while opening (`MAP_POPULATE`).
+    Populated,
+}
+
+/// What a caller tells the kernel about a range of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Start reading it in now, in the background.
+    WillNeed,
+    /// Drop its pages from this process (they stay in the page cache).
+    DontNeed,
+}
+
 impl Source<'static> {
     /// Opens a regular file by path, mapped or for `pread`. A directory, FIFO, socket or
-    /// device is an `Io` error, given without blocking (a FIFO with no writer would block `open`
-    /// forever), so its message says what it is.
-    pub(crate) fn open(path: &Path, use_mmap: bool) -> Result<Source<'static>> {
+    /// device is an `Io` error, given without blocking (a FIFO with no writer would block
+    /// `open` forever), so its message says what it is.
+    pub(crate) fn open(path: &Path, mapping: Mapping) -> Result<Source<'static>> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
+        clear_nonblocking(&file);
+        Self::from_file(file, &path.display().to_string(), mapping)
+    }
+
+    /// A source over an open file (see `Reader::open_fd`); `name` is for messages.
+    pub(crate) fn from_file(file: File, name: &str, mapping: Mapping) -> Result<Source<'static>> {
+        let path = Path::new(name);
         let meta = file
             .metadata()
             .map_err(|e| Error::io(format_args!("{}: reading its size", path.display()), e))?;
@@ -63,9 +91,10 @@ impl Source<'static> {
         if let Some(what) = what {
             bail!(Io, "{} is {what}, not a tensor file", path.display());
         }
-        clear_nonblocking(&file);
         let size = meta.len();
-        let kind = if use_mmap {
+        let kind = if mapping == Mapping::None {
+            Kind::File(file)
+        } else {
             if size < 8 {
                 bail!(
                     Format,
@@ -73,14 +102,16 @@ impl Source<'static> {
                     path.display()
                 );
             }
+            let mut options = MmapOptions::new();
+            if mapping == Mapping::Populated {
+                options.populate();
+            }
             // SAFETY: the mapping is read-only. If another process truncates the file while
-            // it is mapped, touching a vanished page raises SIGBUS; `use_mmap = false`
+            // it is mapped, touching a vanished page raises SIGBUS; `Mapping::None`
             // avoids that (docs/reliability.md).
-            let map = unsafe { Mmap::map(&file) }
+            let map = unsafe { options.map(&file) }
                 .map_err(|e| Error::io(format_args!("{}: mapping the file", path.display()), e))?;
             Kind::Map(map, file)
-        } else {
-            Kind::File(file)
         };
         Ok(Source { kind, size })
     }
@@ -112,6 +143,59 @@ impl<'a> Source<'a> {
     /// The file's size in bytes.
     pub(crate) fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The mapping (or the caller's memory) as a whole: where the file's byte 0 is.
+    pub(crate) fn base(&self) -> Option<&[u8]> {
+        self.bytes()
+    }
+
+    /// Advises the kernel about `[offset, offset + len)` (bounds-checked by the caller):
+    /// `madvise` on the pages of a mapping, `posix_fadvise` on a file read with `pread`,
+    /// nothing for the caller's memory. Only ever a hint: never fails, never blocks on I/O,
+    /// never changes a byte anyone reads (the mapping is shared and read-only: dropped
+    /// pages are read again from the file when touched).
+    pub(crate) fn advise(&self, offset: u64, len: u64, advice: Advice) {
+        // The kernel starts at most a few MiB of readahead per WILLNEED call (8 MiB seen
+        // here, whatever the length asked): ask in pieces so all of it is read.
+        const PIECE: u64 = 8 << 20;
+        if advice == Advice::WillNeed && len > PIECE {
+            let mut at = 0;
+            while at < len {
+                self.advise(offset + at, PIECE.min(len - at), advice);
+                at += PIECE;
+            }
+            return;
+        }
+        if len == 0 {
+            return;
+        }
+        match &self.kind {
+            Kind::Map(map, _) => {
+                let flag = match advice {
+                    Advice::WillNeed => libc::MADV_WILLNEED,
+                    Advice::DontNeed => libc::MADV_DONTNEED,
+                };
+                advise_pages(map, offset as usize, len as usize, flag);
+            }
+            Kind::File(file) => {
+                use std::os::fd::AsRawFd;
+                let flag = match advice {
+                    Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+                    Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
+                };
+                // SAFETY: a descriptor we own; an advice call has no memory effects.
+                unsafe {
+                    libc::posix_fadvise(
+                        file.as_raw_fd(),
+                        offset as libc::off_t,
+                        len as libc::off_t,
+                        flag,
+                    );
+                }
+            }
+            Kind::Memory(_) => {}
+        }
     }
 
     /// The whole file when it is addressable memory (mapped or the caller's).
@@ -268,16 +352,17 @@ fn decode_mapped_windows(map: &Mmap, offset: u64, len: u64, dst: &mut [u8]) -> R
             return Ok(false);
         };
         decode_frames(&stored[used..used + took], &mut dst[out..end], &frames)?;
-        release_pages(map, base + used, took);
+        advise_pages(map, base + used, took, libc::MADV_DONTNEED);
         used += took;
         out = end;
     }
     Ok(out == dst.len())
 }
 
-/// Drops the pages of `[offset, offset + len)` of a shared read-only mapping from the
-/// process (they stay in the page cache; touching them again maps them again).
-fn release_pages(map: &Mmap, offset: usize, len: usize) {
+/// `madvise(flag)` on the pages of `[offset, offset + len)` of a shared read-only mapping.
+/// `MADV_DONTNEED` drops them from the process (they stay in the page cache; touching
+/// them again maps them again); `MADV_WILLNEED` starts reading them in.
+fn advise_pages(map: &Mmap, offset: usize, len: usize, flag: libc::c_int) {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let start = offset / page * page;
@@ -293,7 +378,7 @@ fn release_pages(map: &Mmap, offset: usize, len: usize) {
             libc::madvise(
                 map.as_ptr().add(start) as *mut libc::c_void,
                 end - start,
-                libc::MADV_DONTNEED,
+                flag,
             );
         }
     }
@@ -372,7 +457,8 @@ mod tests {
     fn only_regular_files_are_opened() {
         let dir = scratch("kinds");
         for mmap in [true, false] {
-            let e = Source::open(&dir, mmap).err().unwrap();
+            let mapping = if mmap { Mapping::Lazy } else { Mapping::None };
+            let e = Source::open(&dir, mapping).err().unwrap();
             assert_eq!(e.kind(), crate::ErrorKind::Io);
             assert_eq!(
                 e.message(),
@@ -384,10 +470,12 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = Source::open(&fifo, false).err().unwrap();
+        let e = Source::open(&fifo, Mapping::None).err().unwrap();
         assert_eq!(e.kind(), crate::ErrorKind::Io);
         assert!(e.message().ends_with("is a FIFO, not a tensor file"), "{e}");
-        let e = Source::open(Path::new("/dev/null"), true).err().unwrap();
+        let e = Source::open(Path::new("/dev/null"), Mapping::Lazy)
+            .err()
+            .unwrap();
         assert_eq!(
             e.message(),
             "/dev/null is a character device, not a tensor file"

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["formats"],
     &["verify"],
     &["reader"],
+    &["batch"],
     &["writer"],
     &["ffi"],
 ];

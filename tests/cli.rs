@@ -82,6 +82,7 @@ fn info_prints_a_header_and_one_row_per_component() {
 v12_mixed.zt: version 1.2.0, 13 objects, no file attributes
 
 name            format           shape      role           dtype           encoding  stored  decoded  digest
+--------------------------------------------------------------------------------------------------------------------------------
 adj             sparse_csr       [3, 3]     indices        u64             zstd        21 B     24 B  crc32c:0xD1809903
 adj             sparse_csr       [3, 3]     indptr         u64             zstd        30 B     32 B  crc32c:0x0BA369ED
 adj             sparse_csr       [3, 3]     values         u8              zstd        12 B      3 B  crc32c:0xADB2CC34
@@ -110,6 +111,7 @@ u               dense            [2]        data           u64             raw  
 v12_rust_file_attributes.zt: version 1.2.0, 1 object, 13 file attributes: beta, epoch, flag, framework, half, license, neg, nested, ... (5 more)
 
 name  format  shape   role  dtype  encoding  stored  decoded  digest
+--------------------------------------------------------------------
 a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
 
 1 component: 16 B stored, 16 B decoded
@@ -126,6 +128,7 @@ a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
 v01_rust_scalar.zt: version 0.1.0, 1 object, no file attributes
 
 name  format  shape  role  dtype  encoding  stored  decoded  digest
+-------------------------------------------------------------------
 s     dense   []     data  f32    raw          4 B      4 B  -
 
 1 component: 4 B stored, 4 B decoded
@@ -146,14 +149,16 @@ fn info_sizes_are_human_readable() {
     let out = ok(&dir, &["info", "sizes.zt"]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
-        lines[3],
-        "big   dense   [3145728]  data  u8     zstd        115 B  3.0 MiB  -"
+        lines[2..],
+        [
+            "name  format  shape      role  dtype  encoding   stored  decoded  digest",
+            "------------------------------------------------------------------------",
+            "big   dense   [3145728]  data  u8     zstd        115 B  3.0 MiB  -",
+            "kib   dense   [192]      data  f64    raw       1.5 KiB  1.5 KiB  -",
+            "",
+            "2 components: 1.6 KiB stored, 3.0 MiB decoded",
+        ]
     );
-    assert_eq!(
-        lines[4],
-        "kib   dense   [192]      data  f64    raw       1.5 KiB  1.5 KiB  -"
-    );
-    assert_eq!(lines[6], "2 components: 1.6 KiB stored, 3.0 MiB decoded");
 }
 
 #[test]
@@ -860,73 +865,89 @@ fn merge_combines_objects_and_refuses_duplicates() {
 
 #[test]
 fn usage_errors_exit_2_with_one_line() {
+    // clap's messages, on one line, after the command and before where help is.
     let dir = reference("");
     let cases: &[(&[&str], &str)] = &[
-        (&[], "no command given (see 'zt --help')"),
+        (
+            &[],
+            "'zt' requires a subcommand but one was not provided \
+             [subcommands: info, verify, cat, convert, merge, help] (see 'zt --help')",
+        ),
         (
             &["frobnicate"],
-            "unknown command 'frobnicate' (see 'zt --help')",
+            "unrecognized subcommand 'frobnicate' (see 'zt --help')",
         ),
-        (&["--frob"], "unknown option '--frob' (see 'zt --help')"),
+        (
+            &["--frob"],
+            "unexpected argument '--frob' found (see 'zt --help')",
+        ),
         (
             &["help", "frob"],
-            "unknown command 'frob' (see 'zt --help')",
+            "unrecognized subcommand 'frob' (see 'zt --help')",
         ),
         (
             &["info"],
-            "info: expected FILE, got 0 arguments (see 'zt info --help')",
+            "info: the following required arguments were not provided: <FILE> (see 'zt info --help')",
         ),
         (
             &["info", "a.zt", "b.zt"],
-            "info: unexpected argument 'b.zt' (see 'zt info --help')",
+            "info: unexpected argument 'b.zt' found (see 'zt info --help')",
         ),
         (
             &["info", "--bogus", "a.zt"],
-            "info: unknown option '--bogus' (see 'zt info --help')",
+            "info: unexpected argument '--bogus' found (see 'zt info --help')",
+        ),
+        (
+            &["info", "--jsn", "a.zt"],
+            "info: unexpected argument '--jsn' found; did you mean '--json'? (see 'zt info --help')",
+        ),
+        (
+            &["ifno", "a.zt"],
+            "unrecognized subcommand 'ifno'; did you mean 'info'? (see 'zt --help')",
         ),
         (
             &["verify", "--json=yes", "a.zt"],
-            "verify: option '--json' takes no value (see 'zt verify --help')",
+            "verify: unexpected value 'yes' for '--json' found; no more were expected (see 'zt verify --help')",
         ),
         (
             &["cat", "a.zt"],
-            "cat: expected FILE NAME, got 1 argument (see 'zt cat --help')",
+            "cat: the following required arguments were not provided: <NAME> (see 'zt cat --help')",
         ),
         (
             &["cat", "a.zt", "x", "--count"],
-            "cat: option '--count' needs a value (see 'zt cat --help')",
+            "cat: a value is required for '--count <N>' but none was supplied (see 'zt cat --help')",
         ),
         (
             &["cat", "a.zt", "x", "--count", "-1"],
-            "cat: invalid value '-1' for '--count': expected a non-negative integer (see 'zt cat --help')",
+            "cat: invalid value '-1' for '--count <N>': invalid digit found in string (see 'zt cat --help')",
         ),
         (
             &["convert", "a.zt"],
-            "convert: expected IN OUT, got 1 argument (see 'zt convert --help')",
+            "convert: the following required arguments were not provided: <OUT> (see 'zt convert --help')",
         ),
         (
             &["convert", "a", "b", "--zstd", "x"],
-            "convert: invalid value 'x' for '--zstd': expected an integer (see 'zt convert --help')",
+            "convert: invalid value 'x' for '--zstd <LEVEL>': expected an integer (see 'zt convert --help')",
         ),
         (
             &["convert", "a", "b", "--zstd", "23"],
-            "convert: invalid value '23' for '--zstd': zstd levels are -131072 to 22 (0 = default) (see 'zt convert --help')",
+            "convert: invalid value '23' for '--zstd <LEVEL>': zstd levels are -131072 to 22 (0 = default) (see 'zt convert --help')",
         ),
         (
             &["convert", "a", "b", "--zstd", "3", "--raw"],
-            "convert: '--zstd' and '--raw' exclude each other (see 'zt convert --help')",
+            "convert: the argument '--zstd <LEVEL>' cannot be used with '--raw' (see 'zt convert --help')",
         ),
         (
             &["convert", "a", "b", "--digest", "md5"],
-            "convert: invalid value 'md5' for '--digest': expected sha256, crc32c or none (see 'zt convert --help')",
+            "convert: invalid value 'md5' for '--digest <ALGO>' [possible values: sha256, crc32c, none] (see 'zt convert --help')",
         ),
         (
             &["merge", "out.zt"],
-            "merge: expected OUT IN..., got 1 argument (see 'zt merge --help')",
+            "merge: the following required arguments were not provided: <IN>... (see 'zt merge --help')",
         ),
         (
             &["merge", "o", "a", "--zstd", "1", "--zstd", "2"],
-            "merge: option '--zstd' given twice (see 'zt merge --help')",
+            "merge: the argument '--zstd <LEVEL>' cannot be used multiple times (see 'zt merge --help')",
         ),
     ];
     for (args, message) in cases {
@@ -937,6 +958,19 @@ fn usage_errors_exit_2_with_one_line() {
             "zt {args:?}"
         );
     }
+    // A flag given twice is still the flag; a negative zstd level is a value.
+    assert_eq!(
+        ok(&dir, &["info", "--json", "v12_empty.zt", "--json"]),
+        ok(&dir, &["info", "--json", "v12_empty.zt"])
+    );
+    let out = temp_dir("cli_negative_level").join("neg.zt");
+    let args = ["convert", "v12_dtype_f32.zt", out.to_str().unwrap()];
+    assert_eq!(
+        ok(&dir, &[&args[..], &["--zstd", "-5", "-q", "-q"]].concat()),
+        ""
+    );
+    let r = Reader::open(&out).unwrap();
+    assert_eq!(r.objects()[0].components()[0].encoding(), Encoding::Zstd);
 }
 
 #[test]
@@ -984,31 +1018,94 @@ fn help_and_version() {
     );
     assert_eq!(ok(&dir, &["-V"]), ok(&dir, &["--version"]));
     let help = ok(&dir, &["--help"]);
-    assert!(help.starts_with("zt: inspect, check and convert zTensor (.zt) files\n\nUsage: zt COMMAND [OPTIONS] ARGS...\n"));
-    assert!(help.contains("\nExit status: 0 success; 1 the operation failed"));
+    assert_eq!(
+        help,
+        "\
+zt: inspect, check and convert zTensor (.zt) files
+
+Usage: zt <COMMAND>
+
+Commands:
+  info     List the objects and components of a file
+  verify   Check every digest, decode every component, validate values
+  cat      Print the first values of a tensor
+  convert  Copy any readable file into a zTensor 1.2.0 file
+  merge    Combine the objects of several files into one zTensor file
+  help     Print this message or the help of the given subcommand(s)
+
+Options:
+  -h, --help     Print help
+  -V, --version  Print version
+
+Exit status: 0 success; 1 the operation failed (a file can't be read or written, a
+check failed, duplicate object names ...); 2 usage error (unknown command or option,
+wrong number of arguments, bad option value).
+"
+    );
+    assert_eq!(
+        ok(&dir, &["convert", "-h"]),
+        "\
+Copy any readable file into a zTensor 1.2.0 file
+
+Usage: zt convert [OPTIONS] <IN> <OUT>
+
+Arguments:
+  <IN>   The file to read
+  <OUT>  The zTensor file to write
+
+Options:
+      --zstd <LEVEL>   Compress every component with zstd at LEVEL (0 = the default level)
+      --raw            Store every component uncompressed
+      --digest <ALGO>  Record a digest of every component, or none [possible values: sha256, crc32c, none]
+  -q, --quiet          No progress bar (it is shown only when stderr is a terminal)
+  -h, --help           Print help (see more with '--help')
+"
+    );
     assert_eq!(ok(&dir, &["help"]), help);
     assert_eq!(ok(&dir, &["-h"]), help);
-    for (command, usage) in [
-        ("info", "Usage: zt info FILE [--json]\n"),
-        ("verify", "Usage: zt verify FILE [--json] [--quiet]\n"),
+    for (command, about, usage) in [
+        (
+            "info",
+            "List the objects and components of a file",
+            "Usage: zt info [OPTIONS] <FILE>\n",
+        ),
+        (
+            "verify",
+            "Check every digest, decode every component, validate values",
+            "Usage: zt verify [OPTIONS] <FILE>\n",
+        ),
         (
             "cat",
-            "Usage: zt cat FILE NAME [--count N] [--component ROLE] [--json]\n",
+            "Print the first values of a tensor",
+            "Usage: zt cat [OPTIONS] <FILE> <NAME>\n",
         ),
         (
             "convert",
-            "Usage: zt convert IN OUT [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]\n",
+            "Copy any readable file into a zTensor 1.2.0 file",
+            "Usage: zt convert [OPTIONS] <IN> <OUT>\n",
         ),
         (
             "merge",
-            "Usage: zt merge OUT IN... [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]\n",
+            "Combine the objects of several files into one zTensor file",
+            "Usage: zt merge [OPTIONS] <OUT> <IN>...\n",
         ),
     ] {
-        let text = ok(&dir, &[command, "--help"]);
-        assert!(text.starts_with(usage), "{command}: {text}");
-        // Help wins over anything else on the line.
-        assert_eq!(ok(&dir, &[command, "extra", "-h", "--bogus"]), text);
-        assert_eq!(ok(&dir, &["help", command]), text);
+        // --help: the whole description; -h: its first line.
+        let long = ok(&dir, &[command, "--help"]);
+        assert!(long.starts_with(&format!("{about}.\n\n")), "{long}");
+        assert!(long.contains(&format!("\n\n{usage}\n")), "{long}");
+        let short = ok(&dir, &[command, "-h"]);
+        assert!(
+            short.starts_with(&format!("{about}\n\n{usage}\n")),
+            "{short}"
+        );
+        assert!(
+            help.contains(&format!("\n  {command:<7}  {about}\n")),
+            "{help}"
+        );
+        // Help given before a mistake wins.
+        assert_eq!(ok(&dir, &[command, "extra", "--help", "--bogus"]), long);
+        assert_eq!(ok(&dir, &["help", command]), long);
     }
 }
 

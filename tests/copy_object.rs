@@ -122,7 +122,7 @@ fn a_stored_copy_checks_the_digest_it_keeps() {
     assert_eq!(
         e.message(),
         format!(
-            "copying object 'x': component 'data': the stored bytes do not match their digest {}",
+            "object 'x' component 'data': the stored bytes do not match their digest {}",
             a.objects()[0].components()[0].digest().unwrap()
         )
     );

@@ -294,6 +294,36 @@ fn safetensors_scalar_empty_and_metadata() {
 }
 
 #[test]
+fn safetensors_headers_may_begin_with_whitespace() {
+    // As safetensors' own tests have it: JSON whitespace before the '{', even more of it
+    // than the first bytes show.
+    for pad in ["\n", " \t\r\n", "                  "] {
+        let header = format!(r#"{pad}{{"w":{}}}"#, st_entry("F32", &[4], 0, 16));
+        opens(&st_raw(&header, &w4(), 8), |r, _| {
+            assert_eq!(r.container(), ztensor::Container::Safetensors);
+            assert_eq!(r.objects()[0].name(), "w");
+            assert_eq!(r.read_to_vec(0, 0).unwrap(), w4());
+        });
+    }
+    // Whitespace, then no JSON object: refused by the parser, with a message.
+    refused(
+        &st_raw("          [1]", &[], 8),
+        ErrorKind::Format,
+        "safetensors header",
+    );
+    // Neither whitespace nor '{': not a tensor file, and the message shows the bytes
+    // as C users can read them.
+    let mut junk = 16u64.to_le_bytes().to_vec();
+    junk.extend(b"\x06xxxxxxxxxxxxxxx");
+    let e = Reader::from_slice(&junk).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Format);
+    assert_eq!(
+        e.message(),
+        "not a zTensor, safetensors, GGUF or Tensogram file: the header magic is \"\\x10\\x00\\x00\\x00\\x00\\x00\\x00\\x00\""
+    );
+}
+
+#[test]
 fn safetensors_objects_come_in_data_order() {
     let a = w4();
     let header = format!(

@@ -3,6 +3,7 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
+mod loader;
 mod read;
 mod write;
 
@@ -12,6 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Error, ErrorKind, Result, bail};
 
+pub use loader::*;
 pub use read::*;
 pub use write::*;
 

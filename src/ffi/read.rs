@@ -29,6 +29,16 @@ pub struct zt_reader {
 pub const ZT_OPEN_NO_MMAP: u32 = 1;
 /// Verify every digest while opening; a mismatch fails the open with `ZT_ERR_CHECKSUM`.
 pub const ZT_OPEN_VERIFY: u32 = 2;
+/// Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
+/// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
+pub const ZT_OPEN_POPULATE: u32 = 16;
+/// `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
+/// (without it, the reader works on its own duplicate and the caller keeps, and may
+/// close, theirs).
+pub const ZT_OPEN_TAKE_FD: u32 = 32;
+
+/// Every `ZT_OPEN_*` flag.
+const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY | ZT_OPEN_POPULATE | ZT_OPEN_TAKE_FD;
 
 /// Options for `zt_open_with` / `zt_open_memory_with`. A zero-filled struct (or a NULL
 /// pointer) means the defaults; a 0 limit means that limit's default.
@@ -53,23 +63,24 @@ pub struct zt_open_options {
     pub max_total_cached: u64,
 }
 
-fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
+pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
     let d = Limits::default();
     // SAFETY: NULL or a valid struct, per the API contract.
     let Some(o) = (unsafe { options.as_ref() }) else {
         return Ok(OpenOptions::default());
     };
-    if o.flags & !(ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY) != 0 {
+    if o.flags & !OPEN_FLAGS != 0 {
         bail!(
             InvalidArgument,
             "unknown open flags 0x{:x}",
-            o.flags & !(ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY)
+            o.flags & !OPEN_FLAGS
         );
     }
     let or = |v: u64, default: u64| if v == 0 { default } else { v };
     Ok(OpenOptions {
         use_mmap: o.flags & ZT_OPEN_NO_MMAP == 0,
         verify_on_open: o.flags & ZT_OPEN_VERIFY != 0,
+        populate: o.flags & ZT_OPEN_POPULATE != 0,
         limits: Limits {
             max_manifest_size: or(o.max_manifest_size, d.max_manifest_size),
             max_decoded_size: or(o.max_decoded_size, d.max_decoded_size),
@@ -81,7 +92,7 @@ fn open_options(options: *const zt_open_options) -> Result<OpenOptions> {
     })
 }
 
-fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
+pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
     let json = Mutex::new(HashMap::new());
     put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
 }
@@ -165,7 +176,7 @@ impl zt_reader {
     }
 }
 
-fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
+pub(super) fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
     need(reader, "reader")
 }
 
@@ -323,7 +334,7 @@ pub unsafe extern "C" fn zt_component_info_get(
     })
 }
 
-fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
+pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
     let role = need_str(role, "role")?;
     let o = r.reader.object(object)?;
     o.find_component(role)

@@ -238,7 +238,7 @@ pub const ZT_COPY_DIGEST: u32 = 2;
 
 /// How `zt_writer_copy_object` stores an object's components. A zero-filled struct (or a
 /// NULL pointer) keeps what the input has: raw and zstd components are copied as stored,
-/// without decoding, and each keeps its digest algorithm (sha256 or crc32c; others are
+/// without re-encoding, and each keeps its digest algorithm (sha256 or crc32c; others are
 /// dropped); another format's pipeline becomes zstd.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -284,7 +284,8 @@ fn copy_options(options: *const zt_copy_options) -> Result<(CopyOptions, Option<
 /// Copies object `object` of `reader` (a file of any format the reader opens) into the
 /// file being written: format, shape, attributes and every component, under its own name
 /// or `options->name`. With the default options raw and zstd components are copied as
-/// stored, in 4 MiB pieces, without decoding, and a digest kept is checked against the
+/// stored, in 4 MiB pieces, without re-encoding (a zstd stream is decoded once, to check
+/// it: a corrupt one is `ZT_ERR_FORMAT`), and a digest kept is checked against the
 /// bytes copied (`ZT_ERR_CHECKSUM` on a mismatch); other components are decoded and
 /// written as the options say; u32 sparse indices are widened to u64. On failure the
 /// object is left out and the writer stays usable (unless the output failed: then

@@ -65,14 +65,20 @@ fn dtype_of(name: &str) -> Result<(DType, Option<&'static str>)> {
 /// JSON header once and builds its JSON tree, both bounded by `limits.max_manifest_size`;
 /// touches no tensor data. Returns the model and the end of the data region (the file).
 /// True for the first bytes of a safetensors file: a u64 little-endian header length,
-/// then a JSON object. A length past the end still says safetensors: the parser reports
-/// the truncation.
+/// then a JSON object, which may begin with JSON whitespace (writers pad headers so the
+/// data is page-aligned; safetensors itself accepts it). When all the bytes shown are
+/// whitespace, the parser decides. A length past the end still says safetensors: the
+/// parser reports the truncation.
 pub(crate) fn detect(head: &[u8]) -> bool {
     if head.len() < 9 {
         return false;
     }
     let n = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
-    n >= 2 && head[8] == b'{'
+    let json = &head[8..];
+    let first = json
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    n >= 2 && first.is_none_or(|&b| b == b'{')
 }
 
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {

@@ -92,21 +92,19 @@ fn logical_elements(c: &Component) -> u64 {
 
 /// Size consistency of an object's components with its shape and kind, from the
 /// manifest alone: required roles, index dtypes, dense byte size, sparse counts.
+/// Each kind's arm looks its `required_roles` up once (this runs for every object at
+/// open); `tests::each_required_role_is_required` keeps the two in step.
 pub(crate) fn check_sizes(obj: &Object) -> Result<()> {
-    let kind = ObjectKind::of(obj.format());
-    for role in kind.required_roles() {
-        component_of(obj, role)?;
-    }
-    for role in kind.index_roles() {
-        check_index(component_of(obj, role)?)?;
-    }
     let total = numel(&obj.shape).unwrap_or(u64::MAX);
-    match kind {
+    match ObjectKind::of(obj.format()) {
         ObjectKind::Dense => check_dense(obj, component_of(obj, "data")?),
         ObjectKind::SparseCsr => {
-            let nnz = logical_elements(component_of(obj, "values")?);
+            let values = component_of(obj, "values")?;
             let indices = component_of(obj, "indices")?;
             let indptr = component_of(obj, "indptr")?;
+            check_index(indices)?;
+            check_index(indptr)?;
+            let nnz = logical_elements(values);
             if obj.shape.len() != 2 {
                 bail!(Format, "sparse_csr needs a 2-d shape, not {:?}", obj.shape);
             }
@@ -128,8 +126,10 @@ pub(crate) fn check_sizes(obj: &Object) -> Result<()> {
             check_nnz(nnz, total)
         }
         ObjectKind::SparseCoo => {
-            let nnz = logical_elements(component_of(obj, "values")?);
+            let values = component_of(obj, "values")?;
             let coords = component_of(obj, "coords")?;
+            check_index(coords)?;
+            let nnz = logical_elements(values);
             if (obj.shape.len() as u64).checked_mul(nnz) != Some(coords.element_count()) {
                 bail!(
                     Format,
@@ -299,4 +299,96 @@ fn check_indptr(indptr: &[u64], nnz: u64) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CText, Components};
+
+    fn object(format: &str, shape: &[u64], roles: &[(&str, DType, u64)]) -> Object {
+        let components: Vec<Component> = roles
+            .iter()
+            .enumerate()
+            .map(|(i, &(role, dtype, len))| {
+                Component::raw(
+                    CText::new(role).unwrap(),
+                    dtype,
+                    None,
+                    64 * (i as u64 + 1),
+                    len,
+                )
+            })
+            .collect();
+        Object {
+            name: CText::new("o").unwrap(),
+            format: CText::new(format).unwrap(),
+            shape: shape.into(),
+            attributes: None,
+            components: Components::from(components),
+        }
+    }
+
+    /// A well-formed object of each kind with a required role (2x2, one stored value).
+    fn complete(kind: ObjectKind) -> Option<Object> {
+        let format = match kind {
+            ObjectKind::Dense => "dense",
+            ObjectKind::SparseCsr => "sparse_csr",
+            ObjectKind::SparseCoo => "sparse_coo",
+            _ => return None,
+        };
+        let roles: &[(&str, DType, u64)] = match kind {
+            ObjectKind::Dense => &[("data", DType::F32, 16)],
+            ObjectKind::SparseCsr => &[
+                ("values", DType::F32, 4),
+                ("indices", DType::U64, 8),
+                ("indptr", DType::U64, 24),
+            ],
+            _ => &[("values", DType::F32, 4), ("coords", DType::U32, 8)],
+        };
+        Some(object(format, &[2, 2], roles))
+    }
+
+    #[test]
+    fn each_required_role_is_required() {
+        let kinds = [
+            ObjectKind::Dense,
+            ObjectKind::SparseCsr,
+            ObjectKind::SparseCoo,
+            ObjectKind::QuantizedGroup,
+            ObjectKind::Other,
+        ];
+        for kind in kinds {
+            let Some(obj) = complete(kind) else {
+                assert!(kind.required_roles().is_empty());
+                continue;
+            };
+            check_sizes(&obj).unwrap();
+            for role in kind.required_roles() {
+                let mut without = obj.clone();
+                let kept: Vec<Component> = without
+                    .components
+                    .iter()
+                    .filter(|c| c.role() != *role)
+                    .cloned()
+                    .collect();
+                without.components = Components::from(kept);
+                let e = check_sizes(&without).unwrap_err();
+                assert_eq!(
+                    e.message(),
+                    format!("{} object has no '{role}' component", obj.format())
+                );
+            }
+            for role in kind.index_roles() {
+                let mut wrong = obj.clone();
+                let i = wrong.find_component(role).unwrap();
+                wrong.components[i].dtype = DType::I32;
+                let e = check_sizes(&wrong).unwrap_err();
+                assert!(
+                    e.message()
+                        .starts_with(&format!("index component '{role}' must be u64"))
+                );
+            }
+        }
+    }
 }

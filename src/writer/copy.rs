@@ -12,7 +12,7 @@ use crate::reader::Reader;
 use crate::writer::{WriteOptions, Writer};
 
 /// How `Writer::copy_object` stores each component. The default keeps what the input
-/// has: raw stays raw and zstd stays zstd, copied as stored without decoding (or, when
+/// has: raw stays raw and zstd stays zstd, copied as stored without re-encoding (or, when
 /// the bytes need decoding, such as legacy big-endian or single-blob sparse data,
 /// decoded and written in the same encoding); another format's pipeline (Tensogram's
 /// packing and compression) becomes zstd.
@@ -70,7 +70,8 @@ impl<W: Write> Writer<W> {
     /// Copies object `object` of `reader` (any format the reader reads) into this file as
     /// `name`: its format, shape, attributes and every component. With the default
     /// options, raw and zstd components are copied as stored, in pieces, without
-    /// decoding, and a digest the copy keeps is checked against the bytes copied
+    /// re-encoding (a zstd stream is decoded once to check it), and a digest the copy
+    /// keeps is checked against the bytes copied
     /// (`Checksum` on a mismatch); other components are decoded piece by piece and
     /// written as `options` say. u32 index components of sparse objects are widened to
     /// u64, as the spec requires. Memory: one 4 MiB piece, or one component when its
@@ -81,6 +82,20 @@ impl<W: Write> Writer<W> {
         object: usize,
         name: &str,
         options: &CopyOptions,
+    ) -> Result<()> {
+        self.copy_object_reporting(reader, object, name, options, &mut |_| {})
+    }
+
+    /// `copy_object_as`, calling `progress` with the count of decoded bytes done after
+    /// each piece (stored pieces count in proportion to their component's decoded size),
+    /// for a progress bar.
+    pub fn copy_object_reporting(
+        &mut self,
+        reader: &Reader<'_>,
+        object: usize,
+        name: &str,
+        options: &CopyOptions,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         let obj = reader.object(object)?;
         if let Some(level) = options.encoding.filter(|e| *e == Encoding::Pipeline) {
@@ -103,9 +118,9 @@ impl<W: Write> Writer<W> {
                     && matches!(c.encoding(), Encoding::Raw | Encoding::Zstd)
                     && !widen;
                 if as_stored {
-                    self.copy_stored(reader, object, ci, c, options.digest_for(c))?;
+                    self.copy_stored(reader, object, ci, c, options.digest_for(c), progress)?;
                 } else {
-                    self.copy_decoded(reader, object, ci, c, widen, options)?;
+                    self.copy_decoded(reader, object, ci, c, widen, options, progress)?;
                 }
             }
             self.end_object()
@@ -113,10 +128,11 @@ impl<W: Write> Writer<W> {
         if result.is_err() {
             self.abandon_object();
         }
-        result.map_err(|e| e.context(format!("copying object '{}'", obj.name())))
+        result
     }
 
     /// Writes a component's decoded bytes, re-encoded (u32 indices widened to u64).
+    #[allow(clippy::too_many_arguments)]
     fn copy_decoded(
         &mut self,
         reader: &Reader<'_>,
@@ -125,12 +141,14 @@ impl<W: Write> Writer<W> {
         c: &Component,
         widen: bool,
         options: &CopyOptions,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         let dtype = if widen { DType::U64 } else { c.dtype() };
         let opts = options.write_options(c);
         self.begin_component(c.role(), dtype, c.logical_type(), &opts)?;
         let mut wide = Vec::new();
         reader.for_each_piece(object, ci, |piece| {
+            progress(piece.len() as u64);
             if !widen {
                 return self.write(piece);
             }
@@ -145,7 +163,8 @@ impl<W: Write> Writer<W> {
 
     /// Writes a raw or zstd component's stored bytes as they are, hashing them with
     /// `digest`; when the source recorded a digest of that algorithm, the copy's must
-    /// equal it.
+    /// equal it. A zstd stream is decoded once first (to nowhere), so a corrupt stream is
+    /// refused rather than copied: that costs a decode, not the compression it saves.
     fn copy_stored(
         &mut self,
         reader: &Reader<'_>,
@@ -153,7 +172,11 @@ impl<W: Write> Writer<W> {
         ci: usize,
         c: &Component,
         digest: DigestAlgorithm,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
+        if c.encoding() == Encoding::Zstd {
+            reader.for_each_piece(object, ci, |_| Ok(()))?;
+        }
         // begin_component's checks (an open object, a new role, the types) and the
         // alignment; the bytes then go out as they are.
         self.begin_component(
@@ -173,7 +196,9 @@ impl<W: Write> Writer<W> {
             reader.read_stored(object, ci, done, &mut buf[..n])?;
             hasher.update(&buf[..n]);
             self.emit(&buf[..n])?;
+            let reported = proportion(c.decoded_length(), done, length);
             done += n as u64;
+            progress(proportion(c.decoded_length(), done, length) - reported);
         }
         let written = hasher.finish();
         if let (Some(new), Some(old)) = (&written, c.digest())
@@ -182,7 +207,8 @@ impl<W: Write> Writer<W> {
         {
             bail!(
                 Checksum,
-                "component '{}': the stored bytes do not match their digest {old}",
+                "object '{}' component '{}': the stored bytes do not match their digest {old}",
+                self.objects.last().map_or("", |o| o.name()),
                 c.role()
             );
         }
@@ -207,4 +233,9 @@ impl<W: Write> Writer<W> {
             .push(component);
         Ok(())
     }
+}
+
+/// `total * part / whole`, without overflow.
+fn proportion(total: u64, part: u64, whole: u64) -> u64 {
+    (u128::from(total) * u128::from(part) / u128::from(whole.max(1))) as u64
 }

@@ -71,15 +71,51 @@ struct Stream {
 struct Target {
     temp: PathBuf,
     path: PathBuf,
+    /// Renamed into place, or already removed: nothing to clean up.
     done: bool,
+}
+
+impl Target {
+    /// Removes the temporary file (once).
+    fn discard(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.temp);
+            self.done = true;
+        }
+    }
 }
 
 impl Drop for Target {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.temp);
+        self.discard();
+    }
+}
+
+/// The name of the temporary file for `file_name`: hidden, unique in this process, and
+/// never longer than NAME_MAX (255 bytes), so that any legal final name can be written.
+fn temp_name(file_name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let suffix = format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut stem = file_name.as_bytes();
+    let room = 255 - 1 - suffix.len();
+    if stem.len() > room {
+        stem = &stem[..room];
+        // Cut on a character boundary when the name is UTF-8.
+        if let Err(e) = std::str::from_utf8(stem)
+            && file_name.to_str().is_some()
+        {
+            stem = &stem[..e.valid_up_to()];
         }
     }
+    let mut name = Vec::with_capacity(1 + stem.len() + suffix.len());
+    name.push(b'.');
+    name.extend_from_slice(stem);
+    name.extend_from_slice(suffix.as_bytes());
+    std::ffi::OsString::from_vec(name)
 }
 
 /// An append-only writer. Add objects, then `finish`. Used by one thread at a time.
@@ -128,14 +164,7 @@ impl Writer<BufWriter<File>> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(file_name);
-        temp_name.push(format!(
-            ".{}.{}.tmp",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let temp = dir.join(temp_name);
+        let temp = dir.join(temp_name(file_name));
         let file = FsOpenOptions::new()
             .write(true)
             .create_new(true)
@@ -179,13 +208,27 @@ impl<W: Write> Writer<W> {
 
     /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
-        emit_to(
+        let r = emit_to(
             &mut self.out,
             &mut self.pos,
             &mut self.failed,
             &self.label,
             bytes,
-        )
+        );
+        self.after_io(r)
+    }
+
+    /// After an I/O failure the file can never be finished: its temporary file is
+    /// removed at once, so a full disk gets its space back without waiting for the
+    /// writer to be freed.
+    fn after_io<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err()
+            && self.failed.is_some()
+            && let Some(target) = &mut self.target
+        {
+            target.discard();
+        }
+        r
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
@@ -410,6 +453,7 @@ impl<W: Write> Writer<W> {
             }
         };
         self.stream = Some(s);
+        let result = self.after_io(result);
         result.map_err(|e| e.context(self.stream_context()))
     }
 
@@ -443,7 +487,7 @@ impl<W: Write> Writer<W> {
         };
         if let Some(enc) = s.encoder.as_mut() {
             let hasher = &mut s.hasher;
-            enc.finish(&mut |piece| {
+            let r = enc.finish(&mut |piece| {
                 hasher.update(piece);
                 emit_to(
                     &mut self.out,
@@ -452,7 +496,8 @@ impl<W: Write> Writer<W> {
                     &self.label,
                     piece,
                 )
-            })?;
+            });
+            self.after_io(r)?;
         }
         let unit = s.dtype.size() as u64
             * s.logical_type
@@ -573,9 +618,12 @@ impl<W: Write> Writer<W> {
                 )
             })?;
             target.done = true;
-            if let Some(dir) = target.path.parent().filter(|d| !d.as_os_str().is_empty())
-                && let Ok(d) = File::open(dir)
-            {
+            // The rename is durable once the directory is: "model.zt" lives in ".".
+            let dir = match target.path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
             }
         }

@@ -3438,6 +3438,11 @@ static const char *const TESTED[] = {
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_copy_object", /* test_copy.c */
+    "zt_open_fd",            /* test_loader.c */
+    "zt_mapping",            /* test_loader.c */
+    "zt_object_prefetch",    /* test_loader.c */
+    "zt_object_release",     /* test_loader.c */
+    "zt_load_batch",         /* test_loader.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -9,7 +9,8 @@
  *    and inside zt_component_read, zt_component_read_range, zt_component_view (first
  *    decode of a zstd component), zt_component_read_as and zt_component_verify. Each case
  *    runs in a forked child that must die of SIGBUS; bytes before the cut still read
- *    correctly first. One truncation is done by another process.
+ *    correctly first. One truncation is done by another process. Bytes cut away within
+ *    the new last page read as zeros instead (no signal, no error).
  * 2. ZT_OPEN_NO_MMAP (pread): the same truncations give ZT_ERR_IO (or ZT_ERR_FORMAT) with
  *    a message naming the object, never a signal; bytes before the cut and views taken
  *    before the truncation (owned copies) stay correct; truncating to 0 too.
@@ -119,6 +120,42 @@ static int copy_file(const char *from, const char *to) {
     close(out);
   }
   return ok;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* 1b. mmap: bytes cut away within the file's new last page read as zeros              */
+/* ------------------------------------------------------------------------------------ */
+
+/* The kernel maps whole pages: after a cut, the rest of the page that holds the new end
+   still reads (as zeros), without a signal or an error; only pages wholly past the end
+   fault. Nothing can tell these zeros from data: docs/reliability.md says so. */
+static void test_mmap_partial_page(const layout *l) {
+  zt_reader *r = NULL;
+  zt_view v;
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t cut = l->big_offset + 100, page_end;
+  unsigned char four[4];
+  size_t i, zeros = 0;
+  if (!CHECK(copy_file("v0.zt", "partial.zt")) || !CHECK_OK(zt_open("partial.zt", &r))) {
+    zt_close(r);
+    return;
+  }
+  page_end = (cut / (uint64_t)page + 1) * (uint64_t)page;
+  if (CHECK_OK(zt_component_view(r, l->obj_big, "data", &v)) && CHECK(v.zero_copy) &&
+      CHECK(truncate("partial.zt", (off_t)cut) == 0)) {
+    const unsigned char *b = (const unsigned char *)v.data;
+    CHECK_MEM(b, V[0].big, 100); /* before the cut: the data */
+    for (i = 100; i < page_end - l->big_offset; i++) {
+      zeros += b[i] == 0;
+    }
+    CHECK_U64(zeros, page_end - l->big_offset - 100); /* after it, to the page's end: zeros */
+    CHECK_OK(zt_component_read_range(r, l->obj_big, "data", 200, four, sizeof four));
+    CHECK(four[0] == 0 && four[1] == 0 && four[2] == 0 && four[3] == 0);
+    printf("note: mmap, bytes cut away in the last page (%" PRIu64 " of them) read as zeros\n",
+           page_end - cut);
+  }
+  zt_close(r);
+  unlink("partial.zt");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -517,6 +554,7 @@ int main(int argc, char **argv) {
     zt_close(r);
     if (ok) {
       test_mmap_sigbus(&l);
+      test_mmap_partial_page(&l);
       test_pread_truncation(&l);
       test_replaced_by_rename(&l);
       test_rewritten_in_place(&l);

@@ -43,6 +43,7 @@ _zt("*" --version)
 _zt([=[v12_digest_sha256.zt: version 1.2.0, 1 object, no file attributes
 
 name  format  shape  role  dtype  encoding  stored  decoded  digest
+---------------------------------------------------------------------------------------
 x     dense   [10]   data  f32    raw         40 B     40 B  sha256:64142f47e37e5ee6...
 
 1 component: 40 B stored, 40 B decoded
@@ -57,6 +58,7 @@ _zt("" convert v12_digest_sha256.zt converted.zt --zstd 3 --digest crc32c)
 _zt([=[converted.zt: version 1.2.0, 1 object, no file attributes
 
 name  format  shape  role  dtype  encoding  stored  decoded  digest
+------------------------------------------------------------------------------
 x     dense   [10]   data  f32    zstd        49 B     40 B  crc32c:0xE2EC6251
 
 1 component: 49 B stored, 40 B decoded

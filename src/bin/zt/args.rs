@@ -1,334 +1,374 @@
-//! Command-line parsing (by hand: a few flags and valued options per command) and the
-//! help texts.
+//! The command line, declared with clap's derive API: the commands, their arguments and
+//! help texts, and how a parse error becomes help on stdout or a one-line usage error.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
-use crate::{CliResult, Failure};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use ztensor::{DigestAlgorithm, zstd_level_range};
 
-pub const MAIN_HELP: &str = "\
-zt: inspect, check and convert zTensor (.zt) files
+use crate::{CliResult, Failure, emit};
 
-Usage: zt COMMAND [OPTIONS] ARGS...
+/// "0.1.0 (writes zTensor 1.2.0)"; clap prints it after the name.
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} (writes zTensor {})",
+        env!("CARGO_PKG_VERSION"),
+        ztensor::WRITE_VERSION
+    )
+});
 
-Commands:
-  info FILE          list the objects and components of a file
-  verify FILE        check every digest, decode every component, validate values
-  cat FILE NAME      print the first values of a tensor
-  convert IN OUT     copy any readable file into a zTensor 1.2.0 file
-  merge OUT IN...    combine the objects of several files into one zTensor file
-  help [COMMAND]     show the help of a command
-
-Options:
-  -h, --help         show this help, or after a command that command's help
-  -V, --version      show the version
-
+const EXIT_STATUS: &str = "\
 Exit status: 0 success; 1 the operation failed (a file can't be read or written, a
 check failed, duplicate object names ...); 2 usage error (unknown command or option,
-wrong number of arguments, bad option value).
-";
+wrong number of arguments, bad option value).";
 
-const INFO_HELP: &str = "\
-Usage: zt info FILE [--json]
+/// zt: inspect, check and convert zTensor (.zt) files
+#[derive(Parser, Debug)]
+#[command(
+    name = "zt",
+    version = VERSION.as_str(),
+    after_help = EXIT_STATUS,
+    subcommand_required = true,
+    arg_required_else_help = false
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the objects and components of a file
+    #[command(long_about = INFO_ABOUT)]
+    Info(InfoArgs),
+    /// Check every digest, decode every component, validate values
+    #[command(long_about = VERIFY_ABOUT)]
+    Verify(VerifyArgs),
+    /// Print the first values of a tensor
+    #[command(long_about = CAT_ABOUT)]
+    Cat(CatArgs),
+    /// Copy any readable file into a zTensor 1.2.0 file
+    #[command(long_about = CONVERT_ABOUT)]
+    Convert(ConvertArgs),
+    /// Combine the objects of several files into one zTensor file
+    #[command(long_about = MERGE_ABOUT)]
+    Merge(MergeArgs),
+}
+
+const INFO_ABOUT: &str = "\
+List the objects and components of a file.
 
 Prints a header line (file, format version, object count, file attribute names) and a
 table with one row per component: object name, format, shape, role, dtype (with the
 logical type in parentheses), encoding, stored and decoded size, and digest (sha256
-digests shortened). Only the manifest is read.
+digests shortened). Only the manifest is read.";
 
-Options:
-  --json       print the whole manifest as one line of JSON instead (see docs/cli.md)
-  -h, --help   show this help
-";
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// The file (any format zt reads)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the whole manifest as one line of JSON instead (see docs/cli.md)
+    #[arg(long, overrides_with = "json")]
+    pub json: bool,
+}
 
-const VERIFY_HELP: &str = "\
-Usage: zt verify FILE [--json] [--quiet]
+const VERIFY_ABOUT: &str = "\
+Check every digest, decode every component, validate values.
 
 Checks every component's stored digest, decodes every encoded (or otherwise
 transformed) component once, and validates every object's values (bool bytes, sparse
-indices). Reports each failure and a summary; exits with status 1 if anything failed.
+indices). Reports each failure and a summary; exits with status 1 if anything failed.";
 
-Options:
-  --json       print the report as one line of JSON (see docs/cli.md)
-  -q, --quiet  no progress bar (it is shown only when stderr is a terminal)
-  -h, --help   show this help
-";
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The file (any format zt reads)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the report as one line of JSON (see docs/cli.md)
+    #[arg(long, overrides_with = "json")]
+    pub json: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
 
-const CAT_HELP: &str = "\
-Usage: zt cat FILE NAME [--count N] [--component ROLE] [--json]
+const CAT_ABOUT: &str = "\
+Print the first values of a tensor.
 
 Prints the object's format, shape and dtype, then its first N values: floats (f16,
 bf16 and the fp8 logical types included) in their shortest exact form, integers,
 bools, complex numbers as (re, im) pairs. Values of unknown logical types are shown as
-their storage elements.
+their storage elements.";
 
-Options:
-  --count N           how many values to show (default 16)
-  --component ROLE    which component (default: 'data', else 'values', else the first)
-  --json              print one line of JSON (see docs/cli.md)
-  -h, --help          show this help
-";
+#[derive(Args, Debug)]
+pub struct CatArgs {
+    /// The file (any format zt reads)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The object's name
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// How many values to show
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 16,
+        allow_negative_numbers = true
+    )]
+    pub count: usize,
+    /// Which component [default: 'data', else 'values', else the first]
+    #[arg(long, value_name = "ROLE")]
+    pub component: Option<String>,
+    /// Print one line of JSON (see docs/cli.md)
+    #[arg(long, overrides_with = "json")]
+    pub json: bool,
+}
 
-const CONVERT_HELP: &str = "\
-Usage: zt convert IN OUT [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]
+const CONVERT_ABOUT: &str = "\
+Copy any readable file into a zTensor 1.2.0 file.
 
-Copies every object of IN (any file zt reads: zTensor 1.2.0, 1.1.0, legacy 0.1.0 ...)
-into a new zTensor 1.2.0 file OUT: file and object attributes, and every component of
-every object with its role, dtype and logical type. Components are streamed, so memory stays
-bounded for large ones. OUT appears only when complete (it is written to a temporary
-file beside it and renamed).
+Copies every object of IN (any file zt reads: zTensor 1.2.0, 1.1.0, legacy 0.1.0,
+safetensors, GGUF, Tensogram) into a new zTensor 1.2.0 file OUT: file and object
+attributes, and every component of every object with its role, dtype and logical type.
+Components are streamed, so memory stays bounded for large ones. OUT appears only when
+complete (it is written to a temporary file beside it and renamed).
 
 By default each component keeps its encoding and digest algorithm. u32 index
-components of sparse objects (readable, but not allowed by the spec) are widened to u64.
+components of sparse objects (readable, but not allowed by the spec) are widened to u64.";
 
-Options:
-  --zstd LEVEL       compress every component with zstd at LEVEL (0 = default level)
-  --raw              store every component uncompressed
-  --digest ALGO      record a sha256 or crc32c digest of every component, or none
-  -q, --quiet        no progress bar (it is shown only when stderr is a terminal)
-  -h, --help         show this help
-";
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// The file to read
+    #[arg(value_name = "IN")]
+    pub input: PathBuf,
+    /// The zTensor file to write
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
 
-const MERGE_HELP: &str = "\
-Usage: zt merge OUT IN... [--zstd LEVEL | --raw] [--digest sha256|crc32c|none] [--quiet]
+const MERGE_ABOUT: &str = "\
+Combine the objects of several files into one zTensor file.
 
 Writes the objects of every IN, in order, into one zTensor 1.2.0 file OUT. Two objects
 with the same name are an error naming both files. The file attributes of OUT are
 those of the first IN; the others' file attributes are not kept. Components are copied
-as by 'zt convert', with the same options.
+as by 'zt convert', with the same options.";
 
-Options:
-  --zstd LEVEL       compress every component with zstd at LEVEL (0 = default level)
-  --raw              store every component uncompressed
-  --digest ALGO      record a sha256 or crc32c digest of every component, or none
-  -q, --quiet        no progress bar (it is shown only when stderr is a terminal)
-  -h, --help         show this help
-";
-
-/// The help of a command, by name.
-pub fn command_help(command: &str) -> Option<&'static str> {
-    Some(match command {
-        "info" => INFO_HELP,
-        "verify" => VERIFY_HELP,
-        "cat" => CAT_HELP,
-        "convert" => CONVERT_HELP,
-        "merge" => MERGE_HELP,
-        _ => return None,
-    })
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The zTensor file to write
+    #[arg(value_name = "OUT")]
+    pub output: PathBuf,
+    /// The files to read, in order
+    #[arg(value_name = "IN", required = true)]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
-/// What a command accepts.
-pub struct Spec {
-    pub command: &'static str,
-    /// Options without a value, long names ("--json").
-    pub flags: &'static [&'static str],
-    /// Options with a value ("--count").
-    pub valued: &'static [&'static str],
-    /// Positional arguments: at least `min`, at most `max`.
-    pub min: usize,
-    pub max: usize,
-    /// How the positionals read in messages ("FILE NAME").
-    pub operands: &'static str,
+/// How `convert` and `merge` store components; nothing given keeps what the input has.
+#[derive(Args, Debug)]
+pub struct StorageArgs {
+    /// Compress every component with zstd at LEVEL (0 = the default level)
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        value_parser = zstd_level,
+        allow_negative_numbers = true,
+        conflicts_with = "raw"
+    )]
+    pub zstd: Option<i32>,
+    /// Store every component uncompressed
+    #[arg(long, overrides_with = "raw")]
+    pub raw: bool,
+    /// Record a digest of every component, or none
+    #[arg(long, value_name = "ALGO")]
+    pub digest: Option<Digest>,
 }
 
-/// A parsed command line. `None` from `parse` means help was asked for (and printed).
-pub struct Parsed {
-    pub positionals: Vec<OsString>,
-    flags: Vec<&'static str>,
-    values: Vec<(&'static str, String)>,
+#[derive(Args, Debug)]
+pub struct ProgressArgs {
+    /// No progress bar (it is shown only when stderr is a terminal)
+    #[arg(short, long, overrides_with = "quiet")]
+    pub quiet: bool,
 }
 
-impl Parsed {
-    pub fn flag(&self, name: &str) -> bool {
-        self.flags.contains(&name)
-    }
-    pub fn value(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-    pub fn path(&self, index: usize) -> PathBuf {
-        PathBuf::from(&self.positionals[index])
-    }
+/// The values of `--digest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Digest {
+    #[value(name = "sha256")]
+    Sha256,
+    #[value(name = "crc32c")]
+    Crc32c,
+    #[value(name = "none")]
+    None,
 }
 
-fn usage(spec: &Spec, what: impl std::fmt::Display) -> Failure {
-    Failure::Usage(format!(
-        "{}: {what} (see 'zt {} --help')",
-        spec.command, spec.command
-    ))
-}
-
-/// Parses a command's arguments: options anywhere, `--opt VALUE` or `--opt=VALUE`, `--`
-/// ends the options. `-h`/`--help` prints the command's help and returns None.
-pub fn parse(spec: &Spec, args: &[OsString]) -> CliResult<Option<Parsed>> {
-    let mut parsed = Parsed {
-        positionals: Vec::new(),
-        flags: Vec::new(),
-        values: Vec::new(),
-    };
-    let mut iter = args.iter();
-    let mut options_done = false;
-    while let Some(arg) = iter.next() {
-        let Some(text) = arg
-            .to_str()
-            .filter(|t| !options_done && t.starts_with('-') && *t != "-")
-        else {
-            parsed.positionals.push(arg.clone());
-            continue;
-        };
-        if text == "--" {
-            options_done = true;
-            continue;
-        }
-        if text == "-h" || text == "--help" {
-            crate::emit(command_help(spec.command).expect("every command has help"))?;
-            return Ok(None);
-        }
-        let (name, inline) = match text.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ => (text, None),
-        };
-        let name = if name == "-q" { "--quiet" } else { name };
-        if let Some(&flag) = spec.flags.iter().find(|f| **f == name) {
-            if inline.is_some() {
-                return Err(usage(spec, format_args!("option '{flag}' takes no value")));
-            }
-            if !parsed.flags.contains(&flag) {
-                parsed.flags.push(flag);
-            }
-        } else if let Some(&option) = spec.valued.iter().find(|f| **f == name) {
-            let value = match inline {
-                Some(v) => v.to_owned(),
-                None => iter
-                    .next()
-                    .ok_or_else(|| usage(spec, format_args!("option '{option}' needs a value")))?
-                    .to_str()
-                    .ok_or_else(|| {
-                        usage(spec, format_args!("the value of '{option}' is not UTF-8"))
-                    })?
-                    .to_owned(),
-            };
-            if parsed.value(option).is_some() {
-                return Err(usage(spec, format_args!("option '{option}' given twice")));
-            }
-            parsed.values.push((option, value));
-        } else {
-            return Err(usage(spec, format_args!("unknown option '{name}'")));
+impl From<Digest> for DigestAlgorithm {
+    fn from(d: Digest) -> DigestAlgorithm {
+        match d {
+            Digest::Sha256 => DigestAlgorithm::Sha256,
+            Digest::Crc32c => DigestAlgorithm::Crc32c,
+            Digest::None => DigestAlgorithm::None,
         }
     }
-    let n = parsed.positionals.len();
-    if n < spec.min {
-        return Err(usage(
-            spec,
-            format_args!("expected {}, got {n} argument{}", spec.operands, plural(n)),
+}
+
+/// A `--zstd` level: zstd's range, or 0 for its default level.
+fn zstd_level(text: &str) -> Result<i32, String> {
+    let level: i32 = text.parse().map_err(|_| "expected an integer".to_owned())?;
+    let range = zstd_level_range();
+    if level != 0 && !range.contains(&level) {
+        return Err(format!(
+            "zstd levels are {} to {} (0 = default)",
+            range.start(),
+            range.end()
         ));
     }
-    if n > spec.max {
-        let extra = parsed.positionals[spec.max].to_string_lossy();
-        return Err(usage(spec, format_args!("unexpected argument '{extra}'")));
+    Ok(level)
+}
+
+/// Parses the whole command line (`args[0]` is the program). `None` means help or the
+/// version was asked for, and printed on stdout.
+pub fn parse(args: &[OsString]) -> CliResult<Option<Cli>> {
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Ok(Some(cli)),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            emit(&e.render().to_string())?;
+            Ok(None)
+        }
+        Err(e) => Err(Failure::Usage(one_line(&e, args))),
     }
-    Ok(Some(parsed))
 }
 
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-/// A positional as UTF-8 text (object names, roles).
-pub fn text_operand<'a>(spec: &Spec, value: &'a OsStr, what: &str) -> CliResult<&'a str> {
-    value
-        .to_str()
-        .ok_or_else(|| usage(spec, format_args!("the {what} is not UTF-8")))
-}
-
-/// Parses an integer option value; `expected` names what it must be ("an integer").
-pub fn number<T: std::str::FromStr>(
-    spec: &Spec,
-    option: &str,
-    value: &str,
-    expected: &str,
-) -> CliResult<T> {
-    value
-        .parse()
-        .map_err(|_| bad_value(spec, option, value, &format!("expected {expected}")))
-}
-
-/// A usage error for a bad option value.
-pub fn bad_value(spec: &Spec, option: &str, value: &str, why: &str) -> Failure {
-    usage(
-        spec,
-        format_args!("invalid value '{value}' for '{option}': {why}"),
-    )
+/// clap's message on one line: its first paragraph (without "error: "), lines joined, and
+/// the name it suggests for a near miss, after the command it is about and before where
+/// to find help: "info: unexpected argument '--jsn' found; did you mean '--json'? (see
+/// 'zt info --help')".
+fn one_line(e: &clap::Error, args: &[OsString]) -> String {
+    let rendered = e.render().to_string();
+    let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let mut message = message.join(" ");
+    // A near miss of a command, option or value (clap's suggestions, after the first
+    // paragraph): named on the same line.
+    let near = [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .find_map(|kind| match e.get(kind)? {
+        ContextValue::String(s) => Some(s.clone()),
+        ContextValue::Strings(v) => v.first().cloned(),
+        _ => None,
+    });
+    if let Some(near) = near {
+        message.push_str(&format!("; did you mean '{near}'?"));
+    }
+    // Only -h and -V may come before a command, and they end parsing: a command is the
+    // first argument or there is none.
+    let command = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .filter(|a| *a != "help" && Cli::command().find_subcommand(a).is_some());
+    match command {
+        Some(c) => format!("{c}: {message} (see 'zt {c} --help')"),
+        None => format!("{message} (see 'zt --help')"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SPEC: Spec = Spec {
-        command: "cat",
-        flags: &["--json", "--quiet"],
-        valued: &["--count"],
-        min: 1,
-        max: 2,
-        operands: "FILE NAME",
-    };
-
-    fn os(args: &[&str]) -> Vec<OsString> {
-        args.iter().map(OsString::from).collect()
+    /// "zt" and `args`.
+    fn command_line(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("zt")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect()
     }
 
-    fn message(r: CliResult<Option<Parsed>>) -> String {
-        match r {
+    fn command(args: &[&str]) -> Command {
+        match parse(&command_line(args)) {
+            Ok(Some(cli)) => cli.command,
+            other => panic!("expected a command, got {other:?}"),
+        }
+    }
+
+    fn usage(args: &[&str]) -> String {
+        match parse(&command_line(args)) {
             Err(Failure::Usage(m)) => m,
-            _ => panic!("expected a usage error"),
+            other => panic!("expected a usage error, got {other:?}"),
         }
     }
 
     #[test]
-    fn options_anywhere_in_both_spellings() {
-        let p = parse(&SPEC, &os(&["a", "--count=3", "-q", "--", "--json"]))
-            .unwrap()
-            .unwrap();
-        assert_eq!(p.positionals, os(&["a", "--json"]));
-        assert_eq!(p.value("--count"), Some("3"));
-        assert!(p.flag("--quiet"));
-        assert!(!p.flag("--json"));
-        let p = parse(&SPEC, &os(&["--count", "4", "-", "--json"]))
-            .unwrap()
-            .unwrap();
-        assert_eq!(p.positionals, os(&["-"]));
-        assert_eq!(p.value("--count"), Some("4"));
-        assert!(p.flag("--json"));
+    fn the_declaration_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
-    fn mistakes_are_usage_errors() {
+    fn options_anywhere_in_both_spellings() {
+        let Command::Cat(cat) = command(&["cat", "a", "--count=3", "--", "--json"]) else {
+            panic!("a cat command");
+        };
         assert_eq!(
-            message(parse(&SPEC, &os(&["a", "--bogus"]))),
-            "cat: unknown option '--bogus' (see 'zt cat --help')"
+            (cat.file, cat.name.as_str(), cat.count, cat.json),
+            (PathBuf::from("a"), "--json", 3, false)
+        );
+        let Command::Convert(c) = command(&["convert", "--zstd", "-5", "-", "o", "-q"]) else {
+            panic!("a convert command");
+        };
+        assert_eq!(
+            (c.input, c.storage.zstd, c.progress.quiet),
+            (PathBuf::from("-"), Some(-5), true)
+        );
+    }
+
+    #[test]
+    fn mistakes_are_one_line_usage_errors() {
+        assert_eq!(
+            usage(&["cat", "a", "--bogus"]),
+            "cat: unexpected argument '--bogus' found (see 'zt cat --help')"
         );
         assert_eq!(
-            message(parse(&SPEC, &os(&["a", "--count"]))),
-            "cat: option '--count' needs a value (see 'zt cat --help')"
+            usage(&["--frob", "info"]),
+            "unexpected argument '--frob' found (see 'zt --help')"
         );
         assert_eq!(
-            message(parse(&SPEC, &os(&["a", "--count=1", "--count=2"]))),
-            "cat: option '--count' given twice (see 'zt cat --help')"
+            usage(&["inf", "a"]),
+            "unrecognized subcommand 'inf'; did you mean 'info'? (see 'zt --help')"
         );
         assert_eq!(
-            message(parse(&SPEC, &os(&["a", "--json=1"]))),
-            "cat: option '--json' takes no value (see 'zt cat --help')"
+            usage(&["cat", "a", "x", "--cont", "3"]),
+            "cat: unexpected argument '--cont' found; did you mean '--count'? \
+             (see 'zt cat --help')"
         );
         assert_eq!(
-            message(parse(&SPEC, &os(&[]))),
-            "cat: expected FILE NAME, got 0 arguments (see 'zt cat --help')"
+            usage(&["convert", "a", "b", "--digest", "sha265"]),
+            "convert: invalid value 'sha265' for '--digest <ALGO>' \
+             [possible values: sha256, crc32c, none]; did you mean 'sha256'? \
+             (see 'zt convert --help')"
         );
         assert_eq!(
-            message(parse(&SPEC, &os(&["a", "b", "c"]))),
-            "cat: unexpected argument 'c' (see 'zt cat --help')"
+            usage(&["convert", "a", "b", "--digest", "md5"]),
+            "convert: invalid value 'md5' for '--digest <ALGO>' \
+             [possible values: sha256, crc32c, none] (see 'zt convert --help')"
         );
     }
 }

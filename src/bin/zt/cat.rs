@@ -1,26 +1,14 @@
 //! `zt cat FILE NAME [--count N] [--component ROLE] [--json]`: the first values of a tensor.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 
 use half::{bf16, f16};
 use ztensor::convert::{f8_e4m3fn_to_f32, f8_e4m3fnuz_to_f32, f8_e5m2_to_f32, f8_e5m2fnuz_to_f32};
 use ztensor::{Component, DType, Object};
 
-use crate::args::{self, Spec};
+use crate::args::CatArgs;
 use crate::text::{self, describe, display};
 use crate::{CliResult, Failure, emit};
-
-const SPEC: Spec = Spec {
-    command: "cat",
-    flags: &["--json"],
-    valued: &["--count", "--component"],
-    min: 2,
-    max: 2,
-    operands: "FILE NAME",
-};
-
-const DEFAULT_COUNT: usize = 16;
 
 /// How one value is read from its bytes.
 #[derive(Clone, Copy)]
@@ -162,19 +150,11 @@ fn default_component(obj: &Object) -> Option<usize> {
         .or_else(|| (!obj.components().is_empty()).then_some(0))
 }
 
-pub fn run(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&SPEC, args)? else {
-        return Ok(());
-    };
-    let path = parsed.path(0);
-    let name = args::text_operand(&SPEC, &parsed.positionals[1], "object name")?;
-    let count: usize = match parsed.value("--count") {
-        Some(v) => args::number(&SPEC, "--count", v, "a non-negative integer")?,
-        None => DEFAULT_COUNT,
-    };
-    let reader = text::open(&path)?;
+pub fn run(args: &CatArgs) -> CliResult {
+    let (path, name, count) = (&args.file, args.name.as_str(), args.count);
+    let reader = text::open(path)?;
     let oi = reader.find(name).ok_or_else(|| {
-        Failure::Failed(format!("'{}' has no object named '{name}'", display(&path)))
+        Failure::Failed(format!("'{}' has no object named '{name}'", display(path)))
     })?;
     let obj = &reader.objects()[oi];
     let roles = || {
@@ -185,7 +165,7 @@ pub fn run(args: &[OsString]) -> CliResult {
             all.join(", ")
         }
     };
-    let ci = match parsed.value("--component") {
+    let ci = match args.component.as_deref() {
         Some(role) => obj.find_component(role).ok_or_else(|| {
             Failure::Failed(format!(
                 "object '{name}' has no component '{role}' (it has: {})",
@@ -203,8 +183,8 @@ pub fn run(args: &[OsString]) -> CliResult {
     reader.read_range(oi, ci, 0, &mut bytes).map_err(|e| {
         Failure::Failed(format!(
             "cannot read '{}': {}",
-            display(&path),
-            describe(&e, &[display(&path)])
+            display(path),
+            describe(&e, &[display(path)])
         ))
     })?;
     let values: Vec<Shown> = bytes
@@ -214,7 +194,7 @@ pub fn run(args: &[OsString]) -> CliResult {
     let truncated = (shown as u64) < total;
 
     let mut out = String::new();
-    if parsed.flag("--json") {
+    if args.json {
         out.push_str("{\"object\":");
         text::json_str(&mut out, obj.name());
         out.push_str(",\"component\":");

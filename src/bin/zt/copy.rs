@@ -1,159 +1,65 @@
 //! `zt convert IN OUT` and `zt merge OUT IN...`: stream objects into a new zTensor file.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use ztensor::{
-    Component, DType, DigestAlgorithm, Encoding, Error, Reader, WriteOptions, Writer,
-    zstd_level_range,
-};
+use ztensor::{Component, CopyOptions, DigestAlgorithm, Encoding, Error, Reader, Writer};
 
-use crate::args::{self, Parsed, Spec};
+use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
 use crate::progress::Progress;
-use crate::stream::for_each_piece;
 use crate::text::{self, describe, display};
 use crate::{CliResult, Failure};
 
-const CONVERT: Spec = Spec {
-    command: "convert",
-    flags: &["--raw", "--quiet"],
-    valued: &["--zstd", "--digest"],
-    min: 2,
-    max: 2,
-    operands: "IN OUT",
-};
-
-const MERGE: Spec = Spec {
-    command: "merge",
-    flags: &["--raw", "--quiet"],
-    valued: &["--zstd", "--digest"],
-    min: 2,
-    max: usize::MAX,
-    operands: "OUT IN...",
-};
-
-/// How components are stored in the output; `None` keeps what the input has.
-#[derive(Clone, Copy, Debug, Default)]
-struct Storage {
-    encoding: Option<Encoding>,
-    level: i32,
-    digest: Option<DigestAlgorithm>,
-}
-
-impl Storage {
-    fn from_args(spec: &Spec, parsed: &Parsed) -> CliResult<Storage> {
-        let mut storage = Storage::default();
-        if let Some(value) = parsed.value("--zstd") {
-            if parsed.flag("--raw") {
-                return Err(Failure::Usage(format!(
-                    "{}: '--zstd' and '--raw' exclude each other (see 'zt {} --help')",
-                    spec.command, spec.command
-                )));
-            }
-            let level: i32 = args::number(spec, "--zstd", value, "an integer")?;
-            let range = zstd_level_range();
-            if level != 0 && !range.contains(&level) {
-                return Err(args::bad_value(
-                    spec,
-                    "--zstd",
-                    value,
-                    &format!(
-                        "zstd levels are {} to {} (0 = default)",
-                        range.start(),
-                        range.end()
-                    ),
-                ));
-            }
-            storage.encoding = Some(Encoding::Zstd);
-            storage.level = level;
-        } else if parsed.flag("--raw") {
-            storage.encoding = Some(Encoding::Raw);
-        }
-        if let Some(value) = parsed.value("--digest") {
-            storage.digest = Some(match value {
-                "sha256" => DigestAlgorithm::Sha256,
-                "crc32c" => DigestAlgorithm::Crc32c,
-                "none" => DigestAlgorithm::None,
-                _ => {
-                    return Err(args::bad_value(
-                        spec,
-                        "--digest",
-                        value,
-                        "expected sha256, crc32c or none",
-                    ));
-                }
-            });
-        }
-        Ok(storage)
-    }
-
-    /// The options for one component: the overrides, else what the input has (a digest
-    /// of an algorithm we can't compute is dropped; another format's pipeline, such as
-    /// Tensogram's packing and compression, becomes zstd).
-    fn options(&self, c: &Component) -> WriteOptions {
-        let encoding = self.encoding.unwrap_or(match c.encoding() {
-            Encoding::Pipeline => Encoding::Zstd,
-            other => other,
-        });
-        let digest = self.digest.unwrap_or_else(|| match c.digest() {
-            Some(d) if d.starts_with("sha256:") => DigestAlgorithm::Sha256,
-            Some(d) if d.starts_with("crc32c:") => DigestAlgorithm::Crc32c,
-            _ => DigestAlgorithm::None,
-        });
-        WriteOptions {
-            encoding,
-            level: if encoding == Encoding::Zstd {
-                self.level
-            } else {
-                0
-            },
-            digest,
-        }
-    }
-}
-
-pub fn run_convert(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&CONVERT, args)? else {
-        return Ok(());
+/// How components are stored in the output: the library's copy options, from the flags.
+fn copy_options(args: &StorageArgs) -> CopyOptions {
+    let encoding = match (args.zstd, args.raw) {
+        (Some(_), _) => Some(Encoding::Zstd),
+        (None, true) => Some(Encoding::Raw),
+        (None, false) => None,
     };
-    let storage = Storage::from_args(&CONVERT, &parsed)?;
-    let (input, output) = (parsed.path(0), parsed.path(1));
-    let reader = text::open(&input)?;
+    CopyOptions {
+        encoding,
+        level: args.zstd.unwrap_or(0),
+        digest: args.digest.map(DigestAlgorithm::from),
+    }
+}
+
+pub fn run_convert(args: &ConvertArgs) -> CliResult {
+    let reader = text::open(&args.input)?;
     write_file(
         "converting",
-        &output,
-        &[(input, reader)],
-        storage,
-        parsed.flag("--quiet"),
+        &args.output,
+        &[(args.input.clone(), reader)],
+        copy_options(&args.storage),
+        args.progress.quiet,
     )
 }
 
-pub fn run_merge(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&MERGE, args)? else {
-        return Ok(());
-    };
-    let storage = Storage::from_args(&MERGE, &parsed)?;
-    let output = parsed.path(0);
+pub fn run_merge(args: &MergeArgs) -> CliResult {
     let mut inputs: Vec<(PathBuf, Reader<'static>)> = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
-    for i in 1..parsed.positionals.len() {
-        let path = parsed.path(i);
-        let reader = text::open(&path)?;
+    for path in &args.inputs {
+        let reader = text::open(path)?;
         for obj in reader.objects() {
             if let Some(&first) = owner.get(obj.name()) {
                 return Err(Failure::Failed(format!(
                     "object '{}' is in both '{}' and '{}'",
                     obj.name(),
                     display(&inputs[first].0),
-                    display(&path)
+                    display(path)
                 )));
             }
             owner.insert(obj.name().to_owned(), inputs.len());
         }
-        inputs.push((path, reader));
+        inputs.push((path.clone(), reader));
     }
-    write_file("merging", &output, &inputs, storage, parsed.flag("--quiet"))
+    write_file(
+        "merging",
+        &args.output,
+        &inputs,
+        copy_options(&args.storage),
+        args.progress.quiet,
+    )
 }
 
 /// Writes every object of every input, in order, into `output`; file attributes from
@@ -162,7 +68,7 @@ fn write_file(
     label: &'static str,
     output: &Path,
     inputs: &[(PathBuf, Reader<'static>)],
-    storage: Storage,
+    options: CopyOptions,
     quiet: bool,
 ) -> CliResult {
     let total = inputs
@@ -188,7 +94,7 @@ fn write_file(
             .map_err(cannot_write)?;
     }
     for (path, reader) in inputs {
-        copy_objects(reader, &mut writer, storage, &mut progress).map_err(|e| {
+        copy_objects(reader, &mut writer, &options, &mut progress).map_err(|e| {
             Failure::Failed(format!(
                 "cannot copy '{}' to '{}': {}",
                 display(path),
@@ -201,47 +107,15 @@ fn write_file(
     Ok(())
 }
 
-/// Sparse index components must be u64 in files we write; readers also accept u32.
-fn widen_to_u64(format: &str, c: &Component) -> bool {
-    let index_roles: &[&str] = match format {
-        "sparse_csr" => &["indices", "indptr"],
-        "sparse_coo" => &["coords"],
-        _ => &[],
-    };
-    c.dtype() == DType::U32 && index_roles.contains(&c.role())
-}
-
+/// Copies every object of `reader` (see `Writer::copy_object`).
 fn copy_objects(
     reader: &Reader<'_>,
     writer: &mut Writer,
-    storage: Storage,
+    options: &CopyOptions,
     progress: &mut Progress,
 ) -> ztensor::Result<()> {
-    for (oi, obj) in reader.objects().iter().enumerate() {
-        writer.begin_object(obj.name(), obj.format(), obj.shape())?;
-        if let Some(attributes) = obj.attributes() {
-            writer.set_object_attributes(obj.name(), attributes)?;
-        }
-        for (ci, c) in obj.components().iter().enumerate() {
-            let widen = widen_to_u64(obj.format(), c);
-            let dtype = if widen { DType::U64 } else { c.dtype() };
-            writer.begin_component(c.role(), dtype, c.logical_type(), &storage.options(c))?;
-            let mut wide = Vec::new();
-            for_each_piece(reader, oi, ci, |piece| {
-                progress.add(piece.len() as u64);
-                if widen {
-                    wide.clear();
-                    wide.extend(piece.chunks_exact(4).flat_map(|b| {
-                        u64::from(u32::from_le_bytes(b.try_into().expect("4 bytes"))).to_le_bytes()
-                    }));
-                    writer.write(&wide)
-                } else {
-                    writer.write(piece)
-                }
-            })?;
-            writer.end_component()?;
-        }
-        writer.end_object()?;
+    for (i, obj) in reader.objects().iter().enumerate() {
+        writer.copy_object_reporting(reader, i, obj.name(), options, &mut |n| progress.add(n))?;
     }
     Ok(())
 }

@@ -1,24 +1,14 @@
 //! `zt info FILE [--json]`: the manifest as a table, or as JSON.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use ztensor::Reader;
 use ztensor::cbor::Value;
 
-use crate::args::{self, Spec};
+use crate::args::InfoArgs;
 use crate::text::{self, Align};
 use crate::{CliResult, emit};
-
-const SPEC: Spec = Spec {
-    command: "info",
-    flags: &["--json"],
-    valued: &[],
-    min: 1,
-    max: 1,
-    operands: "FILE",
-};
 
 /// Longest list of attribute names on the header line (then "... (N more)" follows).
 const ATTRIBUTE_NAMES_WIDTH: usize = 60;
@@ -26,16 +16,12 @@ const ATTRIBUTE_NAMES_WIDTH: usize = 60;
 /// Digests longer than this are shortened in the table (sha256 to 16 hex digits).
 const DIGEST_WIDTH: usize = 23;
 
-pub fn run(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&SPEC, args)? else {
-        return Ok(());
-    };
-    let path = parsed.path(0);
-    let reader = text::open(&path)?;
-    if parsed.flag("--json") {
-        emit(&json(&path, &reader))
+pub fn run(args: &InfoArgs) -> CliResult {
+    let reader = text::open(&args.file)?;
+    if args.json {
+        emit(&json(&args.file, &reader))
     } else {
-        emit(&table(&path, &reader))
+        emit(&table(&args.file, &reader))
     }
 }
 

@@ -9,13 +9,14 @@ mod cat;
 mod copy;
 mod info;
 mod progress;
-mod stream;
 mod text;
 mod verify;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
+
+use args::Command;
 
 /// Why a command did not succeed; decides the exit status.
 #[derive(Debug)]
@@ -36,7 +37,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub type CliResult<T = ()> = Result<T, Failure>;
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args: Vec<OsString> = std::env::args_os().collect();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
@@ -52,45 +53,16 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &[OsString]) -> CliResult {
-    let Some(first) = args.first() else {
-        return Err(Failure::Usage(
-            "no command given (see 'zt --help')".to_owned(),
-        ));
+    let Some(cli) = args::parse(args)? else {
+        return Ok(());
     };
-    let rest = &args[1..];
-    match first.to_str().unwrap_or("") {
-        "-h" | "--help" => emit(args::MAIN_HELP),
-        "-V" | "--version" => emit(&version_line()),
-        "help" => match rest.first().map(|a| a.to_str().unwrap_or("")) {
-            None => emit(args::MAIN_HELP),
-            Some(command) => match args::command_help(command) {
-                Some(help) => emit(help),
-                None => Err(unknown_command(command)),
-            },
-        },
-        "info" => info::run(rest),
-        "verify" => verify::run(rest),
-        "cat" => cat::run(rest),
-        "convert" => copy::run_convert(rest),
-        "merge" => copy::run_merge(rest),
-        other if other.starts_with('-') => Err(Failure::Usage(format!(
-            "unknown option '{other}' (see 'zt --help')"
-        ))),
-        _ => Err(unknown_command(&first.to_string_lossy())),
+    match cli.command {
+        Command::Info(a) => info::run(&a),
+        Command::Verify(a) => verify::run(&a),
+        Command::Cat(a) => cat::run(&a),
+        Command::Convert(a) => copy::run_convert(&a),
+        Command::Merge(a) => copy::run_merge(&a),
     }
-}
-
-fn unknown_command(name: &str) -> Failure {
-    Failure::Usage(format!("unknown command '{name}' (see 'zt --help')"))
-}
-
-/// "zt 0.1.0 (writes zTensor 1.2.0)".
-fn version_line() -> String {
-    format!(
-        "zt {} (writes zTensor {})\n",
-        env!("CARGO_PKG_VERSION"),
-        ztensor::WRITE_VERSION
-    )
 }
 
 /// Writes text to stdout in one piece. A closed pipe (`zt info big.zt | head`) ends the

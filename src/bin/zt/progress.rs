@@ -1,71 +1,51 @@
-//! A progress line on stderr for long operations: bytes done of the total, redrawn in
-//! place with '\r' at most every 100 ms, and only once the operation has run for half a
-//! second (quick ones print nothing). Only when stderr is a terminal and not `--quiet`.
+//! A progress bar on stderr for long operations (indicatif): bytes done of the total,
+//! redrawn in place at most ten times a second, and only once the operation has run for
+//! half a second (quick ones print nothing). Only when stderr is a terminal and not
+//! `--quiet`; erased when the operation ends, however it ends.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressState, ProgressStyle};
 
 use crate::text::human_size;
 
 const FIRST_DRAW: Duration = Duration::from_millis(500);
-const REDRAW: Duration = Duration::from_millis(100);
+const REDRAWS_PER_SECOND: u8 = 10;
+
+/// "converting [=======>            ]  42%  1.2 GiB / 2.9 GiB  ETA 3s".
+const TEMPLATE: &str = "{msg} [{bar:30}] {percent:>3}%  {done} / {total}  ETA {eta}";
 
 pub struct Progress {
-    label: &'static str,
-    total: u64,
-    done: u64,
-    enabled: bool,
-    start: Instant,
-    last_draw: Option<Instant>,
-    drawn_width: usize,
+    bar: ProgressBar,
+    /// When the bar should appear on stderr; `None` once it has (or if it never will).
+    show_at: Option<Instant>,
 }
 
 impl Progress {
-    /// A progress line for `total` bytes, shown when stderr is a terminal and not `quiet`.
+    /// A progress bar for `total` bytes, shown when stderr is a terminal and not `quiet`.
     pub fn new(label: &'static str, total: u64, quiet: bool) -> Progress {
+        let enabled = !quiet && std::io::stderr().is_terminal();
         Progress {
-            label,
-            total,
-            done: 0,
-            enabled: !quiet && std::io::stderr().is_terminal(),
-            start: Instant::now(),
-            last_draw: None,
-            drawn_width: 0,
+            bar: bar(label, total, ProgressDrawTarget::hidden()),
+            show_at: enabled.then(|| Instant::now() + FIRST_DRAW),
         }
     }
 
-    /// Counts `bytes` more as done and redraws when due.
+    /// Counts `bytes` more as done; the bar redraws itself when due.
     pub fn add(&mut self, bytes: u64) {
-        self.done = self.done.saturating_add(bytes);
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        let due = match self.last_draw {
-            None => now.duration_since(self.start) >= FIRST_DRAW,
-            Some(last) => now.duration_since(last) >= REDRAW,
-        };
-        if due {
-            self.last_draw = Some(now);
-            let line = render(self.label, self.done, self.total);
-            let pad = self.drawn_width.saturating_sub(line.len());
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{line}{}", " ".repeat(pad));
-            let _ = err.flush();
-            self.drawn_width = line.len();
+        self.bar.inc(bytes);
+        if self.show_at.is_some_and(|at| Instant::now() >= at) {
+            self.show_at = None;
+            self.bar
+                .set_draw_target(ProgressDrawTarget::stderr_with_hz(REDRAWS_PER_SECOND));
         }
     }
 
-    /// Erases the line, if one was drawn.
+    /// Erases the bar, if it was drawn.
     pub fn clear(&mut self) {
-        if self.drawn_width > 0 {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{}\r", " ".repeat(self.drawn_width));
-            let _ = err.flush();
-            self.drawn_width = 0;
-            self.last_draw = None;
-            self.start = Instant::now();
-        }
+        self.show_at = None;
+        self.bar.finish_and_clear();
     }
 }
 
@@ -75,38 +55,96 @@ impl Drop for Progress {
     }
 }
 
-/// "converting  42%  1.2 GiB / 2.9 GiB".
-pub fn render(label: &str, done: u64, total: u64) -> String {
-    let percent = if total == 0 {
-        100
-    } else {
-        (done.min(total) as u128 * 100 / total as u128) as u64
+/// A bar for `total` bytes drawing to `target`, erased when finished or dropped.
+fn bar(label: &'static str, total: u64, target: ProgressDrawTarget) -> ProgressBar {
+    let size = |get: fn(&ProgressState) -> u64| {
+        move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&human_size(get(state)));
+        }
     };
-    format!(
-        "{label} {percent:>3}%  {} / {}",
-        human_size(done),
-        human_size(total)
-    )
+    let style = ProgressStyle::with_template(TEMPLATE)
+        .expect("a valid template")
+        .progress_chars("=> ")
+        .with_key("done", size(|s| s.pos()))
+        .with_key("total", size(|s| s.len().unwrap_or(0)));
+    ProgressBar::with_draw_target(Some(total), target)
+        .with_style(style)
+        .with_message(label)
+        .with_finish(ProgressFinish::AndClear)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use indicatif::TermLike;
+    use std::fmt::Write as _;
+    use std::sync::{Arc, Mutex};
 
-    #[test]
-    fn the_line_shows_percent_and_sizes() {
-        assert_eq!(
-            render("verifying", 3 << 29, 3 << 30),
-            "verifying  50%  1.5 GiB / 3.0 GiB"
-        );
-        assert_eq!(render("converting", 0, 0), "converting 100%  0 B / 0 B");
-        assert_eq!(render("merging", 7, 10), "merging  70%  7 B / 10 B");
+    /// A terminal that records what is written to it.
+    #[derive(Debug, Default, Clone)]
+    struct Screen(Arc<Mutex<String>>);
+
+    impl TermLike for Screen {
+        fn width(&self) -> u16 {
+            100
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            let _ = writeln!(self.0.lock().unwrap(), "{s}");
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str(s);
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            self.0.lock().unwrap().push_str("<clear>");
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]
-    fn nothing_is_drawn_when_disabled() {
+    fn the_bar_shows_percent_and_sizes_and_is_erased() {
+        let screen = Screen::default();
+        let b = bar(
+            "verifying",
+            3 << 30,
+            ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        b.set_position(3 << 29);
+        b.tick();
+        let drawn = screen.0.lock().unwrap().clone();
+        let line = drawn.rsplit("<clear>").next().unwrap();
+        assert!(
+            line.starts_with(
+                "verifying [===============>              ]  50%  1.5 GiB / 3.0 GiB  ETA "
+            ),
+            "{drawn:?}"
+        );
+        drop(b);
+        assert!(screen.0.lock().unwrap().ends_with("<clear>"), "erased");
+    }
+
+    #[test]
+    fn nothing_is_drawn_when_quiet() {
         let mut p = Progress::new("x", 10, true);
         p.add(5);
-        assert_eq!(p.drawn_width, 0);
+        assert!(p.show_at.is_none());
+        assert!(p.bar.is_hidden());
+        assert_eq!(p.bar.position(), 5);
     }
 }

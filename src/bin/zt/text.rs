@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use comfy_table::{CellAlignment, LineStyle, Table, TableStyle};
 use ztensor::cbor::Value;
 use ztensor::json::write_json;
 use ztensor::{Component, Error, Reader};
@@ -41,7 +42,12 @@ pub fn dtype(c: &Component) -> String {
 
 /// "1 object", "2 objects".
 pub fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", crate::args::plural(n))
+    format!("{n} {noun}{}", plural(n))
+}
+
+/// "s" unless there is one.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Appends a JSON string.
@@ -132,38 +138,28 @@ pub enum Align {
     Right,
 }
 
-/// Renders rows under a header, columns two spaces apart, each as wide as its widest
-/// cell; the last column is not padded (no trailing spaces).
+/// Tables: no borders, a rule of dashes under the header (ASCII, so a pipe or a log
+/// shows it as a terminal does), no colours.
+const TABLE_STYLE: TableStyle = TableStyle::new().header_separator(LineStyle::none().fill('-'));
+
+/// Renders rows under a header and a rule, columns two spaces apart, each as wide as its
+/// widest cell (in terminal columns); no line ends in spaces. Never wrapped: the layout
+/// is the same in a terminal of any width and in a pipe.
 pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in width.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut t = Table::new();
+    t.load_style(TABLE_STYLE)
+        .set_header(header.to_vec())
+        .add_rows(rows.iter().cloned());
+    let last = header.len().saturating_sub(1);
+    for (i, column) in t.column_iter_mut().enumerate() {
+        column.set_padding((0, if i == last { 0 } else { 2 }));
+        column.set_cell_alignment(match align[i] {
+            Align::Left => CellAlignment::Left,
+            Align::Right => CellAlignment::Right,
+        });
     }
     let mut out = String::new();
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    for row in std::iter::once(&header).chain(rows) {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            let pad = width[i] - cell.chars().count();
-            let last = i + 1 == row.len();
-            match align[i] {
-                Align::Right => {
-                    line.extend(std::iter::repeat_n(' ', pad));
-                    line.push_str(cell);
-                }
-                Align::Left => {
-                    line.push_str(cell);
-                    if !last {
-                        line.extend(std::iter::repeat_n(' ', pad));
-                    }
-                }
-            }
-        }
+    for line in t.lines() {
         out.push_str(line.trim_end());
         out.push('\n');
     }
@@ -210,8 +206,13 @@ mod tests {
             &[
                 vec!["a".into(), "1 B".into(), "".into()],
                 vec!["long".into(), "10 B".into(), "z".into()],
+                // Wide characters count as two terminal columns.
+                vec!["重み".into(), "0 B".into(), "é".into()],
             ],
         );
-        assert_eq!(t, "name  size  x\na      1 B\nlong  10 B  z\n");
+        assert_eq!(
+            t,
+            "name  size  x\n-------------\na      1 B\nlong  10 B  z\n重み   0 B  é\n"
+        );
     }
 }

@@ -1,25 +1,14 @@
 //! `zt verify FILE [--json] [--quiet]`: every digest, every decode, every object's values.
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use ztensor::{Error, Reader};
 
-use crate::args::{self, Spec, plural};
+use crate::args::VerifyArgs;
 use crate::progress::Progress;
-use crate::stream::for_each_piece;
-use crate::text;
+use crate::text::{self, plural};
 use crate::{CliResult, Failure, emit};
-
-const SPEC: Spec = Spec {
-    command: "verify",
-    flags: &["--json", "--quiet"],
-    valued: &[],
-    min: 1,
-    max: 1,
-    operands: "FILE",
-};
 
 /// Which check failed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,24 +53,21 @@ struct Report {
     problems: Vec<Problem>,
 }
 
-pub fn run(args: &[OsString]) -> CliResult {
-    let Some(parsed) = args::parse(&SPEC, args)? else {
-        return Ok(());
-    };
-    let path = parsed.path(0);
-    let reader = text::open(&path)?;
-    let report = check(&path, &reader, parsed.flag("--quiet"));
+pub fn run(args: &VerifyArgs) -> CliResult {
+    let path = &args.file;
+    let reader = text::open(path)?;
+    let report = check(path, &reader, args.progress.quiet);
     let objects = reader.objects().len();
-    if parsed.flag("--json") {
-        emit(&json(&path, objects, &report))?;
+    if args.json {
+        emit(&json(path, objects, &report))?;
     } else {
-        emit(&summary(&path, objects, &report))?;
+        emit(&summary(path, objects, &report))?;
     }
     match report.problems.len() {
         0 => Ok(()),
         n => Err(Failure::Failed(format!(
             "'{}' failed verification: {n} problem{}",
-            text::display(&path),
+            text::display(path),
             plural(n)
         ))),
     }
@@ -136,7 +122,7 @@ fn check(path: &Path, reader: &Reader<'_>, quiet: bool) -> Report {
             }
             if needs_decoding(c) {
                 let mut remaining = c.decoded_length();
-                let result = for_each_piece(reader, oi, ci, |piece| {
+                let result = reader.for_each_piece(oi, ci, |piece| {
                     progress.add(piece.len() as u64);
                     remaining -= piece.len() as u64;
                     Ok(())

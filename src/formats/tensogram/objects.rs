@@ -10,8 +10,7 @@ use crate::cbor::{self, Value};
 use crate::error::{Error, Result, err};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step,
-    check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, check_name,
 };
 
 use super::descriptors::Layout;

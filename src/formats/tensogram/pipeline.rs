@@ -6,9 +6,9 @@
 use std::borrow::Cow;
 
 use crate::cbor::Value;
+use crate::codec::swap_in_place;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
-use crate::codec::swap_in_place;
 use crate::model::FormatStep;
 
 use super::codecs::{Compression, bit, buffer, decompress, read_bits, to_usize};

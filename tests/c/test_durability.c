@@ -1,0 +1,138 @@
+/*
+ * What the writer does to make a file durable, observed from outside: this program
+ * defines fsync() itself, so the library's calls land here (an executable's symbols come
+ * before libc's), are counted by the kind of file they sync, and are passed on to the
+ * kernel. Also: the temporary file of a failed writer is gone at once, and names up to
+ * NAME_MAX bytes can be written.
+ */
+#define _DEFAULT_SOURCE 1 /* syscall() */
+#include "zt_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int fsync_files, fsync_dirs;
+
+int fsync(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      fsync_dirs++;
+    } else if (S_ISREG(st.st_mode)) {
+      fsync_files++;
+    }
+  }
+  return (int)syscall(SYS_fsync, fd);
+}
+
+/* Files in the current directory whose names start with '.' and end with ".tmp". */
+static int temp_files(void) {
+  DIR *d = opendir(".");
+  struct dirent *e;
+  int n = 0;
+  if (d == NULL) return -1;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    n += e->d_name[0] == '.' && len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
+  }
+  closedir(d);
+  return n;
+}
+
+static void write_small(const char *path) {
+  zt_writer *w = NULL;
+  uint64_t shape[1] = {4};
+  float v[4] = {1, 2, 3, 4};
+  if (CHECK_OK(zt_writer_create(path, &w))) {
+    CHECK_OK(zt_writer_add(w, "v", ZT_F32, shape, 1, v, sizeof v, NULL));
+    CHECK_OK(zt_writer_finish(w));
+  }
+  zt_writer_free(w);
+}
+
+/* Each way of naming the file syncs the file once and its directory once. */
+static void test_fsyncs(void) {
+  const char *paths[] = {"model.zt", "./model2.zt", "sub/model3.zt"};
+  size_t i;
+  char abs[4096];
+  CHECK(mkdir("sub", 0700) == 0 || errno == EEXIST);
+  for (i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    fsync_files = fsync_dirs = 0;
+    write_small(paths[i]);
+    if (!CHECK(fsync_files == 1 && fsync_dirs == 1)) {
+      fprintf(stderr, "  %s: %d file and %d directory fsyncs\n", paths[i], fsync_files, fsync_dirs);
+    }
+    unlink(paths[i]);
+  }
+  if (CHECK(getcwd(abs, sizeof abs - 32) != NULL)) {
+    strcat(abs, "/model4.zt");
+    fsync_files = fsync_dirs = 0;
+    write_small(abs);
+    CHECK(fsync_files == 1 && fsync_dirs == 1);
+    unlink(abs);
+  }
+  rmdir("sub");
+}
+
+/* A name of NAME_MAX bytes is written (its temporary name must fit too). */
+static void test_long_names(void) {
+  char name[256];
+  size_t len;
+  for (len = 250; len <= 255; len += 5) {
+    zt_reader *r = NULL;
+    memset(name, 'n', len);
+    memcpy(name + len - 3, ".zt", 3);
+    name[len] = 0;
+    write_small(name);
+    if (CHECK_OK(zt_open(name, &r))) CHECK_U64(zt_object_count(r), 1);
+    zt_close(r);
+    unlink(name);
+  }
+  CHECK(temp_files() == 0);
+}
+
+/* Over RLIMIT_FSIZE the add fails, and the temporary file is removed before free. */
+static void fsize_child(void) {
+  struct rlimit rl;
+  zt_writer *w = NULL;
+  static unsigned char big[1 << 20];
+  uint64_t shape[1] = {sizeof big};
+  signal(SIGXFSZ, SIG_IGN);
+  getrlimit(RLIMIT_FSIZE, &rl);
+  rl.rlim_cur = 64 * 1024;
+  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create("full.zt", &w))) {
+    CHECK_STATUS(ZT_ERR_IO, zt_writer_add(w, "big", ZT_U8, shape, 1, big, sizeof big, NULL));
+    CHECK(temp_files() == 0);
+    CHECK_STATUS(ZT_ERR_STATE, zt_writer_finish(w));
+    CHECK_ERROR_MENTIONS("failed earlier");
+    CHECK(temp_files() == 0);
+    CHECK(access("full.zt", F_OK) != 0);
+  }
+  zt_writer_free(w);
+  exit(zt_test_summary());
+}
+
+static void test_failed_writer_cleans_up_at_once(void) {
+  pid_t pid = fork();
+  int status = 0;
+  if (pid == 0) fsize_child();
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(void) {
+  char dir[] = "/tmp/zt-durability-XXXXXX";
+  if (!CHECK(mkdtemp(dir) != NULL) || !CHECK(chdir(dir) == 0)) return zt_test_summary();
+  test_fsyncs();
+  test_long_names();
+  test_failed_writer_cleans_up_at_once();
+  CHECK(chdir("/") == 0);
+  CHECK(rmdir(dir) == 0);
+  return zt_test_summary();
+}
