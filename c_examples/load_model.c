@@ -104,16 +104,18 @@ static float element(const tensor *t, size_t i) {
 
 static void show(const char *name) {
   const tensor *t = table_get(&g_table, name);
-  size_t i;
+  size_t i, width;
   if (t == NULL) {
     fail("missing tensor", name);
   }
+  check(zt_dtype_size(t->dtype, &width), name); /* bytes per element: 2 for bf16 */
   printf("%s: [", t->name);
   for (i = 0; i < t->ndim; i++) {
     printf(i ? ", %llu" : "%llu", (unsigned long long)t->shape[i]);
   }
-  printf("], %llu bytes, %s, first values:", (unsigned long long)t->size, t->owned ? "decoded" : "zero-copy");
-  for (i = 0; i < 4 && i * 2 < t->size; i++) {
+  printf("] %s, %llu bytes, %s, first values:", zt_dtype_name(t->dtype), (unsigned long long)t->size,
+         t->owned ? "decoded" : "zero-copy");
+  for (i = 0; i < 4 && i < t->size / width; i++) {
     printf(" %.6f", element(t, i));
   }
   printf("\n");

@@ -1,5 +1,6 @@
 /*
- * zt_info: prints what a zTensor file holds, as a table.
+ * zt_info: prints what a tensor file holds, as a table (zTensor, safetensors, GGUF or
+ * Tensogram: zt_open reads them all).
  *
  *   zt_info model.zt
  *
@@ -14,10 +15,18 @@
 
 #include "ztensor.h"
 
-static const char *const DTYPE_NAMES[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16",
-                                          "i8",  "u64", "u32", "u16", "u8",  "bool"};
-
-static const char *dtype_name(uint32_t dtype) { return dtype < 13 ? DTYPE_NAMES[dtype] : "?"; }
+static const char *encoding_name(uint32_t encoding) {
+  switch (encoding) {
+  case ZT_ENCODING_RAW:
+    return "raw";
+  case ZT_ENCODING_ZSTD:
+    return "zstd";
+  case ZT_ENCODING_PIPELINE:
+    return "pipeline"; /* another format's decode steps (Tensogram) */
+  default:
+    return "?";
+  }
+}
 
 /* "[2, 3]", "[]" for a scalar. */
 static void format_shape(const zt_object_info *info, char *out, size_t size) {
@@ -69,9 +78,9 @@ static void cells(size_t object, size_t component, char cell[C_COUNT][256]) {
     cell[C_SHAPE][0] = '\0';
   }
   snprintf(cell[C_ROLE], 256, "%s", comp.role);
-  snprintf(cell[C_DTYPE], 256, "%s", dtype_name(comp.dtype));
+  snprintf(cell[C_DTYPE], 256, "%s", zt_dtype_name(comp.dtype)); /* "f32", "bf16" ... */
   snprintf(cell[C_TYPE], 256, "%s", comp.type ? comp.type : "-");
-  snprintf(cell[C_ENCODING], 256, "%s", comp.encoding == ZT_ENCODING_ZSTD ? "zstd" : "raw");
+  snprintf(cell[C_ENCODING], 256, "%s", encoding_name(comp.encoding));
   snprintf(cell[C_STORED], 256, "%llu", (unsigned long long)comp.length);
   snprintf(cell[C_DECODED], 256, "%llu", (unsigned long long)comp.decoded_length);
 }
@@ -98,7 +107,8 @@ int main(int argc, char **argv) {
   }
   check(zt_open(argv[1], &g_reader), argv[1]);
   count = zt_object_count(g_reader);
-  printf("file: %s\nversion: %s\nobjects: %zu\n\n", argv[1], zt_file_version(g_reader), count);
+  printf("file: %s\nformat: %s %s\nobjects: %zu\n\n", argv[1], zt_file_format(g_reader), zt_file_version(g_reader),
+         count);
 
   /* pass 1: column widths */
   for (k = 0; k < C_COUNT; k++) {

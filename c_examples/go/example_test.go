@@ -1,10 +1,12 @@
 package ztensor_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"ztensor.example/ztensor"
 )
@@ -55,10 +57,10 @@ func Example() {
 	fmt.Println(embed[3:])
 
 	_, err = r.Find("missing")
-	fmt.Println(err)
+	fmt.Println(errors.Is(err, ztensor.ErrNotFound), strings.TrimPrefix(err.Error(), "ztensor: "+path+": "))
 	// Output:
 	// embed dense [2 3] f32 raw
 	// steps dense [3] i64 zstd
 	// [2 2.5 3]
-	// ztensor: no object named 'missing' (ZT_ERR_NOT_FOUND)
+	// true no object named 'missing' (ZT_ERR_NOT_FOUND)
 }

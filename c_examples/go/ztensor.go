@@ -117,32 +117,47 @@ const (
 	Bool DType = C.ZT_BOOL
 )
 
-var dtypeNames = [...]string{"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool"}
-var dtypeSizes = [...]uint64{8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1, 1}
-
-// String is the format's spelling: "f32", "bf16", "bool" ...
+// String is the format's spelling, from the library (zt_dtype_name): "f32", "bf16",
+// "bool" ...; "dtype(N)" for a value outside the enum.
 func (d DType) String() string {
-	if int(d) < len(dtypeNames) {
-		return dtypeNames[d]
+	if d.Size() == 0 {
+		return fmt.Sprintf("dtype(%d)", uint32(d))
 	}
-	return fmt.Sprintf("dtype(%d)", uint32(d))
+	return C.GoString(C.zt_dtype_name(C.uint32_t(d)))
 }
 
-// Size is the size of one element in bytes; 0 for a value outside the enum.
+// Size is the size of one element in bytes, from the library (zt_dtype_size); 0 for a
+// value outside the enum.
 func (d DType) Size() uint64 {
-	if int(d) < len(dtypeSizes) {
-		return dtypeSizes[d]
+	var size C.size_t
+	// The message of a failure is not needed: an unknown value is all it can say.
+	if C.zt_dtype_size(C.uint32_t(d), &size) != C.ZT_OK {
+		return 0
 	}
-	return 0
+	return uint64(size)
+}
+
+// ParseDType is the dtype a name stands for ("f32", "bf16" ...: the names String gives),
+// from the library (zt_dtype_from_name).
+func ParseDType(name string) (DType, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var value C.uint32_t
+	var msg *C.char
+	if err := result(C.ztgo_dtype_from_name(cname, &value, &msg), msg); err != nil {
+		return 0, err
+	}
+	return DType(value), nil
 }
 
 // Encoding is how a component is stored (a zt_encoding value).
 type Encoding uint32
 
-// The encodings.
+// The encodings. Pipeline is read-only: another format's decode steps (Tensogram).
 const (
-	Raw  Encoding = C.ZT_ENCODING_RAW
-	Zstd Encoding = C.ZT_ENCODING_ZSTD
+	Raw      Encoding = C.ZT_ENCODING_RAW
+	Zstd     Encoding = C.ZT_ENCODING_ZSTD
+	Pipeline Encoding = C.ZT_ENCODING_PIPELINE
 )
 
 func (e Encoding) String() string {
@@ -151,6 +166,8 @@ func (e Encoding) String() string {
 		return "raw"
 	case Zstd:
 		return "zstd"
+	case Pipeline:
+		return "pipeline"
 	}
 	return fmt.Sprintf("encoding(%d)", uint32(e))
 }
@@ -268,7 +285,19 @@ func (r *Reader) acquire() (*C.zt_reader, error) {
 	return r.r, nil
 }
 
-// FileVersion is the file's format version: "1.2.0", "1.1.0" or "0.1.0".
+// FileFormat is the container format the file was read from: "zt", "safetensors",
+// "gguf" or "tensogram" ("" once closed).
+func (r *Reader) FileFormat() string {
+	h, err := r.acquire()
+	if err != nil {
+		return ""
+	}
+	defer r.mu.RUnlock()
+	return C.GoString(C.zt_file_format(h))
+}
+
+// FileVersion is the file's format version: "1.2.0", "1.1.0" or "0.1.0" for zTensor,
+// the container's own for other formats ("3" for GGUF v3).
 func (r *Reader) FileVersion() string {
 	h, err := r.acquire()
 	if err != nil {

@@ -253,7 +253,7 @@ func TestErrors(t *testing.T) {
 	defer r.Close()
 
 	_, err = r.Find("nope")
-	wantStatus(t, err, ztensor.ErrNotFound, "no object named 'nope'")
+	wantStatus(t, err, ztensor.ErrNotFound, path+": no object named 'nope'")
 	_, err = r.View("w", "scales")
 	wantStatus(t, err, ztensor.ErrNotFound, "'w'", "'scales'")
 	_, err = r.Object(5)
@@ -384,7 +384,7 @@ func TestConcurrentErrors(t *testing.T) {
 				name := fmt.Sprintf("missing-%d-%d", g, i)
 				_, err := r.Find(name)
 				var zerr *ztensor.Error
-				if !errors.As(err, &zerr) || zerr.Status != ztensor.ErrNotFound || zerr.Message != "no object named '"+name+"'" {
+				if !errors.As(err, &zerr) || zerr.Status != ztensor.ErrNotFound || zerr.Message != path+": no object named '"+name+"'" {
 					fail("Find(%s): %v", name, err)
 					return
 				}
@@ -424,6 +424,53 @@ func TestConcurrentErrors(t *testing.T) {
 	close(failures)
 	for f := range failures {
 		t.Error(f)
+	}
+}
+
+// Names and sizes come from the library's dtype table.
+func TestDTypes(t *testing.T) {
+	names := []string{"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool"}
+	sizes := []uint64{8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1, 1}
+	for i, name := range names {
+		d := ztensor.DType(i)
+		if d.String() != name || d.Size() != sizes[i] {
+			t.Errorf("DType(%d): %q, size %d; want %q, size %d", i, d.String(), d.Size(), name, sizes[i])
+		}
+		parsed, err := ztensor.ParseDType(name)
+		if err != nil || parsed != d {
+			t.Errorf("ParseDType(%q) = %v, %v", name, parsed, err)
+		}
+	}
+	if ztensor.BF16.String() != "bf16" || ztensor.Bool.Size() != 1 || ztensor.F64.Size() != 8 {
+		t.Errorf("BF16 %q, Bool size %d, F64 size %d", ztensor.BF16.String(), ztensor.Bool.Size(), ztensor.F64.Size())
+	}
+	if d := ztensor.DType(13); d.String() != "dtype(13)" || d.Size() != 0 {
+		t.Errorf("DType(13): %q, size %d", d.String(), d.Size())
+	}
+	_, err := ztensor.ParseDType("float32")
+	wantStatus(t, err, ztensor.ErrInvalidArgument, "unknown dtype name 'float32'")
+}
+
+// Every format zt_open reads, and what FileFormat and FileVersion say about it.
+func TestFileFormats(t *testing.T) {
+	dir := os.Getenv("ZT_TEST_VECTORS")
+	if dir == "" {
+		t.Skip("ZT_TEST_VECTORS is not set (ctest sets it to tests/vectors)")
+	}
+	for _, c := range []struct{ file, format, version string }{
+		{"reference/v12_mixed.zt", "zt", "1.2.0"},
+		{"reference/v01_multi.zt", "zt", "0.1.0"},
+		{"gguf/plain_v3.gguf", "gguf", "3"},
+	} {
+		r, err := ztensor.Open(filepath.Join(dir, c.file))
+		must(t, err)
+		if r.FileFormat() != c.format || r.FileVersion() != c.version {
+			t.Errorf("%s: %q %q, want %q %q", c.file, r.FileFormat(), r.FileVersion(), c.format, c.version)
+		}
+		must(t, r.Close())
+		if r.FileFormat() != "" {
+			t.Errorf("%s: FileFormat after Close is %q", c.file, r.FileFormat())
+		}
 	}
 }
 

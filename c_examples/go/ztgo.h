@@ -31,6 +31,10 @@ static inline zt_status ztgo_status(zt_status status, char **msg) {
   return status;
 }
 
+static inline zt_status ztgo_dtype_from_name(const char *name, uint32_t *out, char **msg) {
+  return ztgo_status(zt_dtype_from_name(name, out), msg);
+}
+
 static inline zt_status ztgo_open(const char *path, const zt_open_options *options, zt_reader **out,
                                   char **msg) {
   return ztgo_status(zt_open_with(path, options, out), msg);

@@ -42,8 +42,8 @@ end
 # zt_dtype values 0..12 -> Julia element types (bf16 has none: its bits as UInt16)
 const ELTYPES = (Float64, Float32, Float16, UInt16, Int64, Int32, Int16, Int8,
                  UInt64, UInt32, UInt16, UInt8, Bool)
-const DTYPE_NAMES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8",
-                     "u64", "u32", "u16", "u8", "bool")
+# "f32", "bf16" ...: the library's names, "unknown" for a value outside zt_dtype
+dtype_name(dtype::UInt32) = unsafe_string(ccall((:zt_dtype_name, libztensor), Ptr{UInt8}, (UInt32,), dtype))
 
 struct ZtError <: Exception
     status::Int
@@ -95,7 +95,7 @@ function objects(r::Reader)
             comp = Ref{ComponentInfo}()
             check(ccall((:zt_component_info_get, libztensor), Cint,
                         (Ptr{Cvoid}, Csize_t, Csize_t, Ref{ComponentInfo}), handle(r), i, c, comp))
-            (cstring(comp[].role), DTYPE_NAMES[comp[].dtype + 1])
+            (cstring(comp[].role), dtype_name(comp[].dtype))
         end
         (unsafe_string(info[].name), unsafe_string(info[].format), shape, components)
     end

@@ -144,7 +144,7 @@ class CtypesExample(unittest.TestCase):
             with self.assertRaises(zt.ZtError) as e:
                 r.view("missing")
             self.assertEqual(e.exception.status, zt.ZT_ERR_NOT_FOUND)
-            self.assertEqual(e.exception.message, "no object named 'missing'")
+            self.assertEqual(e.exception.message, f"{MIXED}: no object named 'missing'")
             with self.assertRaises(zt.ZtError) as e:
                 r.view("adj", "data")
             self.assertEqual(e.exception.status, zt.ZT_ERR_NOT_FOUND)
@@ -157,7 +157,7 @@ class CtypesExample(unittest.TestCase):
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ztensor_ctypes.py")
         out = subprocess.run([sys.executable, script, MIXED, "layer.0.bias"], check=True,
                              capture_output=True, text=True).stdout.splitlines()
-        self.assertEqual(out[0], f"{MIXED}: zTensor 1.2.0, 13 objects")
+        self.assertEqual(out[0], f"{MIXED}: zt 1.2.0, 13 objects")
         self.assertEqual(out[4], "  fp8  dense [9]  data: u8/f8_e4m3fn raw")
         self.assertEqual(out[10], "  q4  quantized_group [2, 8]  packed_weight: i32 raw, scales: f16 raw, zeros: f16 raw")
         self.assertRegex(out[14], r"^layer\.0\.bias: float32 \(3,\) at 0x[0-9a-f]+ \(zero-copy, in the mapping of "
@@ -165,7 +165,23 @@ class CtypesExample(unittest.TestCase):
         self.assertEqual(out[15], "[ 0.5, -0.5,  0. ]")
         failed = subprocess.run([sys.executable, script, MIXED, "missing"], capture_output=True, text=True)
         self.assertEqual(failed.returncode, 1)
-        self.assertEqual(failed.stderr, "ztensor_ctypes: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
+        self.assertEqual(failed.stderr, f"ztensor_ctypes: {MIXED}: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
+
+    def test_other_formats(self):
+        """zt_open reads GGUF and Tensogram files too; the listing says which format."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ztensor_ctypes.py")
+        vectors = os.path.dirname(VECTORS)
+        gguf = os.path.join(vectors, "gguf", "plain_v3.gguf")
+        out = subprocess.run([sys.executable, script, gguf, "f64"], check=True,
+                             capture_output=True, text=True).stdout.splitlines()
+        self.assertEqual(out[0], f"{gguf}: gguf 3, 9 objects")
+        self.assertEqual(out[1], "  f32  dense [2, 3, 4]  data: f32 raw")
+        with zt.Reader(gguf, self.lib) as r:
+            self.assertEqual((r.format, r.version), ("gguf", "3"))
+        tensogram = os.path.join(vectors, "tensogram", "compressed.tgm")
+        with zt.Reader(tensogram, self.lib) as r:
+            self.assertEqual(r.format, "tensogram")
+            self.assertIn("pipeline", [c.encoding for o in r.objects() for c in o.components])
 
 
 if __name__ == "__main__":

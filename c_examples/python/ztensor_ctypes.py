@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Read zTensor (.zt) files from Python through the C library, with ctypes and NumPy.
 
-    python ztensor_ctypes.py FILE.zt           # list the objects
-    python ztensor_ctypes.py FILE.zt NAME      # and show one tensor, viewed in place
+    python ztensor_ctypes.py FILE           # list the objects
+    python ztensor_ctypes.py FILE NAME      # and show one tensor, viewed in place
+
+FILE is any file zt_open reads: zTensor (.zt), safetensors, GGUF or Tensogram.
 
 The library is found, in this order: the `library` argument of load_library(), the
 ZTENSOR_LIBRARY environment variable (a path to libztensor.so), the build tree of this
@@ -41,13 +43,11 @@ ZT_ERR_BUFFER_TOO_SMALL = 8
 ZT_ERR_STATE = 9
 ZT_ERR_INTERNAL = 10
 
-# zt_dtype values, in order, with the NumPy dtype of each (bf16 has none: its 16-bit
-# patterns are shown as little-endian uint16)
-DTYPE_NAMES = ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8",
-               "u64", "u32", "u16", "u8", "bool"]
-NUMPY_DTYPES = ["<f8", "<f4", "<f2", "<u2", "<i8", "<i4", "<i2", "i1",
-                "<u8", "<u4", "<u2", "u1", "?"]
-ENCODING_NAMES = ["raw", "zstd"]
+# The NumPy dtype of each storage dtype, by the name zt_dtype_name() gives it (bf16 has
+# none: its 16-bit patterns are shown as little-endian uint16)
+NUMPY_DTYPES = {"f64": "<f8", "f32": "<f4", "f16": "<f2", "bf16": "<u2", "i64": "<i8", "i32": "<i4",
+                "i16": "<i2", "i8": "i1", "u64": "<u8", "u32": "<u4", "u16": "<u2", "u8": "u1", "bool": "?"}
+ENCODING_NAMES = ["raw", "zstd", "pipeline"]  # zt_encoding values
 
 
 class zt_object_info(ctypes.Structure):
@@ -82,9 +82,11 @@ _SIGNATURES = {
     "zt_version": (ctypes.c_char_p, []),
     "zt_status_name": (ctypes.c_char_p, [ctypes.c_uint32]),
     "zt_last_error": (ctypes.c_char_p, []),
+    "zt_dtype_name": (ctypes.c_char_p, [ctypes.c_uint32]),
     "zt_open": (_status, [ctypes.c_char_p, ctypes.POINTER(_reader_p)]),
     "zt_close": (None, [_reader_p]),
     "zt_file_version": (ctypes.c_char_p, [_reader_p]),
+    "zt_file_format": (ctypes.c_char_p, [_reader_p]),
     "zt_object_count": (ctypes.c_size_t, [_reader_p]),
     "zt_object_find": (_status, [_reader_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]),
     "zt_object_info_get": (_status, [_reader_p, ctypes.c_size_t, ctypes.POINTER(zt_object_info)]),
@@ -180,7 +182,13 @@ class Reader:
         self.close()
 
     @property
+    def format(self):
+        """The container format: "zt", "safetensors", "gguf" or "tensogram"."""
+        return self._lib.zt_file_format(self._ptr()).decode()
+
+    @property
     def version(self):
+        """The format's version: "1.2.0" for zTensor 1.2, "3" for GGUF v3 ..."""
         return self._lib.zt_file_version(self._ptr()).decode()
 
     def __len__(self):
@@ -199,7 +207,7 @@ class Reader:
             ci = zt_component_info()
             self._check(self._lib.zt_component_info_get(self._ptr(), index, c, ctypes.byref(ci)))
             components.append(ComponentInfo(
-                ci.role.decode(), DTYPE_NAMES[ci.dtype], ci.type.decode() if ci.type else None,
+                ci.role.decode(), self._lib.zt_dtype_name(ci.dtype).decode(), ci.type.decode() if ci.type else None,
                 ENCODING_NAMES[ci.encoding], ci.offset, ci.length, ci.decoded_length,
                 ci.digest.decode() if ci.digest else None))
         shape = tuple(info.shape[i] for i in range(info.ndim))
@@ -219,7 +227,7 @@ class Reader:
         """A read-only NumPy array over the component's bytes, without copying. The "data"
         component of a dense object gets the object's shape; other components are 1-D."""
         view = self.raw_view(name, role)
-        dtype = np.dtype(NUMPY_DTYPES[view.dtype])
+        dtype = np.dtype(NUMPY_DTYPES[self._lib.zt_dtype_name(view.dtype).decode()])
         info = self.object(self.find(name))
         shape = info.shape if (role == "data" and info.format == "dense") else (view.size // dtype.itemsize,)
         if view.size == 0:
@@ -251,7 +259,7 @@ def mapped_file(address):
 
 def main(argv):
     if len(argv) not in (2, 3):
-        print("usage: ztensor_ctypes.py FILE.zt [NAME]", file=sys.stderr)
+        print("usage: ztensor_ctypes.py FILE [NAME]", file=sys.stderr)
         return 2
     try:
         return show(argv)
@@ -262,7 +270,7 @@ def main(argv):
 
 def show(argv):
     with Reader(argv[1]) as reader:
-        print(f"{argv[1]}: zTensor {reader.version}, {len(reader)} objects")
+        print(f"{argv[1]}: {reader.format} {reader.version}, {len(reader)} objects")
         for o in reader.objects():
             shape = "[" + ", ".join(map(str, o.shape)) + "]"
             roles = ", ".join(f"{c.role}: {c.dtype}{'/' + c.type if c.type else ''} {c.encoding}"

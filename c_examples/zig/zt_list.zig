@@ -1,17 +1,15 @@
-//! zt_list: lists a zTensor file and prints one tensor, through the C API from Zig.
+//! zt_list: lists a tensor file and prints one tensor, through the C API from Zig.
 //!
-//!   zt_list FILE.zt NAME
+//!   zt_list FILE NAME     (zTensor, safetensors, GGUF or Tensogram)
 //!
 //! Build (Zig 0.14; the ctest lang_zig does this with the pinned PyPI `ziglang`):
 //!   zig build-exe zt_list.zig -lc -I include -L build/lib -lztensor -rpath build/lib
 const std = @import("std");
 const c = @cImport(@cInclude("ztensor.h"));
 
-const dtype_names = [_][]const u8{ "f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "bool" };
-const dtype_sizes = [_]u64{ 8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1, 1 };
-
+/// "f32", "bf16" ...: the library's name of a dtype ("unknown" for a value outside zt_dtype).
 fn dtypeName(dtype: u32) []const u8 {
-    return if (dtype < dtype_names.len) dtype_names[dtype] else "?";
+    return std.mem.span(c.zt_dtype_name(dtype));
 }
 
 /// On failure: prints the library's message, then the status name, and returns an error.
@@ -30,7 +28,7 @@ pub fn main() !u8 {
     const args = try std.process.argsAlloc(allocator);
     defer std.process.argsFree(allocator, args);
     if (args.len != 3) {
-        std.debug.print("usage: zt_list FILE.zt NAME\n", .{});
+        std.debug.print("usage: zt_list FILE NAME\n", .{});
         return 2;
     }
     const path = args[1];
@@ -42,7 +40,8 @@ pub fn main() !u8 {
     defer c.zt_close(reader); // every pointer the reader lent out dies here
 
     const count = c.zt_object_count(reader);
-    try out.print("zTensor {s}, {d} objects\n", .{ std.mem.span(c.zt_file_version(reader)), count });
+    // "zt 1.2.0", "gguf 3", "safetensors " ...: zt_open reads every format the same way.
+    try out.print("{s} {s}, {d} objects\n", .{ std.mem.span(c.zt_file_format(reader)), std.mem.span(c.zt_file_version(reader)), count });
     for (0..count) |i| {
         var info: c.zt_object_info = undefined;
         check(c.zt_object_info_get(reader, i, &info), "object info") catch return 1;
@@ -71,11 +70,9 @@ pub fn main() !u8 {
     check(c.zt_component_find(reader, index, "data", &data_index), name) catch return 1;
     var comp: c.zt_component_info = undefined;
     check(c.zt_component_info_get(reader, index, data_index, &comp), name) catch return 1;
-    if (comp.dtype >= dtype_sizes.len) {
-        std.debug.print("zt_list: {s}: unknown dtype {d}\n", .{ name, comp.dtype });
-        return 1;
-    }
-    const n: usize = @intCast(comp.decoded_length / dtype_sizes[comp.dtype]);
+    var element: usize = 0; // bytes per element of the stored dtype
+    check(c.zt_dtype_size(comp.dtype, &element), name) catch return 1;
+    const n: usize = @intCast(comp.decoded_length / @as(u64, @intCast(element)));
     const values = try allocator.alloc(f32, n);
     defer allocator.free(values);
     check(c.zt_component_read_as(reader, index, "data", c.ZT_F32, values.ptr, n * @sizeOf(f32)), name) catch return 1;

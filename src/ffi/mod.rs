@@ -3,6 +3,7 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
+mod dtype;
 mod loader;
 mod read;
 mod write;
@@ -11,8 +12,10 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::error::{Error, ErrorKind, Result, bail};
+use crate::dtype::DType;
+use crate::error::{Error, ErrorKind, Result, bail, err};
 
+pub use dtype::*;
 pub use loader::*;
 pub use read::*;
 pub use write::*;
@@ -24,6 +27,11 @@ pub const ZT_VERSION_MAJOR: u32 = 0;
 pub const ZT_VERSION_MINOR: u32 = 1;
 /// Patch version of this header.
 pub const ZT_VERSION_PATCH: u32 = 0;
+/// This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
+/// 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+/// run time.
+pub const ZT_VERSION_NUMBER: u32 =
+    ZT_VERSION_MAJOR * 10000 + ZT_VERSION_MINOR * 100 + ZT_VERSION_PATCH;
 
 /// Status of every fallible call. `ZT_OK` is 0; the values are stable.
 #[repr(C)]
@@ -224,6 +232,11 @@ pub(crate) fn need_bytes_mut<'p>(
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast(), size) })
 }
 
+/// A `zt_dtype` value coming in, range-checked.
+pub(crate) fn need_dtype(value: u32) -> Result<DType> {
+    DType::from_u32(value).ok_or_else(|| err!(InvalidArgument, "unknown dtype value {value}"))
+}
+
 /// Writes a result through an out-pointer (checked non-NULL before any work).
 pub(crate) fn put<T>(out: *mut T, value: T) {
     // SAFETY: checked non-NULL by the caller before doing the work.
@@ -242,6 +255,13 @@ pub(crate) fn need_out<T>(out: *mut T, what: &str) -> Result<()> {
 #[unsafe(no_mangle)]
 pub extern "C" fn zt_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The library's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, the run-time
+/// counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
+#[unsafe(no_mangle)]
+pub extern "C" fn zt_version_number() -> std::ffi::c_uint {
+    ZT_VERSION_NUMBER
 }
 
 /// The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
@@ -285,6 +305,14 @@ mod tests {
         // SAFETY: static NUL-terminated string.
         let v = unsafe { CStr::from_ptr(zt_version()) }.to_str().unwrap();
         assert_eq!(v, env!("CARGO_PKG_VERSION"));
+        let part = |p: &str| p.parse::<u32>().unwrap();
+        assert_eq!(
+            zt_version_number(),
+            part(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+                + part(env!("CARGO_PKG_VERSION_MINOR")) * 100
+                + part(env!("CARGO_PKG_VERSION_PATCH"))
+        );
+        assert_eq!(zt_version_number(), ZT_VERSION_NUMBER);
     }
 
     /// `NAME = value` pairs of one enum of the generated header.
@@ -332,6 +360,21 @@ mod tests {
                 (name.clone(), *value)
             );
         }
+    }
+
+    /// build.rs generates the header into OUT_DIR on every build that changes src/; the
+    /// committed one must be that output (the ctest header_up_to_date checks the same).
+    #[test]
+    fn header_is_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/ztensor.h"));
+        let committed = include_str!("../../include/ztensor.h");
+        assert!(
+            generated == committed,
+            "include/ztensor.h is out of date: update it with \
+             `cmake --build build --target update_header`, or \
+             `cp {}/ztensor.h include/ztensor.h`",
+            env!("OUT_DIR")
+        );
     }
 
     #[test]

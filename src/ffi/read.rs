@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::{
-    guard, guard_value, need, need_bytes, need_bytes_mut, need_out, need_str, put, zt_status,
+    guard, guard_value, need, need_bytes, need_bytes_mut, need_dtype, need_out, need_str, put,
+    zt_status,
 };
-use crate::dtype::DType;
-use crate::error::{Result, bail, err};
+use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::reader::{OpenOptions, Reader};
 
@@ -23,6 +23,17 @@ pub struct zt_reader {
     json: Mutex<HashMap<usize, CString>>,
 }
 
+impl zt_reader {
+    /// Prefixes "<path>: " to a message made here about this file, as the reader does
+    /// for its own; unchanged for a file opened from memory.
+    fn in_file(&self, e: Error) -> Error {
+        match self.reader.origin() {
+            Some(path) => e.context(path),
+            None => e,
+        }
+    }
+}
+
 /// Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
 /// truncated or rewritten by another process while open can't crash the program (with a
 /// mapping, touching vanished pages raises SIGBUS).
@@ -31,11 +42,11 @@ pub const ZT_OPEN_NO_MMAP: u32 = 1;
 pub const ZT_OPEN_VERIFY: u32 = 2;
 /// Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
 /// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
-pub const ZT_OPEN_POPULATE: u32 = 16;
+pub const ZT_OPEN_POPULATE: u32 = 64;
 /// `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
 /// (without it, the reader works on its own duplicate and the caller keeps, and may
 /// close, theirs).
-pub const ZT_OPEN_TAKE_FD: u32 = 32;
+pub const ZT_OPEN_TAKE_FD: u32 = 128;
 
 /// Every `ZT_OPEN_*` flag.
 const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY | ZT_OPEN_POPULATE | ZT_OPEN_TAKE_FD;
@@ -223,7 +234,7 @@ pub unsafe extern "C" fn zt_object_find(
         let i = r
             .reader
             .find(name)
-            .ok_or_else(|| err!(NotFound, "no object named '{name}'"))?;
+            .ok_or_else(|| r.in_file(err!(NotFound, "no object named '{name}'")))?;
         put(out_index, i);
         Ok(())
     })
@@ -310,11 +321,11 @@ pub unsafe extern "C" fn zt_component_info_get(
         need_out(out, "out")?;
         let o = r.reader.object(object)?;
         let c = o.components().get(component).ok_or_else(|| {
-            err!(
+            r.in_file(err!(
                 NotFound,
                 "object '{}' has no component at index {component}",
                 o.name()
-            )
+            ))
         })?;
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
         put(
@@ -337,8 +348,13 @@ pub unsafe extern "C" fn zt_component_info_get(
 pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
     let role = need_str(role, "role")?;
     let o = r.reader.object(object)?;
-    o.find_component(role)
-        .ok_or_else(|| err!(NotFound, "object '{}' has no '{role}' component", o.name()))
+    o.find_component(role).ok_or_else(|| {
+        r.in_file(err!(
+            NotFound,
+            "object '{}' has no '{role}' component",
+            o.name()
+        ))
+    })
 }
 
 /// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
@@ -440,8 +456,7 @@ pub unsafe extern "C" fn zt_component_read_as(
 ) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
-        let to = DType::from_u32(dtype)
-            .ok_or_else(|| err!(InvalidArgument, "unknown dtype value {dtype}"))?;
+        let to = need_dtype(dtype)?;
         let dst = need_bytes_mut(dst, dst_size, "dst")?;
         let ci = find_component(r, object, role)?;
         r.reader.read_as(object, ci, to, dst)

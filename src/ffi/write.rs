@@ -4,9 +4,8 @@ use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::{guard, need, need_bytes, need_mut, need_out, need_str, put, zt_status};
+use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, put, zt_status};
 use crate::codec::DigestAlgorithm;
-use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
 use crate::writer::{CopyOptions, WriteOptions, Writer};
@@ -42,10 +41,6 @@ fn write_options(options: *const zt_write_options) -> Result<WriteOptions> {
         digest: DigestAlgorithm::from_u32(o.digest)
             .ok_or_else(|| err!(InvalidArgument, "unknown digest value {}", o.digest))?,
     })
-}
-
-fn dtype(value: u32) -> Result<DType> {
-    DType::from_u32(value).ok_or_else(|| err!(InvalidArgument, "unknown dtype value {value}"))
 }
 
 fn shape<'p>(shape: *const u64, ndim: usize) -> Result<&'p [u64]> {
@@ -112,7 +107,7 @@ pub unsafe extern "C" fn zt_writer_add(
     guard(|| {
         let w = writer(w)?;
         let name = need_str(name, "name")?;
-        let (dtype, shape) = (self::dtype(dtype)?, self::shape(shape, ndim)?);
+        let (dtype, shape) = (need_dtype(dtype)?, self::shape(shape, ndim)?);
         let data = need_bytes(data, size, "data")?;
         w.add(name, dtype, shape, data, &write_options(options)?)
     })
@@ -150,7 +145,7 @@ pub unsafe extern "C" fn zt_writer_add_component(
     guard(|| {
         let w = writer(w)?;
         let role = need_str(role, "role")?;
-        let dtype = self::dtype(dtype)?;
+        let dtype = need_dtype(dtype)?;
         let logical = optional_str(r#type, "type")?;
         let data = need_bytes(data, size, "data")?;
         w.add_component(role, dtype, logical, data, &write_options(options)?)
@@ -180,7 +175,7 @@ pub unsafe extern "C" fn zt_writer_begin_component(
     guard(|| {
         let w = writer(w)?;
         let role = need_str(role, "role")?;
-        let dtype = self::dtype(dtype)?;
+        let dtype = need_dtype(dtype)?;
         let logical = optional_str(r#type, "type")?;
         w.begin_component(role, dtype, logical, &write_options(options)?)
     })

@@ -486,6 +486,81 @@ static void test_library(void) {
   CHECK_STR(zt_last_error(), "");
 }
 
+/* zt_dtype_size / zt_dtype_name / zt_dtype_from_name against the test's own tables, and
+   the version number macro against the library's. */
+static void test_dtypes_and_version_number(void) {
+  uint32_t d, value;
+  size_t size;
+  char version[64];
+
+  for (d = 0; d < 13; d++) {
+    size = 99;
+    CHECK_OK(zt_dtype_size(d, &size));
+    CHECK_U64(size, DTYPE_SIZES[d]);
+    CHECK_STR(zt_dtype_name(d), DTYPE_NAMES[d]);
+    value = 99;
+    CHECK_OK(zt_dtype_from_name(DTYPE_NAMES[d], &value));
+    CHECK_U64(value, d);
+  }
+  /* a few by their enum names, so a shifted table can't pass */
+  CHECK_OK(zt_dtype_size(ZT_F64, &size));
+  CHECK_U64(size, 8);
+  CHECK_OK(zt_dtype_size(ZT_BF16, &size));
+  CHECK_U64(size, 2);
+  CHECK_OK(zt_dtype_size(ZT_BOOL, &size));
+  CHECK_U64(size, 1);
+  CHECK_STR(zt_dtype_name(ZT_F32), "f32");
+  CHECK_STR(zt_dtype_name(ZT_BF16), "bf16");
+  CHECK_STR(zt_dtype_name(ZT_BOOL), "bool");
+  CHECK_OK(zt_dtype_from_name("u16", &value));
+  CHECK_U64(value, ZT_U16);
+
+  /* bad input: ZT_ERR_INVALID_ARGUMENT with a message, out-parameters untouched */
+  size = 77;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(13, &size));
+  CHECK_STR(zt_last_error(), "unknown dtype value 13");
+  CHECK_U64(size, 77);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(UINT32_MAX, &size));
+  CHECK_STR(zt_last_error(), "unknown dtype value 4294967295");
+  CHECK_U64(size, 77);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(ZT_F32, NULL));
+  CHECK_STR(zt_last_error(), "out_size is NULL");
+  value = 77;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("float32", &value));
+  CHECK_STR(zt_last_error(),
+            "unknown dtype name 'float32' (the names are f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, "
+            "u8, bool)");
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("F32", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("unknown", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("f32 ", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("\xff", &value));
+  CHECK_STR(zt_last_error(), "name is not valid UTF-8");
+  CHECK_U64(value, 77);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name(NULL, &value));
+  CHECK_STR(zt_last_error(), "name is NULL");
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("f32", NULL));
+  CHECK_STR(zt_last_error(), "out is NULL");
+  CHECK_U64(value, 77);
+
+  /* an unknown value has a name that no dtype has; the name leaves zt_last_error alone */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(13, &size));
+  CHECK_STR(zt_dtype_name(13), "unknown");
+  CHECK_STR(zt_dtype_name(UINT32_MAX), "unknown");
+  CHECK_STR(zt_last_error(), "unknown dtype value 13");
+  CHECK(zt_dtype_name(ZT_F16) == zt_dtype_name(ZT_F16)); /* static storage */
+
+  /* the version as a number: the macro is the header's, the function the library's */
+  CHECK_U64(ZT_VERSION_NUMBER, ZT_VERSION_MAJOR * 10000 + ZT_VERSION_MINOR * 100 + ZT_VERSION_PATCH);
+  CHECK_U64(zt_version_number(), ZT_VERSION_NUMBER);
+  snprintf(version, sizeof version, "%u.%u.%u", zt_version_number() / 10000, zt_version_number() / 100 % 100,
+           zt_version_number() % 100);
+  CHECK_STR(version, zt_version());
+#if ZT_VERSION_NUMBER < 100
+#error "ZT_VERSION_NUMBER must be usable in #if"
+#endif
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* Writing all.zt with every writer entry point                                          */
 /* ------------------------------------------------------------------------------------ */
@@ -1651,6 +1726,9 @@ static void test_open_memory(const char *path) {
     CHECK_MEM(v.data, ZSTD_DATA, sizeof ZSTD_DATA);
     CHECK_OK(zt_verify(r));
     check_ranges(r, OBJ_STREAM_ZSTD, (const unsigned char *)STREAM_DATA, sizeof STREAM_DATA);
+    /* no path to name */
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find(r, "nope", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "no object named 'nope'");
     zt_close(r);
   }
   /* options: NULL, NO_MMAP (no effect), unknown flags, limits, verify */
@@ -2288,6 +2366,16 @@ static void test_error_context(const char *path) {
   const uint8_t bad_bool[2] = {1, 2};
   const float two[2] = {1.0f, 2.0f};
   if (r != NULL) {
+    /* messages made by the C layer name the file too */
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find(r, "nope", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "all.zt: no object named 'nope'");
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_find(r, ZT_F32, "values", &(size_t){0}));
+    CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no 'values' component");
+    {
+      zt_component_info ci;
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, ZT_F32, 1, &ci));
+      CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no component at index 1");
+    }
     /* controls: these already carry it */
     CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_component_read_as(r, ZT_F32, "data", ZT_I32, buf, 24));
     CHECK_ERROR_MENTIONS("dtype_f32");
@@ -3433,7 +3521,7 @@ static const char *const TESTED[] = {
     "zt_verify", "zt_object_validate", "zt_attributes_json", "zt_writer_create", "zt_writer_add",
     "zt_writer_begin_object", "zt_writer_add_component", "zt_writer_end_object", "zt_writer_begin_component",
     "zt_writer_write", "zt_writer_end_component", "zt_writer_set_attributes_json", "zt_writer_finish",
-    "zt_writer_free"};
+    "zt_writer_free", "zt_dtype_size", "zt_dtype_name", "zt_dtype_from_name", "zt_version_number"};
 
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
@@ -3499,6 +3587,7 @@ int main(int argc, char **argv) {
   }
   make_expected();
   test_library();
+  test_dtypes_and_version_number();
   write_all("all.zt");
   test_read_all("all.zt");
   test_read_as("all.zt");

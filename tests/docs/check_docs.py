@@ -37,24 +37,24 @@ An annotation is an HTML comment on the line right before the fence:
   json    Parsed.
   text    Not code (diagrams, output, file layouts): not checked.
 
-Programs run in a fresh directory holding `model.zt` (a small v1.2 file, written here
-with the C writer through ctypes: FIXTURE below) and `app.c` (a program printing the
-library version), so documentation examples can open "model.zt".
+Programs run in a fresh directory holding `model.zt` (the demo's model, written by the
+build tree's write_model, c_examples/write_model.c) and `app.c` (a program printing the
+library version), so documentation examples can open "model.zt" and use the names the
+demo model really has.
 
 The README's test command must be the line .ci/run runs: checked too.
 
 ENV: ZT_SOURCE_DIR, ZT_BUILD_DIR, ZT_LIBRARY (the .so), ZT_INCLUDE_DIR, ZT_CPP_INCLUDE_DIR,
 ZT_CC, ZT_CXX, ZT_CMAKE, ZT_GENERATOR, ZT_MAKE_PROGRAM, ZT_LIBDIR (relative install libdir),
-ZT_GO (go executable; with the Go environment of the lang_go test), ZT_WORK_DIR.
+ZT_GO (go executable; with the Go environment of the lang_go test), ZT_WRITE_MODEL (the
+build tree's write_model), ZT_WORK_DIR.
 """
 
-import ctypes
 import glob
 import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import textwrap
@@ -63,7 +63,8 @@ from markdown_it import MarkdownIt
 
 ENV = {name: os.environ.get(name, "") for name in (
     "ZT_SOURCE_DIR", "ZT_BUILD_DIR", "ZT_LIBRARY", "ZT_INCLUDE_DIR", "ZT_CPP_INCLUDE_DIR", "ZT_CC",
-    "ZT_CXX", "ZT_CMAKE", "ZT_GENERATOR", "ZT_MAKE_PROGRAM", "ZT_LIBDIR", "ZT_GO", "ZT_WORK_DIR")}
+    "ZT_CXX", "ZT_CMAKE", "ZT_GENERATOR", "ZT_MAKE_PROGRAM", "ZT_LIBDIR", "ZT_GO", "ZT_WRITE_MODEL",
+    "ZT_WORK_DIR")}
 
 ANNOTATION = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 KINDS = {
@@ -105,17 +106,6 @@ APP_C = """\
 int main(void) { printf("ztensor %s\\n", zt_version()); return 0; }
 """
 
-# The fixture: (name, struct format of the values, zt_dtype, shape, values,
-#               zt_write_options as (encoding, level, digest))
-FIXTURE = [
-    ("layers.0.attn.q.weight", "f", 1, (2, 3), [0.5, -1.0, 1.5, -2.0, 2.5, -3.0], (0, 0, 1)),
-    ("layers.0.attn.k.weight", "f", 1, (2, 3), [1, 2, 3, 4, 5, 6], (1, 3, 1)),
-    ("tok_embeddings.weight", "H", 3, (4, 2), [0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100],
-     (1, 0, 2)),
-    ("step", "q", 4, (), [42], (0, 0, 0)),
-]
-
-
 class Failure(Exception):
     pass
 
@@ -133,34 +123,9 @@ def run(command, cwd, env=None, what=None, stdin=subprocess.DEVNULL):
 
 
 def write_fixture(path):
-    """Writes FIXTURE with the C writer, through ctypes."""
-    lib = ctypes.CDLL(ENV["ZT_LIBRARY"])
-    lib.zt_writer_create.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.zt_writer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32,
-                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_char_p,
-                                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32 * 3)]
-    lib.zt_writer_set_attributes_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
-    lib.zt_writer_finish.argtypes = [ctypes.c_void_p]
-    lib.zt_writer_free.argtypes = [ctypes.c_void_p]
-    lib.zt_last_error.restype = ctypes.c_char_p
-    writer = ctypes.c_void_p()
-
-    def check(status):
-        if status != 0:
-            raise Failure(f"writing the fixture: {lib.zt_last_error().decode()}")
-
-    check(lib.zt_writer_create(os.fsencode(path), ctypes.byref(writer)))
-    try:
-        for name, fmt, dtype, shape, values, options in FIXTURE:
-            data = struct.pack(f"<{len(values)}{fmt}", *values)
-            dims = (ctypes.c_uint64 * max(len(shape), 1))(*shape)
-            opts = (ctypes.c_uint32 * 3)(*options)  # zt_write_options: encoding, level, digest
-            check(lib.zt_writer_add(writer, name.encode(), dtype, dims, len(shape), data, len(data),
-                                    ctypes.byref(opts)))
-        check(lib.zt_writer_set_attributes_json(writer, None, b'{"general": {"architecture": "llama"}}'))
-        check(lib.zt_writer_finish(writer))
-    finally:
-        lib.zt_writer_free(writer)
+    """The demo's model (c_examples/write_model.c, as `cmake --build build --target demo`
+    writes it), so every name the documentation uses is one the demo model really has."""
+    run([ENV["ZT_WRITE_MODEL"], path], os.path.dirname(path), what="write_model")
 
 
 class Checker:
@@ -374,6 +339,8 @@ class Checker:
 
     def main(self):
         missing = [k for k, v in ENV.items() if not v and k not in ("ZT_MAKE_PROGRAM",)]
+        if "ZT_WRITE_MODEL" in missing:
+            sys.exit("check_docs.py: no write_model to write the demo model with (ZTENSOR_BUILD_EXAMPLES=ON)")
         if missing == ["ZT_GO"]:
             sys.exit("check_docs.py: go not found at configure time (apt-get install golang-go)")
         if missing:

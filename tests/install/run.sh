@@ -4,7 +4,8 @@
 # runs tests/install/consumer against that prefix
 #   1. with find_package(ztensor CONFIG), linking ztensor::ztensor (RPATH into the prefix),
 #   2. with find_package(ztensor CONFIG), linking ztensor::ztensor_static,
-#   3. with pkg-config and a plain compiler command (LD_LIBRARY_PATH into the prefix),
+#   3. with pkg-config and a plain compiler command, run as built: the .pc file's rpath
+#      finds the library (no LD_LIBRARY_PATH, no ldconfig),
 #   4. with pkg-config --static, linking libztensor.a,
 # and asserts each time (ldd) that libztensor is resolved from the prefix, or not needed.
 # Any failure fails the test.
@@ -131,17 +132,20 @@ step "pkg-config (shared)"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 pkg-config --exists --print-errors "ztensor = $ZT_VERSION" || fail "pkg-config: no ztensor = $ZT_VERSION"
 cflags=$(pkg-config --cflags ztensor)
-libs=$(pkg-config --libs ztensor)
+libs=$(pkg-config --libs ztensor | sed "s/[[:space:]]*$//")
 echo "cflags: $cflags"
 echo "libs:   $libs"
 [[ "$(pkg-config --variable=libdir ztensor)" == "$libdir" ]] || fail "pkg-config libdir is not $libdir"
+[[ "$libs" == "-L$libdir -Wl,-rpath,$libdir -lztensor" ]] \
+  || fail "pkg-config --libs is '$libs', expected -L, the rpath and -lztensor for $libdir"
 mkdir -p "$work/pkg-config"
 # Word splitting of the pkg-config output is intended.
 # shellcheck disable=SC2086
 "$ZT_CC" -std=c99 -Wall -Wextra -Werror -pedantic $cflags "$ZT_CONSUMER_DIR/main.c" \
   -o "$work/pkg-config/consumer" $libs
-LD_LIBRARY_PATH=$libdir expect_resolved "$work/pkg-config/consumer"
-run_in "$work/run-pkg-config" env LD_LIBRARY_PATH="$libdir" "$work/pkg-config/consumer"
+# As a user runs it: nothing but the rpath from the .pc file points the loader there.
+expect_resolved "$work/pkg-config/consumer"
+run_in "$work/run-pkg-config" "$work/pkg-config/consumer"
 
 step "pkg-config --static (libztensor.a + Libs.private)"
 static_libs=$(pkg-config --static --libs ztensor)

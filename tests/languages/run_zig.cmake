@@ -51,7 +51,7 @@ endif()
 
 # A missing tensor: exit 1 and the library's message with its status.
 execute_process(COMMAND "${_exe}" "${VECTOR}" missing RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_VARIABLE _err)
-set(_want "zt_list: missing: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
+set(_want "zt_list: missing: ${VECTOR}: no object named 'missing' (ZT_ERR_NOT_FOUND)\n")
 if(NOT _rc EQUAL 1 OR NOT _err STREQUAL _want)
   message(FATAL_ERROR "zt_list missing: exit ${_rc}, stderr '${_err}', want exit 1 and '${_want}'")
 endif()
