@@ -1000,6 +1000,9 @@ ZT_API enum zt_status zt_writer_end_component(struct zt_writer *w);
  * Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
  * CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
  * object already begun (open or ended). Any time before finish; a second call replaces.
+ * Attributes nested deeper than a reader with the default limits accepts (127 levels
+ * for the file's, 125 for an object's, the attribute object itself counted) are
+ * `ZT_ERR_INVALID_ARGUMENT`, as is malformed JSON.
  */
 ZT_API
 enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,

@@ -1,9 +1,26 @@
-//! Strict, bounded CBOR (RFC 8949) decoder and deterministic encoder for zTensor manifests.
+//! CBOR (RFC 8949) for manifests and attributes: the value type, a strict and bounded
+//! decoder, a pull cursor that parses a known schema in one pass, and a deterministic
+//! encoder.
 //!
-//! The decoder never panics on hostile input: nesting is limited by `max_depth`, and every
-//! declared length is checked against the remaining input before anything is allocated.
+//! Item heads (integer and length arguments of every width, half/single/double floats,
+//! simple values, tags, breaks, reserved and invalid encodings) are decoded and encoded
+//! by `ciborium-ll`. What stays here is what that crate leaves to its caller: the walk
+//! over nested items under a depth limit, string bodies (borrowed from the input, UTF-8
+//! checked), and the well-formedness rules `ciborium-ll` does not check: a simple value
+//! below 32 in the two-byte form, and chunks of an indefinite string that are not
+//! definite strings of the same type.
+//!
+//! The decoder never panics on hostile input: nesting is limited by `max_depth`, every
+//! declared length is checked against the remaining input, and no declared count sizes
+//! an allocation: containers grow by the items actually read.
+//!
+//! `ciborium::Value` is not used as the value type: it has no variant for `undefined` or
+//! for simple values other than false, true and null, which files may contain.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use ciborium_ll::{Decoder, Encoder, Header};
 
 /// A CBOR data item.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,16 +104,16 @@ pub fn decode(input: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
 
 /// Decodes one item from the front, returns it and the number of bytes consumed.
 pub fn decode_prefix(input: &[u8], max_depth: usize) -> Result<(Value, usize), DecodeError> {
-    let mut decoder = Decoder {
-        input,
-        pos: 0,
-        max_depth,
-    };
-    let value = decoder.item(0)?;
-    Ok((value, decoder.pos))
+    let mut pull = Pull::new(input, max_depth);
+    let value = pull.item(0)?;
+    Ok((value, pull.pos))
 }
 
 const BREAK: u8 = 0xff;
+
+/// Containers reserve at most this many items up front, whatever count they declare;
+/// beyond it they grow by the items actually read.
+const RESERVE_AT_MOST: usize = 64;
 
 fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, DecodeError> {
     Err(DecodeError {
@@ -106,32 +123,74 @@ fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, DecodeError> 
     })
 }
 
-struct Decoder<'a> {
+/// The bytes `ciborium-ll` reads a head from: a slice, read without a call to `memcpy`
+/// for the 1 to 9 bytes of a head (what `std::io::Read` for a slice would cost).
+struct Input<'a>(&'a [u8]);
+
+/// The input ended inside a head.
+struct EndOfInput;
+
+impl ciborium_io::Read for Input<'_> {
+    type Error = EndOfInput;
+
+    #[inline(always)]
+    fn read_exact(&mut self, data: &mut [u8]) -> Result<(), EndOfInput> {
+        let Some((head, rest)) = self.0.split_at_checked(data.len()) else {
+            return Err(EndOfInput);
+        };
+        for (d, s) in data.iter_mut().zip(head) {
+            *d = *s;
+        }
+        self.0 = rest;
+        Ok(())
+    }
+}
+
+/// Items read one at a time from a byte slice; heads through `ciborium-ll`.
+struct Pull<'a> {
     input: &'a [u8],
     pos: usize,
     max_depth: usize,
 }
 
-impl<'a> Decoder<'a> {
+impl<'a> Pull<'a> {
+    fn new(input: &'a [u8], max_depth: usize) -> Self {
+        Pull {
+            input,
+            pos: 0,
+            max_depth,
+        }
+    }
+
     fn remaining(&self) -> usize {
         self.input.len() - self.pos
     }
 
     /// Errors unless at least `count * per_item` bytes remain.
+    #[inline]
     fn check_room(&self, count: u64, per_item: u64) -> Result<(), DecodeError> {
         let (needed, left) = (count.saturating_mul(per_item), self.remaining());
         if needed > left as u64 {
-            let message =
-                format!("unexpected end of input: need at least {needed} bytes, {left} left");
-            return fail(self.pos, message);
+            return Err(self.too_short(needed));
         }
         Ok(())
     }
 
-    fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
-        self.check_room(n, 1)?;
-        let bytes = &self.input[self.pos..self.pos + n as usize];
-        self.pos += n as usize;
+    #[cold]
+    fn too_short(&self, needed: u64) -> DecodeError {
+        let left = self.remaining();
+        DecodeError {
+            offset: self.pos,
+            message: format!("unexpected end of input: need at least {needed} bytes, {left} left"),
+            too_deep: false,
+        }
+    }
+
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        self.check_room(n as u64, 1)?;
+        let bytes = &self.input[self.pos..self.pos + n];
+        self.pos += n;
         Ok(bytes)
     }
 
@@ -146,44 +205,90 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Reads an item head: (major type, additional info, argument); the argument is 0 for info 31.
+    /// The next item's head.
     #[inline(always)]
-    fn head(&mut self) -> Result<(u8, u8, u64), DecodeError> {
-        let start = self.pos;
-        // Fast paths: the argument in the initial byte, or in the 1, 2 or 4 bytes after it.
-        if let Some(&byte) = self.input.get(start) {
+    fn head(&mut self) -> Result<Header, DecodeError> {
+        // Fast path, which the profile of opening many-object manifests asks for (ciborium-ll
+        // costs ~100 instructions a head, against ~10 here): integers, string and container
+        // lengths and tags with their argument in the initial byte or in the 1, 2, 4 or 8
+        // bytes after it, decoded as ciborium-ll decodes them. Floats, simple values,
+        // breaks, indefinite lengths and reserved encodings go through ciborium-ll.
+        if let Some(&byte) = self.input.get(self.pos)
+            && byte < 0xe0
+            && byte & 0x1f < 28
+        {
             let info = byte & 0x1f;
-            if info < 24 {
-                self.pos += 1;
-                return Ok((byte >> 5, info, u64::from(info)));
-            }
-            if (24..=26).contains(&info) {
+            let (arg, used) = if info < 24 {
+                (u64::from(info), 1)
+            } else {
                 let n = 1usize << (info - 24);
-                if let Some(arg) = self.input.get(start + 1..start + 1 + n) {
-                    self.pos += 1 + n;
-                    let arg = arg.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-                    return Ok((byte >> 5, info, arg));
+                match self.input.get(self.pos + 1..self.pos + 1 + n) {
+                    Some(arg) => (
+                        arg.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
+                        1 + n,
+                    ),
+                    None => return self.head_general(),
                 }
-            }
+            };
+            self.pos += used;
+            let len = Some(arg as usize);
+            return Ok(match byte >> 5 {
+                0 => Header::Positive(arg),
+                1 => Header::Negative(arg),
+                2 => Header::Bytes(len),
+                3 => Header::Text(len),
+                4 => Header::Array(len),
+                5 => Header::Map(len),
+                _ => Header::Tag(arg),
+            });
         }
-        self.head_slow()
+        self.head_general()
     }
 
+    /// A float, a simple value, a break, an indefinite length, a truncated or an invalid
+    /// head, through ciborium-ll.
+    #[inline(never)]
+    fn head_general(&mut self) -> Result<Header, DecodeError> {
+        let mut decoder = Decoder::from(Input(&self.input[self.pos..]));
+        match decoder.pull() {
+            Ok(header) => {
+                let used = decoder.offset();
+                // RFC 8949 3.3: simple values below 32 have only the one-byte form.
+                if let Header::Simple(n) = header
+                    && n < 32
+                    && used == 2
+                {
+                    return fail(
+                        self.pos,
+                        format!("simple value {n} must not use the two-byte form"),
+                    );
+                }
+                self.pos += used;
+                Ok(header)
+            }
+            Err(ciborium_ll::Error::Io(_)) => fail(
+                self.pos + decoder.offset(),
+                "unexpected end of input in an item head",
+            ),
+            Err(ciborium_ll::Error::Syntax(at)) => Err(self.invalid_head(self.pos + at)),
+        }
+    }
+
+    /// Why `ciborium-ll` refused the head at `at`.
     #[cold]
-    fn head_slow(&mut self) -> Result<(u8, u8, u64), DecodeError> {
-        let start = self.pos;
-        let byte = self.take(1)?[0];
+    fn invalid_head(&self, at: usize) -> DecodeError {
+        let byte = self.input[at];
         let (major, info) = (byte >> 5, byte & 0x1f);
-        let arg = match info {
-            0..=23 => u64::from(info),
-            24..=27 => self
-                .take(1 << (info - 24))?
-                .iter()
-                .fold(0, |acc, &b| (acc << 8) | u64::from(b)),
-            28..=30 => return fail(start, format!("reserved additional information {info}")),
-            _ => 0,
+        let message = if (28..=30).contains(&info) {
+            format!("reserved additional information {info}")
+        } else {
+            format!("indefinite length is invalid for major type {major}")
         };
-        Ok((major, info, arg))
+        DecodeError {
+            offset: at,
+            message,
+            too_deep: false,
+        }
     }
 
     fn enter(&self, depth: usize, at: usize) -> Result<usize, DecodeError> {
@@ -197,71 +302,13 @@ impl<'a> Decoder<'a> {
         Ok(depth + 1)
     }
 
-    fn item(&mut self, depth: usize) -> Result<Value, DecodeError> {
-        let start = self.pos;
-        let (major, info, arg) = self.head()?;
-        let indefinite = info == 31;
-        Ok(match major {
-            0 | 1 | 6 if indefinite => {
-                return fail(
-                    start,
-                    format!("indefinite length is invalid for major type {major}"),
-                );
-            }
-            0 => Value::Unsigned(arg),
-            1 => Value::Negative(arg),
-            2 => Value::Bytes(self.string(2, indefinite, arg)?),
-            3 => {
-                let bytes = self.string(3, indefinite, arg)?;
-                // Every chunk was already validated, so this cannot fail in practice.
-                Value::Text(
-                    String::from_utf8(bytes)
-                        .or_else(|_| fail(start, "invalid UTF-8 in text string"))?,
-                )
-            }
-            4 => {
-                let depth = self.enter(depth, start)?;
-                Value::Array(self.array(indefinite, arg, depth)?)
-            }
-            5 => {
-                let depth = self.enter(depth, start)?;
-                Value::Map(self.map(indefinite, arg, depth)?)
-            }
-            6 => {
-                let depth = self.enter(depth, start)?;
-                Value::Tag(arg, Box::new(self.item(depth)?))
-            }
-            _ => simple(start, info, arg)?,
-        })
-    }
-
-    /// Reads a definite or indefinite byte (major 2) or text (major 3) string.
-    fn string(&mut self, major: u8, indefinite: bool, len: u64) -> Result<Vec<u8>, DecodeError> {
-        if !indefinite {
-            return Ok(self.chunk(major, len)?.to_vec());
-        }
-        let mut out = Vec::new();
-        loop {
-            let at = self.pos;
-            if self.at_break()? {
-                return Ok(out);
-            }
-            let (chunk_major, info, len) = self.head()?;
-            if chunk_major != major || info == 31 {
-                return fail(
-                    at,
-                    "chunk of an indefinite-length string must be a definite string of the same type",
-                );
-            }
-            out.extend_from_slice(self.chunk(major, len)?);
-        }
-    }
-
-    /// Takes `len` string bytes, checking UTF-8 for text strings.
-    fn chunk(&mut self, major: u8, len: u64) -> Result<&'a [u8], DecodeError> {
+    /// The body of a definite string chunk, checking UTF-8 for text.
+    #[inline(always)]
+    fn chunk(&mut self, text: bool, len: usize) -> Result<&'a [u8], DecodeError> {
         let at = self.pos;
         let bytes = self.take(len)?;
-        if major == 3
+        if text
+            && !bytes.is_ascii()
             && let Err(e) = std::str::from_utf8(bytes)
         {
             return fail(at + e.valid_up_to(), "invalid UTF-8 in text string");
@@ -269,102 +316,145 @@ impl<'a> Decoder<'a> {
         Ok(bytes)
     }
 
-    fn array(
-        &mut self,
-        indefinite: bool,
-        len: u64,
-        depth: usize,
-    ) -> Result<Vec<Value>, DecodeError> {
-        if indefinite {
-            let mut items = Vec::new();
-            while !self.at_break()? {
-                items.push(self.item(depth)?);
-            }
-            return Ok(items);
+    /// A string's body after its head (`len` None: indefinite), borrowed when definite.
+    fn string(&mut self, text: bool, len: Option<usize>) -> Result<Cow<'a, [u8]>, DecodeError> {
+        if let Some(len) = len {
+            return self.chunk(text, len).map(Cow::Borrowed);
         }
-        self.check_room(len, 1)?;
-        let mut items = Vec::with_capacity(len as usize);
-        for _ in 0..len {
-            items.push(self.item(depth)?);
-        }
-        Ok(items)
+        let mut out = Vec::new();
+        self.chunks(text, |chunk| out.extend_from_slice(chunk))?;
+        Ok(Cow::Owned(out))
     }
 
-    fn map(
-        &mut self,
-        indefinite: bool,
-        len: u64,
-        depth: usize,
-    ) -> Result<Vec<(Value, Value)>, DecodeError> {
-        if indefinite {
-            let mut pairs = Vec::new();
-            while !self.at_break()? {
-                let key = self.item(depth)?;
-                pairs.push((key, self.item(depth)?));
+    /// The chunks of an indefinite string, up to its break: each must be a definite
+    /// string of the same type (RFC 8949 3.2.3), each valid UTF-8 on its own for text.
+    fn chunks(&mut self, text: bool, mut each: impl FnMut(&'a [u8])) -> Result<(), DecodeError> {
+        loop {
+            let at = self.pos;
+            if self.at_break()? {
+                return Ok(());
             }
-            return Ok(pairs);
-        }
-        self.check_room(len, 2)?;
-        let mut pairs = Vec::with_capacity(len as usize);
-        for _ in 0..len {
-            let key = self.item(depth)?;
-            pairs.push((key, self.item(depth)?));
-        }
-        Ok(pairs)
-    }
-}
-
-impl Decoder<'_> {
-    /// Validates one item exactly as `item` would (UTF-8, heads, breaks, depth) without
-    /// building it: no allocation at all.
-    fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
-        let start = self.pos;
-        let (major, info, arg) = self.head()?;
-        let indefinite = info == 31;
-        match major {
-            0 | 1 | 6 if indefinite => fail(
-                start,
-                format!("indefinite length is invalid for major type {major}"),
-            ),
-            0 | 1 => Ok(()),
-            2 | 3 if !indefinite => self.chunk(major, arg).map(drop),
-            2 | 3 => loop {
-                let at = self.pos;
-                if self.at_break()? {
-                    return Ok(());
-                }
-                let (chunk_major, info, len) = self.head()?;
-                if chunk_major != major || info == 31 {
+            let len = match (text, self.head()?) {
+                (false, Header::Bytes(Some(len))) | (true, Header::Text(Some(len))) => len,
+                _ => {
                     return fail(
                         at,
                         "chunk of an indefinite-length string must be a definite string of the same type",
                     );
                 }
-                self.chunk(major, len)?;
-            },
-            4 | 5 => {
+            };
+            each(self.chunk(text, len)?);
+        }
+    }
+
+    /// A container's declared length, checked against the input: every item needs at
+    /// least `per_item` bytes.
+    fn declared(&self, len: Option<usize>, per_item: u64) -> Result<Len, DecodeError> {
+        match len {
+            None => Ok(Len::Indefinite),
+            Some(n) => {
+                self.check_room(n as u64, per_item)?;
+                Ok(Len::Definite(n as u64))
+            }
+        }
+    }
+
+    /// Whether another element of a container follows; consumes the break of an
+    /// indefinite one and counts down a definite one.
+    fn more(&mut self, len: &mut Len) -> Result<bool, DecodeError> {
+        match len {
+            Len::Definite(0) => Ok(false),
+            Len::Definite(n) => {
+                *n -= 1;
+                Ok(true)
+            }
+            Len::Indefinite => Ok(!self.at_break()?),
+        }
+    }
+
+    fn item(&mut self, depth: usize) -> Result<Value, DecodeError> {
+        let start = self.pos;
+        Ok(match self.head()? {
+            Header::Positive(n) => Value::Unsigned(n),
+            Header::Negative(n) => Value::Negative(n),
+            Header::Float(f) => Value::Float(f),
+            Header::Simple(n) => simple(n),
+            Header::Break => return fail(start, "unexpected break"),
+            Header::Bytes(len) => Value::Bytes(self.string(false, len)?.into_owned()),
+            Header::Text(len) => {
+                let bytes = self.string(true, len)?.into_owned();
+                // Every chunk was validated, and chunks end on character boundaries.
+                Value::Text(
+                    String::from_utf8(bytes)
+                        .or_else(|_| fail(start, "invalid UTF-8 in text string"))?,
+                )
+            }
+            Header::Array(len) => {
                 let depth = self.enter(depth, start)?;
-                let per = u64::from(major - 3);
-                if indefinite {
-                    while !self.at_break()? {
-                        for _ in 0..per {
-                            self.skip(depth)?;
-                        }
-                    }
-                } else {
-                    self.check_room(arg, per)?;
-                    for _ in 0..arg.saturating_mul(per) {
+                let mut len = self.declared(len, 1)?;
+                let mut items = Vec::with_capacity(len.reserve());
+                while self.more(&mut len)? {
+                    items.push(self.item(depth)?);
+                }
+                Value::Array(items)
+            }
+            Header::Map(len) => {
+                let depth = self.enter(depth, start)?;
+                let mut len = self.declared(len, 2)?;
+                let mut pairs = Vec::with_capacity(len.reserve());
+                while self.more(&mut len)? {
+                    let key = self.item(depth)?;
+                    pairs.push((key, self.item(depth)?));
+                }
+                Value::Map(pairs)
+            }
+            Header::Tag(tag) => {
+                let depth = self.enter(depth, start)?;
+                Value::Tag(tag, Box::new(self.item(depth)?))
+            }
+        })
+    }
+
+    /// Validates one item exactly as `item` would (UTF-8, heads, breaks, depth) without
+    /// building it: no allocation at all.
+    fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
+        let start = self.pos;
+        match self.head()? {
+            Header::Positive(_) | Header::Negative(_) | Header::Float(_) | Header::Simple(_) => {
+                Ok(())
+            }
+            Header::Break => fail(start, "unexpected break"),
+            Header::Bytes(Some(len)) => self.chunk(false, len).map(drop),
+            Header::Text(Some(len)) => self.chunk(true, len).map(drop),
+            Header::Bytes(None) => self.chunks(false, drop),
+            Header::Text(None) => self.chunks(true, drop),
+            Header::Array(len) | Header::Map(len) => {
+                let depth = self.enter(depth, start)?;
+                let per = if self.input[start] >> 5 == 4 { 1 } else { 2 };
+                let mut len = self.declared(len, per)?;
+                while self.more(&mut len)? {
+                    for _ in 0..per {
                         self.skip(depth)?;
                     }
                 }
                 Ok(())
             }
-            6 => {
+            Header::Tag(_) => {
                 let depth = self.enter(depth, start)?;
                 self.skip(depth)
             }
-            _ => simple(start, info, arg).map(drop),
         }
+    }
+}
+
+/// The value of a simple head (floats and breaks are decoded apart).
+pub(crate) fn simple(n: u8) -> Value {
+    match n {
+        20 => Value::Bool(false),
+        21 => Value::Bool(true),
+        22 => Value::Null,
+        23 => Value::Undefined,
+        n => Value::Simple(n),
     }
 }
 
@@ -372,7 +462,7 @@ impl Decoder<'_> {
 /// the whole document is ever built: memory stays proportional to what the caller keeps.
 /// Subtrees the caller doesn't interpret are validated and skipped, or captured as bytes.
 pub(crate) struct Cursor<'a> {
-    dec: Decoder<'a>,
+    pull: Pull<'a>,
 }
 
 /// The length of a container being read: a count, or "until a break".
@@ -382,32 +472,44 @@ pub(crate) enum Len {
     Indefinite,
 }
 
+impl Len {
+    /// How many items to reserve room for before reading any: a declared count is a
+    /// claim, so only a few (the count was checked against the input's length already).
+    pub(crate) fn reserve(self) -> usize {
+        match self {
+            Len::Definite(n) => (n as usize).min(RESERVE_AT_MOST),
+            Len::Indefinite => 0,
+        }
+    }
+}
+
 impl<'a> Cursor<'a> {
     pub(crate) fn new(input: &'a [u8], max_depth: usize) -> Self {
         Cursor {
-            dec: Decoder {
-                input,
-                pos: 0,
-                max_depth,
-            },
+            pull: Pull::new(input, max_depth),
         }
     }
 
     /// Byte offset of the next item.
     pub(crate) fn position(&self) -> usize {
-        self.dec.pos
+        self.pull.pos
+    }
+
+    /// Bytes left after the next item's start.
+    pub(crate) fn remaining(&self) -> usize {
+        self.pull.remaining()
     }
 
     /// Consumes the next item if it is the one-byte head `head` followed by `body` (a short
     /// definite string the caller knows is valid): a cheap match for a schema's keys.
     pub(crate) fn take_exact_after_head(&mut self, head: u8, body: &[u8]) -> bool {
-        let rest = &self.dec.input[self.dec.pos..];
+        let rest = &self.pull.input[self.pull.pos..];
         // A byte loop: schema keys are a few bytes, fewer than a call to memcmp costs.
         if rest.len() > body.len()
             && rest[0] == head
             && rest[1..=body.len()].iter().zip(body).all(|(a, b)| a == b)
         {
-            self.dec.pos += 1 + body.len();
+            self.pull.pos += 1 + body.len();
             return true;
         }
         false
@@ -415,32 +517,32 @@ impl<'a> Cursor<'a> {
 
     /// The next byte, if any.
     pub(crate) fn peek_byte(&self) -> Option<u8> {
-        self.dec.input.get(self.dec.pos).copied()
+        self.pull.input.get(self.pull.pos).copied()
     }
 
     /// The whole input.
     pub(crate) fn bytes(&self) -> &'a [u8] {
-        self.dec.input
+        self.pull.input
     }
 
     /// Errors unless every byte was consumed.
     pub(crate) fn finish(&self) -> Result<(), DecodeError> {
-        if self.dec.pos != self.dec.input.len() {
-            return fail(self.dec.pos, "trailing bytes after the item");
+        if self.pull.pos != self.pull.input.len() {
+            return fail(self.pull.pos, "trailing bytes after the item");
         }
         Ok(())
     }
 
     fn peek_major(&self) -> Result<u8, DecodeError> {
-        match self.dec.input.get(self.dec.pos) {
+        match self.peek_byte() {
             Some(b) => Ok(b >> 5),
-            None => fail(self.dec.pos, "unexpected end of input"),
+            None => fail(self.pull.pos, "unexpected end of input"),
         }
     }
 
     /// The CBOR type name of the next item, for error messages.
     pub(crate) fn peek_type(&self) -> &'static str {
-        match self.dec.input.get(self.dec.pos).copied() {
+        match self.peek_byte() {
             None => "end of input",
             Some(b) => match b >> 5 {
                 0 => "unsigned integer",
@@ -463,8 +565,8 @@ impl<'a> Cursor<'a> {
 
     /// True (and consumed) when the next item is null or undefined.
     pub(crate) fn take_null(&mut self) -> bool {
-        if matches!(self.dec.input.get(self.dec.pos), Some(0xf6 | 0xf7)) {
-            self.dec.pos += 1;
+        if matches!(self.peek_byte(), Some(0xf6 | 0xf7)) {
+            self.pull.pos += 1;
             return true;
         }
         false
@@ -476,14 +578,14 @@ impl<'a> Cursor<'a> {
         if self.peek_major()? != major {
             return Ok(None);
         }
-        let start = self.dec.pos;
-        self.dec.enter(depth, start)?;
-        let (_, info, arg) = self.dec.head()?;
-        if info == 31 {
-            return Ok(Some(Len::Indefinite));
+        let start = self.pull.pos;
+        self.pull.enter(depth, start)?;
+        match self.pull.head()? {
+            Header::Array(len) | Header::Map(len) => {
+                self.pull.declared(len, u64::from(major - 3)).map(Some)
+            }
+            _ => unreachable!("the major type was checked"),
         }
-        self.dec.check_room(arg, u64::from(major - 3))?;
-        Ok(Some(Len::Definite(arg)))
     }
 
     /// Starts an array at nesting `depth` (0 for the root).
@@ -499,14 +601,7 @@ impl<'a> Cursor<'a> {
     /// Whether another element of a container follows; consumes the break of an indefinite
     /// one. `remaining` counts down definite containers.
     pub(crate) fn more(&mut self, len: &mut Len) -> Result<bool, DecodeError> {
-        match len {
-            Len::Definite(0) => Ok(false),
-            Len::Definite(n) => {
-                *n -= 1;
-                Ok(true)
-            }
-            Len::Indefinite => Ok(!self.dec.at_break()?),
-        }
+        self.pull.more(len)
     }
 
     /// An unsigned integer, or None (nothing consumed) if the next item is not one.
@@ -514,180 +609,130 @@ impl<'a> Cursor<'a> {
         if self.peek_major()? != 0 {
             return Ok(None);
         }
-        let (_, _, arg) = self.dec.head()?;
-        Ok(Some(arg))
+        match self.pull.head()? {
+            Header::Positive(n) => Ok(Some(n)),
+            _ => unreachable!("the major type was checked"),
+        }
     }
 
     /// A text string (definite strings are borrowed), or None (nothing consumed).
-    pub(crate) fn text(&mut self) -> Result<Option<std::borrow::Cow<'a, str>>, DecodeError> {
+    pub(crate) fn text(&mut self) -> Result<Option<Cow<'a, str>>, DecodeError> {
         if self.peek_major()? != 3 {
             return Ok(None);
         }
-        let start = self.dec.pos;
-        let (_, info, arg) = self.dec.head()?;
-        if info != 31 {
-            let at = self.dec.pos;
-            let bytes = self.dec.take(arg)?;
-            if bytes.is_ascii() {
-                // SAFETY: ASCII is valid UTF-8 (the common case, checked cheaply).
-                return Ok(Some(std::borrow::Cow::Borrowed(unsafe {
-                    std::str::from_utf8_unchecked(bytes)
-                })));
-            }
-            return match std::str::from_utf8(bytes) {
-                Ok(text) => Ok(Some(std::borrow::Cow::Borrowed(text))),
-                Err(e) => fail(at + e.valid_up_to(), "invalid UTF-8 in text string"),
-            };
+        let start = self.pull.pos;
+        let Header::Text(len) = self.pull.head()? else {
+            unreachable!("the major type was checked")
+        };
+        if let Some(len) = len {
+            let bytes = self.pull.chunk(true, len)?;
+            // SAFETY: `chunk` checked that the bytes are UTF-8.
+            return Ok(Some(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(bytes)
+            })));
         }
-        let bytes = self.dec.string(3, true, 0)?;
+        let bytes = self.pull.string(true, None)?.into_owned();
         String::from_utf8(bytes)
-            .map(|s| Some(std::borrow::Cow::Owned(s)))
+            .map(|s| Some(Cow::Owned(s)))
             .or_else(|_| fail(start, "invalid UTF-8 in text string"))
     }
 
     /// Validates and skips the next item, nested at `depth`.
     pub(crate) fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
-        self.dec.skip(depth)
+        self.pull.skip(depth)
     }
 
     /// Validates the next item (nested at `depth`) and returns its encoded bytes.
     pub(crate) fn capture(&mut self, depth: usize) -> Result<&'a [u8], DecodeError> {
-        let start = self.dec.pos;
-        self.dec.skip(depth)?;
-        Ok(&self.dec.input[start..self.dec.pos])
+        let start = self.pull.pos;
+        self.pull.skip(depth)?;
+        Ok(&self.pull.input[start..self.pull.pos])
+    }
+
+    /// Counts a container starting at `at` against the depth limit (`depth`: its parent's).
+    pub(crate) fn enter(&self, depth: usize, at: usize) -> Result<usize, DecodeError> {
+        self.pull.enter(depth, at)
+    }
+
+    /// Reads the next item's head for a caller that walks items itself (`Header::Bytes`
+    /// and `Header::Text` must be followed by `string`).
+    pub(crate) fn head(&mut self) -> Result<Header, DecodeError> {
+        self.pull.head()
+    }
+
+    /// The body of a string whose head `head` just returned.
+    pub(crate) fn string(
+        &mut self,
+        text: bool,
+        len: Option<usize>,
+    ) -> Result<Cow<'a, [u8]>, DecodeError> {
+        self.pull.string(text, len)
+    }
+
+    /// A container's length from its head, checked against the input.
+    pub(crate) fn declared(&self, len: Option<usize>, per_item: u64) -> Result<Len, DecodeError> {
+        self.pull.declared(len, per_item)
     }
 }
 
-/// Interprets a major type 7 head.
-fn simple(start: usize, info: u8, arg: u64) -> Result<Value, DecodeError> {
-    Ok(match info {
-        20 => Value::Bool(false),
-        21 => Value::Bool(true),
-        22 => Value::Null,
-        23 => Value::Undefined,
-        0..=19 => Value::Simple(info),
-        24 if arg < 32 => {
-            return fail(
-                start,
-                format!("simple value {arg} must not use the two-byte form"),
-            );
-        }
-        24 => Value::Simple(arg as u8),
-        25 => Value::Float(f16_to_f64(arg as u16)),
-        26 => Value::Float(f64::from(f32::from_bits(arg as u32))),
-        27 => Value::Float(f64::from_bits(arg)),
-        _ => return fail(start, "unexpected break"),
-    })
+/// Appends one head. Writing into a `Vec` cannot fail.
+fn put(out: &mut Vec<u8>, header: Header) {
+    let _ = Encoder::from(out).push(header);
 }
 
-/// Converts IEEE 754 half-precision bits to f64 exactly.
-fn f16_to_f64(bits: u16) -> f64 {
-    let exponent = i32::from((bits >> 10) & 0x1f);
-    let mantissa = f64::from(bits & 0x3ff);
-    let magnitude = match exponent {
-        0 => mantissa * 2f64.powi(-24),
-        31 if mantissa == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        _ => (1024.0 + mantissa) * 2f64.powi(exponent - 25),
-    };
-    if bits & 0x8000 != 0 {
-        -magnitude
-    } else {
-        magnitude
-    }
-}
-
-/// Returns the half-precision bits of `f` if it is representable exactly (NaN excluded).
-fn f64_to_f16_exact(f: f64) -> Option<u16> {
-    let sign = if f.is_sign_negative() { 0x8000 } else { 0 };
-    if f == 0.0 || f.is_infinite() {
-        return Some(sign | if f == 0.0 { 0 } else { 0x7c00 });
-    }
-    let bits = f.to_bits();
-    let exponent = ((bits >> 52) & 0x7ff) as i32 - 1023;
-    let significand = (bits & ((1 << 52) - 1)) | (1 << 52);
-    let (shift, base) = match exponent {
-        -14..=15 => (42, ((exponent + 15) as u16) << 10),
-        -24..=-15 => (28 - exponent, 0),
-        _ => return None,
-    };
-    if significand & ((1 << shift) - 1) != 0 {
-        return None;
-    }
-    // Masking drops the implicit bit of normals; subnormal fractions already fit in 10 bits.
-    Some(sign | base | ((significand >> shift) as u16 & 0x3ff))
-}
-
+/// Appends the head of major type `major` (0..=6) with argument `n`, shortest form.
 pub(crate) fn encode_head(out: &mut Vec<u8>, major: u8, n: u64) {
-    let m = major << 5;
-    match n {
-        0..=23 => out.push(m | n as u8),
-        24..=0xff => out.extend([m | 24, n as u8]),
-        0x100..=0xffff => {
-            out.push(m | 25);
-            out.extend((n as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(m | 26);
-            out.extend((n as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(m | 27);
-            out.extend(n.to_be_bytes());
-        }
-    }
+    let len = Some(n as usize);
+    put(
+        out,
+        match major {
+            0 => Header::Positive(n),
+            1 => Header::Negative(n),
+            2 => Header::Bytes(len),
+            3 => Header::Text(len),
+            4 => Header::Array(len),
+            5 => Header::Map(len),
+            _ => Header::Tag(n),
+        },
+    );
 }
 
-fn encode_float(f: f64, out: &mut Vec<u8>) {
-    if f.is_nan() {
-        out.extend([0xf9, 0x7e, 0x00]);
-    } else if let Some(half) = f64_to_f16_exact(f) {
-        out.push(0xf9);
-        out.extend(half.to_be_bytes());
-    } else if f64::from(f as f32).to_bits() == f.to_bits() {
-        out.push(0xfa);
-        out.extend((f as f32).to_be_bytes());
-    } else {
-        out.push(0xfb);
-        out.extend(f.to_be_bytes());
-    }
-}
-
-/// Appends the deterministic encoding: definite lengths, shortest heads and floats, maps in stored order.
+/// Appends the deterministic encoding: definite lengths, shortest heads and floats (NaN
+/// as f97e00), maps in stored order.
 ///
 /// `Simple(n)` is only meaningful for n in 0..=19 or 32..=255; other values produce other items or invalid bytes.
 pub fn encode(value: &Value, out: &mut Vec<u8>) {
     match value {
-        Value::Unsigned(n) => encode_head(out, 0, *n),
-        Value::Negative(n) => encode_head(out, 1, *n),
-        Value::Float(f) => encode_float(*f, out),
+        Value::Unsigned(n) => put(out, Header::Positive(*n)),
+        Value::Negative(n) => put(out, Header::Negative(*n)),
+        Value::Float(f) => put(out, Header::Float(if f.is_nan() { f64::NAN } else { *f })),
         Value::Bytes(b) => {
-            encode_head(out, 2, b.len() as u64);
+            put(out, Header::Bytes(Some(b.len())));
             out.extend_from_slice(b);
         }
         Value::Text(s) => {
-            encode_head(out, 3, s.len() as u64);
+            put(out, Header::Text(Some(s.len())));
             out.extend_from_slice(s.as_bytes());
         }
         Value::Array(items) => {
-            encode_head(out, 4, items.len() as u64);
+            put(out, Header::Array(Some(items.len())));
             items.iter().for_each(|item| encode(item, out));
         }
         Value::Map(pairs) => {
-            encode_head(out, 5, pairs.len() as u64);
+            put(out, Header::Map(Some(pairs.len())));
             for (key, val) in pairs {
                 encode(key, out);
                 encode(val, out);
             }
         }
         Value::Tag(tag, inner) => {
-            encode_head(out, 6, *tag);
+            put(out, Header::Tag(*tag));
             encode(inner, out);
         }
-        Value::Bool(b) => out.push(if *b { 0xf5 } else { 0xf4 }),
-        Value::Null => out.push(0xf6),
-        Value::Undefined => out.push(0xf7),
-        Value::Simple(n) => encode_head(out, 7, u64::from(*n)),
+        Value::Bool(b) => put(out, Header::Simple(if *b { 21 } else { 20 })),
+        Value::Null => put(out, Header::Simple(22)),
+        Value::Undefined => put(out, Header::Simple(23)),
+        Value::Simple(n) => put(out, Header::Simple(*n)),
     }
 }
 

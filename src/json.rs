@@ -1,8 +1,24 @@
-//! Compact JSON rendering and strict, bounded JSON parsing of CBOR values (attributes over the C ABI).
+//! JSON for attributes over the C ABI, through serde_json: CBOR values (or CBOR bytes,
+//! streamed without building a tree) rendered as compact JSON, and JSON parsed into CBOR
+//! values, strictly and with bounded depth.
+//!
+//! What serde_json doesn't decide stays here: the mapping of CBOR's extra kinds (see
+//! [`write_json`]); finite floats printed as Rust's `{:?}` prints them (shortest
+//! round-tripping form that keeps ".0" or an exponent on integral values, as documented);
+//! the depth limit and the refusal of duplicate keys; and the integers serde_json hands
+//! over as floats (-0, and -2^64 ..= -2^63-1, which CBOR holds exactly) read back from
+//! their text.
 
-use crate::cbor::Value;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::fmt::{self, Write};
+use std::fmt;
+
+use ciborium_ll::Header;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
+
+use crate::cbor::{Cursor, DecodeError, Len, Value};
 
 /// Renders a value as compact JSON (see [`write_json`] for the mapping).
 pub fn to_json(value: &Value) -> String {
@@ -14,70 +30,224 @@ pub fn to_json(value: &Value) -> String {
 /// Appends compact JSON: bytes as `{"$bytes":hex}`, tags as `{"$tag":n,"value":v}`, simple values as
 /// `{"$simple":n}`, undefined and non-finite floats as null, non-text map keys as their JSON text.
 pub fn write_json(value: &Value, out: &mut String) {
-    // Writing into a String cannot fail, so the fmt::Results below are ignored.
-    match value {
-        Value::Unsigned(n) => _ = write!(out, "{n}"),
-        Value::Negative(n) => _ = write!(out, "-{}", u128::from(*n) + 1),
-        // Debug prints the shortest round-tripping form and keeps ".0" or an exponent on integral values.
-        Value::Float(f) if f.is_finite() => _ = write!(out, "{f:?}"),
-        Value::Float(_) | Value::Null | Value::Undefined => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Text(s) => write_string(s, out),
-        Value::Bytes(bytes) => {
-            out.push_str("{\"$bytes\":\"");
-            bytes.iter().for_each(|b| _ = write!(out, "{b:02x}"));
-            out.push_str("\"}");
-        }
-        Value::Simple(n) => _ = write!(out, "{{\"$simple\":{n}}}"),
-        Value::Tag(tag, inner) => {
-            _ = write!(out, "{{\"$tag\":{tag},\"value\":");
-            write_json(inner, out);
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+    let mut bytes = std::mem::take(out).into_bytes();
+    let start = bytes.len();
+    // Serializing a value into memory can't fail.
+    let _ = render(&Json(value), &mut bytes);
+    debug_assert!(std::str::from_utf8(&bytes[start..]).is_ok());
+    // SAFETY: `out` was a String, and serde_json writes only UTF-8 (its own `to_string`
+    // relies on the same).
+    *out = unsafe { String::from_utf8_unchecked(bytes) };
+}
+
+/// Renders one CBOR item as compact JSON (the mapping of [`write_json`]), streamed from
+/// its bytes: no tree is built, so memory is the output's. The bytes are checked as they
+/// are read (nesting at most `crate::limits::MAX_CBOR_DEPTH`).
+pub fn cbor_to_json(bytes: &[u8]) -> Result<String, DecodeError> {
+    let cursor = RefCell::new(Cursor::new(bytes, crate::limits::MAX_CBOR_DEPTH));
+    let failure = Cell::new(None);
+    let mut out = Vec::new();
+    let stream = Stream {
+        cursor: &cursor,
+        failure: &failure,
+        depth: 0,
+    };
+    if let Err(e) = render(&stream, &mut out) {
+        // Only decoding fails (writing into memory can't); keep its error.
+        return Err(failure.take().unwrap_or(DecodeError {
+            offset: 0,
+            message: e.to_string(),
+            too_deep: false,
+        }));
+    }
+    cursor.borrow().finish()?;
+    // SAFETY: serde_json writes only UTF-8.
+    Ok(unsafe { String::from_utf8_unchecked(out) })
+}
+
+fn render(value: &impl Serialize, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::with_formatter(out, Compact))
+}
+
+/// serde_json's compact output, with floats as documented.
+struct Compact;
+
+impl serde_json::ser::Formatter for Compact {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
+        // Only finite floats get here: serde_json writes the others as null.
+        write!(w, "{f:?}")
+    }
+}
+
+/// A value as JSON.
+struct Json<'v>(&'v Value);
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Unsigned(n) => s.serialize_u64(*n),
+            Value::Negative(n) => s.serialize_i128(-1 - i128::from(*n)),
+            Value::Float(f) => s.serialize_f64(*f),
+            Value::Null | Value::Undefined => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Text(t) => s.serialize_str(t),
+            Value::Bytes(b) => one_entry(s, "$bytes", &Hex(b)),
+            Value::Simple(n) => one_entry(s, "$simple", n),
+            Value::Tag(tag, inner) => tagged(s, *tag, &Json(inner)),
+            Value::Array(items) => s.collect_seq(items.iter().map(Json)),
+            Value::Map(pairs) => {
+                let mut map = s.serialize_map(Some(pairs.len()))?;
+                for (key, val) in pairs {
+                    match key {
+                        Value::Text(t) => map.serialize_key(t)?,
+                        other => map.serialize_key(&to_json(other))?,
+                    }
+                    map.serialize_value(&Json(val))?;
                 }
-                write_json(item, out);
+                map.end()
             }
-            out.push(']');
-        }
-        Value::Map(pairs) => {
-            out.push('{');
-            for (i, (key, val)) in pairs.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                match key {
-                    Value::Text(s) => write_string(s, out),
-                    other => write_string(&to_json(other), out),
-                }
-                out.push(':');
-                write_json(val, out);
-            }
-            out.push('}');
         }
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' => _ = write!(out, "\\u{:04x}", u32::from(c)),
-            c => out.push(c),
+/// `{"<key>":value}`.
+fn one_entry<S: Serializer>(s: S, key: &str, value: &impl Serialize) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(1))?;
+    map.serialize_entry(key, value)?;
+    map.end()
+}
+
+/// `{"$tag":n,"value":v}`.
+fn tagged<S: Serializer>(s: S, tag: u64, value: &impl Serialize) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(2))?;
+    map.serialize_entry("$tag", &tag)?;
+    map.serialize_entry("value", value)?;
+    map.end()
+}
+
+/// Bytes as a string of lowercase hex, written in pieces (no copy of the whole).
+struct Hex<'b>(&'b [u8]);
+
+impl Serialize for Hex<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 512];
+        for piece in self.0.chunks(buf.len() / 2) {
+            for (i, b) in piece.iter().enumerate() {
+                buf[2 * i] = DIGITS[usize::from(b >> 4)];
+                buf[2 * i + 1] = DIGITS[usize::from(b & 15)];
+            }
+            // Hex digits are ASCII.
+            f.write_str(std::str::from_utf8(&buf[..2 * piece.len()]).map_err(|_| fmt::Error)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The next CBOR item of a cursor as JSON, pulled as the serializer asks for it.
+struct Stream<'c, 'a> {
+    cursor: &'c RefCell<Cursor<'a>>,
+    /// The decoding error that stopped the output, for `cbor_to_json` to return.
+    failure: &'c Cell<Option<DecodeError>>,
+    depth: usize,
+}
+
+impl<'a> Stream<'_, 'a> {
+    fn step<T, E: ser::Error>(
+        &self,
+        f: impl FnOnce(&mut Cursor<'a>) -> Result<T, DecodeError>,
+    ) -> Result<T, E> {
+        f(&mut self.cursor.borrow_mut()).map_err(|e| {
+            let message = e.to_string();
+            self.failure.set(Some(e));
+            E::custom(message)
+        })
+    }
+
+    fn nested(&self) -> Stream<'_, 'a> {
+        Stream {
+            cursor: self.cursor,
+            failure: self.failure,
+            depth: self.depth + 1,
         }
     }
-    out.push('"');
+
+    /// A container's length after its head at `start`, counting a nesting level.
+    fn open<E: ser::Error>(&self, start: usize, len: Option<usize>, per: u64) -> Result<Len, E> {
+        self.step(|c| {
+            c.enter(self.depth, start)?;
+            c.declared(len, per)
+        })
+    }
+
+    fn more<E: ser::Error>(&self, len: &mut Len) -> Result<bool, E> {
+        self.step(|c| c.more(len))
+    }
+
+    /// The next item if it is text (a key or a value), else None with nothing consumed.
+    fn text<E: ser::Error>(&self) -> Result<Option<Cow<'a, str>>, E> {
+        self.step(Cursor::text)
+    }
+}
+
+impl Serialize for Stream<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let Some(text) = self.text()? {
+            return s.serialize_str(&text);
+        }
+        let start = self.step(|c| Ok(c.position()))?;
+        match self.step(Cursor::head)? {
+            Header::Positive(n) => Json(&Value::Unsigned(n)).serialize(s),
+            Header::Negative(n) => Json(&Value::Negative(n)).serialize(s),
+            Header::Float(f) => Json(&Value::Float(f)).serialize(s),
+            Header::Simple(n) => Json(&crate::cbor::simple(n)).serialize(s),
+            Header::Bytes(len) => {
+                let bytes = self.step(|c| c.string(false, len))?;
+                one_entry(s, "$bytes", &Hex(&bytes))
+            }
+            Header::Array(len) => {
+                let mut len = self.open(start, len, 1)?;
+                let mut seq = s.serialize_seq(None)?;
+                while self.more(&mut len)? {
+                    seq.serialize_element(&self.nested())?;
+                }
+                seq.end()
+            }
+            Header::Map(len) => {
+                let mut len = self.open(start, len, 2)?;
+                let mut map = s.serialize_map(None)?;
+                while self.more(&mut len)? {
+                    match self.text()? {
+                        Some(key) => map.serialize_key(&key)?,
+                        None => {
+                            let depth = self.depth + 1;
+                            let key = self.step(|c| c.capture(depth))?;
+                            map.serialize_key(&self.step(|_| cbor_to_json(key))?)?;
+                        }
+                    }
+                    map.serialize_value(&self.nested())?;
+                }
+                map.end()
+            }
+            Header::Tag(tag) => {
+                self.step(|c| c.enter(self.depth, start))?;
+                tagged(s, tag, &self.nested())
+            }
+            Header::Text(_) | Header::Break => Err(self.step(|_| {
+                Err(DecodeError {
+                    offset: start,
+                    message: "unexpected break".into(),
+                    too_deep: false,
+                })
+            })?),
+        }
+    }
 }
 
 /// A parse failure and the byte offset in the JSON text where it was detected.
@@ -102,286 +272,279 @@ impl std::error::Error for JsonError {}
 /// Integers map to `Unsigned`/`Negative` when in range, other numbers to `Float`; an object that is exactly
 /// `{"$bytes":"<even-length hex>"}` becomes `Bytes`; duplicate keys and lone surrogates are errors.
 pub fn from_json(text: &str, max_depth: usize) -> Result<Value, JsonError> {
-    let mut parser = Parser {
+    let context = Context {
         text,
-        pos: 0,
         max_depth,
+        numbers_seen: Cell::new(0),
+        scanner: Cell::new((0, 0)),
+        broken: Cell::new(None),
     };
-    parser.skip_ws();
-    let value = parser.value(0)?;
-    parser.skip_ws();
-    if parser.pos != text.len() {
-        return parser.fail("trailing characters after the value");
-    }
-    Ok(value)
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The depth is bounded by `max_depth` below, which is what keeps the stack bounded.
+    de.disable_recursion_limit();
+    let seed = Seed {
+        context: &context,
+        depth: 0,
+    };
+    seed.deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|e| context.error(&e))
 }
 
-fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, JsonError> {
-    Err(JsonError {
-        offset,
-        message: message.into(),
-    })
-}
-
-struct Parser<'a> {
-    text: &'a str,
-    pos: usize,
+/// What every level of a parse shares.
+struct Context<'t> {
+    text: &'t str,
     max_depth: usize,
+    /// Numbers serde_json has handed over so far.
+    numbers_seen: Cell<usize>,
+    /// (byte offset, numbers passed) of the scan for number tokens, which runs only when
+    /// a number's exact text is needed.
+    scanner: Cell<(usize, usize)>,
+    /// Which of our own rules the error being raised breaks, if any: serde_json positions
+    /// such errors where it stands when the container ends, so they are placed here.
+    broken: Cell<Option<Rule>>,
 }
 
-impl Parser<'_> {
-    fn fail<T>(&self, message: impl Into<String>) -> Result<T, JsonError> {
-        fail(self.pos, message)
+#[derive(Clone, Copy)]
+enum Rule {
+    /// Positioned at the container that nests too deep.
+    Depth,
+    /// Positioned at the repeated key.
+    DuplicateKey,
+}
+
+impl<'t> Context<'t> {
+    /// Counts a number serde_json handed over.
+    fn number(&self) {
+        self.numbers_seen.set(self.numbers_seen.get() + 1);
     }
 
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
-    }
-
-    fn eat(&mut self, byte: u8) -> bool {
-        let found = self.peek() == Some(byte);
-        self.pos += usize::from(found);
-        found
-    }
-
-    fn skip_ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
-        match self.peek() {
-            Some(b'{') => self.object(depth),
-            Some(b'[') => self.array(depth),
-            Some(b'"') => self.string().map(Value::Text),
-            Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b't') => self.literal("true", Value::Bool(true)),
-            Some(b'f') => self.literal("false", Value::Bool(false)),
-            Some(b'n') => self.literal("null", Value::Null),
-            Some(_) => {
-                let c = self
-                    .text
-                    .get(self.pos..)
-                    .and_then(|s| s.chars().next())
-                    .unwrap_or('?');
-                self.fail(format!("unexpected character {c:?}"))
+    /// The text of the number serde_json handed over last. Numbers arrive in document
+    /// order, and everything before the current one is valid JSON, so scanning on from
+    /// the previous stop (past strings) finds it.
+    fn last_number_text(&self) -> &'t str {
+        let bytes = self.text.as_bytes();
+        let (mut at, mut passed) = self.scanner.get();
+        while let Some(&b) = bytes.get(at) {
+            match b {
+                b'"' => {
+                    at += 1;
+                    while let Some(&c) = bytes.get(at)
+                        && c != b'"'
+                    {
+                        at += if c == b'\\' { 2 } else { 1 };
+                    }
+                    at += 1;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let start = at;
+                    while bytes.get(at).is_some_and(|c| {
+                        matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    }) {
+                        at += 1;
+                    }
+                    passed += 1;
+                    if passed == self.numbers_seen.get() {
+                        self.scanner.set((at, passed));
+                        return &self.text[start..at];
+                    }
+                }
+                _ => at += 1,
             }
-            None => self.fail("unexpected end of input"),
         }
+        ""
     }
 
-    fn literal(&mut self, word: &str, value: Value) -> Result<Value, JsonError> {
-        if !self.text.as_bytes()[self.pos..].starts_with(word.as_bytes()) {
-            return self.fail(format!("invalid literal, expected {word}"));
+    /// A float serde_json produced, as CBOR holds it: integers it could not fit in i64
+    /// or u64 and -0 come back exact from their text when CBOR has them.
+    fn float(&self, f: f64) -> Value {
+        let integral = f == f.trunc();
+        let ambiguous = integral
+            && (f == 0.0 || (-18446744073709551616.0..=-9223372036854775808.0).contains(&f));
+        if ambiguous {
+            let text = self.last_number_text();
+            if let Some(digits) = text.strip_prefix('-')
+                && digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return match digits.parse::<u128>() {
+                    Ok(0) => Value::Unsigned(0),
+                    Ok(n) => u64::try_from(n - 1).map_or(Value::Float(f), Value::Negative),
+                    Err(_) => Value::Float(f),
+                };
+            }
         }
-        self.pos += word.len();
-        Ok(value)
+        Value::Float(f)
     }
 
-    fn enter(&self, depth: usize) -> Result<usize, JsonError> {
-        if depth >= self.max_depth {
-            return self.fail(format!("nesting deeper than {} levels", self.max_depth));
+    /// A serde_json error as a positioned `JsonError`.
+    fn error(&self, e: &serde_json::Error) -> JsonError {
+        let message = e.to_string();
+        let message = match message.rfind(" at line ") {
+            Some(i) => message[..i].to_owned(),
+            None => message,
+        };
+        let offset = if e.is_eof() {
+            self.text.len()
+        } else {
+            // serde_json counts lines from 1 and columns from 1 (0: the line's newline).
+            let line_start: usize = self
+                .text
+                .split_inclusive('\n')
+                .take(e.line().saturating_sub(1))
+                .map(str::len)
+                .sum();
+            (line_start + e.column())
+                .saturating_sub(1)
+                .min(self.text.len())
+        };
+        let offset = match self.broken.get() {
+            None => offset,
+            Some(Rule::Depth) => too_deep_at(self.text.as_bytes(), self.max_depth),
+            Some(Rule::DuplicateKey) => key_start(self.text.as_bytes(), offset),
+        };
+        JsonError { offset, message }
+    }
+}
+
+/// The opening bracket or brace that nests deeper than `max_depth`.
+fn too_deep_at(text: &[u8], max_depth: usize) -> usize {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (at, &b) in text.iter().enumerate() {
+        if in_string {
+            (in_string, escaped) = match b {
+                _ if escaped => (true, false),
+                b'\\' => (true, true),
+                b'"' => (false, false),
+                _ => (true, false),
+            };
+            continue;
         }
-        Ok(depth + 1)
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' if depth == max_depth => return at,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    text.len()
+}
+
+/// The opening quote of the key that ends at `end` or just before it (serde_json stands
+/// after the key and any whitespace that follows it).
+fn key_start(text: &[u8], end: usize) -> usize {
+    let mut at = end.min(text.len().saturating_sub(1));
+    while at > 0 && text[at] != b'"' {
+        at -= 1;
+    }
+    while at > 0 {
+        at -= 1;
+        let backslashes = text[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        if text[at] == b'"' && backslashes % 2 == 0 {
+            return at;
+        }
+    }
+    at
+}
+
+/// One level of a parse: the depth of the value it reads.
+#[derive(Clone, Copy)]
+struct Seed<'c, 't> {
+    context: &'c Context<'t>,
+    depth: usize,
+}
+
+impl Seed<'_, '_> {
+    fn enter<E: de::Error>(self) -> Result<Self, E> {
+        if self.depth >= self.context.max_depth {
+            self.context.broken.set(Some(Rule::Depth));
+            return Err(E::custom(format!(
+                "nesting deeper than {} levels",
+                self.context.max_depth
+            )));
+        }
+        Ok(Seed {
+            depth: self.depth + 1,
+            ..self
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_, '_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_, '_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
-        let depth = self.enter(depth)?;
-        self.pos += 1;
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
+        self.context.number();
+        Ok(Value::Unsigned(n))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
+        self.context.number();
+        Ok(if n >= 0 {
+            Value::Unsigned(n as u64)
+        } else {
+            Value::Negative(!(n as u64))
+        })
+    }
+
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Value, E> {
+        self.context.number();
+        Ok(self.context.float(f))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::Text(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Value, E> {
+        Ok(Value::Text(s))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
         let mut items = Vec::new();
-        self.skip_ws();
-        if self.eat(b']') {
-            return Ok(Value::Array(items));
+        while let Some(item) = seq.next_element_seed(inner)? {
+            items.push(item);
         }
-        loop {
-            self.skip_ws();
-            items.push(self.value(depth)?);
-            self.skip_ws();
-            if self.eat(b']') {
-                return Ok(Value::Array(items));
-            }
-            if !self.eat(b',') {
-                return self.fail("expected ',' or ']'");
-            }
-        }
+        Ok(Value::Array(items))
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
-        let depth = self.enter(depth)?;
-        self.pos += 1;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let inner = self.enter()?;
         let mut pairs = Vec::new();
         let mut seen = HashSet::new();
-        self.skip_ws();
-        if !self.eat(b'}') {
-            loop {
-                self.skip_ws();
-                let key_at = self.pos;
-                if self.peek() != Some(b'"') {
-                    return self.fail("expected a string key");
-                }
-                let key = self.string()?;
-                if !seen.insert(key.clone()) {
-                    return fail(key_at, format!("duplicate key {key:?}"));
-                }
-                self.skip_ws();
-                if !self.eat(b':') {
-                    return self.fail("expected ':'");
-                }
-                self.skip_ws();
-                let value = self.value(depth)?;
-                pairs.push((Value::Text(key), value));
-                self.skip_ws();
-                if self.eat(b'}') {
-                    break;
-                }
-                if !self.eat(b',') {
-                    return self.fail("expected ',' or '}'");
-                }
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                self.context.broken.set(Some(Rule::DuplicateKey));
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
+            let value = map.next_value_seed(inner)?;
+            pairs.push((Value::Text(key), value));
         }
         let bytes = match pairs.as_slice() {
             [(Value::Text(key), Value::Text(hex))] if key == "$bytes" => decode_hex(hex),
             _ => None,
         };
         Ok(bytes.map_or(Value::Map(pairs), Value::Bytes))
-    }
-
-    /// Parses a string starting at its opening quote.
-    fn string(&mut self) -> Result<String, JsonError> {
-        self.pos += 1;
-        let mut out = String::new();
-        loop {
-            let run = self.pos;
-            while matches!(self.peek(), Some(b) if b != b'"' && b != b'\\' && b >= 0x20) {
-                self.pos += 1;
-            }
-            // Both ends sit next to ASCII bytes, so they are char boundaries.
-            out.push_str(&self.text[run..self.pos]);
-            match self.peek() {
-                None => return self.fail("unterminated string"),
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(out);
-                }
-                Some(b'\\') => {
-                    self.pos += 1;
-                    out.push(self.escape()?);
-                }
-                Some(_) => return self.fail("unescaped control character in string"),
-            }
-        }
-    }
-
-    /// Parses the escape after a backslash.
-    fn escape(&mut self) -> Result<char, JsonError> {
-        let at = self.pos - 1;
-        let Some(byte) = self.peek() else {
-            return self.fail("unterminated string");
-        };
-        self.pos += 1;
-        Ok(match byte {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let code = match self.hex4()? {
-                    high @ 0xd800..=0xdbff => {
-                        let low = if self.text.as_bytes()[self.pos..].starts_with(b"\\u") {
-                            self.pos += 2;
-                            self.hex4()?
-                        } else {
-                            0
-                        };
-                        if !(0xdc00..=0xdfff).contains(&low) {
-                            return fail(at, "lone surrogate in \\u escape");
-                        }
-                        0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00)
-                    }
-                    0xdc00..=0xdfff => return fail(at, "lone surrogate in \\u escape"),
-                    code => code,
-                };
-                char::from_u32(code).map_or_else(|| fail(at, "invalid \\u escape"), Ok)?
-            }
-            _ => return fail(at, "invalid escape"),
-        })
-    }
-
-    fn hex4(&mut self) -> Result<u32, JsonError> {
-        let mut code = 0;
-        for _ in 0..4 {
-            let Some(digit) = self.peek().and_then(|b| char::from(b).to_digit(16)) else {
-                return self.fail("expected four hex digits in \\u escape");
-            };
-            code = code * 16 + digit;
-            self.pos += 1;
-        }
-        Ok(code)
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
-    fn require_digits(&mut self) -> Result<(), JsonError> {
-        if self.digits() == 0 {
-            return self.fail("expected a digit");
-        }
-        Ok(())
-    }
-
-    fn number(&mut self) -> Result<Value, JsonError> {
-        let start = self.pos;
-        let negative = self.eat(b'-');
-        let int_start = self.pos;
-        match self.peek() {
-            Some(b'0') => {
-                self.pos += 1;
-                if matches!(self.peek(), Some(b'0'..=b'9')) {
-                    return self.fail("leading zeros are not allowed");
-                }
-            }
-            Some(b'1'..=b'9') => _ = self.digits(),
-            _ => return self.fail("expected a digit"),
-        }
-        let int_end = self.pos;
-        let fraction = self.eat(b'.');
-        if fraction {
-            self.require_digits()?;
-        }
-        let exponent = matches!(self.peek(), Some(b'e' | b'E'));
-        if exponent {
-            self.pos += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            self.require_digits()?;
-        }
-        if !fraction && !exponent {
-            let integer = match (negative, self.text[int_start..int_end].parse::<u128>()) {
-                (false, Ok(n)) => u64::try_from(n).ok().map(Value::Unsigned),
-                (true, Ok(0)) => Some(Value::Unsigned(0)),
-                (true, Ok(n)) => u64::try_from(n - 1).ok().map(Value::Negative),
-                (_, Err(_)) => None,
-            };
-            if let Some(value) = integer {
-                return Ok(value);
-            }
-        }
-        match self.text[start..self.pos].parse::<f64>() {
-            Ok(f) if f.is_finite() => Ok(Value::Float(f)),
-            Ok(_) => fail(start, "number out of the range of a 64-bit float"),
-            Err(_) => fail(start, "invalid number"),
-        }
     }
 }
 
@@ -463,6 +626,60 @@ mod tests {
     }
 
     #[test]
+    fn cbor_bytes_render_as_their_value_does() {
+        use Value::*;
+        let values = [
+            Map(vec![
+                (text("a"), Unsigned(1)),
+                (
+                    text("b"),
+                    Array(vec![Float(0.5), Null, Bool(true), Undefined]),
+                ),
+                (text("c"), Bytes((0..=255).collect())),
+                (Unsigned(7), Negative(u64::MAX)),
+                (Array(vec![text("x")]), Tag(1, Box::new(Simple(16)))),
+                (Bytes(vec![1]), Float(f64::INFINITY)),
+                (text("q\"\u{1}é😀"), Map(vec![])),
+            ]),
+            Array(vec![Unsigned(0); 1000]),
+            Tag(u64::MAX, Box::new(Array(vec![]))),
+            Simple(255),
+        ];
+        for value in values {
+            let bytes = crate::cbor::to_vec(&value);
+            assert_eq!(cbor_to_json(&bytes).unwrap(), to_json(&value), "{value:?}");
+        }
+        // Indefinite lengths and chunked strings render as their definite forms do.
+        let chunked = [
+            0xbf, 0x7f, 0x61, b'k', 0x61, b'y', 0xff, 0x5f, 0x41, 1, 0x41, 2, 0xff, 0xff,
+        ];
+        assert_eq!(
+            cbor_to_json(&chunked).unwrap(),
+            r#"{"ky":{"$bytes":"0102"}}"#
+        );
+        // Malformed bytes are an error, not a panic or a partial string.
+        for bad in [
+            &[0x82, 0x01][..],
+            &[0xff],
+            &[0x01, 0x02],
+            &[0x62, 0xc3, 0x28],
+        ] {
+            assert!(cbor_to_json(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_are_placed_at_the_key() {
+        assert_eq!(err_at(r#"{"a":1, "a" :2}"#), 8);
+        assert_eq!(err_at(r#"{"k\"":1,"k\"":2}"#), 9);
+        assert_eq!(err_at("{\"x\":{\"a\":1,\n\"a\":2}}"), 13);
+        assert_eq!(
+            parse(r#"{"a":1,"a":2}"#).unwrap_err().message,
+            "duplicate key \"a\""
+        );
+    }
+
+    #[test]
     fn floats_stay_floats_and_parse_back() {
         for f in [
             2.0,
@@ -510,12 +727,7 @@ mod tests {
             assert_eq!(parse(json).unwrap(), expected, "{json}");
         }
         // Beyond f64: refused rather than silently stored as infinity.
-        assert!(
-            parse("1e400")
-                .unwrap_err()
-                .message
-                .contains("out of the range")
-        );
+        assert!(parse("1e400").unwrap_err().message.contains("out of range"));
         assert!(parse("-1e400").is_err());
     }
 
@@ -528,12 +740,19 @@ mod tests {
         assert_eq!(parse(r#""\u00e9\u00E9\u0000""#).unwrap(), text("éé\0"));
         assert_eq!(parse(r#""\ud83d\ude00!""#).unwrap(), text("😀!"));
         assert_eq!(parse("\"é😀 raw\"").unwrap(), text("é😀 raw"));
-        assert_eq!(err_at(r#""x\ud83d""#), 2);
-        assert_eq!(err_at(r#""\ud83dx""#), 1);
-        assert_eq!(err_at(r#""\ud83d\u0041""#), 1);
-        assert_eq!(err_at(r#""\ude00""#), 1);
-        assert_eq!(err_at(r#""\u12""#), 5);
-        assert_eq!(err_at(r#""\u12g4""#), 5);
+        // Offsets are where serde_json notices the problem: after the escape.
+        assert_eq!(err_at(r#""x\ud83d""#), 8);
+        assert_eq!(err_at(r#""\ud83dx""#), 7);
+        assert_eq!(err_at(r#""\ud83d\u0041""#), 12);
+        assert_eq!(err_at(r#""\ude00""#), 6);
+        assert_eq!(err_at(r#""\u12""#), 6);
+        assert_eq!(err_at(r#""\u12g4""#), 6);
+        assert!(
+            parse(r#""\ude00""#)
+                .unwrap_err()
+                .message
+                .contains("surrogate")
+        );
     }
 
     #[test]
@@ -603,7 +822,7 @@ mod tests {
             ("{\"a\":1,}", 7),
             ("\"abc", 4),
             ("[\"abc", 5),
-            (r#""\x""#, 1),
+            (r#""\x""#, 2),
             ("01", 1),
             ("-01", 2),
             ("[01]", 2),
@@ -621,8 +840,8 @@ mod tests {
             (r#"{"a" 1}"#, 5),
             ("{1:2}", 1),
             ("[1 2]", 3),
-            ("tru", 0),
-            ("nul", 0),
+            ("tru", 3),
+            ("nul", 3),
             ("True", 0),
             ("NaN", 0),
             ("{\"a\":1}}", 7),
@@ -633,7 +852,7 @@ mod tests {
         }
         assert_eq!(
             parse("[1,]").unwrap_err().to_string(),
-            "JSON error at byte 3: unexpected character ']'"
+            "JSON error at byte 3: trailing comma"
         );
     }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::buffer::{AlignedBuf, zeroed_vec};
 use crate::cbor::Value;
-use crate::convert::Plan;
 use crate::codec::FrameIndex;
+use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -56,6 +56,54 @@ struct Cache {
 /// of very many small frames reach it; past it, each call that needs an index builds its
 /// own and drops it after (reading the seek table or the frame headers again).
 const INDEX_CACHE_BUDGET: u64 = 64 << 20;
+
+/// Objects per group of `Caches`.
+const CACHE_GROUP: usize = 64;
+
+/// The decoded copies views keep, one cell per component, made for a group of
+/// `CACHE_GROUP` objects when one of them first needs one: a file of millions of objects
+/// whose views are zero-copy pays a few bytes per group, not per component.
+struct Caches {
+    groups: Box<[OnceLock<CacheGroup>]>,
+}
+
+/// Per object of a group, per component.
+type CacheGroup = Box<[Box<[Cache]>]>;
+
+impl Caches {
+    fn new(objects: usize) -> Caches {
+        Caches {
+            groups: (0..objects.div_ceil(CACHE_GROUP))
+                .map(|_| OnceLock::new())
+                .collect(),
+        }
+    }
+
+    /// The cell of a component, if its group was made.
+    fn get(&self, object: usize, component: usize) -> Option<&Cache> {
+        self.groups[object / CACHE_GROUP].get()?[object % CACHE_GROUP].get(component)
+    }
+
+    /// The cell of a component, making its group if needed.
+    fn cell(&self, objects: &[Object], object: usize, component: usize) -> &Cache {
+        let first = object / CACHE_GROUP * CACHE_GROUP;
+        let group = self.groups[object / CACHE_GROUP].get_or_init(|| {
+            objects[first..objects.len().min(first + CACHE_GROUP)]
+                .iter()
+                .map(|o| {
+                    (0..o.components.len())
+                        .map(|_| Cache {
+                            cell: OnceLock::new(),
+                            index: OnceLock::new(),
+                            lock: Mutex::new(()),
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        &group[object - first][component]
+    }
+}
 
 /// A borrowed view of a component's decoded bytes.
 #[derive(Clone, Copy, Debug)]
@@ -111,8 +159,7 @@ pub struct Reader<'a> {
     source: Source<'a>,
     model: Model,
     limits: Limits,
-    caches: Box<[Cache]>,
-    first_cache: Box<[usize]>,
+    caches: Caches,
     /// The path, for error messages, when opened from one.
     origin: Option<Box<str>>,
     cached_total: AtomicU64,
@@ -188,25 +235,11 @@ impl<'a> Reader<'a> {
         let limits = options.limits;
         let read = |offset: u64, len: u64| source.region_checked(offset, len);
         let model = formats::read_model(&read, source.size(), &limits)?;
-        let mut first_cache = Vec::with_capacity(model.objects.len());
-        let mut count = 0usize;
-        for o in &model.objects {
-            first_cache.push(count);
-            count += o.components.len();
-        }
-        let caches = (0..count)
-            .map(|_| Cache {
-                cell: OnceLock::new(),
-                index: OnceLock::new(),
-                lock: Mutex::new(()),
-            })
-            .collect();
         let reader = Reader {
             source,
+            caches: Caches::new(model.objects.len()),
             model,
             limits,
-            caches,
-            first_cache: first_cache.into_boxed_slice(),
             origin: None,
             cached_total: AtomicU64::new(0),
             index_total: AtomicU64::new(0),
@@ -372,7 +405,7 @@ impl<'a> Reader<'a> {
 
     /// The decoded bytes a view already cached, if any.
     fn cached(&self, object: usize, component: usize) -> Option<&AlignedBuf> {
-        self.caches[self.first_cache[object] + component].cell.get()
+        self.caches.get(object, component)?.cell.get()
     }
 
     /// A view of a component's decoded bytes. Raw components are zero-copy (a slice of the
@@ -397,7 +430,7 @@ impl<'a> Reader<'a> {
         if let Some(buf) = self.cached(object, component) {
             return Ok(View::cached(buf, c.dtype));
         }
-        let cache = &self.caches[self.first_cache[object] + component];
+        let cache = self.caches.cell(&self.model.objects, object, component);
         let _guard = cache.lock.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(buf) = cache.cell.get() {
             return Ok(View::cached(buf, c.dtype));
@@ -603,7 +636,7 @@ impl<'a> Reader<'a> {
     /// swapped data).
     pub fn frame_index(&self, object: usize, component: usize) -> Result<Arc<FrameIndex>> {
         let (obj, c) = self.component(object, component)?;
-        let cache = &self.caches[self.first_cache[object] + component];
+        let cache = self.caches.cell(&self.model.objects, object, component);
         if let Some(index) = cache.index.get() {
             return Ok(index.clone());
         }

@@ -92,7 +92,7 @@ fn many_small_objects_cost_a_small_multiple() {
         peak as f64 / manifest as f64
     );
     assert!(
-        peak <= 16 * manifest + (1 << 20),
+        peak <= 3 * manifest + (1 << 20),
         "peak {peak} for a {manifest}-byte manifest"
     );
 }

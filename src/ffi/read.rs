@@ -1,9 +1,10 @@
 //! C ABI: opening files and reading objects.
 
+use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use super::{
     guard, guard_value, need, need_bytes, need_bytes_mut, need_dtype, need_out, need_str, put,
@@ -17,8 +18,9 @@ use crate::reader::{OpenOptions, Reader};
 /// `const zt_reader *` may be called from many threads at once.
 pub struct zt_reader {
     reader: Reader<'static>,
-    /// Attribute JSON rendered on first request: one per object, then the file's.
-    json: Box<[OnceLock<CString>]>,
+    /// Attribute JSON rendered on first request, by object index (the file's after the
+    /// objects'): kept until `zt_close`, and only for what was asked.
+    json: Mutex<HashMap<usize, CString>>,
 }
 
 impl zt_reader {
@@ -102,9 +104,7 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
 }
 
 pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
-    let json = (0..=reader.objects().len())
-        .map(|_| OnceLock::new())
-        .collect();
+    let json = Mutex::new(HashMap::new());
     put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
 }
 
@@ -544,11 +544,17 @@ pub unsafe extern "C" fn zt_attributes_json(
         } else {
             (object, r.reader.object(object)?.raw_attributes())
         };
-        let text = r.json[slot].get_or_init(|| {
-            let json = attrs.map_or_else(|| "{}".to_owned(), |a| crate::json::to_json(&a.value()));
-            CString::new(json).unwrap_or_else(|_| c"{}".to_owned())
-        });
-        put(out_json, text.as_ptr());
+        let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(text) = rendered().get(&slot) {
+            put(out_json, text.as_ptr());
+            return Ok(());
+        }
+        // Rendered without the lock; a thread that rendered the same first wins.
+        let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+        // JSON escapes every control character, so there is no NUL inside.
+        let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
+        // The text stays where it is (a CString owns its bytes) until zt_close.
+        put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
         Ok(())
     })
 }

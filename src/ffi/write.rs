@@ -243,6 +243,9 @@ pub unsafe extern "C" fn zt_writer_end_component(w: *mut zt_writer) -> zt_status
 /// Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
 /// CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
 /// object already begun (open or ended). Any time before finish; a second call replaces.
+/// Attributes nested deeper than a reader with the default limits accepts (127 levels
+/// for the file's, 125 for an object's, the attribute object itself counted) are
+/// `ZT_ERR_INVALID_ARGUMENT`, as is malformed JSON.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_set_attributes_json(
     w: *mut zt_writer,

@@ -545,7 +545,7 @@ fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Resu
             Component::raw(data.clone(), typed.dtype, typed.logical, offset, length);
         if typed.length.is_none() {
             component.steps =
-                Box::new([Step::Format(std::sync::Arc::new(UnknownType(info.type_id)))]);
+                vec![Step::Format(std::sync::Arc::new(UnknownType(info.type_id)))].into();
         }
         objects.push(Object {
             name: info.name,

@@ -4,8 +4,6 @@
 //! index. `schema` holds the rules of each object kind; `validate` the structural checks
 //! every model passes before a reader exists.
 
-use std::ffi::c_char;
-
 use crate::cbor::Value;
 use crate::codec::digest;
 use crate::dtype::DType;
@@ -13,65 +11,14 @@ use crate::error::{Result, bail};
 
 pub mod schema;
 mod steps;
+mod text;
 mod validate;
 
 pub(crate) use steps::{FormatStep, Step, Steps, check_steps};
+pub use text::CText;
+pub(crate) use text::TextArena;
 
 pub(crate) use validate::{check_name, check_name_text, validate};
-
-/// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
-/// It never contains an interior NUL.
-/// Clones share the text (names, formats and roles are stored once).
-#[derive(Clone, PartialEq, Eq)]
-pub struct CText(std::sync::Arc<str>);
-
-impl CText {
-    /// Copies `s`, refusing interior NUL bytes. One allocation.
-    pub fn new(s: &str) -> Result<CText> {
-        if s.as_bytes().contains(&0) {
-            bail!(Format, "text {:?} contains a NUL byte", s);
-        }
-        let mut small = [0u8; 128];
-        let text: std::sync::Arc<str> = if s.len() < small.len() {
-            small[..s.len()].copy_from_slice(s.as_bytes());
-            // SAFETY: a copy of valid UTF-8 followed by an ASCII NUL is valid UTF-8.
-            std::sync::Arc::from(unsafe { std::str::from_utf8_unchecked(&small[..=s.len()]) })
-        } else {
-            let mut owned = String::with_capacity(s.len() + 1);
-            owned.push_str(s);
-            owned.push('\0');
-            owned.into()
-        };
-        Ok(CText(text))
-    }
-    /// The text without the terminator.
-    pub fn as_str(&self) -> &str {
-        &self.0[..self.0.len() - 1]
-    }
-    /// A NUL-terminated pointer, valid as long as `self`.
-    pub fn as_ptr(&self) -> *const c_char {
-        self.0.as_ptr().cast()
-    }
-}
-
-impl std::hash::Hash for CText {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // As the text without its terminator, so that lookups by &str agree.
-        self.as_str().hash(state)
-    }
-}
-
-impl std::borrow::Borrow<str> for CText {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl std::fmt::Debug for CText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
 
 /// How stored bytes are encoded. Values are the C ABI's `zt_encoding`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,16 +162,17 @@ impl Component {
 
 /// Attributes as their CBOR bytes (a map), validated when the file was opened and decoded
 /// only on request, so that opening never builds trees of metadata nobody asked for.
+/// One pointer, so that objects without attributes pay 8 bytes for having none.
 #[derive(Clone, PartialEq)]
-pub struct Attributes(Box<[u8]>);
+pub struct Attributes(Box<Box<[u8]>>);
 
 impl Attributes {
     pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
-        Attributes(bytes.into())
+        Attributes(Box::new(bytes.into()))
     }
     /// Encodes a value (the writer checks it is a map).
     pub(crate) fn from_value(v: &Value) -> Attributes {
-        Attributes(crate::cbor::to_vec(v).into_boxed_slice())
+        Attributes(Box::new(crate::cbor::to_vec(v).into_boxed_slice()))
     }
     /// The CBOR encoding of the attribute map.
     pub fn as_cbor(&self) -> &[u8] {
@@ -235,6 +183,12 @@ impl Attributes {
         crate::cbor::decode(&self.0, crate::limits::MAX_CBOR_DEPTH)
             .expect("validated when the file was opened")
     }
+    /// The attribute map as compact JSON (the mapping of `json::write_json`), rendered
+    /// straight from the CBOR bytes without building a tree: memory is the output's.
+    pub fn to_json(&self) -> Result<String> {
+        crate::json::cbor_to_json(&self.0)
+            .map_err(|e| crate::error::err!(Format, "attributes: {e}"))
+    }
 }
 
 impl std::fmt::Debug for Attributes {
@@ -243,8 +197,8 @@ impl std::fmt::Debug for Attributes {
     }
 }
 
-/// An object's dimensions, stored inline up to rank 4 (nearly every tensor), so that a
-/// manifest of many small tensors doesn't pay an allocation per shape.
+/// An object's dimensions, stored inline up to rank 2 (most tensors), so that a manifest
+/// of many small tensors doesn't pay an allocation per shape; 24 bytes.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Shape {
     Inline {
@@ -255,7 +209,7 @@ pub(crate) enum Shape {
 }
 
 impl Shape {
-    const INLINE: usize = 4;
+    const INLINE: usize = 2;
 }
 
 impl From<&[u64]> for Shape {
@@ -541,13 +495,16 @@ impl Model {
     }
 }
 
-/// Object index by name: open addressing over object indices with a keyed hash (std's
-/// SipHash, randomly keyed, so a hostile file can't make lookups quadratic). It holds
-/// no copies of the names: 8 bytes per slot, at most half the slots used.
+/// Object index by name: open addressing (linear probing) over object indices with a
+/// keyed hash (std's SipHash, randomly keyed, so a hostile file can't make lookups
+/// quadratic). It holds no copies of the names: 6 bytes per slot (an index and 16 bits of
+/// the hash, in two arrays), at most two thirds of the slots used: 9 bytes per object.
 #[derive(Clone, Debug)]
 pub(crate) struct NameIndex {
-    /// (object index + 1, high half of the hash); 0 marks an empty slot.
-    slots: Box<[(u32, u32)]>,
+    /// Object index + 1 per slot; 0 marks an empty slot.
+    entries: Box<[u32]>,
+    /// Other bits of the hash of the slot's name, compared before the name.
+    tags: Box<[u16]>,
     hasher: std::collections::hash_map::RandomState,
 }
 
@@ -561,49 +518,58 @@ impl NameIndex {
                 objects.len()
             );
         }
-        let size = (objects.len() * 2).next_power_of_two().max(8);
+        let size = (objects.len() + objects.len() / 2 + 1).max(8);
         let mut index = NameIndex {
-            slots: vec![(0u32, 0u32); size].into_boxed_slice(),
+            entries: vec![0u32; size].into_boxed_slice(),
+            tags: vec![0u16; size].into_boxed_slice(),
             hasher: Default::default(),
         };
-        let mask = size - 1;
         for (i, o) in objects.iter().enumerate() {
-            let h = index.hash(o.name());
-            let mut at = h as usize & mask;
+            let (mut at, tag) = index.place(o.name());
             loop {
-                let (entry, tag) = index.slots[at];
+                let entry = index.entries[at];
                 if entry == 0 {
-                    index.slots[at] = (i as u32 + 1, (h >> 32) as u32);
+                    index.entries[at] = i as u32 + 1;
+                    index.tags[at] = tag;
                     break;
                 }
-                if tag == (h >> 32) as u32 && objects[entry as usize - 1].name() == o.name() {
+                if index.tags[at] == tag && objects[entry as usize - 1].name() == o.name() {
                     bail!(Format, "duplicate object name '{}'", o.name());
                 }
-                at = (at + 1) & mask;
+                at = index.next(at);
             }
         }
         Ok(index)
     }
 
-    fn hash(&self, name: &str) -> u64 {
+    /// The first slot to look at for `name` (from the hash's high bits), and its tag (low).
+    fn place(&self, name: &str) -> (usize, u16) {
         use std::hash::BuildHasher;
-        self.hasher.hash_one(name)
+        let h = self.hasher.hash_one(name);
+        let at = ((u128::from(h) * self.entries.len() as u128) >> 64) as usize;
+        (at, h as u16)
+    }
+
+    fn next(&self, at: usize) -> usize {
+        if at + 1 == self.entries.len() {
+            0
+        } else {
+            at + 1
+        }
     }
 
     /// The index of the object called `name` among `objects` (those it was built from).
     pub(crate) fn find(&self, objects: &[Object], name: &str) -> Option<usize> {
-        let h = self.hash(name);
-        let mask = self.slots.len() - 1;
-        let mut at = h as usize & mask;
+        let (mut at, tag) = self.place(name);
         loop {
-            let (entry, tag) = self.slots[at];
+            let entry = self.entries[at];
             if entry == 0 {
                 return None;
             }
-            if tag == (h >> 32) as u32 && objects[entry as usize - 1].name() == name {
+            if self.tags[at] == tag && objects[entry as usize - 1].name() == name {
                 return Some(entry as usize - 1);
             }
-            at = (at + 1) & mask;
+            at = self.next(at);
         }
     }
 }

@@ -34,8 +34,22 @@ pub(crate) trait FormatStep: Send + Sync + std::fmt::Debug {
     fn output_len(&self) -> u64;
 }
 
-/// A component's steps; empty (no allocation) for nearly every component.
-pub(crate) type Steps = Box<[Step]>;
+/// A component's steps; empty (no allocation, one null pointer) for nearly every component.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Steps(Option<Box<Box<[Step]>>>);
+
+impl From<Vec<Step>> for Steps {
+    fn from(steps: Vec<Step>) -> Steps {
+        Steps((!steps.is_empty()).then(|| Box::new(steps.into_boxed_slice())))
+    }
+}
+
+impl std::ops::Deref for Steps {
+    type Target = [Step];
+    fn deref(&self) -> &[Step] {
+        self.0.as_deref().map_or(&[], |s| &**s)
+    }
+}
 
 /// Checks that a component's steps fit its blob: each slice inside its input, each swap
 /// a whole number of elements, and the last output exactly the component's decoded length.

@@ -661,7 +661,7 @@ impl<W: Write> Writer<W> {
     /// Sets the file's attributes (a CBOR map); a second call replaces them.
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(&attributes)?;
+        check_attributes(&attributes, manifest::FILE_ATTRIBUTES_DEPTH, "the file's")?;
         self.file_attributes = Some(Attributes::from_value(&attributes));
         Ok(())
     }
@@ -669,7 +669,11 @@ impl<W: Write> Writer<W> {
     /// Sets the attributes of an object already begun (open or ended); replaces.
     pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(&attributes)?;
+        check_attributes(
+            &attributes,
+            manifest::OBJECT_ATTRIBUTES_DEPTH,
+            "an object's",
+        )?;
         let &i = self
             .by_name
             .get(name)
@@ -770,7 +774,10 @@ fn check_shape(shape: &[u64]) -> Result<()> {
     Ok(())
 }
 
-fn check_attributes(v: &Value) -> Result<()> {
+/// Attributes must be a map that a reader with the default limits accepts where it sits
+/// in the manifest (`at`: the nesting of the map): arrays, maps and tags each count one
+/// level, and the manifest may nest at most `Limits::default().max_cbor_depth` deep.
+fn check_attributes(v: &Value, at: usize, whose: &str) -> Result<()> {
     if !v.is_map() {
         bail!(
             InvalidArgument,
@@ -778,5 +785,25 @@ fn check_attributes(v: &Value) -> Result<()> {
             v.type_name()
         );
     }
+    let max = Limits::default().max_cbor_depth;
+    let allowed = max - at;
+    if nests_deeper(v, allowed) {
+        bail!(
+            InvalidArgument,
+            "{whose} attributes nest deeper than {allowed} levels, the most a reader with \
+             the default max_cbor_depth of {max} accepts there"
+        );
+    }
     Ok(())
+}
+
+/// Whether `v` nests more than `levels` containers deep (looks no deeper than that).
+fn nests_deeper(v: &Value, levels: usize) -> bool {
+    let inner: Box<dyn Iterator<Item = &Value>> = match v {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Map(pairs) => Box::new(pairs.iter().flat_map(|(k, v)| [k, v])),
+        Value::Tag(_, inner) => Box::new(std::iter::once(&**inner)),
+        _ => return false,
+    };
+    levels == 0 || inner.into_iter().any(|item| nests_deeper(item, levels - 1))
 }

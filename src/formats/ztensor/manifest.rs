@@ -12,13 +12,18 @@ use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Shape,
-    check_name, check_name_text,
+    TextArena, check_name_text,
 };
 
 use super::TRAITS;
 
 /// The version string this library writes.
 pub const WRITE_VERSION: &str = "1.2.0";
+
+/// The CBOR nesting the file's attribute map sits at (inside the manifest map).
+pub(crate) const FILE_ATTRIBUTES_DEPTH: usize = 1;
+/// The CBOR nesting an object's attribute map sits at (manifest, objects, object).
+pub(crate) const OBJECT_ATTRIBUTES_DEPTH: usize = 3;
 
 /// A CBOR error in the manifest, positioned in the file.
 pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
@@ -216,20 +221,29 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// Strings that repeat across objects (formats, roles, logical types) are stored once.
+/// Strings that repeat across objects (formats, roles, logical types) are stored once;
+/// the others (names, digests) side by side in an arena.
 #[derive(Default)]
-struct Interner(Vec<CText>);
+struct Interner {
+    repeated: Vec<CText>,
+    arena: TextArena,
+}
 
 impl Interner {
     fn get(&mut self, s: &str) -> Result<CText> {
-        if let Some(t) = self.0.iter().find(|t| t.as_str() == s) {
+        if let Some(t) = self.repeated.iter().find(|t| t.as_str() == s) {
             return Ok(t.clone());
         }
-        let t = CText::new(s)?;
-        if self.0.len() < 32 {
-            self.0.push(t.clone());
+        let t = self.arena.text(s)?;
+        if self.repeated.len() < 32 {
+            self.repeated.push(t.clone());
         }
         Ok(t)
+    }
+
+    /// A string of its own (an object's name, a digest).
+    fn unique(&mut self, s: &str) -> Result<CText> {
+        self.arena.text(s)
     }
 }
 
@@ -288,7 +302,7 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
         };
         match slot {
             Some(0) => version = Some(p.text("version")?),
-            Some(1) => attributes = p.attributes(1, "file")?,
+            Some(1) => attributes = p.attributes(FILE_ATTRIBUTES_DEPTH, "file")?,
             Some(2) => objects = Some(parse_objects(&mut p, limits, &mut interner, &mut derived)?),
             _ => p.skip(1)?,
         }
@@ -321,6 +335,42 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     Model::new(Container::ZTensor, TRAITS, &version, attributes, objects)
 }
 
+/// The fewest manifest bytes an object entry takes: a non-empty name (2) and a map (1)
+/// holding the required keys with their shortest values: "shape" [] (7), "format" and a
+/// one-character text (9), "components" {} (12).
+const MIN_OBJECT_BYTES: usize = 2 + 1 + 7 + 9 + 12;
+
+/// The first reservation for the objects of a manifest, at most (about 10 MiB).
+const FIRST_OBJECTS: usize = 1 << 16;
+
+/// Room for more objects in `list` when it is full. A declared count is a claim: the
+/// reservation is bounded by what the bytes left can hold, and sized by what was actually
+/// read (the bytes per object so far), so an honest file's list is reserved about once
+/// and a hostile count reserves nothing it can't fill. Allocation failure is a status.
+fn reserve_objects(
+    list: &mut Vec<Object>,
+    declared: Option<u64>,
+    read: usize,
+    left: usize,
+) -> Result<()> {
+    let fit = match list.len() {
+        0 => (left / MIN_OBJECT_BYTES).min(FIRST_OBJECTS),
+        n => (left / (read / n).max(1)).max(n / 4),
+    };
+    let want = match declared {
+        Some(d) => fit.min((d as usize).saturating_sub(list.len())),
+        None => fit,
+    };
+    list.try_reserve_exact(want.max(1)).map_err(|_| {
+        err!(
+            Limit,
+            "no memory for {} more objects after {}",
+            want.max(1),
+            list.len()
+        )
+    })
+}
+
 fn parse_objects(
     p: &mut Parser<'_>,
     limits: &Limits,
@@ -328,13 +378,22 @@ fn parse_objects(
     derived: &mut Option<String>,
 ) -> Result<Vec<Object>> {
     let mut len = p.map(1, "objects")?;
-    let mut list = match len {
-        Len::Definite(n) => Vec::with_capacity(n as usize),
-        Len::Indefinite => Vec::new(),
+    let declared = match len {
+        Len::Definite(n) => Some(n),
+        Len::Indefinite => None,
     };
+    let start = p.c.position();
+    let mut list = Vec::new();
     while p.more(&mut len)? {
+        if list.len() == list.capacity() {
+            let read = p.c.position() - start;
+            reserve_objects(&mut list, declared, read, p.c.remaining())?;
+        }
         let name = p.text("an object name")?;
-        let name_c = check_name("object", &name, limits.max_name_length)?;
+        check_name_text("object", &name, limits.max_name_length)?;
+        let name_c = interner
+            .unique(&name)
+            .map_err(|e| e.context("object name"))?;
         let object = parse_object(p, name_c, limits, interner, derived)
             .map_err(|e| e.context(format!("object '{name}'")))?;
         list.push(object);
@@ -360,7 +419,7 @@ fn parse_object(
         match slot {
             Some(0) => shape = Some(p.shape(3, limits)?),
             Some(1) => format = Some(p.text("format")?),
-            Some(2) => attributes = p.attributes(3, "object")?,
+            Some(2) => attributes = p.attributes(OBJECT_ATTRIBUTES_DEPTH, "object")?,
             Some(3) => components = Some(parse_components(p, limits, interner)?),
             _ => p.skip(3)?,
         }
@@ -506,7 +565,7 @@ fn parse_component(
     let digest = match digest {
         Some(d) => {
             digest::check_syntax(&d, TRAITS.digest_kinds)?;
-            Some(CText::new(&d)?)
+            Some(interner.unique(&d)?)
         }
         None => None,
     };

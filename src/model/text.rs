@@ -1,0 +1,304 @@
+//! Names and other text of the model (`CText`): NUL-terminated for the C API, shared by
+//! reference counting, and small: a `CText` is one pointer, and the names of a manifest
+//! are stored side by side in a few blocks (`TextArena`) instead of one allocation each,
+//! which is most of what a many-object file's model would otherwise cost.
+//!
+//! A block is a header (reference count, size) followed by entries; an entry is the
+//! distance from its block's start to its text (u16), the text and a NUL, so a 13-byte
+//! name takes 16 bytes. A `CText` points at an entry's text and holds one reference to
+//! its block; the length is found by the NUL (texts hold none).
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::ffi::c_char;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+
+use crate::error::{Result, bail};
+
+/// A block's header.
+#[repr(C)]
+struct Header {
+    /// References held by `CText`s (and by the arena filling the block).
+    refs: AtomicU32,
+    /// The block's size in bytes, header included, for deallocation.
+    size: u32,
+}
+
+const HEADER: usize = std::mem::size_of::<Header>();
+/// Bytes an entry adds to its text: back distance, NUL.
+const ENTRY_OVERHEAD: usize = 2 + 1;
+/// The size of an arena's blocks: every back distance fits in a u16.
+const BLOCK: usize = 64 << 10;
+/// Texts longer than this get a block of their own.
+const LONG: usize = BLOCK / 8;
+
+/// A block being filled: where it is, and how much of it is used.
+struct Block {
+    start: NonNull<u8>,
+    used: usize,
+    size: usize,
+}
+
+impl Block {
+    /// A new block of `size` bytes (at most `u32::MAX`) with one reference, the caller's.
+    fn new(size: usize) -> Block {
+        let layout = Layout::from_size_align(size, 8).expect("a small block");
+        // SAFETY: the layout has a non-zero size.
+        let start =
+            NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout));
+        // SAFETY: the block is at least HEADER bytes and 8-aligned.
+        unsafe {
+            start.cast::<Header>().write(Header {
+                refs: AtomicU32::new(1),
+                size: size as u32,
+            });
+        }
+        Block {
+            start,
+            used: HEADER,
+            size,
+        }
+    }
+
+    fn room(&self) -> usize {
+        self.size - self.used
+    }
+
+    /// Appends an entry for `s` (which must fit) and returns its `CText`.
+    fn push(&mut self, s: &str) -> CText {
+        let at = self.used;
+        // SAFETY: the entry fits in the block (checked by the callers), `at` is 2-aligned
+        // inside it and at most BLOCK from its start (a block of its own has one entry,
+        // right after the header), and no `CText` refers to bytes past `used`.
+        unsafe {
+            let entry = self.start.as_ptr().add(at);
+            entry.cast::<u16>().write((at + 2) as u16);
+            let text = entry.add(2);
+            std::ptr::copy_nonoverlapping(s.as_ptr(), text, s.len());
+            text.add(s.len()).write(0);
+            self.used = (at + ENTRY_OVERHEAD + s.len()).next_multiple_of(2);
+            let text = NonNull::new_unchecked(text);
+            CText::header_of(text).acquire();
+            CText(text)
+        }
+    }
+
+    /// Gives up the reference the filler held.
+    fn release(self) {
+        // SAFETY: the block is live; this is the filler's own reference.
+        unsafe { release(self.start) }
+    }
+}
+
+impl Header {
+    fn acquire(&self) {
+        // As Arc does: a count near overflow means leaked clones; stop rather than wrap.
+        if self.refs.fetch_add(1, Ordering::Relaxed) > u32::MAX / 2 {
+            std::process::abort();
+        }
+    }
+}
+
+/// Drops one reference to the block at `start`, freeing it with the last one.
+///
+/// # Safety
+/// `start` is a live block and the caller owns one of its references.
+unsafe fn release(start: NonNull<u8>) {
+    // SAFETY: per the contract, the header is live.
+    let header = unsafe { start.cast::<Header>().as_ref() };
+    if header.refs.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        let size = header.size as usize;
+        // SAFETY: the last reference is gone; the layout is the one it was made with.
+        unsafe { dealloc(start.as_ptr(), Layout::from_size_align_unchecked(size, 8)) };
+    }
+}
+
+/// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
+/// It never contains an interior NUL. Clones share the text (one pointer each).
+pub struct CText(NonNull<u8>);
+
+// SAFETY: the text is immutable once made and the block's count is atomic, as in Arc<str>.
+unsafe impl Send for CText {}
+// SAFETY: as above.
+unsafe impl Sync for CText {}
+
+impl CText {
+    /// Copies `s`, refusing interior NUL bytes. One allocation.
+    pub fn new(s: &str) -> Result<CText> {
+        check_no_nul(s)?;
+        let mut block = Block::new(HEADER + (ENTRY_OVERHEAD + s.len()).next_multiple_of(2));
+        let text = block.push(s);
+        block.release();
+        Ok(text)
+    }
+
+    /// The header of the block holding the entry whose text is at `text`.
+    ///
+    /// # Safety
+    /// `text` is the text of a live entry.
+    unsafe fn header_of<'a>(text: NonNull<u8>) -> &'a Header {
+        // SAFETY: an entry's back distance leads to its block's header.
+        unsafe { Self::block_of(text).cast::<Header>().as_ref() }
+    }
+
+    /// # Safety
+    /// `text` is the text of a live entry.
+    unsafe fn block_of(text: NonNull<u8>) -> NonNull<u8> {
+        // SAFETY: the back distance is the 2 bytes before the text (2-aligned).
+        unsafe {
+            let back = text.sub(2).cast::<u16>().read() as usize;
+            text.sub(back)
+        }
+    }
+
+    /// The text without the terminator.
+    pub fn as_str(&self) -> &str {
+        // SAFETY: `self` keeps the entry alive: a text copied from a `str` without NULs,
+        // then a NUL.
+        unsafe {
+            let bytes = std::ffi::CStr::from_ptr(self.as_ptr()).to_bytes();
+            std::str::from_utf8_unchecked(bytes)
+        }
+    }
+
+    /// A NUL-terminated pointer, valid as long as `self`.
+    pub fn as_ptr(&self) -> *const c_char {
+        self.0.as_ptr().cast()
+    }
+}
+
+impl Clone for CText {
+    fn clone(&self) -> CText {
+        // SAFETY: `self` keeps the entry alive.
+        unsafe { Self::header_of(self.0) }.acquire();
+        CText(self.0)
+    }
+}
+
+impl Drop for CText {
+    fn drop(&mut self) {
+        // SAFETY: `self` owns one reference to its live block.
+        unsafe { release(Self::block_of(self.0)) }
+    }
+}
+
+impl PartialEq for CText {
+    fn eq(&self, other: &CText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for CText {}
+
+impl std::hash::Hash for CText {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As the text, so that lookups by &str agree.
+        self.as_str().hash(state)
+    }
+}
+
+impl std::borrow::Borrow<str> for CText {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for CText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+fn check_no_nul(s: &str) -> Result<()> {
+    if s.len() > u32::MAX as usize - 64 {
+        bail!(
+            Limit,
+            "a text of {} bytes is longer than this library keeps",
+            s.len()
+        );
+    }
+    if s.as_bytes().contains(&0) {
+        bail!(Format, "text {:?} contains a NUL byte", s);
+    }
+    Ok(())
+}
+
+/// Makes `CText`s side by side in shared blocks: for the many names of one manifest.
+#[derive(Default)]
+pub(crate) struct TextArena {
+    block: Option<Block>,
+}
+
+impl TextArena {
+    /// Copies `s` into the arena, refusing interior NUL bytes.
+    pub(crate) fn text(&mut self, s: &str) -> Result<CText> {
+        if s.len() > LONG {
+            return CText::new(s);
+        }
+        check_no_nul(s)?;
+        let need = ENTRY_OVERHEAD + s.len();
+        if self.block.as_ref().is_none_or(|b| b.room() < need)
+            && let Some(full) = self.block.replace(Block::new(BLOCK))
+        {
+            full.release();
+        }
+        Ok(self.block.as_mut().expect("made above").push(s))
+    }
+}
+
+impl Drop for TextArena {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            block.release();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_share_blocks_and_outlive_the_arena() {
+        let mut arena = TextArena::default();
+        let names: Vec<CText> = (0..20_000)
+            .map(|i| arena.text(&format!("layer.{i}.weight")).unwrap())
+            .collect();
+        let long = arena.text(&"x".repeat(LONG + 1)).unwrap();
+        let empty = arena.text("").unwrap();
+        drop(arena);
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(name.as_str(), format!("layer.{i}.weight"));
+            // SAFETY: as_ptr is NUL-terminated.
+            let c = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+            assert_eq!(c.to_str().unwrap(), name.as_str());
+        }
+        assert_eq!(long.as_str().len(), LONG + 1);
+        assert_eq!(empty.as_str(), "");
+        let copy = names[7].clone();
+        drop(names);
+        assert_eq!(copy.as_str(), "layer.7.weight");
+        assert_eq!(copy, CText::new("layer.7.weight").unwrap());
+        assert!(TextArena::default().text("a\0b").is_err());
+        assert!(CText::new("a\0b").is_err());
+        assert_eq!(std::mem::size_of::<Option<CText>>(), 8);
+    }
+
+    #[test]
+    fn clones_cross_threads() {
+        let text = CText::new("shared ü").unwrap();
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let t = text.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        assert_eq!(t.clone().as_str(), "shared ü");
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(text.as_str(), "shared ü");
+    }
+}
