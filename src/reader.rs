@@ -879,6 +879,7 @@ mod tests {
                 dtype: DType::U8,
                 logical_type: None,
                 blob: Blob {
+                    file: 0,
                     offset: ALIGNMENT,
                     length: single.len() as u64,
                     encoding: Encoding::Zstd,

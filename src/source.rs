@@ -459,6 +459,116 @@ fn advise_pages(map: &Mmap, offset: usize, len: usize, flag: libc::c_int) {
     }
 }
 
+/// The files a reader reads: one, or the shards of a set, each opened and mapped when
+/// one of its components is first read (or at open, `Shards::open_all`). Blobs say which
+/// file holds them (`Blob::file`), so offsets stay those of their own file.
+pub(crate) enum Files<'a> {
+    One(Source<'a>),
+    Set(Box<Shards>),
+}
+
+/// The shards of a set.
+pub(crate) struct Shards {
+    files: Box<[Shard]>,
+}
+
+/// One shard: where it is, what it was when the set was opened, and its source once open.
+pub(crate) struct Shard {
+    /// As given to the reader (relative to the index's directory, or the split's path).
+    pub(crate) name: Box<str>,
+    path: std::path::PathBuf,
+    size: u64,
+    mapping: Mapping,
+    opened: std::sync::OnceLock<Source<'static>>,
+    lock: std::sync::Mutex<()>,
+}
+
+impl Shard {
+    /// A shard at `path`, `size` bytes when its header was read; `opened` when the source
+    /// that read it is kept.
+    pub(crate) fn new(
+        name: &str,
+        path: std::path::PathBuf,
+        size: u64,
+        mapping: Mapping,
+        opened: Option<Source<'static>>,
+    ) -> Shard {
+        let cell = std::sync::OnceLock::new();
+        if let Some(source) = opened {
+            let _ = cell.set(source);
+        }
+        Shard {
+            name: name.into(),
+            path,
+            size,
+            mapping,
+            opened: cell,
+            lock: std::sync::Mutex::new(()),
+        }
+    }
+
+    /// The shard's bytes in this process: opened (and mapped) on first use, once, and
+    /// checked to be the size it was when the set was opened.
+    fn source(&self) -> Result<&Source<'static>> {
+        if let Some(s) = self.opened.get() {
+            return Ok(s);
+        }
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = self.opened.get() {
+            return Ok(s);
+        }
+        let source = Source::open(&self.path, self.mapping)?;
+        if source.size() != self.size {
+            bail!(
+                Format,
+                "shard {} is {} bytes now, {} when the set was opened",
+                self.name,
+                source.size(),
+                self.size
+            );
+        }
+        Ok(self.opened.get_or_init(|| source))
+    }
+}
+
+impl Shards {
+    pub(crate) fn new(files: Vec<Shard>) -> Shards {
+        Shards {
+            files: files.into_boxed_slice(),
+        }
+    }
+}
+
+impl<'a> Files<'a> {
+    /// The source of file `file` (0 for a single file), opening a shard on first use.
+    pub(crate) fn part(&self, file: u32) -> Result<&Source<'a>> {
+        match self {
+            Files::One(s) if file == 0 => Ok(s),
+            Files::Set(set) => match set.files.get(file as usize) {
+                Some(shard) => shard.source(),
+                None => bail!(Internal, "no file {file} in a set of {}", set.files.len()),
+            },
+            Files::One(_) => bail!(Internal, "no file {file} in a reader of one file"),
+        }
+    }
+
+    /// The single file's source; None for a set.
+    pub(crate) fn single(&self) -> Option<&Source<'a>> {
+        match self {
+            Files::One(s) => Some(s),
+            Files::Set(_) => None,
+        }
+    }
+
+    /// The shards of a set; empty for a single file.
+    pub(crate) fn shards(&self) -> &[Shard] {
+        match self {
+            Files::One(_) => &[],
+            Files::Set(set) => &set.files,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -217,6 +217,7 @@ fn build(
             })?;
             let decoded = decoded_blob(Some(size))?;
             let blob = Blob {
+                file: 0,
                 offset,
                 length,
                 encoding,
@@ -230,6 +231,7 @@ fn build(
         "sparsecoo" => {
             let decoded = decoded_blob(None)?;
             let blob = Blob {
+                file: 0,
                 offset,
                 length,
                 encoding,
@@ -278,6 +280,7 @@ fn build(
             }
             let decoded = decoded_blob(None)?;
             let blob = Blob {
+                file: 0,
                 offset,
                 length,
                 encoding,

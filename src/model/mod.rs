@@ -56,7 +56,9 @@ impl Encoding {
 /// A contiguous stored region of the file and how it is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blob {
-    /// Absolute file offset.
+    /// Which file of a set holds it (0 for a single file).
+    pub file: u32,
+    /// Absolute offset in that file.
     pub offset: u64,
     /// Stored bytes.
     pub length: u64,
@@ -93,6 +95,7 @@ impl Component {
             dtype,
             logical_type,
             blob: Blob {
+                file: 0,
                 offset,
                 length,
                 encoding: Encoding::Raw,

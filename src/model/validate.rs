@@ -114,6 +114,7 @@ fn check_overlap(model: &Model) -> Result<()> {
 
 fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64, alignment: u64) -> Result<()> {
     let Blob {
+        file: _,
         offset,
         length,
         encoding,

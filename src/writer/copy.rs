@@ -219,6 +219,7 @@ impl<W: Write> Writer<W> {
             dtype: c.dtype(),
             logical_type: stream.logical_type,
             blob: Blob {
+                file: 0,
                 offset,
                 length,
                 encoding: c.encoding(),

@@ -616,6 +616,7 @@ impl<W: Write> Writer<W> {
             dtype: s.dtype,
             logical_type: s.logical_type,
             blob: Blob {
+                file: 0,
                 offset: s.offset,
                 length: self.output.pos - s.offset,
                 encoding,

@@ -95,6 +95,15 @@ pub fn pinned_python(requirements: &str, name: &str) -> std::path::PathBuf {
     let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let python = venv.join("bin/python");
     let marker = venv.join("requirements.installed");
+    // Tests of one binary run on several threads, and ctest may run binaries side by
+    // side: one lock file per venv keeps a second caller from deleting the venv the
+    // first is installing into (which made CI fail with a half-made venv).
+    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let lock = std::fs::File::create(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.lock")),
+    )
+    .unwrap();
+    lock.lock().unwrap();
     if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) && python.exists()
     {
         return python;

@@ -132,6 +132,7 @@ impl<'l> Objects<'l> {
         stages.check_payload(payload_len)?;
         if stages.is_identity(layout) && masks.is_empty() {
             let blob = Blob {
+                file: 0,
                 offset: payload_start,
                 length: payload_len,
                 encoding: Encoding::Raw,
@@ -150,6 +151,7 @@ impl<'l> Objects<'l> {
         // them, and the one step makes the component.
         let stored = stored_end - payload_start;
         let blob = Blob {
+            file: 0,
             offset: payload_start,
             length: stored,
             encoding: Encoding::Pipeline,

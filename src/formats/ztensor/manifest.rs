@@ -577,6 +577,7 @@ fn parse_component(
             .map(|t| interner.get(t))
             .transpose()?,
         blob: Blob {
+            file: 0,
             offset,
             length,
             encoding,
