@@ -113,6 +113,24 @@ TEST(Basics, NamesAndVersions) {
   EXPECT_EQ(zt::dtype_name(static_cast<zt::dtype>(13)), "unknown");
 }
 
+// The wrapper's dtype tables are constexpr (usable in static_assert), so they can't call
+// the library; this keeps them equal to the library's one table (dtypes! in src/dtype.rs)
+// for every value, including ones outside the enum.
+TEST(Basics, DtypeTablesAgreeWithTheLibrary) {
+  for (std::uint32_t i = 0; i < 300; ++i) {
+    const auto t = static_cast<zt::dtype>(i);
+    std::size_t size = 0;
+    const zt_status s = zt_dtype_size(i, &size);
+    EXPECT_EQ(zt::dtype_name(t), std::string_view(zt_dtype_name(i))) << i;
+    if (s == ZT_OK) {
+      EXPECT_EQ(zt::dtype_size(t), size) << i;
+    } else {
+      EXPECT_EQ(s, ZT_ERR_INVALID_ARGUMENT) << i;
+      EXPECT_EQ(zt::dtype_size(t), 0u) << i;
+    }
+  }
+}
+
 TEST(Basics, StringArg) {
   zt::string_arg null_arg;
   EXPECT_EQ(null_arg.c_str(), nullptr);
