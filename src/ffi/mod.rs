@@ -12,7 +12,7 @@ mod write;
 // After the reading calls in the header.
 mod frames;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -124,20 +124,24 @@ impl From<ErrorKind> for zt_status {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Whether LAST_ERROR holds a message: checked by every call (a constant-initialized
+    /// flag without a destructor costs one thread-local access and no lazy-init check), so
+    /// that a successful call never touches the message.
+    static HAS_ERROR: Cell<bool> = const { Cell::new(false) };
 }
 
 fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "?")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    HAS_ERROR.set(true);
 }
 
+#[inline]
 fn clear_last_error() {
-    LAST_ERROR.with(|e| {
-        let mut e = e.borrow_mut();
-        if !e.as_bytes().is_empty() {
-            *e = CString::default();
-        }
-    });
+    if HAS_ERROR.get() {
+        HAS_ERROR.set(false);
+        LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
+    }
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -190,6 +194,17 @@ pub(crate) fn need_mut<'p, T>(ptr: *mut T, what: &str) -> Result<&'p mut T> {
     // SAFETY: as `need`.
     unsafe { ptr.as_mut() }
         .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+}
+
+/// A required NUL-terminated string argument whose bytes are compared, not decoded:
+/// `need_str` checks it is UTF-8 when that decides the error to report.
+#[inline]
+pub(crate) fn need_cstr<'p>(ptr: *const c_char, what: &str) -> Result<&'p CStr> {
+    if ptr.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    // SAFETY: the caller passes a NUL-terminated string, per the API contract.
+    Ok(unsafe { CStr::from_ptr(ptr) })
 }
 
 /// A required NUL-terminated UTF-8 string argument.
@@ -288,6 +303,9 @@ pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
 /// the next `zt_` call on this thread. Thread-safe (each thread has its own).
 #[unsafe(no_mangle)]
 pub extern "C" fn zt_last_error() -> *const c_char {
+    if !HAS_ERROR.get() {
+        return c"".as_ptr();
+    }
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
