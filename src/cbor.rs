@@ -502,6 +502,7 @@ impl<'a> Cursor<'a> {
 
     /// Consumes the next item if it is the one-byte head `head` followed by `body` (a short
     /// definite string the caller knows is valid): a cheap match for a schema's keys.
+    #[inline]
     pub(crate) fn take_exact_after_head(&mut self, head: u8, body: &[u8]) -> bool {
         let rest = &self.pull.input[self.pull.pos..];
         if rest.len() > body.len() && rest[0] == head && short_eq(&rest[1..=body.len()], body) {
