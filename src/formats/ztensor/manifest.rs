@@ -64,7 +64,16 @@ impl<'a> Parser<'a> {
     }
 
     /// A map's length, or a Format error naming `what`.
+    #[inline]
     pub(crate) fn map(&mut self, depth: usize, what: &str) -> Result<Len> {
+        match self.c.take_short_container(5, depth) {
+            Some(len) => Ok(len),
+            None => self.map_general(depth, what),
+        }
+    }
+
+    #[inline(never)]
+    fn map_general(&mut self, depth: usize, what: &str) -> Result<Len> {
         let r = self.c.map(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
@@ -76,7 +85,16 @@ impl<'a> Parser<'a> {
     }
 
     /// An array's length, or a Format error naming `what`.
+    #[inline]
     pub(crate) fn array(&mut self, depth: usize, what: &str) -> Result<Len> {
+        match self.c.take_short_container(4, depth) {
+            Some(len) => Ok(len),
+            None => self.array_general(depth, what),
+        }
+    }
+
+    #[inline(never)]
+    fn array_general(&mut self, depth: usize, what: &str) -> Result<Len> {
         let r = self.c.array(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
@@ -87,9 +105,19 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn more(&mut self, len: &mut Len) -> Result<bool> {
-        let r = self.c.more(len);
-        self.cbor(r)
+        match len {
+            Len::Definite(0) => Ok(false),
+            Len::Definite(n) => {
+                *n -= 1;
+                Ok(true)
+            }
+            Len::Indefinite => {
+                let r = self.c.more(len);
+                self.cbor(r)
+            }
+        }
     }
 
     pub(crate) fn skip(&mut self, depth: usize) -> Result<()> {
@@ -97,7 +125,16 @@ impl<'a> Parser<'a> {
         self.cbor(r)
     }
 
+    #[inline]
     pub(crate) fn text(&mut self, what: &str) -> Result<Cow<'a, str>> {
+        match self.c.take_short_text() {
+            Some(t) => Ok(Cow::Borrowed(t)),
+            None => self.text_general(what),
+        }
+    }
+
+    #[inline(never)]
+    fn text_general(&mut self, what: &str) -> Result<Cow<'a, str>> {
         let r = self.c.text();
         match self.cbor(r)? {
             Some(t) => Ok(t),
@@ -108,7 +145,16 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn uint(&mut self, what: &str) -> Result<u64> {
+        match self.c.take_unsigned() {
+            Some(n) => Ok(n),
+            None => self.uint_general(what),
+        }
+    }
+
+    #[inline(never)]
+    fn uint_general(&mut self, what: &str) -> Result<u64> {
         let r = self.c.unsigned();
         match self.cbor(r)? {
             Some(n) => Ok(n),
