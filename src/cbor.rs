@@ -544,7 +544,14 @@ impl<'a> Cursor<'a> {
             0x78 => (usize::from(*input.get(pos + 1)?), pos + 2),
             _ => return None,
         };
-        let text = std::str::from_utf8(input.get(start..start + len)?).ok()?;
+        let bytes = input.get(start..start + len)?;
+        // ASCII first: `from_utf8` costs more to set up than a short name takes to scan.
+        let text = if bytes.is_ascii() {
+            // SAFETY: ASCII is UTF-8.
+            unsafe { std::str::from_utf8_unchecked(bytes) }
+        } else {
+            std::str::from_utf8(bytes).ok()?
+        };
         self.pull.pos = start + len;
         Some(text)
     }

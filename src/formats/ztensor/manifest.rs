@@ -296,8 +296,9 @@ impl Interner {
 /// The next text key of a map with the given schema keys: Some(slot) (None for a key
 /// outside the schema), or None for a non-text key (skipped with its value). Only the slot
 /// is returned (callers match on it; a small value is cheap to return for the 6 keys of
-/// every object of a large manifest).
-#[inline]
+/// every object of a large manifest). Inlined into its three callers, each a loop over
+/// one kind of map.
+#[inline(always)]
 fn next_key<'a>(
     p: &mut Parser<'a>,
     depth: usize,
