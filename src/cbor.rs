@@ -562,21 +562,18 @@ impl<'a> Cursor<'a> {
     pub(crate) fn take_short_container(&mut self, major: u8, depth: usize) -> Option<Len> {
         let pos = self.pull.pos;
         let b = *self.pull.input.get(pos)?;
-        if b >> 5 != major || b & 0x1f >= 24 {
+        // The checks of `enter` and `declared`, without building their errors.
+        let n = usize::from(b & 0x1f);
+        let per_item = usize::from(major) - 3;
+        if b >> 5 != major
+            || n >= 24
+            || depth >= self.pull.max_depth
+            || n * per_item > self.pull.input.len() - (pos + 1)
+        {
             return None;
         }
-        self.pull.enter(depth, pos).ok()?;
         self.pull.pos = pos + 1;
-        match self
-            .pull
-            .declared(Some(usize::from(b & 0x1f)), u64::from(major - 3))
-        {
-            Ok(len) => Some(len),
-            Err(_) => {
-                self.pull.pos = pos;
-                None
-            }
-        }
+        Some(Len::Definite(n as u64))
     }
 
     /// The next byte, if any.
