@@ -293,7 +293,14 @@ impl<'a> Reader<'a> {
     }
 
     /// The index of the object called `name`; O(1).
+    #[inline]
     pub fn find(&self, name: &str) -> Option<usize> {
+        self.find_bytes(name.as_bytes())
+    }
+
+    /// `find` by the name's bytes (bytes that aren't UTF-8 name no object).
+    #[inline]
+    pub(crate) fn find_bytes(&self, name: &[u8]) -> Option<usize> {
         self.model.by_name.find(&self.model.objects, name)
     }
 
@@ -414,18 +421,46 @@ impl<'a> Reader<'a> {
     /// their data to 64). Anything else is decoded (or copied) once into 64-byte aligned
     /// memory the reader owns and keeps until it is dropped; concurrent first calls
     /// decode once.
+    #[inline]
     pub fn view(&self, object: usize, component: usize) -> Result<View<'_>> {
-        let (obj, c) = self.component(object, component)?;
+        // The zero-copy case inline (a lookup and a view by name cost less than safetensors'
+        // `tensor()`); errors, caches and decoding out of line.
+        if let Some(c) = self
+            .model
+            .objects
+            .get(object)
+            .and_then(|o| o.components.get(component))
+            && let Some(v) = self.view_in_place(c)
+        {
+            return Ok(v);
+        }
+        self.view_decoded(object, component)
+    }
+
+    /// The zero-copy view of a plain component whose stored bytes are in memory and
+    /// aligned as the format promises.
+    #[inline]
+    fn view_in_place(&self, c: &Component) -> Option<View<'_>> {
         let alignment = self.model.traits.view_alignment(c.dtype);
         if c.is_plain()
             && let Some(data) = self.source.stored(c.blob.offset, c.blob.length)
             && ((data.as_ptr() as usize).is_multiple_of(alignment) || data.is_empty())
         {
-            return Ok(View {
+            return Some(View {
                 data,
                 dtype: c.dtype,
                 zero_copy: true,
             });
+        }
+        None
+    }
+
+    /// `view` of what isn't zero-copy: the cached or freshly decoded bytes, or the error.
+    #[inline(never)]
+    fn view_decoded(&self, object: usize, component: usize) -> Result<View<'_>> {
+        let (obj, c) = self.component(object, component)?;
+        if let Some(v) = self.view_in_place(c) {
+            return Ok(v);
         }
         if let Some(buf) = self.cached(object, component) {
             return Ok(View::cached(buf, c.dtype));

@@ -21,12 +21,16 @@ pub fn main(args: &[String]) -> Res<()> {
         }
         [cmd, path, mode] if cmd == "zstd-read" => zstd_read(path, mode == "mmap"),
         [cmd, what, path, iters] if cmd == "loop" => profile_loop(what, path, iters.parse()?),
+        [cmd, what, who, path, iters] if cmd == "count" => {
+            crate::counts::run(what, who, Path::new(path), iters.parse()?)
+        }
         [cmd, path, mode, offset, later] if cmd == "seek-range" => {
             crate::sections::seek::child(path, mode == "mmap", offset.parse()?, later.parse()?)
         }
         _ => Err(
             "usage: __child stream-write raw|zstd PATH SIZE | __child zstd-read PATH mmap|pread \
                   | __child loop open|load|verify PATH ITERS \
+                  | __child count views|list ours|safetensors PATH.zt ITERS \
                   | __child seek-range PATH mmap|pread OFFSET LATER"
                 .into(),
         ),

@@ -42,10 +42,10 @@ pub fn write_ref(w: &Workload, path: &Path, compression: ztensor_ref::Compressio
     Ok(())
 }
 
-struct StView<'a> {
-    dtype: safetensors::Dtype,
-    shape: Vec<usize>,
-    data: &'a [u8],
+pub struct StView<'a> {
+    pub dtype: safetensors::Dtype,
+    pub shape: Vec<usize>,
+    pub data: &'a [u8],
 }
 
 impl safetensors::View for StView<'_> {

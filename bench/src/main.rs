@@ -3,7 +3,8 @@
 //!
 //! Run: `cargo run --release --manifest-path bench/Cargo.toml -- [--quick] [--dir DIR]`
 //! (see bench/README.md). Prints a table and writes bench/results.json (bench/results-quick.json
-//! with --quick).
+//! with --quick), and after a full run the charts in docs/bench/ (`-- charts` redraws them
+//! from results.json alone).
 //!
 //! Peers: the reference crate `ztensor` 1.2.3 (its own .zt files, and its GGUF reader on GGUF
 //! files written here), and the `safetensors` crate. Limits: `read()` of a whole file into one
@@ -13,7 +14,9 @@
 //! `SECTIONS` below.
 
 mod args;
+mod charts;
 mod child;
+mod counts;
 mod datagen;
 mod files;
 mod formats;
@@ -58,6 +61,13 @@ fn main() {
             }
         };
         std::process::exit(code);
+    }
+    if argv.get(1).map(String::as_str) == Some("charts") {
+        if let Err(e) = charts::main(&argv[2..]) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
     }
     let names: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
     let result = args::parse_args(&argv[1..], &names).and_then(|a| run(&a));
@@ -114,5 +124,11 @@ fn run(a: &args::Args) -> Res<()> {
         revision: revision(),
         unix_time,
     };
-    report::finish(&rows, &env, &a.out)
+    report::finish(&rows, &env, &a.out)?;
+    // A full run of every section redraws the charts the README shows.
+    if !a.quick && a.only.is_none() {
+        let written = charts::write_all(&charts::read(&a.out)?, &charts::default_dir())?;
+        println!("wrote {} chart files into docs/bench/", written.len());
+    }
+    Ok(())
 }

@@ -12,9 +12,10 @@ mod write;
 // After the reading calls in the header.
 mod frames;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
@@ -124,20 +125,44 @@ impl From<ErrorKind> for zt_status {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// Whether LAST_ERROR holds a message: checked by every call (a constant-initialized
+    /// flag without a destructor costs one thread-local access and no lazy-init check), so
+    /// that a successful call never touches the message.
+    static HAS_ERROR: Cell<bool> = const { Cell::new(false) };
 }
+
+/// How many threads have HAS_ERROR set (a thread that ends with a message keeps counting).
+/// While it is 0, no thread has a message to clear, so a call needn't look at its own
+/// thread-local state at all: most programs' calls succeed, and a thread-local access from
+/// a shared library is a function call (`__tls_get_addr`).
+static THREADS_WITH_ERROR: AtomicUsize = AtomicUsize::new(0);
 
 fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "?")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    if !HAS_ERROR.replace(true) {
+        THREADS_WITH_ERROR.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
+#[inline]
 fn clear_last_error() {
-    LAST_ERROR.with(|e| {
-        let mut e = e.borrow_mut();
-        if !e.as_bytes().is_empty() {
-            *e = CString::default();
-        }
-    });
+    // Relaxed: a thread's own increment is always visible to itself, so a 0 here means
+    // this thread has no message; other threads' counts only make this look further.
+    if THREADS_WITH_ERROR.load(Ordering::Relaxed) != 0 {
+        clear_own_error();
+    }
+}
+
+/// Out of line, so that the thread-local address isn't computed (hoisted) on the path that
+/// doesn't need it.
+#[inline(never)]
+fn clear_own_error() {
+    if HAS_ERROR.get() {
+        HAS_ERROR.set(false);
+        THREADS_WITH_ERROR.fetch_sub(1, Ordering::Relaxed);
+        LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
+    }
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -190,6 +215,17 @@ pub(crate) fn need_mut<'p, T>(ptr: *mut T, what: &str) -> Result<&'p mut T> {
     // SAFETY: as `need`.
     unsafe { ptr.as_mut() }
         .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
+}
+
+/// A required NUL-terminated string argument whose bytes are compared, not decoded:
+/// `need_str` checks it is UTF-8 when that decides the error to report.
+#[inline]
+pub(crate) fn need_cstr<'p>(ptr: *const c_char, what: &str) -> Result<&'p CStr> {
+    if ptr.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    // SAFETY: the caller passes a NUL-terminated string, per the API contract.
+    Ok(unsafe { CStr::from_ptr(ptr) })
 }
 
 /// A required NUL-terminated UTF-8 string argument.
@@ -288,12 +324,44 @@ pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
 /// the next `zt_` call on this thread. Thread-safe (each thread has its own).
 #[unsafe(no_mangle)]
 pub extern "C" fn zt_last_error() -> *const c_char {
+    if !HAS_ERROR.get() {
+        return c"".as_ptr();
+    }
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_error_belongs_to_its_thread_until_its_next_call() {
+        let last = || unsafe { CStr::from_ptr(zt_last_error()) }.to_str().unwrap().to_owned();
+        let mut size = 0usize;
+        let fail = |size: &mut usize| unsafe { zt_dtype_size(13, size) };
+        let succeed = |size: &mut usize| unsafe { zt_dtype_size(DType::F32 as u32, size) };
+        assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
+        assert_eq!(last(), "unknown dtype value 13");
+        // Another thread: its own calls, its own message, none of ours.
+        std::thread::spawn(move || {
+            let mut size = 0usize;
+            assert_eq!(last(), "");
+            assert_eq!(succeed(&mut size), zt_status::ZT_OK);
+            assert_eq!(last(), "");
+            assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
+            assert_eq!(last(), "unknown dtype value 13");
+            assert_eq!(succeed(&mut size), zt_status::ZT_OK);
+            assert_eq!(last(), "");
+        })
+        .join()
+        .unwrap();
+        assert_eq!(last(), "unknown dtype value 13");
+        assert_eq!(succeed(&mut size), zt_status::ZT_OK);
+        assert_eq!((last(), size), (String::new(), 4));
+        assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
+        assert_eq!(succeed(&mut size), zt_status::ZT_OK);
+        assert_eq!(last(), "");
+    }
 
     #[test]
     fn header_version_macros_match_cargo() {

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::{
-    guard, guard_value, need, need_bytes, need_bytes_mut, need_dtype, need_out, need_str, put,
+    guard, guard_value, need, need_bytes, need_bytes_mut, need_cstr, need_dtype, need_out,
+    need_str, put,
     zt_status,
 };
 use crate::error::{Error, Result, bail, err};
@@ -229,12 +230,13 @@ pub unsafe extern "C" fn zt_object_find(
 ) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
-        let name = need_str(name, "name")?;
+        let bytes = need_cstr(name, "name")?.to_bytes();
         need_out(out_index, "out_index")?;
-        let i = r
-            .reader
-            .find(name)
-            .ok_or_else(|| r.in_file(err!(NotFound, "no object named '{name}'")))?;
+        // Looked up by its bytes: UTF-8 is checked only to tell why nothing matched.
+        let Some(i) = r.reader.find_bytes(bytes) else {
+            let name = need_str(name, "name")?;
+            return Err(r.in_file(err!(NotFound, "no object named '{name}'")));
+        };
         put(out_index, i);
         Ok(())
     })
@@ -345,16 +347,49 @@ pub unsafe extern "C" fn zt_component_info_get(
     })
 }
 
+/// The component of `object` whose role is the C string `role`: compared byte by byte with
+/// each role (most objects have one), neither measured nor decoded first; UTF-8 is checked
+/// only when nothing matched, to report the right error.
+#[inline]
 pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
+    if role.is_null() {
+        bail!(InvalidArgument, "role is NULL");
+    }
+    let o = match r.reader.object(object) {
+        Ok(o) => o,
+        Err(e) => {
+            need_str(role, "role")?;
+            return Err(e);
+        }
+    };
+    // SAFETY: `role` is NUL-terminated, per the API contract.
+    if let Some(i) = o.components().iter().position(|c| unsafe { equals(role, c.role_c()) }) {
+        return Ok(i);
+    }
     let role = need_str(role, "role")?;
-    let o = r.reader.object(object)?;
-    o.find_component(role).ok_or_else(|| {
-        r.in_file(err!(
-            NotFound,
-            "object '{}' has no '{role}' component",
-            o.name()
-        ))
-    })
+    Err(r.in_file(err!(
+        NotFound,
+        "object '{}' has no '{role}' component",
+        o.name()
+    )))
+}
+
+/// Whether the NUL-terminated string at `s` is `text`, reading no byte of `s` past its NUL.
+///
+/// # Safety
+/// `s` is NUL-terminated.
+#[inline]
+unsafe fn equals(s: *const c_char, text: &crate::model::CText) -> bool {
+    let t = text.as_bytes();
+    for (i, &b) in t.iter().enumerate() {
+        // SAFETY: bytes 0..i of `s` equal `t`'s, none of which is NUL (a CText holds
+        // none), so byte i is within `s`.
+        if unsafe { *s.add(i) } as u8 != b {
+            return false;
+        }
+    }
+    // SAFETY: as above, byte t.len() is within `s`.
+    unsafe { *s.add(t.len()) == 0 }
 }
 
 /// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.

@@ -27,7 +27,7 @@ use crate::error::{ErrorKind, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::json::from_json;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
-use crate::model::{Attributes, CText, Component, Container, Model, Object, check_name};
+use crate::model::{Attributes, CText, Component, Container, Model, Object, Shape, check_name};
 
 /// The version string a safetensors model reports (the format has none of its own).
 pub(crate) const VERSION: &str = "1";
@@ -112,6 +112,11 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             8 + e.valid_up_to()
         )
     })?;
+    // Headers as writers make them are read without a JSON tree; anything else, and every
+    // error, goes through the general parse below.
+    if let Some(model) = plain::parse(text, data_start, size, limits) {
+        return Ok((model, size));
+    }
     let depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
     let root = from_json(text, depth).map_err(|e| {
         let kind = if e.message.starts_with("nesting deeper") {
@@ -152,6 +157,16 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             .map_err(|e| e.context(format!("safetensors tensor '{name}'")))?;
         tensors.push(tensor);
     }
+    finish(tensors, attributes, data_start)
+        .map(|model| (model, size))
+}
+
+/// Orders the tensors by data offset, refuses overlaps and builds the model.
+fn finish(
+    mut tensors: Vec<(u64, u64, Object)>,
+    attributes: Option<Attributes>,
+    data_start: u64,
+) -> Result<Model> {
     // Stable: ties (zero-length tensors) keep header order.
     tensors.sort_by_key(|t| t.0);
     let mut last: Option<(u64, &str)> = None;
@@ -181,7 +196,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         objects,
     )?;
     model.data_offset = data_start;
-    Ok((model, size))
+    Ok(model)
 }
 
 /// Texts shared by every object, allocated once.
@@ -313,12 +328,49 @@ fn tensor(
             "'data_offsets' must be an array of two integers [begin, end]"
         ),
     };
+    let entry = Entry {
+        dtype,
+        storage,
+        logical,
+        shape: &shape,
+        begin,
+        end,
+    };
+    tensor_of(name_c, &entry, data_start, size, names)
+}
+
+/// A tensor entry's fields, read from the header.
+struct Entry<'a> {
+    dtype: &'a str,
+    storage: DType,
+    logical: Option<&'static str>,
+    shape: &'a [u64],
+    begin: u64,
+    end: u64,
+}
+
+/// Checks an entry's offsets against its shape and the data section and builds its object.
+fn tensor_of(
+    name_c: CText,
+    e: &Entry<'_>,
+    data_start: u64,
+    size: u64,
+    names: &mut Names,
+) -> Result<(u64, u64, Object)> {
+    let Entry {
+        dtype,
+        storage,
+        logical,
+        shape,
+        begin,
+        end,
+    } = *e;
     if begin > end {
         bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
     }
     let length = end - begin;
-    let expected = dense_byte_size(&shape, storage, logical).ok_or_else(|| match logical {
-        Some(t) if crate::dtype::numel(&shape).is_some() => err!(
+    let expected = dense_byte_size(shape, storage, logical).ok_or_else(|| match logical {
+        Some(t) if crate::dtype::numel(shape).is_some() => err!(
             Format,
             "shape {shape:?} of {dtype} is not a whole number of bytes ({t} packs several values per byte)"
         ),
@@ -353,9 +405,11 @@ fn tensor(
     let object = Object {
         name: name_c,
         format: Names::get(&mut names.dense, "dense")?,
-        shape: shape.into(),
+        shape: Shape::from(shape),
         attributes: None,
         components: vec![component].into(),
     };
     Ok((begin, end, object))
 }
+
+mod plain;

@@ -3,10 +3,12 @@
 //! are stored side by side in a few blocks (`TextArena`) instead of one allocation each,
 //! which is most of what a many-object file's model would otherwise cost.
 //!
-//! A block is a header (reference count, size) followed by entries; an entry is the
-//! distance from its block's start to its text (u16), the text and a NUL, so a 13-byte
-//! name takes 16 bytes. A `CText` points at an entry's text and holds one reference to
-//! its block; the length is found by the NUL (texts hold none).
+//! A block is a header (reference count, size) followed by entries; an entry is the text's
+//! length (u16, `LEN_UNKNOWN` for a text of 65535 bytes or more), the distance from its
+//! block's start to its text (u16), the text and a NUL, so a 13-byte name takes 18 bytes.
+//! A `CText` points at an entry's text and holds one reference to its block; its length
+//! is read in O(1) (lookups compare names by length first, and never scan for the NUL),
+//! or found by the NUL for the rare long text (texts hold none).
 
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ffi::c_char;
@@ -25,8 +27,10 @@ struct Header {
 }
 
 const HEADER: usize = std::mem::size_of::<Header>();
-/// Bytes an entry adds to its text: back distance, NUL.
-const ENTRY_OVERHEAD: usize = 2 + 1;
+/// Bytes an entry adds to its text: length, back distance, NUL.
+const ENTRY_OVERHEAD: usize = 2 + 2 + 1;
+/// The length field of a text too long for it (found by its NUL instead).
+const LEN_UNKNOWN: u16 = u16::MAX;
 /// The size of an arena's blocks: every back distance fits in a u16.
 const BLOCK: usize = 64 << 10;
 /// Texts longer than this get a block of their own.
@@ -72,8 +76,10 @@ impl Block {
         // right after the header), and no `CText` refers to bytes past `used`.
         unsafe {
             let entry = self.start.as_ptr().add(at);
-            entry.cast::<u16>().write((at + 2) as u16);
-            let text = entry.add(2);
+            let len = u16::try_from(s.len()).unwrap_or(LEN_UNKNOWN);
+            entry.cast::<u16>().write(len);
+            entry.add(2).cast::<u16>().write((at + 4) as u16);
+            let text = entry.add(4);
             std::ptr::copy_nonoverlapping(s.as_ptr(), text, s.len());
             text.add(s.len()).write(0);
             self.used = (at + ENTRY_OVERHEAD + s.len()).next_multiple_of(2);
@@ -153,12 +159,23 @@ impl CText {
     }
 
     /// The text without the terminator.
+    #[inline]
     pub fn as_str(&self) -> &str {
         // SAFETY: `self` keeps the entry alive: a text copied from a `str` without NULs,
         // then a NUL.
+        unsafe { std::str::from_utf8_unchecked(self.as_bytes()) }
+    }
+
+    /// The text's bytes without the terminator; O(1) for texts under 64 KiB.
+    #[inline]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `self` keeps the entry alive; its length field (the 2 bytes before the
+        // back distance, 2-aligned) is the text's length, or LEN_UNKNOWN and a NUL ends it.
         unsafe {
-            let bytes = std::ffi::CStr::from_ptr(self.as_ptr()).to_bytes();
-            std::str::from_utf8_unchecked(bytes)
+            match self.0.as_ptr().sub(4).cast::<u16>().read() {
+                LEN_UNKNOWN => std::ffi::CStr::from_ptr(self.as_ptr()).to_bytes(),
+                len => std::slice::from_raw_parts(self.0.as_ptr(), usize::from(len)),
+            }
         }
     }
 
@@ -185,7 +202,7 @@ impl Drop for CText {
 
 impl PartialEq for CText {
     fn eq(&self, other: &CText) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -218,10 +235,28 @@ fn check_no_nul(s: &str) -> Result<()> {
             s.len()
         );
     }
-    if s.as_bytes().contains(&0) {
+    if has_nul(s.as_bytes()) {
         bail!(Format, "text {:?} contains a NUL byte", s);
     }
     Ok(())
+}
+
+/// Whether `b` holds a 0 byte, 8 bytes at a time (a manifest's many short names cost
+/// `memchr` more in setting up than in scanning).
+#[inline]
+fn has_nul(b: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        // A byte of x is 0 exactly when its lane of the expression has the high bit set
+        // first (the classic test: borrows only propagate from a lane that was 0).
+        if x.wrapping_sub(LOW) & !x & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&c| c == 0)
 }
 
 /// Makes `CText`s side by side in shared blocks: for the many names of one manifest.
@@ -276,6 +311,11 @@ mod tests {
         }
         assert_eq!(long.as_str().len(), LONG + 1);
         assert_eq!(empty.as_str(), "");
+        // Past the length field: found by the NUL.
+        let huge = "y".repeat(usize::from(LEN_UNKNOWN) + 3);
+        assert_eq!(CText::new(&huge).unwrap().as_str(), huge);
+        let edge = "z".repeat(usize::from(LEN_UNKNOWN) - 1);
+        assert_eq!(CText::new(&edge).unwrap().as_bytes(), edge.as_bytes());
         let copy = names[7].clone();
         drop(names);
         assert_eq!(copy.as_str(), "layer.7.weight");
@@ -283,6 +323,20 @@ mod tests {
         assert!(TextArena::default().text("a\0b").is_err());
         assert!(CText::new("a\0b").is_err());
         assert_eq!(std::mem::size_of::<Option<CText>>(), 8);
+    }
+
+    #[test]
+    fn nul_found_at_every_position() {
+        for n in 0..40 {
+            let mut b: Vec<u8> = (0..n).map(|i| 0x80 | (i as u8 % 0x7f + 1)).collect();
+            assert!(!has_nul(&b), "{n}");
+            for at in 0..n {
+                b[at] = 0;
+                assert!(has_nul(&b), "{n} {at}");
+                b[at] = if at % 2 == 0 { 1 } else { 0xff };
+            }
+            assert!(!has_nul(&b), "{n}");
+        }
     }
 
     #[test]

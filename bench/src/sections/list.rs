@@ -20,22 +20,42 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     let wl = w.id;
     let (st, gg) = f.raw_peers();
     eprintln!("{wl}: open + list");
+    // Ours on every format's file, interleaved with the peers; the first five cases are
+    // the `open + list` row, the last two ours on the peers' own files.
     let cases = vec![
         case("ours", || list_ours(&f.ours)),
         case("ztensor-1.2.3", || list_ref(&f.reference)),
         case("safetensors deserialize", || list_st_deserialize(st)),
         case("safetensors read_metadata", || list_st_metadata(st)),
         case("gguf (ztensor-1.2.3)", || list_gguf(gg)),
+        case("ours on the .safetensors", || list_ours(st)),
+        case("ours on the .gguf", || list_ours(gg)),
     ];
     let labels = names_of(&cases);
     let t = measure(ctx.args.runs, cases)?;
-    let mut row = row_from("open + list", wl, &labels, &t, false)
+    let mut row = row_from("open + list", wl, &labels[..5], &t[..5], false)
         .note(format!("{} tensors", w.tensors.len()));
     if wl == "W2" {
         let met = row.vs_best_peer().is_some_and(|r| r >= 2.0);
         row = row.target(">= 2x fastest peer", met);
     }
     rows.push(row);
+    // Every format's open: ours reading the safetensors and GGUF files against the readers
+    // of those formats.
+    for (metric, ours, peers) in [
+        ("open + list, safetensors file", 5, &[2usize, 3][..]),
+        ("open + list, GGUF file", 6, &[4][..]),
+    ] {
+        let mut row = Row::new(metric, wl, "s", t[ours].secs).cpu(t[ours].cpu);
+        for &i in peers {
+            row = row.peer(labels[i], t[i].secs);
+        }
+        let met = row.vs_best_peer().is_some_and(|r| r >= 1.0);
+        rows.push(
+            row.note(format!("{} tensors; ours reads the peer's own file", w.tensors.len()))
+                .target(">= 1x the format's own reader", met),
+        );
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! (2) views: with the file already open, a zero-copy view of every tensor, looked up by name;
 //! and the pages the views touch (minor faults over a first pass on a fresh mapping).
 
+use std::ffi::CString;
 use std::hint::black_box;
 use std::io::Cursor;
 
@@ -64,12 +65,80 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         Ok(())
     })?;
 
-    let cases = cases(&names, &r, &rr, &s, &gr);
+    // Ours through the C API as well (what a C or C++ program pays): the same lookups and
+    // views with zt_object_find and zt_component_view, on a reader from zt_open.
+    let c = CReader::open(&f.ours)?;
+    let c_names: Vec<CString> = names
+        .iter()
+        .map(|n| CString::new(*n))
+        .collect::<Result<_, _>>()?;
+    let mut cases = cases(&names, &r, &rr, &s, &gr);
+    cases.push(case("ours, C API", || c.views(&c_names)));
     let labels = names_of(&cases);
     let t = measure(ctx.args.runs, cases)?;
     let first = [ours_faults, ref_faults, st_faults, gg_faults];
-    push_rows(rows, wl, &labels, &t, zero_copy, first);
+    push_rows(rows, wl, &labels[..4], &t[..4], zero_copy, first);
+    let mut row = Row::new("views by name, C API", wl, "s", t[4].secs).cpu(t[4].cpu);
+    for i in 1..4 {
+        row = row.peer(labels[i], t[i].secs);
+    }
+    let met = row.vs_best_peer().is_some_and(|r| r >= 1.0);
+    rows.push(
+        row.note("zt_object_find + zt_component_view per tensor; the peers through Rust")
+            .target("no slower than any peer", met),
+    );
     Ok(())
+}
+
+/// A reader opened with `zt_open`, closed when dropped.
+struct CReader(*mut ztensor::ffi::zt_reader);
+
+impl CReader {
+    fn open(path: &std::path::Path) -> Res<CReader> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = CString::new(path.as_os_str().as_bytes())?;
+        let mut r = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated path and a valid out pointer.
+        let status = unsafe { ztensor::ffi::zt_open(path.as_ptr(), &mut r) };
+        if status != ztensor::ffi::zt_status::ZT_OK {
+            return Err(format!("zt_open: {status:?}").into());
+        }
+        Ok(CReader(r))
+    }
+
+    /// A view of every tensor by name through the C API.
+    fn views(&self, names: &[CString]) -> Res<()> {
+        use ztensor::ffi::{zt_component_view, zt_object_find, zt_status, zt_view};
+        let mut acc = 0usize;
+        let mut index = 0usize;
+        let mut v = zt_view {
+            data: std::ptr::null(),
+            size: 0,
+            dtype: 0,
+            zero_copy: false,
+        };
+        for name in names {
+            // SAFETY: a reader from zt_open, NUL-terminated strings, valid out pointers.
+            let ok = unsafe {
+                zt_object_find(self.0, name.as_ptr(), &mut index) == zt_status::ZT_OK
+                    && zt_component_view(self.0, index, c"data".as_ptr(), &mut v)
+                        == zt_status::ZT_OK
+            };
+            if !ok {
+                return Err(format!("C API view of {name:?} failed").into());
+            }
+            acc = acc.wrapping_add(v.data as usize ^ v.size as usize);
+        }
+        black_box(acc);
+        Ok(())
+    }
+}
+
+impl Drop for CReader {
+    fn drop(&mut self) {
+        // SAFETY: opened by zt_open, closed once.
+        unsafe { ztensor::ffi::zt_close(self.0) }
+    }
 }
 
 /// The timing row and the faults row; `first`: each contender's faults over its first pass.

@@ -64,7 +64,16 @@ impl<'a> Parser<'a> {
     }
 
     /// A map's length, or a Format error naming `what`.
+    #[inline]
     pub(crate) fn map(&mut self, depth: usize, what: &str) -> Result<Len> {
+        match self.c.take_short_container(5, depth) {
+            Some(len) => Ok(len),
+            None => self.map_general(depth, what),
+        }
+    }
+
+    #[inline(never)]
+    fn map_general(&mut self, depth: usize, what: &str) -> Result<Len> {
         let r = self.c.map(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
@@ -76,7 +85,16 @@ impl<'a> Parser<'a> {
     }
 
     /// An array's length, or a Format error naming `what`.
+    #[inline]
     pub(crate) fn array(&mut self, depth: usize, what: &str) -> Result<Len> {
+        match self.c.take_short_container(4, depth) {
+            Some(len) => Ok(len),
+            None => self.array_general(depth, what),
+        }
+    }
+
+    #[inline(never)]
+    fn array_general(&mut self, depth: usize, what: &str) -> Result<Len> {
         let r = self.c.array(depth);
         match self.cbor(r)? {
             Some(len) => Ok(len),
@@ -87,9 +105,19 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn more(&mut self, len: &mut Len) -> Result<bool> {
-        let r = self.c.more(len);
-        self.cbor(r)
+        match len {
+            Len::Definite(0) => Ok(false),
+            Len::Definite(n) => {
+                *n -= 1;
+                Ok(true)
+            }
+            Len::Indefinite => {
+                let r = self.c.more(len);
+                self.cbor(r)
+            }
+        }
     }
 
     pub(crate) fn skip(&mut self, depth: usize) -> Result<()> {
@@ -97,7 +125,16 @@ impl<'a> Parser<'a> {
         self.cbor(r)
     }
 
+    #[inline]
     pub(crate) fn text(&mut self, what: &str) -> Result<Cow<'a, str>> {
+        match self.c.take_short_text() {
+            Some(t) => Ok(Cow::Borrowed(t)),
+            None => self.text_general(what),
+        }
+    }
+
+    #[inline(never)]
+    fn text_general(&mut self, what: &str) -> Result<Cow<'a, str>> {
         let r = self.c.text();
         match self.cbor(r)? {
             Some(t) => Ok(t),
@@ -108,7 +145,16 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn uint(&mut self, what: &str) -> Result<u64> {
+        match self.c.take_unsigned() {
+            Some(n) => Ok(n),
+            None => self.uint_general(what),
+        }
+    }
+
+    #[inline(never)]
+    fn uint_general(&mut self, what: &str) -> Result<u64> {
         let r = self.c.unsigned();
         match self.cbor(r)? {
             Some(n) => Ok(n),
@@ -247,15 +293,19 @@ impl Interner {
     }
 }
 
-/// The next text key of a map with the given schema keys: Some((key, slot)), or None for
-/// a non-text key (skipped with its value).
+/// The next text key of a map with the given schema keys: Some(slot) (None for a key
+/// outside the schema), or None for a non-text key (skipped with its value). Only the slot
+/// is returned (callers match on it; a small value is cheap to return for the 6 keys of
+/// every object of a large manifest). Inlined into its three callers, each a loop over
+/// one kind of map.
+#[inline(always)]
 fn next_key<'a>(
     p: &mut Parser<'a>,
     depth: usize,
     schema: &[&'static str],
     keys: &mut Keys<'a>,
     what: &str,
-) -> Result<Option<(Cow<'a, str>, Option<usize>)>> {
+) -> Result<Option<Option<usize>>> {
     // Fast path: a short definite text key spelling one of the schema's keys, matched on
     // its bytes without decoding it (every key of a canonical manifest).
     if let Some(head) = p.c.peek_byte()
@@ -267,13 +317,27 @@ fn next_key<'a>(
         for slot in (start..schema.len()).chain(0..start) {
             let k = schema[slot];
             if k.len() == n && p.c.take_exact_after_head(head, k.as_bytes()) {
-                let key = Cow::Borrowed(k);
-                keys.note(&key, Some(slot), what)?;
+                if keys.known & (1 << slot) != 0 {
+                    bail!(Format, "{what} has the key '{k}' more than once");
+                }
+                keys.known |= 1 << slot;
                 keys.next = slot + 1;
-                return Ok(Some((key, Some(slot))));
+                return Ok(Some(Some(slot)));
             }
         }
     }
+    next_key_decoded(p, depth, schema, keys, what)
+}
+
+/// `next_key` for a key the fast path didn't match: decoded, then looked up.
+#[inline(never)]
+fn next_key_decoded<'a>(
+    p: &mut Parser<'a>,
+    depth: usize,
+    schema: &[&'static str],
+    keys: &mut Keys<'a>,
+    what: &str,
+) -> Result<Option<Option<usize>>> {
     let r = p.c.text();
     let Some(key) = p.cbor(r)? else {
         p.skip(depth)?;
@@ -282,7 +346,7 @@ fn next_key<'a>(
     };
     let slot = schema.iter().position(|k| *k == key);
     keys.note(&key, slot, what)?;
-    Ok(Some((key, slot)))
+    Ok(Some(slot))
 }
 
 /// Parses a v1.x manifest (whose bytes start at file offset `base`) into a model, not
@@ -297,7 +361,7 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     // The first component whose decoded size had to come from its shape (v1.1 only).
     let mut derived: Option<String> = None;
     while p.more(&mut len)? {
-        let Some((_, slot)) = next_key(&mut p, 1, &SCHEMA, &mut keys, "the manifest")? else {
+        let Some(slot) = next_key(&mut p, 1, &SCHEMA, &mut keys, "the manifest")? else {
             continue;
         };
         match slot {
@@ -413,7 +477,7 @@ fn parse_object(
     let mut keys = Keys::default();
     let (mut shape, mut format, mut attributes, mut components) = (None, None, None, None);
     while p.more(&mut len)? {
-        let Some((_, slot)) = next_key(p, 3, &SCHEMA, &mut keys, "the object")? else {
+        let Some(slot) = next_key(p, 3, &SCHEMA, &mut keys, "the object")? else {
             continue;
         };
         match slot {
@@ -459,7 +523,9 @@ fn parse_components(
     interner: &mut Interner,
 ) -> Result<(Components, Vec<usize>)> {
     let mut len = p.map(3, "components")?;
-    let mut roles: HashSet<CText> = HashSet::new();
+    // Made only past 16 components (a set per object would cost every object a
+    // randomly keyed hasher).
+    let mut roles: Option<HashSet<CText>> = None;
     let mut unknown = Vec::new();
     let mut list = Components::None;
     while p.more(&mut len)? {
@@ -472,9 +538,7 @@ fn parse_components(
         let duplicate = if list.len() < 16 {
             list.iter().any(|c| c.role() == role)
         } else {
-            if roles.is_empty() {
-                roles.extend(list.iter().map(|c| c.role.clone()));
-            }
+            let roles = roles.get_or_insert_with(|| list.iter().map(|c| c.role.clone()).collect());
             !roles.insert(role_c.clone())
         };
         if duplicate {
@@ -509,7 +573,7 @@ fn parse_component(
     let (mut dtype_name, mut ty, mut offset, mut length, mut encoding, mut stated, mut digest) =
         (None, None, None, None, None, None, None);
     while p.more(&mut len)? {
-        let Some((_, slot)) = next_key(p, 5, &SCHEMA, &mut keys, "the component")? else {
+        let Some(slot) = next_key(p, 5, &SCHEMA, &mut keys, "the component")? else {
             continue;
         };
         match slot {
