@@ -9,6 +9,7 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &[
         "error", "limits", "dtype", "quant", "buffer", "cbor", "json", "convert",
+        "typed",
     ],
     &["codec"],
     &["source"],
