@@ -317,6 +317,13 @@ impl<'a> Builder<'a> {
         } else {
             self.resolve(hint)
         };
+        if let Some(f) = self.cur.float() {
+            let kind = match own {
+                Some(ValueType::F32) => ValueType::F32,
+                _ => ValueType::F64,
+            };
+            return Ok(Node::scalar(kind, f.to_bits()));
+        }
         let start = self.cur.position();
         let header = self.cur.head().map_err(Self::decode_err)?;
         Ok(match header {
