@@ -16,8 +16,10 @@
 //! - Tags are transparent (the tagged item); undefined is `Null`; simple values other
 //!   than bool, null and undefined, and integers below -2^63, are `Other`.
 //!
-//! Memory: 16 bytes per item (fewer for packed numbers), bounded by the CBOR's length,
-//! which the open already bounded; allocation failure is a `Limit` error.
+//! Memory: 16 bytes per item (fewer for packed numbers). What a tree keeps is at most
+//! `BUDGET_PER_BYTE` bytes per byte of its CBOR plus `BUDGET_BASE` (a pathological file,
+//! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
+//! allocation failure is a `Limit` error too.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -146,6 +148,12 @@ impl fmt::Display for ValueType {
     }
 }
 
+/// Bytes a tree may keep per byte of its CBOR: 8 covers every packed CBOR integer (a
+/// one-byte item becomes a u64) and every node of an item of two bytes or more.
+pub const BUDGET_PER_BYTE: usize = 8;
+/// Bytes every tree may keep beyond `BUDGET_PER_BYTE`.
+pub const BUDGET_BASE: usize = 1 << 20;
+
 /// Nodes made while building point at their children by index; `finish` turns these into
 /// pointers.
 const PACKED: u8 = 1;
@@ -230,6 +238,11 @@ impl Doc {
             data: Vec::new(),
             data_len: 0,
             text: Vec::new(),
+            kept: 0,
+            budget: cbor
+                .len()
+                .saturating_mul(BUDGET_PER_BYTE)
+                .saturating_add(BUDGET_BASE),
         };
         let root = b.item(0, Hint::Root)?;
         b.cur
@@ -275,6 +288,9 @@ struct Builder<'a> {
     data: Vec<u64>,
     data_len: usize,
     text: Vec<u8>,
+    /// Bytes of nodes, numbers, strings and records kept so far, and the most allowed.
+    kept: usize,
+    budget: usize,
 }
 
 fn oom(what: &str) -> Error {
@@ -282,6 +298,23 @@ fn oom(what: &str) -> Error {
 }
 
 impl<'a> Builder<'a> {
+    /// Counts `bytes` more kept; `Limit` past the budget.
+    fn charge(&mut self, bytes: usize) -> Result<()> {
+        self.kept = self.kept.saturating_add(bytes);
+        if self.kept > self.budget {
+            bail!(
+                Limit,
+                "attributes: their typed values would take more than {} bytes ({} per byte \
+                 of their {}-byte encoding, plus {})",
+                self.budget,
+                BUDGET_PER_BYTE,
+                self.cur.bytes().len(),
+                BUDGET_BASE
+            );
+        }
+        Ok(())
+    }
+
     fn next_width(&mut self) -> Option<ValueType> {
         let code = *self.widths.get(self.wpos)?;
         self.wpos += 1;
@@ -424,6 +457,7 @@ impl<'a> Builder<'a> {
                 x: b.as_ptr() as u64,
             },
             Cow::Owned(b) => {
+                self.charge(b.len())?;
                 let at = self.text.len();
                 self.text.try_reserve(b.len()).map_err(|_| oom("strings"))?;
                 self.text.extend_from_slice(&b);
@@ -441,6 +475,7 @@ impl<'a> Builder<'a> {
 
     /// Appends children, returning the index of the first.
     fn append(&mut self, items: &[Node]) -> Result<usize> {
+        self.charge(items.len() * size_of::<Node>())?;
         let first = self.nodes.len();
         self.nodes
             .try_reserve(items.len())
@@ -470,6 +505,7 @@ impl<'a> Builder<'a> {
             Some((t, w)) => {
                 let offset = self.data_len.next_multiple_of(8);
                 let end = offset + w * items.len();
+                self.charge(end - self.data_len + size_of::<Packed>())?;
                 let words = end.div_ceil(8);
                 if words > self.data.len() {
                     self.data
@@ -995,6 +1031,59 @@ mod tests {
         assert_eq!(m.elem_type().unwrap(), None);
         assert_eq!(m.string_at(1).unwrap(), b"x");
         assert!(root.find("absent").unwrap().is_none());
+    }
+
+    /// A 152,000-token vocabulary: the tree is smaller than twice its CBOR.
+    #[test]
+    fn a_vocabulary_costs_less_than_twice_its_encoding() {
+        let tokens = (0..152_000)
+            .map(|i| Value::Text(format!("tok{}", i % 100_000)))
+            .collect();
+        let scores = (0..152_000).map(|i| Value::Float(-f64::from(i))).collect();
+        let v = Value::Map(vec![
+            (Value::Text("tokens".into()), Value::Array(tokens)),
+            (Value::Text("scores".into()), Value::Array(scores)),
+        ]);
+        let (cbor, d) = doc(&v, None);
+        assert!(
+            d.heap_size() < 2 * cbor.len(),
+            "{} bytes of tree for {} of CBOR",
+            d.heap_size(),
+            cbor.len()
+        );
+        let tokens = d.root().find("tokens").unwrap().unwrap();
+        assert_eq!(tokens.string_at(151_999).unwrap(), b"tok51999");
+    }
+
+    /// One-byte items: packed integers fit the budget (8 bytes for 1), alternating types
+    /// (a 16-byte node each) don't, and say so.
+    #[test]
+    fn the_tree_is_bounded_by_its_encoding() {
+        let n = 1 << 21;
+        let zeros = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array(vec![Value::Unsigned(0); n]),
+        )]);
+        let (_cbor, d) = doc(&zeros, None);
+        let a = d.root().find("a").unwrap().unwrap();
+        assert_eq!(a.as_slice::<u64>().unwrap().len(), n);
+
+        let mixed = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array((0..n).map(|i| if i % 2 == 0 { Value::Unsigned(0) } else { Value::Null }).collect()),
+        )]);
+        let cbor = to_vec(&mixed);
+        let e = Doc::build(&cbor, None, 128).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Limit);
+        assert_eq!(
+            e.message(),
+            format!(
+                "attributes: their typed values would take more than {} bytes (8 per byte of \
+                 their {}-byte encoding, plus 1048576)",
+                cbor.len() * 8 + (1 << 20),
+                cbor.len()
+            )
+        );
     }
 
     #[test]

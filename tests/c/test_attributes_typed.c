@@ -623,6 +623,43 @@ static void test_large_and_hostile(void) {
   }
   free(g);
 
+  /* 300,000 alternating one-byte items: their values would take 16 bytes for each byte
+     of the attributes, past the budget of 8 (+ 1 MiB): ZT_ERR_LIMIT, every time, while
+     the JSON and the other objects' attributes stay readable. */
+  {
+    zt_writer *w = NULL;
+    uint64_t shape[1] = {1};
+    float one = 1.0f;
+    size_t items = 300000, at, i;
+    char *json = (char *)malloc(items * 5 + 16);
+    if (CHECK(json != NULL) && CHECK_OK(zt_writer_create("wide.zt", &w))) {
+      at = (size_t)sprintf(json, "{\"a\":[");
+      for (i = 0; i < items; i++) {
+        at += (size_t)sprintf(json + at, i % 2 ? "null," : "0,");
+      }
+      strcpy(json + at - 1, "]}");
+      CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, &one, sizeof one, NULL));
+      CHECK_OK(zt_writer_set_attributes_json(w, NULL, json));
+      CHECK_OK(zt_writer_set_attributes_json(w, "x", "{\"k\":1}"));
+      CHECK_OK(zt_writer_finish(w));
+      zt_writer_free(w);
+      if (CHECK_OK(zt_open("wide.zt", &r))) {
+        const char *text = NULL;
+        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_attribute(r, "a", &v));
+        CHECK_ERROR_MENTIONS("attributes: their typed values would take more than 3448640 bytes (8 per byte of their 300008-byte encoding, plus 1048576)");
+        CHECK_STATUS(ZT_ERR_LIMIT, zt_attributes(r, SIZE_MAX, &v));
+        if (CHECK_OK(zt_object_attribute(r, 0, "k", &v))) {
+          uint64_t k = 0;
+          CHECK_OK(zt_value_get_u64(v, &k));
+          CHECK_U64(k, 1);
+        }
+        CHECK_OK(zt_attributes_json(r, SIZE_MAX, &text));
+        zt_close(r);
+      }
+    }
+    free(json);
+  }
+
   /* 127 levels of nesting (the most a default reader opens): walkable to the bottom. */
   {
     zt_writer *w = NULL;
