@@ -150,9 +150,9 @@ impl fmt::Display for ValueType {
 
 /// Bytes a tree may keep per byte of its CBOR: 8 covers every packed CBOR integer (a
 /// one-byte item becomes a u64) and every node of an item of two bytes or more.
-pub const BUDGET_PER_BYTE: usize = 8;
+pub(crate) const BUDGET_PER_BYTE: usize = 8;
 /// Bytes every tree may keep beyond `BUDGET_PER_BYTE`.
-pub const BUDGET_BASE: usize = 1 << 20;
+pub(crate) const BUDGET_BASE: usize = 1 << 20;
 
 /// Nodes made while building point at their children by index; `finish` turns these into
 /// pointers.
