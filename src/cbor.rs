@@ -643,7 +643,10 @@ impl<'a> Cursor<'a> {
     pub(crate) fn float(&mut self) -> Option<f64> {
         let rest = &self.pull.input[self.pull.pos..];
         let (value, used) = match *rest.first()? {
-            0xfa => (f64::from(f32::from_be_bytes(rest.get(1..5)?.try_into().ok()?)), 5),
+            0xfa => (
+                f64::from(f32::from_be_bytes(rest.get(1..5)?.try_into().ok()?)),
+                5,
+            ),
             0xfb => (f64::from_be_bytes(rest.get(1..9)?.try_into().ok()?), 9),
             _ => return None,
         };

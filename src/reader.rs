@@ -300,14 +300,16 @@ impl<'a> Reader<'a> {
     /// One attribute of the file (`object` None) or of an object, typed; `NotFound`
     /// naming the key when absent.
     pub fn typed_attribute(&self, object: Option<usize>, key: &str) -> Result<AttrValue<'_>> {
-        self.typed_attributes(object)?.find(key)?.ok_or_else(|| match object {
-            None => err!(NotFound, "the file has no attribute '{key}'"),
-            Some(i) => err!(
-                NotFound,
-                "object '{}' has no attribute '{key}'",
-                self.model.objects[i].name()
-            ),
-        })
+        self.typed_attributes(object)?
+            .find(key)?
+            .ok_or_else(|| match object {
+                None => err!(NotFound, "the file has no attribute '{key}'"),
+                Some(i) => err!(
+                    NotFound,
+                    "object '{}' has no attribute '{key}'",
+                    self.model.objects[i].name()
+                ),
+            })
     }
 
     /// All objects, in manifest order.

@@ -245,9 +245,7 @@ impl Doc {
                 .saturating_add(BUDGET_BASE),
         };
         let root = b.item(0, Hint::Root)?;
-        b.cur
-            .finish()
-            .map_err(|e| e.positioned("attributes", 0))?;
+        b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
         b.finish(root)
     }
 
@@ -385,10 +383,7 @@ impl<'a> Builder<'a> {
             Header::Simple(_) => Node::scalar(ValueType::Other, 0),
             Header::Bytes(len) | Header::Text(len) => {
                 let text = matches!(header, Header::Text(_));
-                let body = self
-                    .cur
-                    .string(text, len)
-                    .map_err(Self::decode_err)?;
+                let body = self.cur.string(text, len).map_err(Self::decode_err)?;
                 // GGUF strings that are not UTF-8 are byte strings in the CBOR; typed,
                 // they stay strings (as the file stored them).
                 let kind = if text || own == Some(ValueType::String) {
@@ -406,9 +401,7 @@ impl<'a> Builder<'a> {
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
                 let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
                 let mut items = Vec::new();
-                items
-                    .try_reserve(len.reserve())
-                    .map_err(|_| oom("array"))?;
+                items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
                 while self.cur.more(&mut len).map_err(Self::decode_err)? {
                     let child = self.item(depth, children)?;
                     items.try_reserve(1).map_err(|_| oom("array"))?;
@@ -475,7 +468,7 @@ impl<'a> Builder<'a> {
 
     /// Appends children, returning the index of the first.
     fn append(&mut self, items: &[Node]) -> Result<usize> {
-        self.charge(items.len() * size_of::<Node>())?;
+        self.charge(std::mem::size_of_val(items))?;
         let first = self.nodes.len();
         self.nodes
             .try_reserve(items.len())
@@ -521,9 +514,9 @@ impl<'a> Builder<'a> {
                     let at = offset + i * w;
                     let out = &mut bytes[at..at + w];
                     match t {
-                        ValueType::F32 => out.copy_from_slice(
-                            &(f64::from_bits(c.x) as f32).to_ne_bytes(),
-                        ),
+                        ValueType::F32 => {
+                            out.copy_from_slice(&(f64::from_bits(c.x) as f32).to_ne_bytes())
+                        }
                         ValueType::F64 => out.copy_from_slice(&c.x.to_ne_bytes()),
                         _ => match w {
                             1 => out[0] = c.x as u8,
@@ -534,9 +527,7 @@ impl<'a> Builder<'a> {
                     }
                 }
                 self.data_len = end;
-                self.packed
-                    .try_reserve(1)
-                    .map_err(|_| oom("arrays"))?;
+                self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
                 self.packed.push((offset, t, items.len()));
                 node.flags = PACKED;
                 node.x = (self.packed.len() - 1) as u64;
@@ -574,7 +565,7 @@ impl<'a> Builder<'a> {
                     node.x = nodes_at + node.x * size_of::<Node>() as u64;
                 }
                 ValueType::String | ValueType::Bytes if node.flags & OWNED_TEXT != 0 => {
-                    node.x = text.as_ptr() as u64 + node.x;
+                    node.x += text.as_ptr() as u64;
                 }
                 _ => {}
             }
@@ -653,9 +644,7 @@ int_scalar!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, 
 impl AttrScalar for f64 {
     const TYPE: ValueType = ValueType::F64;
     fn from_value(v: &AttrValue<'_>) -> Option<Self> {
-        v.value_type()
-            .is_float()
-            .then(|| f64::from_bits(v.node.x))
+        v.value_type().is_float().then(|| f64::from_bits(v.node.x))
     }
 }
 
@@ -802,7 +791,12 @@ impl<'a> AttrValue<'a> {
 
     fn children(&self) -> &'a [Node] {
         // SAFETY: arrays point at n child nodes, maps at 2n.
-        let n = self.node.n as usize * if self.value_type() == ValueType::Map { 2 } else { 1 };
+        let n = self.node.n as usize
+            * if self.value_type() == ValueType::Map {
+                2
+            } else {
+                1
+            };
         if n == 0 {
             return &[];
         }
@@ -967,11 +961,9 @@ impl DocCache {
     ) -> Result<&Doc> {
         let cell = match object {
             None => &self.file,
-            Some(i) => {
-                &self
-                    .objects
-                    .get_or_init(|| (0..objects).map(|_| OnceLock::new()).collect())[i]
-            }
+            Some(i) => &self
+                .objects
+                .get_or_init(|| (0..objects).map(|_| OnceLock::new()).collect())[i],
         };
         cell.get_or_init(make).as_ref().map_err(Clone::clone)
     }
@@ -1070,7 +1062,17 @@ mod tests {
 
         let mixed = Value::Map(vec![(
             Value::Text("a".into()),
-            Value::Array((0..n).map(|i| if i % 2 == 0 { Value::Unsigned(0) } else { Value::Null }).collect()),
+            Value::Array(
+                (0..n)
+                    .map(|i| {
+                        if i % 2 == 0 {
+                            Value::Unsigned(0)
+                        } else {
+                            Value::Null
+                        }
+                    })
+                    .collect(),
+            ),
         )]);
         let cbor = to_vec(&mixed);
         let e = Doc::build(&cbor, None, 128).unwrap_err();

@@ -812,20 +812,43 @@ fn cat_dequantizes_ggml_blocks() {
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf");
     std::fs::copy(vectors.join("llama_tiny.gguf"), dir.join("m.gguf")).unwrap();
     assert_eq!(
-        ok(&dir, &["cat", "m.gguf", "token_embd.weight", "--count", "4"]),
+        ok(
+            &dir,
+            &["cat", "m.gguf", "token_embd.weight", "--count", "4"]
+        ),
         "object 'token_embd.weight' component 'data': ggml_q4_0 [100, 64], u8 (ggml_q4_0), \
          6400 values, Q4_0 blocks dequantized to f32 (first 4 shown)\n\
          [-0.3869629, 1.1608887, -0.7739258, -1.1608887, ...]\n"
     );
     // Past the first block (32 values) of a Q4_K block of 256: whole blocks are read.
-    let json = ok(&dir, &["cat", "m.gguf", "blk.0.ffn_down.weight", "--count", "3", "--json"]);
+    let json = ok(
+        &dir,
+        &[
+            "cat",
+            "m.gguf",
+            "blk.0.ffn_down.weight",
+            "--count",
+            "3",
+            "--json",
+        ],
+    );
     assert_eq!(
         json,
         r#"{"object":"blk.0.ffn_down.weight","component":"data","format":"ggml_q4_k","shape":[4,256],"dtype":"u8","type":"ggml_q4_k","dequantized":"f32","total":1024,"values":[1.337986,0.26187515,1.337986]}"#.to_owned()
             + "\n"
     );
     // Every value, compared with gguf-py's.
-    let all = ok(&dir, &["cat", "m.gguf", "blk.0.attn_q.weight", "--count", "4096", "--json"]);
+    let all = ok(
+        &dir,
+        &[
+            "cat",
+            "m.gguf",
+            "blk.0.attn_q.weight",
+            "--count",
+            "4096",
+            "--json",
+        ],
+    );
     let v: serde_json::Value = serde_json::from_str(&all).unwrap();
     let expected = std::fs::read(vectors.join("llama_tiny.f32")).unwrap();
     let values = v["values"].as_array().unwrap();

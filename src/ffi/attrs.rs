@@ -108,7 +108,10 @@ pub unsafe extern "C" fn zt_object_attribute(
         let r = handle(reader)?;
         let key = need_str(key, "key")?;
         need_out(out, "out")?;
-        put(out, handle_of(r.inner().typed_attribute(Some(object), key)?));
+        put(
+            out,
+            handle_of(r.inner().typed_attribute(Some(object), key)?),
+        );
         Ok(())
     })
 }
@@ -239,7 +242,11 @@ pub unsafe extern "C" fn zt_value_string(
 
 /// A pointer that is never NULL, for empty strings and arrays too.
 fn nonnull(s: &[u8]) -> *const u8 {
-    if s.is_empty() { c"".as_ptr().cast() } else { s.as_ptr() }
+    if s.is_empty() {
+        c"".as_ptr().cast()
+    } else {
+        s.as_ptr()
+    }
 }
 
 /// A byte string: its bytes and length, borrowed until `zt_close`. Thread-safe.
@@ -275,10 +282,7 @@ pub unsafe extern "C" fn zt_value_count(v: *const zt_value, out_count: *mut usiz
 /// `ZT_VALUE_MIXED` when they differ, or for an empty array with no declared type.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_type(
-    v: *const zt_value,
-    out_type: *mut u32,
-) -> zt_status {
+pub unsafe extern "C" fn zt_value_array_type(v: *const zt_value, out_type: *mut u32) -> zt_status {
     guard(|| {
         let v = value(v)?;
         need_out(out_type, "out_type")?;

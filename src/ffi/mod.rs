@@ -11,6 +11,8 @@ mod write;
 
 // After the reading calls in the header.
 mod frames;
+
+// Typed attributes, after the frame calls.
 mod attrs;
 
 use std::cell::RefCell;
@@ -27,6 +29,7 @@ pub use read::*;
 pub use write::*;
 
 pub use frames::*;
+
 pub use attrs::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a

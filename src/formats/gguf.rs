@@ -392,7 +392,15 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             widths.push(width_code(T_U32));
         } else {
             encode(&Value::Text(key.clone()), &mut attrs);
-            value(&mut input, ty, 1, max_depth, &key, &mut attrs, Some(&mut widths))?;
+            value(
+                &mut input,
+                ty,
+                1,
+                max_depth,
+                &key,
+                &mut attrs,
+                Some(&mut widths),
+            )?;
         }
         keys.insert(key);
     }

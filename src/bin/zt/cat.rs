@@ -190,7 +190,8 @@ pub fn run(args: &CatArgs) -> CliResult {
         .filter(|q| q.component == ci && q.block_type.can_dequantize());
     let (values, total, shown): (Vec<Shown>, u64, usize) = match &quant {
         Some(q) => {
-            let total = q.rows * (q.row_size / q.block_type.type_size()) * q.block_type.block_size();
+            let total =
+                q.rows * (q.row_size / q.block_type.type_size()) * q.block_type.block_size();
             let shown = (count as u64).min(total);
             // Whole blocks from the start, enough to cover the values shown.
             let take = shown.next_multiple_of(q.block_type.block_size()).min(total);

@@ -72,7 +72,11 @@ fn type_label(v: AttrValue<'_>) -> String {
 fn render(v: AttrValue<'_>, out: &mut String) -> bool {
     match v.value_type() {
         ValueType::Null | ValueType::Other => out.push_str(v.value_type().name()),
-        ValueType::Bool => out.push_str(if v.get::<bool>().unwrap_or(false) { "true" } else { "false" }),
+        ValueType::Bool => out.push_str(if v.get::<bool>().unwrap_or(false) {
+            "true"
+        } else {
+            "false"
+        }),
         ValueType::F32 => {
             let _ = write!(out, "{:?}", v.get::<f32>().unwrap_or(f32::NAN));
         }
@@ -146,14 +150,21 @@ fn attribute_table(reader: &Reader<'_>) -> Option<String> {
         };
         let mut value = String::new();
         if !render(v, &mut value) {
-            let cut = value.char_indices().nth(VALUE_WIDTH).map_or(value.len(), |(i, _)| i);
+            let cut = value
+                .char_indices()
+                .nth(VALUE_WIDTH)
+                .map_or(value.len(), |(i, _)| i);
             value.truncate(cut);
             value.push_str("...");
         }
         rows.push(vec![key, type_label(v), value]);
     }
     use Align::Left;
-    Some(text::table(&["key", "type", "value"], &[Left, Left, Left], &rows))
+    Some(text::table(
+        &["key", "type", "value"],
+        &[Left, Left, Left],
+        &rows,
+    ))
 }
 
 fn short_digest(digest: Option<&str>) -> String {
