@@ -394,8 +394,9 @@ impl<'a> Builder<'a> {
                 self.string(kind, body)?
             }
             Header::Tag(_) => {
+                // Transparent; the widths (GGUF's, which has no tags) were already taken.
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                return self.item(depth, hint);
+                return self.item(depth, Hint::None);
             }
             Header::Array(len) => {
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
