@@ -242,10 +242,58 @@ typedef enum zt_digest {
 } zt_digest;
 
 /**
+ * The type of an attribute value; values are stable. Integers keep the width the file
+ * used (GGUF's u8 ... i64); formats without widths (zTensor's and Tensogram's CBOR,
+ * safetensors' strings) give `ZT_VALUE_U64` for non-negative integers, `ZT_VALUE_I64`
+ * for negative ones and `ZT_VALUE_F64` for floats. Functions give them as `uint32_t`.
+ */
+typedef enum zt_value_type {
+  /**
+   * null (CBOR null or undefined).
+   */
+  ZT_VALUE_NULL = 0,
+  ZT_VALUE_BOOL = 1,
+  ZT_VALUE_I8 = 2,
+  ZT_VALUE_I16 = 3,
+  ZT_VALUE_I32 = 4,
+  ZT_VALUE_I64 = 5,
+  ZT_VALUE_U8 = 6,
+  ZT_VALUE_U16 = 7,
+  ZT_VALUE_U32 = 8,
+  ZT_VALUE_U64 = 9,
+  ZT_VALUE_F32 = 10,
+  ZT_VALUE_F64 = 11,
+  /**
+   * UTF-8 text (a GGUF string that is not UTF-8 keeps its bytes as stored).
+   */
+  ZT_VALUE_STRING = 12,
+  ZT_VALUE_BYTES = 13,
+  ZT_VALUE_ARRAY = 14,
+  ZT_VALUE_MAP = 15,
+  /**
+   * No typed equivalent: a CBOR simple value other than false, true, null and
+   * undefined, or an integer below -2^63 (`zt_attributes_json` renders it).
+   */
+  ZT_VALUE_OTHER = 16,
+  /**
+   * Only from `zt_value_array_type`: elements of more than one type, or an empty array
+   * whose format declares no element type.
+   */
+  ZT_VALUE_MIXED = 255,
+} zt_value_type;
+
+/**
  * An open file. Opaque; immutable after `zt_open`, so every function taking a
  * `const zt_reader *` may be called from many threads at once.
  */
 typedef struct zt_reader zt_reader;
+
+/**
+ * An attribute value: a scalar, a string, bytes, an array or a map. Opaque and borrowed:
+ * valid until `zt_close` of the reader it came from, never freed by the caller, and
+ * usable from many threads at once.
+ */
+typedef struct zt_value zt_value;
 
 /**
  * A file being written. Opaque; used by one thread at a time.
@@ -1069,6 +1117,191 @@ enum zt_status zt_component_frame_get(const struct zt_reader *reader,
                                       const char *role,
                                       size_t frame,
                                       struct zt_frame_info *out);
+
+/**
+ * The typed attribute map of the file (`object == SIZE_MAX`) or of an object: an empty
+ * map when there are none. The first call for a map builds its values (16 bytes per
+ * item; strings are not copied); every later call and every `zt_value_*` call allocates
+ * nothing. `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_attributes(const struct zt_reader *reader,
+                             size_t object,
+                             const struct zt_value **out);
+
+/**
+ * One file attribute by key, e.g. "llama.block_count", "general.alignment" (GGUF
+ * key/values), a safetensors `__metadata__` entry, a zTensor or Tensogram file
+ * attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_attribute(const struct zt_reader *reader,
+                                 const char *key,
+                                 const struct zt_value **out);
+
+/**
+ * One attribute of an object by key. `ZT_ERR_NOT_FOUND` naming the key when absent, or
+ * for an object index out of range. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_attribute(const struct zt_reader *reader,
+                                   size_t object,
+                                   const char *key,
+                                   const struct zt_value **out);
+
+/**
+ * The type of a value (a `zt_value_type`). Thread-safe.
+ */
+ZT_API enum zt_status zt_value_get_type(const struct zt_value *v, uint32_t *out_type);
+
+/**
+ * The name of a value type: "null", "bool", "i8", "i16", "i32", "i64", "u8", "u16",
+ * "u32", "u64", "f32", "f64", "string", "bytes", "array", "map", "other", "mixed";
+ * "unknown" for other values. Never NULL; static storage. Thread-safe.
+ */
+ZT_API const char *zt_value_type_name(uint32_t value_type);
+
+/**
+ * A bool value. Scalar getters (`zt_value_get_*`) convert only without loss: an
+ * integer of any type reads as any integer type its value fits (a u8 as u32, a u64 of
+ * 300 as u16; -1 never as unsigned), f32 and f64 as f64, f64 as f32 when exactly
+ * representable; bool only as bool. Anything else is `ZT_ERR_INVALID_ARGUMENT` naming
+ * both types, e.g. "attribute value is u64 (300), not u8"; check `zt_value_get_type`
+ * first for llama.cpp's exact-type rule. Thread-safe.
+ */
+ZT_API enum zt_status zt_value_get_bool(const struct zt_value *v, bool *out);
+
+/**
+ * An integer that fits int8_t (the rules: `zt_value_get_bool`).
+ */
+ZT_API enum zt_status zt_value_get_i8(const struct zt_value *v, int8_t *out);
+
+/**
+ * An integer that fits int16_t.
+ */
+ZT_API enum zt_status zt_value_get_i16(const struct zt_value *v, int16_t *out);
+
+/**
+ * An integer that fits int32_t.
+ */
+ZT_API enum zt_status zt_value_get_i32(const struct zt_value *v, int32_t *out);
+
+/**
+ * An integer that fits int64_t.
+ */
+ZT_API enum zt_status zt_value_get_i64(const struct zt_value *v, int64_t *out);
+
+/**
+ * An integer that fits uint8_t.
+ */
+ZT_API enum zt_status zt_value_get_u8(const struct zt_value *v, uint8_t *out);
+
+/**
+ * An integer that fits uint16_t.
+ */
+ZT_API enum zt_status zt_value_get_u16(const struct zt_value *v, uint16_t *out);
+
+/**
+ * An integer that fits uint32_t.
+ */
+ZT_API enum zt_status zt_value_get_u32(const struct zt_value *v, uint32_t *out);
+
+/**
+ * An integer that fits uint64_t.
+ */
+ZT_API enum zt_status zt_value_get_u64(const struct zt_value *v, uint64_t *out);
+
+/**
+ * An f32, or an f64 exactly representable as f32.
+ */
+ZT_API enum zt_status zt_value_get_f32(const struct zt_value *v, float *out);
+
+/**
+ * An f32 or f64.
+ */
+ZT_API enum zt_status zt_value_get_f64(const struct zt_value *v, double *out);
+
+/**
+ * A string: its bytes and length, borrowed until `zt_close`. Not NUL-terminated (a
+ * string may contain NUL); UTF-8 except a GGUF string that was not. The pointer is
+ * non-NULL even for "". `ZT_ERR_INVALID_ARGUMENT` for another type. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_string(const struct zt_value *v,
+                               const char **out_data,
+                               size_t *out_len);
+
+/**
+ * A byte string: its bytes and length, borrowed until `zt_close`. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_bytes(const struct zt_value *v,
+                              const uint8_t **out_data,
+                              size_t *out_len);
+
+/**
+ * The number of elements of an array or entries of a map. Thread-safe.
+ */
+ZT_API enum zt_status zt_value_count(const struct zt_value *v, size_t *out_count);
+
+/**
+ * The element type of an array (GGUF's declared one, or the type all elements share);
+ * `ZT_VALUE_MIXED` when they differ, or for an empty array with no declared type.
+ * Thread-safe.
+ */
+ZT_API enum zt_status zt_value_array_type(const struct zt_value *v, uint32_t *out_type);
+
+/**
+ * The elements of an array of one numeric type or of bools, contiguous in memory and
+ * aligned for their type: cast `*out_data` to `const uint32_t *` for `ZT_VALUE_U32`
+ * (`zt_value_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
+ * `zt_close`; never NULL. `ZT_ERR_INVALID_ARGUMENT` for arrays of strings, arrays, maps
+ * or mixed types (read those by index) and for non-arrays. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_array_data(const struct zt_value *v,
+                                   const void **out_data,
+                                   size_t *out_count);
+
+/**
+ * Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
+ * range or a non-array. (The first call on a numeric array makes its element values: 16
+ * bytes each; `zt_value_array_data` needs none.) Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_array_get(const struct zt_value *v,
+                                  size_t index,
+                                  const struct zt_value **out);
+
+/**
+ * Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
+ * `zt_value_string` gives it, in one call. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_array_string(const struct zt_value *v,
+                                     size_t index,
+                                     const char **out_data,
+                                     size_t *out_len);
+
+/**
+ * Entry `index` of a map, in the file's order: its key and value (either out pointer
+ * may be NULL when not wanted). Keys are strings in every format but CBOR maps may have
+ * others. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_map_entry(const struct zt_value *v,
+                                  size_t index,
+                                  const struct zt_value **out_key,
+                                  const struct zt_value **out_value);
+
+/**
+ * The value of a map's first entry whose key is the string `key`; `ZT_ERR_NOT_FOUND`
+ * naming it when absent. Linear in the map's size. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_value_map_find(const struct zt_value *v,
+                                 const char *key,
+                                 const struct zt_value **out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -699,6 +699,23 @@ impl<'a> Cursor<'a> {
             .or_else(|_| fail(start, "invalid UTF-8 in text string"))
     }
 
+    /// A single or double precision float, read without `ciborium-ll` (the typed
+    /// attribute tree reads arrays of them), or None with nothing consumed.
+    #[inline]
+    pub(crate) fn float(&mut self) -> Option<f64> {
+        let rest = &self.pull.input[self.pull.pos..];
+        let (value, used) = match *rest.first()? {
+            0xfa => (
+                f64::from(f32::from_be_bytes(rest.get(1..5)?.try_into().ok()?)),
+                5,
+            ),
+            0xfb => (f64::from_be_bytes(rest.get(1..9)?.try_into().ok()?), 9),
+            _ => return None,
+        };
+        self.pull.pos += used;
+        Some(value)
+    }
+
     /// Validates and skips the next item, nested at `depth`.
     pub(crate) fn skip(&mut self, depth: usize) -> Result<(), DecodeError> {
         self.pull.skip(depth)

@@ -40,6 +40,7 @@ mod model;
 pub mod quant;
 mod reader;
 mod source;
+pub mod typed;
 mod verify;
 mod writer;
 
@@ -56,4 +57,5 @@ pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
+pub use typed::{AttrScalar, AttrValue, ValueType};
 pub use writer::{CopyOptions, CreateOptions, WriteOptions, Writer};

@@ -12,9 +12,10 @@ use crate::codec::FrameIndex;
 use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
-use crate::limits::Limits;
+use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::source::{Advice, Mapping, Source};
+use crate::typed::{self, AttrValue, Doc, DocCache};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -165,6 +166,8 @@ pub struct Reader<'a> {
     cached_total: AtomicU64,
     /// Bytes of the frame indexes cached, at most `INDEX_CACHE_BUDGET`.
     index_total: AtomicU64,
+    /// Typed attribute trees, each built on first request.
+    typed: DocCache,
 }
 
 impl std::fmt::Debug for Reader<'_> {
@@ -243,6 +246,7 @@ impl<'a> Reader<'a> {
             origin: None,
             cached_total: AtomicU64::new(0),
             index_total: AtomicU64::new(0),
+            typed: DocCache::default(),
         };
         if options.verify_on_open {
             reader.verify()?;
@@ -274,6 +278,38 @@ impl<'a> Reader<'a> {
     /// File-level attributes as stored (CBOR bytes), without decoding.
     pub fn raw_attributes(&self) -> Option<&Attributes> {
         self.model.attributes.as_ref()
+    }
+
+    /// The typed map of the file's attributes (`object` None) or an object's; an empty
+    /// map when there are none. Built on the first call (16 bytes per item, strings not
+    /// copied), then shared: values live as long as the reader. Thread-safe.
+    pub fn typed_attributes(&self, object: Option<usize>) -> Result<AttrValue<'_>> {
+        let attrs = match object {
+            None => self.model.attributes.as_ref(),
+            Some(i) => self.object(i)?.raw_attributes(),
+        };
+        let Some(attrs) = attrs else {
+            return Ok(typed::empty_map().root());
+        };
+        let doc = self.typed.get(object, self.model.objects.len(), || {
+            Doc::build(attrs.as_cbor(), attrs.widths(), MAX_CBOR_DEPTH)
+        })?;
+        Ok(doc.root())
+    }
+
+    /// One attribute of the file (`object` None) or of an object, typed; `NotFound`
+    /// naming the key when absent.
+    pub fn typed_attribute(&self, object: Option<usize>, key: &str) -> Result<AttrValue<'_>> {
+        self.typed_attributes(object)?
+            .find(key)?
+            .ok_or_else(|| match object {
+                None => err!(NotFound, "the file has no attribute '{key}'"),
+                Some(i) => err!(
+                    NotFound,
+                    "object '{}' has no attribute '{key}'",
+                    self.model.objects[i].name()
+                ),
+            })
     }
 
     /// All objects, in manifest order.

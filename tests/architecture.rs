@@ -8,7 +8,7 @@ use std::path::Path;
 /// The library's top-level modules, bottom to top.
 const LAYERS: &[&[&str]] = &[
     &[
-        "error", "limits", "dtype", "quant", "buffer", "cbor", "json", "convert",
+        "error", "limits", "dtype", "quant", "buffer", "cbor", "json", "convert", "typed",
     ],
     &["codec"],
     &["source"],

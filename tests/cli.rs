@@ -107,15 +107,30 @@ u               dense            [2]        data           u64             raw  
     );
     assert_eq!(
         ok(&dir, &["info", "v12_rust_file_attributes.zt"]),
-        "\
-v12_rust_file_attributes.zt: version 1.2.0, 1 object, 13 file attributes: beta, epoch, flag, framework, half, license, neg, nested, ... (5 more)
+        r#"v12_rust_file_attributes.zt: version 1.2.0, 1 object, 13 file attributes: beta, epoch, flag, framework, half, license, neg, nested, ... (5 more)
+
+key        type      value
+-----------------------------------------
+beta       f64       0.9
+epoch      u64       3
+flag       bool      false
+framework  string    "zt-vectors"
+half       f64       0.5
+license    string    "MIT"
+neg        i64       -12
+nested     map[1]    {"depth": {"k": 1}}
+none       null      null
+raw        bytes     <4 bytes>
+tags       array[3]  ["x", "y", 1]
+u64max     u64       18446744073709551615
+名前       string    "ü ß"
 
 name  format  shape   role  dtype  encoding  stored  decoded  digest
 --------------------------------------------------------------------
 a     dense   [2, 2]  data  f32    raw         16 B     16 B  -
 
 1 component: 16 B stored, 16 B decoded
-"
+"#
     );
     // No objects: the header line only. Legacy files show their version.
     assert_eq!(
@@ -134,6 +149,59 @@ s     dense   []     data  f32    raw          4 B      4 B  -
 1 component: 4 B stored, 4 B decoded
 "
     );
+}
+
+/// GGUF key/values are listed with the types the file declared (u32 stays u32), arrays
+/// with their element type and length, long values cut.
+#[test]
+fn info_shows_gguf_key_values_with_their_types() {
+    let dir = temp_dir("cli_info_gguf");
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf");
+    for v in ["llama_tiny.gguf", "plain_v3.gguf"] {
+        std::fs::copy(vectors.join(v), dir.join(v)).unwrap();
+    }
+    let out = ok(&dir, &["info", "llama_tiny.gguf"]);
+    assert_eq!(
+        out.split("\n\nname").next().unwrap(),
+        r#"llama_tiny.gguf: version 3, 5 objects, 14 file attributes: general.architecture, general.name, llama.block_count, ... (11 more)
+
+key                                     type         value
+--------------------------------------------------------------------------------------------------------------------
+general.architecture                    string       "llama"
+general.name                            string       "tiny"
+llama.block_count                       u32          2
+llama.context_length                    u32          256
+llama.embedding_length                  u32          64
+llama.attention.head_count              u32          4
+llama.attention.layer_norm_rms_epsilon  f32          1e-5
+llama.rope.freq_base                    f32          10000.0
+general.file_type                       u32          2
+tokenizer.ggml.model                    string       "llama"
+tokenizer.ggml.tokens                   string[100]  ["<unk>", "<s>", "</s>", "tok3", "tok4", "tok5", "tok6", "to...
+tokenizer.ggml.scores                   f32[100]     [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0,...
+tokenizer.ggml.token_type               i32[100]     [2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,...
+tokenizer.ggml.bos_token_id             u32          1"#
+    );
+    let out = ok(&dir, &["info", "plain_v3.gguf"]);
+    for line in [
+        "test.u8                    u8         200\n",
+        "test.i8                    i8         -100\n",
+        "test.u16                   u16        60000\n",
+        "test.i16                   i16        -30000\n",
+        "test.u32                   u32        4000000000\n",
+        "test.i32                   i32        -2000000000\n",
+        "test.u64                   u64        18446744073709551615\n",
+        "test.i64                   i64        -9223372036854775808\n",
+        "test.f32                   f32        0.1\n",
+        "test.f64                   f64        0.1\n",
+        "test.bool_true             bool       true\n",
+        "test.array_u8              u8[2]      [0, 255]\n",
+        "test.array_bool            bool[2]    [true, false]\n",
+        "test.array_nested          array[2]   [[1, 2], [3]]\n",
+        "test.array_nested_strings  array[2]   [[\"x\"], [\"y\", \"z\"]]\n",
+    ] {
+        assert!(out.contains(line), "{line:?} not in\n{out}");
+    }
 }
 
 #[test]
@@ -734,6 +802,61 @@ fn cat_prints_values_formatted_by_type() {
         let mut args = vec!["cat", file, name];
         args.extend_from_slice(extra);
         assert_eq!(ok(&dir, &args), *want, "zt {args:?}");
+    }
+}
+
+/// Quantized tensors print their values (gguf-py's, see llama_tiny.f32), not block bytes.
+#[test]
+fn cat_dequantizes_ggml_blocks() {
+    let dir = temp_dir("cli_cat_quant");
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf");
+    std::fs::copy(vectors.join("llama_tiny.gguf"), dir.join("m.gguf")).unwrap();
+    assert_eq!(
+        ok(
+            &dir,
+            &["cat", "m.gguf", "token_embd.weight", "--count", "4"]
+        ),
+        "object 'token_embd.weight' component 'data': ggml_q4_0 [100, 64], u8 (ggml_q4_0), \
+         6400 values, Q4_0 blocks dequantized to f32 (first 4 shown)\n\
+         [-0.3869629, 1.1608887, -0.7739258, -1.1608887, ...]\n"
+    );
+    // Past the first block (32 values) of a Q4_K block of 256: whole blocks are read.
+    let json = ok(
+        &dir,
+        &[
+            "cat",
+            "m.gguf",
+            "blk.0.ffn_down.weight",
+            "--count",
+            "3",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        json,
+        r#"{"object":"blk.0.ffn_down.weight","component":"data","format":"ggml_q4_k","shape":[4,256],"dtype":"u8","type":"ggml_q4_k","dequantized":"f32","total":1024,"values":[1.337986,0.26187515,1.337986]}"#.to_owned()
+            + "\n"
+    );
+    // Every value, compared with gguf-py's.
+    let all = ok(
+        &dir,
+        &[
+            "cat",
+            "m.gguf",
+            "blk.0.attn_q.weight",
+            "--count",
+            "4096",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&all).unwrap();
+    let expected = std::fs::read(vectors.join("llama_tiny.f32")).unwrap();
+    let values = v["values"].as_array().unwrap();
+    assert_eq!(values.len(), 4096);
+    for (i, x) in values.iter().enumerate() {
+        let at = (6400 + i) * 4;
+        let want = f32::from_le_bytes(expected[at..at + 4].try_into().unwrap());
+        assert_eq!(x.as_f64().unwrap() as f32, want, "value {i}");
     }
 }
 

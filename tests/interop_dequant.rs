@@ -209,3 +209,79 @@ fn fresh_vectors_from_the_pinned_gguf() {
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// The typed attributes and dequantized values of `llama_tiny.gguf` (what
+/// c_examples/gguf_loader.c loads, made by tests/interop/make_loader_vector.py).
+fn check_loader_vector(dir: &Path) {
+    use ztensor::ValueType;
+    let r = Reader::open(dir.join("llama_tiny.gguf")).unwrap();
+    let get = |key: &str| r.typed_attribute(None, key).unwrap();
+    for (key, value) in [
+        ("llama.block_count", 2),
+        ("llama.context_length", 256),
+        ("llama.embedding_length", 64),
+        ("llama.attention.head_count", 4),
+        ("general.file_type", 2),
+        ("tokenizer.ggml.bos_token_id", 1),
+    ] {
+        assert_eq!(get(key).value_type(), ValueType::U32, "{key}");
+        assert_eq!(get(key).get::<u32>().unwrap(), value, "{key}");
+    }
+    let eps = get("llama.attention.layer_norm_rms_epsilon");
+    assert_eq!(eps.value_type(), ValueType::F32);
+    assert_eq!(eps.get::<f32>().unwrap(), 1e-5f32);
+    assert_eq!(get("general.architecture").as_str().unwrap(), "llama");
+    let tokens = get("tokenizer.ggml.tokens");
+    assert_eq!(tokens.elem_type().unwrap(), Some(ValueType::String));
+    assert_eq!(tokens.len().unwrap(), 100);
+    assert_eq!(tokens.string_at(0).unwrap(), b"<unk>");
+    assert_eq!(tokens.string_at(99).unwrap(), b"tok99");
+    let scores = get("tokenizer.ggml.scores").as_slice::<f32>().unwrap();
+    assert_eq!(scores.len(), 100);
+    assert_eq!(scores[7], -7.0);
+    let types = get("tokenizer.ggml.token_type").as_slice::<i32>().unwrap();
+    assert_eq!(&types[..4], &[2, 3, 3, 1]);
+
+    let expected = std::fs::read(dir.join("llama_tiny.f32")).unwrap();
+    let mut at = 0;
+    for name in [
+        "token_embd.weight",
+        "blk.0.attn_q.weight",
+        "blk.0.ffn_down.weight",
+    ] {
+        let i = r.find(name).unwrap();
+        let numel: u64 = r.objects()[i].shape().iter().product();
+        let mut values = vec![0u8; numel as usize * 4];
+        r.read_as(i, 0, DType::F32, &mut values).unwrap();
+        assert_eq!(&values[..], &expected[at..at + values.len()], "{name}");
+        at += values.len();
+    }
+    assert_eq!(at, expected.len());
+}
+
+#[test]
+fn committed_loader_vector_reads_typed() {
+    check_loader_vector(&repo().join("tests/vectors/gguf"));
+}
+
+#[test]
+fn fresh_loader_vector_from_the_pinned_gguf() {
+    let python = common::pinned_python("tests/interop/dequant-requirements.txt", "dequant-venv");
+    let out: PathBuf = common::temp_dir("interop_loader");
+    common::run_ok(
+        Command::new(&python)
+            .arg(repo().join("tests/interop/make_loader_vector.py"))
+            .arg(&out),
+    );
+    check_loader_vector(&out);
+    for name in ["llama_tiny.gguf", "llama_tiny.f32"] {
+        let committed = repo().join("tests/vectors/gguf").join(name);
+        assert!(
+            std::fs::read(out.join(name)).unwrap() == std::fs::read(&committed).unwrap(),
+            "{} differs from the generator's: rerun tests/interop/make_loader_vector.py \
+             tests/vectors/gguf and commit the result",
+            committed.display()
+        );
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}

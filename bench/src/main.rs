@@ -48,6 +48,7 @@ const SECTIONS: &[Section] = &[
     sections::verify::SECTION,
     sections::memory::SECTION,
     sections::dequant::SECTION,
+    sections::attrs::SECTION,
 ];
 
 fn main() {

@@ -11,6 +11,9 @@
  *                    copy it into your memory, read it converted, read a byte range.
  *   zt::tensor_view  a component's decoded bytes (zero-copy when the file is mapped);
  *                    as<T>() is a typed span after checking dtype, size and alignment.
+ *   zt::value        a typed attribute value (reader.attributes()["llama.block_count"]
+ *                    .as<std::uint32_t>()): scalars with the file's widths, strings,
+ *                    arrays (contiguous numbers as spans, elements()), maps (entries()).
  *   zt::Writer       writes a file. Move-only; nothing appears at the path unless
  *                    finish() succeeds. add() dense tensors, begin_object() for any format.
  *
@@ -75,6 +78,7 @@
  *   ztensor/result.hpp     zt::failure, zt::result<T>, zt::ret<T>, the zt::error hierarchy
  *   ztensor/arguments.hpp  string_arg, shape_ref, open_options, write_options
  *   ztensor/view.hpp       zt::tensor_view
+ *   ztensor/value.hpp      zt::value, zt::value_type: typed attributes
  *   ztensor/reader.hpp     zt::Reader, zt::Object, zt::Component, iterators
  *   ztensor/writer.hpp     zt::Writer, zt::object_builder, zt::component_builder
  */
@@ -88,6 +92,7 @@
 #include "ztensor/result.hpp"
 #include "ztensor/arguments.hpp"
 #include "ztensor/view.hpp"
+#include "ztensor/value.hpp"
 #include "ztensor/reader.hpp"
 #include "ztensor/writer.hpp"
 

@@ -12,6 +12,9 @@ mod write;
 // After the reading calls in the header.
 mod frames;
 
+// Typed attributes, after the frame calls.
+mod attrs;
+
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -27,6 +30,8 @@ pub use read::*;
 pub use write::*;
 
 pub use frames::*;
+
+pub use attrs::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.

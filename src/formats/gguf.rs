@@ -178,6 +178,9 @@ fn put_int(out: &mut Vec<u8>, v: i64) {
 /// Reads one metadata value of type `ty` and appends it as CBOR. `depth` is the CBOR
 /// nesting it sits at (1 for a value of the top-level map); arrays deeper than
 /// `max_depth` are a Limit.
+/// `widths`, when given, gets the value's types (the stream `typed::Doc::build` reads:
+/// the type; for an array `Array` and the element type, then each element's stream when
+/// the elements are arrays).
 fn value(
     input: &mut Input<'_, '_>,
     ty: u32,
@@ -185,8 +188,15 @@ fn value(
     max_depth: usize,
     key: &str,
     out: &mut Vec<u8>,
+    widths: Option<&mut Vec<u8>>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
+    if let Some(w) = widths {
+        w.push(width_code(ty));
+        if ty == T_ARRAY {
+            return array(input, depth, max_depth, key, out, w);
+        }
+    }
     match ty {
         T_U8 => encode_head(out, 0, u64::from(input.array::<1>(&what)?[0])),
         T_I8 => put_int(out, i64::from(i8::from_le_bytes(input.array(&what)?))),
@@ -219,34 +229,70 @@ fn value(
             encode_head(out, major, bytes.len() as u64);
             out.extend_from_slice(bytes);
         }
-        T_ARRAY => {
-            let at = input.pos;
-            let elem = input.u32(&what)?;
-            let count = input.u64(&what)?;
-            let unit = min_size(elem).map_err(|e| e.context(format!("GGUF array {what}")))?;
-            if depth + 1 > max_depth {
-                bail!(
-                    Limit,
-                    "GGUF array {what} at offset {at} nests deeper than {max_depth} levels"
-                );
-            }
-            if count
-                .checked_mul(unit)
-                .is_none_or(|n| n > input.remaining())
-            {
-                bail!(
-                    Format,
-                    "GGUF array {what} at offset {at} declares {count} elements, more than \
-                     the {} bytes left in the file can hold",
-                    input.remaining()
-                );
-            }
-            encode_head(out, 4, count);
-            for _ in 0..count {
-                value(input, elem, depth + 1, max_depth, key, out)?;
-            }
-        }
+        T_ARRAY => array(input, depth, max_depth, key, out, &mut Vec::new())?,
         other => bail!(Format, "GGUF {what} has unknown value type {other}"),
+    }
+    Ok(())
+}
+
+/// The typed value type of a GGUF value type (`typed::ValueType` codes).
+fn width_code(ty: u32) -> u8 {
+    use crate::typed::ValueType as V;
+    (match ty {
+        T_U8 => V::U8,
+        T_I8 => V::I8,
+        T_U16 => V::U16,
+        T_I16 => V::I16,
+        T_U32 => V::U32,
+        T_I32 => V::I32,
+        T_F32 => V::F32,
+        T_BOOL => V::Bool,
+        T_STRING => V::String,
+        T_ARRAY => V::Array,
+        T_U64 => V::U64,
+        T_I64 => V::I64,
+        T_F64 => V::F64,
+        _ => V::Other,
+    }) as u8
+}
+
+/// An array value after its type: element type, count, elements. Its element type goes
+/// to `widths`, and when the elements are arrays, each element's stream.
+fn array(
+    input: &mut Input<'_, '_>,
+    depth: usize,
+    max_depth: usize,
+    key: &str,
+    out: &mut Vec<u8>,
+    widths: &mut Vec<u8>,
+) -> Result<()> {
+    let what = format_args!("value of '{key}'");
+    let at = input.pos;
+    let elem = input.u32(&what)?;
+    let count = input.u64(&what)?;
+    let unit = min_size(elem).map_err(|e| e.context(format!("GGUF array {what}")))?;
+    if depth + 1 > max_depth {
+        bail!(
+            Limit,
+            "GGUF array {what} at offset {at} nests deeper than {max_depth} levels"
+        );
+    }
+    if count
+        .checked_mul(unit)
+        .is_none_or(|n| n > input.remaining())
+    {
+        bail!(
+            Format,
+            "GGUF array {what} at offset {at} declares {count} elements, more than \
+             the {} bytes left in the file can hold",
+            input.remaining()
+        );
+    }
+    widths.push(width_code(elem));
+    encode_head(out, 4, count);
+    for _ in 0..count {
+        let nested = (elem == T_ARRAY).then_some(&mut *widths);
+        value(input, elem, depth + 1, max_depth, key, out, nested)?;
     }
     Ok(())
 }
@@ -315,6 +361,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
 
     let mut attrs = Vec::new();
+    let mut widths = Vec::new();
     encode_head(&mut attrs, 5, kv_count);
     let mut keys = HashSet::new();
     let mut alignment = DEFAULT_ALIGNMENT;
@@ -342,14 +389,23 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             alignment = u64::from(a);
             encode(&Value::Text(key.clone()), &mut attrs);
             encode_head(&mut attrs, 0, alignment);
+            widths.push(width_code(T_U32));
         } else {
             encode(&Value::Text(key.clone()), &mut attrs);
-            value(&mut input, ty, 1, max_depth, &key, &mut attrs)?;
+            value(
+                &mut input,
+                ty,
+                1,
+                max_depth,
+                &key,
+                &mut attrs,
+                Some(&mut widths),
+            )?;
         }
         keys.insert(key);
     }
     drop(keys);
-    let attributes = Some(Attributes::from_cbor(&attrs));
+    let attributes = Some(Attributes::from_cbor_with_widths(&attrs, widths));
     drop(attrs);
 
     // Grown as infos are read: a count the file can hold may still be absurd for memory.

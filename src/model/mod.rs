@@ -167,29 +167,51 @@ impl Component {
 /// only on request, so that opening never builds trees of metadata nobody asked for.
 /// One pointer, so that objects without attributes pay 8 bytes for having none.
 #[derive(Clone, PartialEq)]
-pub struct Attributes(Box<Box<[u8]>>);
+pub struct Attributes(Box<AttrBytes>);
+
+#[derive(Clone, PartialEq)]
+struct AttrBytes {
+    cbor: Box<[u8]>,
+    /// The widths of the top-level values, for formats that have them (GGUF): the
+    /// stream `typed::Doc::build` reads.
+    widths: Option<Box<[u8]>>,
+}
 
 impl Attributes {
     pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
-        Attributes(Box::new(bytes.into()))
+        Attributes(Box::new(AttrBytes {
+            cbor: bytes.into(),
+            widths: None,
+        }))
+    }
+    /// CBOR bytes and the widths of their top-level values (`typed` explains the stream).
+    pub(crate) fn from_cbor_with_widths(bytes: &[u8], widths: Vec<u8>) -> Attributes {
+        Attributes(Box::new(AttrBytes {
+            cbor: bytes.into(),
+            widths: Some(widths.into_boxed_slice()),
+        }))
     }
     /// Encodes a value (the writer checks it is a map).
     pub(crate) fn from_value(v: &Value) -> Attributes {
-        Attributes(Box::new(crate::cbor::to_vec(v).into_boxed_slice()))
+        Attributes::from_cbor(&crate::cbor::to_vec(v))
     }
     /// The CBOR encoding of the attribute map.
     pub fn as_cbor(&self) -> &[u8] {
-        &self.0
+        &self.0.cbor
+    }
+    /// The widths stream of the top-level values, when the format has widths.
+    pub(crate) fn widths(&self) -> Option<&[u8]> {
+        self.0.widths.as_deref()
     }
     /// Decodes the attribute map (allocates the tree).
     pub fn value(&self) -> Value {
-        crate::cbor::decode(&self.0, crate::limits::MAX_CBOR_DEPTH)
+        crate::cbor::decode(&self.0.cbor, crate::limits::MAX_CBOR_DEPTH)
             .expect("validated when the file was opened")
     }
     /// The attribute map as compact JSON (the mapping of `json::write_json`), rendered
     /// straight from the CBOR bytes without building a tree: memory is the output's.
     pub fn to_json(&self) -> Result<String> {
-        crate::json::cbor_to_json(&self.0)
+        crate::json::cbor_to_json(&self.0.cbor)
             .map_err(|e| crate::error::err!(Format, "attributes: {e}"))
     }
 }

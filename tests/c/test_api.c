@@ -3537,6 +3537,31 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_component_read_as_range", /* test_quant.c */
     "zt_component_frame_count", /* test_frames.c */
     "zt_component_frame_get",   /* test_frames.c */
+    "zt_attributes", /* test_attributes_typed.c */
+    "zt_file_attribute", /* test_attributes_typed.c */
+    "zt_object_attribute", /* test_attributes_typed.c */
+    "zt_value_get_type", /* test_attributes_typed.c */
+    "zt_value_type_name", /* test_attributes_typed.c */
+    "zt_value_get_bool", /* test_attributes_typed.c */
+    "zt_value_get_i8", /* test_attributes_typed.c */
+    "zt_value_get_i16", /* test_attributes_typed.c */
+    "zt_value_get_i32", /* test_attributes_typed.c */
+    "zt_value_get_i64", /* test_attributes_typed.c */
+    "zt_value_get_u8", /* test_attributes_typed.c */
+    "zt_value_get_u16", /* test_attributes_typed.c */
+    "zt_value_get_u32", /* test_attributes_typed.c */
+    "zt_value_get_u64", /* test_attributes_typed.c */
+    "zt_value_get_f32", /* test_attributes_typed.c */
+    "zt_value_get_f64", /* test_attributes_typed.c */
+    "zt_value_string", /* test_attributes_typed.c */
+    "zt_value_bytes", /* test_attributes_typed.c */
+    "zt_value_count", /* test_attributes_typed.c */
+    "zt_value_array_type", /* test_attributes_typed.c */
+    "zt_value_array_data", /* test_attributes_typed.c */
+    "zt_value_array_get", /* test_attributes_typed.c */
+    "zt_value_array_string", /* test_attributes_typed.c */
+    "zt_value_map_entry", /* test_attributes_typed.c */
+    "zt_value_map_find", /* test_attributes_typed.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -207,6 +207,26 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   get(o.verify());
   get(o.validate());
   use(get(o.attributes_json()));
+  {
+    // Typed attributes: every accessor, the scalar types of each width.
+    const zt::value a = get(r.attributes());
+    const zt::value v = get(a["k"]);
+    use(get(o.attributes()).size());
+    use(get(v.as<bool>()) || get(v.as<std::int8_t>()) || get(v.as<std::int16_t>()) || get(v.as<std::int32_t>()) ||
+        get(v.as<std::int64_t>()) || get(v.as<long long>()) || get(v.as<std::uint8_t>()) || get(v.as<std::uint16_t>()) ||
+        get(v.as<std::uint32_t>()) || get(v.as<std::uint64_t>()) || get(v.as<float>()) > 0 || get(v.as<double>()) > 0);
+    use(get(v.as<std::string_view>()).size() + get(v.as<std::string>()).size() + get(v.bytes()).size());
+    use(get(v.array<float>()).size() + get(v.array<bool>()).size() + get(v.array<std::int32_t>()).size() +
+        get(v.array<std::uint64_t>()).size() + get(v.array<double>()).size());
+    use(get(v[0]).handle() != nullptr && get(v.string_at(0)).size() > 0 && v.find("x").has_value() && v.contains("y"));
+    use(v.size() + static_cast<std::size_t>(v.type()) + static_cast<std::size_t>(v.element_type()));
+    use(v.is_null() || v.is_string() || v.is_array() || v.is_map() || static_cast<bool>(v));
+    use(zt::value_type_name(zt::value_type::u32).size());
+    for (const zt::value e : v.elements()) use(e.handle());
+    for (const zt::value::entry& e : a.entries()) use(e.key.size() + e.val.size() + e.key_value.size());
+    use(v.try_as<std::uint32_t>().ok() && v.try_at(1).ok() && v.try_get("z").ok() && v.try_string_at(2).ok() &&
+        v.try_bytes().ok() && v.try_array<float>().ok());
+  }
   const zt::component_range comps = o.components();
   use(comps.size() + (comps.empty() ? 1u : 0u));
   for (const zt::Component& c : comps) use(c.role());

@@ -109,7 +109,7 @@ fn first_cpu(set: &libc::cpu_set_t) -> libc::cpu_set_t {
 }
 
 /// A Python that imports gguf: `ZT_BENCH_PYTHON`, else a venv the tests made.
-fn gguf_python() -> Option<std::path::PathBuf> {
+pub(super) fn gguf_python() -> Option<std::path::PathBuf> {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let candidates = std::env::var_os("ZT_BENCH_PYTHON")
         .map(std::path::PathBuf::from)

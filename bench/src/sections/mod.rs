@@ -1,6 +1,7 @@
 //! The sections of the benchmark, one module each. A section is a `Section` constant; the list
 //! in main.rs says which run and in what order (the order of the rows in the table).
 
+pub mod attrs;
 pub mod batch;
 pub mod dequant;
 pub mod list;

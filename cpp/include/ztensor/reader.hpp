@@ -8,6 +8,7 @@
 #include "dtype.hpp"
 #include "result.hpp"
 #include "span.hpp"
+#include "value.hpp"
 #include "view.hpp"
 
 namespace zt {
@@ -35,6 +36,12 @@ inline result<std::string_view> attributes(const zt_reader* r, std::size_t objec
   zt_status st = zt_attributes_json(r, object, &json);
   if (st != ZT_OK) return last_failure(st);
   return result<std::string_view>(sv(json));
+}
+inline result<value> typed_attributes(const zt_reader* r, std::size_t object) {
+  const zt_value* v = nullptr;
+  zt_status st = zt_attributes(r, object, &v);
+  if (st != ZT_OK) return last_failure(st);
+  return result<value>(value(v));
 }
 inline zt_object_info object_info(const zt_reader* r, std::size_t index) noexcept {
   zt_object_info info{};
@@ -315,6 +322,9 @@ class Object {
   ret<void> validate() const { return detail::unwrap(detail::check(zt_object_validate(reader_, index_))); }
   /// The object's attributes as JSON ("{}" when none).
   ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(reader_, index_)); }
+  /// The object's attributes as a typed map (empty when none), without JSON:
+  /// attributes()["ggml_type"].as<std::string_view>().
+  ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(reader_, index_)); }
 
  private:
   friend class Reader;
@@ -455,6 +465,9 @@ class Reader {
   ret<void> verify() const { return detail::unwrap(detail::check(zt_verify(handle_.get()))); }
   /// The file's attributes as JSON ("{}" when none).
   ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(handle_.get(), SIZE_MAX)); }
+  /// The file's attributes as a typed map (empty when none), without JSON; built once,
+  /// then every call is a lookup: attributes()["llama.block_count"].as<std::uint32_t>().
+  ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(handle_.get(), SIZE_MAX)); }
 
  private:
   struct closer {

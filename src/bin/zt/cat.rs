@@ -176,21 +176,51 @@ pub fn run(args: &CatArgs) -> CliResult {
             .ok_or_else(|| Failure::Failed(format!("object '{name}' has no components")))?,
     };
     let c = &obj.components()[ci];
-    let kind = Kind::of(c);
-    let total = c.decoded_length() / kind.size() as u64;
-    let shown = (count as u64).min(total) as usize;
-    let mut bytes = vec![0u8; shown * kind.size()];
-    reader.read_range(oi, ci, 0, &mut bytes).map_err(|e| {
+    let cannot_read = |e: ztensor::Error| {
         Failure::Failed(format!(
             "cannot read '{}': {}",
             display(path),
             describe(&e, &[display(path)])
         ))
-    })?;
-    let values: Vec<Shown> = bytes
-        .chunks_exact(kind.size())
-        .map(|b| value(kind, b))
-        .collect();
+    };
+    // Blocks of a ggml type are shown dequantized to f32, never as their bytes.
+    let quant = reader
+        .quant_info(oi)
+        .ok()
+        .filter(|q| q.component == ci && q.block_type.can_dequantize());
+    let (values, total, shown): (Vec<Shown>, u64, usize) = match &quant {
+        Some(q) => {
+            let total =
+                q.rows * (q.row_size / q.block_type.type_size()) * q.block_type.block_size();
+            let shown = (count as u64).min(total);
+            // Whole blocks from the start, enough to cover the values shown.
+            let take = shown.next_multiple_of(q.block_type.block_size()).min(total);
+            let mut bytes = vec![0u8; take as usize * 4];
+            reader
+                .read_as_range(oi, ci, DType::F32, 0, &mut bytes)
+                .map_err(cannot_read)?;
+            let values = bytes
+                .chunks_exact(4)
+                .take(shown as usize)
+                .map(|b| Shown::float(format!("{:?}", f32::from_le_bytes(le(b)))))
+                .collect();
+            (values, total, shown as usize)
+        }
+        None => {
+            let kind = Kind::of(c);
+            let total = c.decoded_length() / kind.size() as u64;
+            let shown = (count as u64).min(total) as usize;
+            let mut bytes = vec![0u8; shown * kind.size()];
+            reader
+                .read_range(oi, ci, 0, &mut bytes)
+                .map_err(cannot_read)?;
+            let values = bytes
+                .chunks_exact(kind.size())
+                .map(|b| value(kind, b))
+                .collect();
+            (values, total, shown)
+        }
+    };
     let truncated = (shown as u64) < total;
 
     let mut out = String::new();
@@ -207,6 +237,9 @@ pub fn run(args: &CatArgs) -> CliResult {
         text::json_str(&mut out, c.dtype().name());
         out.push_str(",\"type\":");
         text::json_opt_str(&mut out, c.logical_type());
+        if quant.is_some() {
+            out.push_str(",\"dequantized\":\"f32\"");
+        }
         let _ = write!(out, ",\"total\":{total},\"values\":[");
         let json: Vec<&str> = values.iter().map(|v| v.json.as_str()).collect();
         out.push_str(&json.join(","));
@@ -222,6 +255,9 @@ pub fn run(args: &CatArgs) -> CliResult {
             text::dtype(c),
             text::count(total as usize, "value")
         );
+        if let Some(q) = &quant {
+            let _ = write!(out, ", {} blocks dequantized to f32", q.block_type.name());
+        }
         if truncated {
             let _ = write!(out, " (first {shown} shown)");
         }

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ztensor::Reader;
 use ztensor::cbor::Value;
+use ztensor::{AttrValue, Reader, ValueType};
 
 use crate::args::InfoArgs;
 use crate::text::{self, Align};
@@ -12,6 +12,9 @@ use crate::{CliResult, emit};
 
 /// Longest list of attribute names on the header line (then "... (N more)" follows).
 const ATTRIBUTE_NAMES_WIDTH: usize = 60;
+
+/// Longest rendering of an attribute value in the key/value table (then "...").
+const VALUE_WIDTH: usize = 60;
 
 /// Digests longer than this are shortened in the table (sha256 to 16 hex digits).
 const DIGEST_WIDTH: usize = 23;
@@ -48,6 +51,122 @@ fn attribute_names(attributes: Option<&Value>) -> Option<String> {
     Some(out)
 }
 
+/// "u32", "string[100]", "f32[100]", "array[3]" (mixed), "map[2]": the type the file
+/// declared (GGUF's widths; u64/i64/f64 for CBOR integers and floats).
+fn type_label(v: AttrValue<'_>) -> String {
+    match v.value_type() {
+        ValueType::Array => {
+            let n = v.len().unwrap_or(0);
+            match v.elem_type().ok().flatten() {
+                Some(t) => format!("{t}[{n}]"),
+                None => format!("array[{n}]"),
+            }
+        }
+        ValueType::Map => format!("map[{}]", v.len().unwrap_or(0)),
+        t => t.name().to_owned(),
+    }
+}
+
+/// Appends a short rendering of `v`; returns false once `out` is past `VALUE_WIDTH`
+/// (the caller stops and appends "...").
+fn render(v: AttrValue<'_>, out: &mut String) -> bool {
+    match v.value_type() {
+        ValueType::Null | ValueType::Other => out.push_str(v.value_type().name()),
+        ValueType::Bool => out.push_str(if v.get::<bool>().unwrap_or(false) {
+            "true"
+        } else {
+            "false"
+        }),
+        ValueType::F32 => {
+            let _ = write!(out, "{:?}", v.get::<f32>().unwrap_or(f32::NAN));
+        }
+        ValueType::F64 => {
+            let _ = write!(out, "{:?}", v.get::<f64>().unwrap_or(f64::NAN));
+        }
+        ValueType::I8 | ValueType::I16 | ValueType::I32 | ValueType::I64 => {
+            let _ = write!(out, "{}", v.get::<i64>().unwrap_or(0));
+        }
+        ValueType::U8 | ValueType::U16 | ValueType::U32 | ValueType::U64 => {
+            let _ = write!(out, "{}", v.get::<u64>().unwrap_or(0));
+        }
+        ValueType::String => {
+            let bytes = v.string_bytes().unwrap_or(&[]);
+            let cut = &bytes[..bytes.len().min(VALUE_WIDTH)];
+            text::json_str(out, &String::from_utf8_lossy(cut));
+        }
+        ValueType::Bytes => {
+            let _ = write!(out, "<{} bytes>", v.as_bytes().map_or(0, <[u8]>::len));
+        }
+        ValueType::Array => {
+            out.push('[');
+            for (i, e) in v.elements().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if out.len() > VALUE_WIDTH || !render(e, out) {
+                    return false;
+                }
+            }
+            out.push(']');
+        }
+        ValueType::Map => {
+            out.push('{');
+            for i in 0..v.len().unwrap_or(0) {
+                let Ok((k, e)) = v.entry(i) else { break };
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if out.len() > VALUE_WIDTH || !render(k, out) {
+                    return false;
+                }
+                out.push_str(": ");
+                if !render(e, out) {
+                    return false;
+                }
+            }
+            out.push('}');
+        }
+    }
+    out.len() <= VALUE_WIDTH
+}
+
+/// The file attributes as a table: key, type, value (cut after about 60 characters).
+fn attribute_table(reader: &Reader<'_>) -> Option<String> {
+    let map = reader.typed_attributes(None).ok()?;
+    let n = map.len().ok()?;
+    if n == 0 {
+        return None;
+    }
+    let mut rows = Vec::with_capacity(n);
+    for i in 0..n {
+        let (k, v) = map.entry(i).ok()?;
+        let key = match k.as_str() {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                let mut s = String::new();
+                render(k, &mut s);
+                s
+            }
+        };
+        let mut value = String::new();
+        if !render(v, &mut value) {
+            let cut = value
+                .char_indices()
+                .nth(VALUE_WIDTH)
+                .map_or(value.len(), |(i, _)| i);
+            value.truncate(cut);
+            value.push_str("...");
+        }
+        rows.push(vec![key, type_label(v), value]);
+    }
+    use Align::Left;
+    Some(text::table(
+        &["key", "type", "value"],
+        &[Left, Left, Left],
+        &rows,
+    ))
+}
+
 fn short_digest(digest: Option<&str>) -> String {
     match digest {
         None => "-".to_owned(),
@@ -78,6 +197,10 @@ pub fn table(path: &Path, reader: &Reader<'_>) -> String {
             let _ = writeln!(out, "{}: {names}", text::count(n, "file attribute"));
         }
         None => out.push_str("no file attributes\n"),
+    }
+    if let Some(table) = attribute_table(reader) {
+        out.push('\n');
+        out.push_str(&table);
     }
     if objects.is_empty() {
         return out;

@@ -1,0 +1,1127 @@
+//! Typed attribute values: a compact, immutable tree built once from the CBOR bytes of an
+//! attribute map, so that a loader reads `llama.block_count` as a `u32` and 152,000
+//! token strings by index without JSON, and without a copy per call.
+//!
+//! - Every item is one 16-byte `Node`: its type, a count or length, and a payload (the
+//!   scalar's bits, or a pointer). A container's children are contiguous nodes, so an
+//!   element by index is one addition. Strings point into the attribute CBOR itself
+//!   (copied only when the CBOR split them into chunks).
+//! - An array whose elements all have one numeric type (or bool) is stored as those
+//!   numbers, contiguous and aligned ("packed"), so C gets a `const uint32_t *`. Its
+//!   element nodes are made only if someone asks for an element as a value handle.
+//! - CBOR integers carry no width: they are `U64` (non-negative) or `I64`, floats `F64`.
+//!   A format that has widths (GGUF) records them as `widths` at parse time, a pre-order
+//!   stream of `ValueType` codes for the top-level values: a scalar's type; for an array
+//!   `Array`, then its element type, and when the elements are arrays, each one's stream.
+//! - Tags are transparent (the tagged item); undefined is `Null`; simple values other
+//!   than bool, null and undefined, and integers below -2^63, are `Other`.
+//!
+//! Memory: 16 bytes per item (fewer for packed numbers). What a tree keeps is at most
+//! `BUDGET_PER_BYTE` bytes per byte of its CBOR plus `BUDGET_BASE` (a pathological file,
+//! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
+//! allocation failure is a `Limit` error too.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::OnceLock;
+
+use ciborium_ll::Header;
+
+use crate::cbor::Cursor;
+use crate::error::{Error, Result, bail, err};
+
+/// The type of an attribute value. The numbers are stable (the C enum `zt_value_type`).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    Null = 0,
+    Bool = 1,
+    I8 = 2,
+    I16 = 3,
+    I32 = 4,
+    I64 = 5,
+    U8 = 6,
+    U16 = 7,
+    U32 = 8,
+    U64 = 9,
+    F32 = 10,
+    F64 = 11,
+    String = 12,
+    Bytes = 13,
+    Array = 14,
+    Map = 15,
+    /// A CBOR simple value other than false/true/null/undefined, or an integer below
+    /// -2^63: no typed equivalent (`zt_attributes_json` renders it).
+    Other = 16,
+}
+
+const ALL: [ValueType; 17] = [
+    ValueType::Null,
+    ValueType::Bool,
+    ValueType::I8,
+    ValueType::I16,
+    ValueType::I32,
+    ValueType::I64,
+    ValueType::U8,
+    ValueType::U16,
+    ValueType::U32,
+    ValueType::U64,
+    ValueType::F32,
+    ValueType::F64,
+    ValueType::String,
+    ValueType::Bytes,
+    ValueType::Array,
+    ValueType::Map,
+    ValueType::Other,
+];
+
+impl ValueType {
+    /// The type of a code, None outside the enum.
+    pub fn from_u32(code: u32) -> Option<ValueType> {
+        ALL.get(code as usize).copied()
+    }
+
+    /// "null", "bool", "i8" ... "f64", "string", "bytes", "array", "map", "other".
+    pub fn name(self) -> &'static str {
+        self.c_name().to_str().expect("ASCII")
+    }
+
+    /// `name` as a static C string.
+    pub fn c_name(self) -> &'static std::ffi::CStr {
+        use ValueType::*;
+        match self {
+            Null => c"null",
+            Bool => c"bool",
+            I8 => c"i8",
+            I16 => c"i16",
+            I32 => c"i32",
+            I64 => c"i64",
+            U8 => c"u8",
+            U16 => c"u16",
+            U32 => c"u32",
+            U64 => c"u64",
+            F32 => c"f32",
+            F64 => c"f64",
+            String => c"string",
+            Bytes => c"bytes",
+            Array => c"array",
+            Map => c"map",
+            Other => c"other",
+        }
+    }
+
+    /// Bytes per element in a packed array: bool and the numeric types.
+    pub fn packed_width(self) -> Option<usize> {
+        use ValueType::*;
+        match self {
+            Bool | I8 | U8 => Some(1),
+            I16 | U16 => Some(2),
+            I32 | U32 | F32 => Some(4),
+            I64 | U64 | F64 => Some(8),
+            _ => None,
+        }
+    }
+
+    fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ValueType::I8 | ValueType::I16 | ValueType::I32 | ValueType::I64
+        )
+    }
+
+    fn is_integer(self) -> bool {
+        self.is_signed()
+            || matches!(
+                self,
+                ValueType::U8 | ValueType::U16 | ValueType::U32 | ValueType::U64
+            )
+    }
+
+    fn is_float(self) -> bool {
+        matches!(self, ValueType::F32 | ValueType::F64)
+    }
+}
+
+impl fmt::Display for ValueType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Bytes a tree may keep per byte of its CBOR: 8 covers every packed CBOR integer (a
+/// one-byte item becomes a u64) and every node of an item of two bytes or more.
+pub(crate) const BUDGET_PER_BYTE: usize = 8;
+/// Bytes every tree may keep beyond `BUDGET_PER_BYTE`.
+pub(crate) const BUDGET_BASE: usize = 1 << 20;
+
+/// Nodes made while building point at their children by index; `finish` turns these into
+/// pointers.
+const PACKED: u8 = 1;
+const OWNED_TEXT: u8 = 2;
+
+/// One value. Scalars: `x` holds the bits (integers as i64/u64, floats as f64 bits,
+/// bool 0/1). Strings and bytes: `x` points at `n` bytes. Arrays: `n` elements of type
+/// `elem` (`MIXED` when they differ); `x` points at the first child node, or at the
+/// `Packed` record. Maps: `n` entries, `x` points at 2n nodes, key then value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Node {
+    kind: u8,
+    elem: u8,
+    flags: u8,
+    _pad: u8,
+    n: u32,
+    x: u64,
+}
+
+/// `Node::elem` of an array whose elements differ in type, or an empty array whose
+/// format declared no element type.
+const MIXED: u8 = 0xff;
+
+impl Node {
+    fn scalar(kind: ValueType, x: u64) -> Node {
+        Node {
+            kind: kind as u8,
+            elem: 0,
+            flags: 0,
+            _pad: 0,
+            n: 0,
+            x,
+        }
+    }
+
+    fn kind(&self) -> ValueType {
+        ALL[self.kind as usize]
+    }
+}
+
+/// A packed array's numbers and, made on first request, their nodes.
+struct Packed {
+    data: *const u8,
+    elem: ValueType,
+    count: usize,
+    nodes: OnceLock<Box<[Node]>>,
+}
+
+/// The typed tree of one attribute map. Immutable once built (the lazily made element
+/// nodes of packed arrays are `OnceLock`s), so it is shared between threads.
+pub struct Doc {
+    nodes: Box<[Node]>,
+    _packed: Box<[Packed]>,
+    _data: Box<[u64]>,
+    _text: Box<[u8]>,
+}
+
+// SAFETY: the raw pointers in `Node` and `Packed` point into the boxes the `Doc` owns or
+// into the attribute CBOR its owner keeps alive and unchanged; nothing is mutated after
+// `build` except through `OnceLock`.
+unsafe impl Send for Doc {}
+unsafe impl Sync for Doc {}
+
+impl fmt::Debug for Doc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Doc({} nodes)", self.nodes.len())
+    }
+}
+
+impl Doc {
+    /// Builds the tree of `cbor` (one item, validated when the file was opened), with the
+    /// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
+    /// and never move or change (strings point into it).
+    pub fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
+        let mut b = Builder {
+            cur: Cursor::new(cbor, max_depth),
+            widths: widths.unwrap_or(&[]),
+            wpos: 0,
+            nodes: Vec::new(),
+            packed: Vec::new(),
+            data: Vec::new(),
+            data_len: 0,
+            text: Vec::new(),
+            kept: 0,
+            budget: cbor
+                .len()
+                .saturating_mul(BUDGET_PER_BYTE)
+                .saturating_add(BUDGET_BASE),
+        };
+        let root = b.item(0, Hint::Root)?;
+        b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
+        b.finish(root)
+    }
+
+    /// The root value.
+    pub fn root(&self) -> AttrValue<'_> {
+        AttrValue {
+            node: self.nodes.last().expect("the root is the last node"),
+        }
+    }
+
+    /// Bytes this tree takes (without the CBOR its strings point into).
+    pub fn heap_size(&self) -> usize {
+        self.nodes.len() * size_of::<Node>()
+            + self._packed.len() * size_of::<Packed>()
+            + self._data.len() * 8
+            + self._text.len()
+    }
+}
+
+/// What a value's width record says.
+#[derive(Clone, Copy)]
+enum Hint {
+    None,
+    /// The root map: its values each read their widths from the stream.
+    Root,
+    /// Read this value's widths from the stream.
+    Next,
+    /// This scalar type (elements of an array whose element type was declared).
+    Type(ValueType),
+}
+
+struct Builder<'a> {
+    cur: Cursor<'a>,
+    widths: &'a [u8],
+    wpos: usize,
+    nodes: Vec<Node>,
+    packed: Vec<(usize, ValueType, usize)>,
+    data: Vec<u64>,
+    data_len: usize,
+    text: Vec<u8>,
+    /// Bytes of nodes, numbers, strings and records kept so far, and the most allowed.
+    kept: usize,
+    budget: usize,
+}
+
+fn oom(what: &str) -> Error {
+    err!(Limit, "attributes: out of memory for the typed {what}")
+}
+
+impl<'a> Builder<'a> {
+    /// Counts `bytes` more kept; `Limit` past the budget.
+    fn charge(&mut self, bytes: usize) -> Result<()> {
+        self.kept = self.kept.saturating_add(bytes);
+        if self.kept > self.budget {
+            bail!(
+                Limit,
+                "attributes: their typed values would take more than {} bytes ({} per byte \
+                 of their {}-byte encoding, plus {})",
+                self.budget,
+                BUDGET_PER_BYTE,
+                self.cur.bytes().len(),
+                BUDGET_BASE
+            );
+        }
+        Ok(())
+    }
+
+    fn next_width(&mut self) -> Option<ValueType> {
+        let code = *self.widths.get(self.wpos)?;
+        self.wpos += 1;
+        ValueType::from_u32(u32::from(code))
+    }
+
+    /// The value's own type hint, its children's, and an array's declared element type.
+    fn resolve(&mut self, hint: Hint) -> (Option<ValueType>, Hint, Option<ValueType>) {
+        match hint {
+            Hint::None => (None, Hint::None, None),
+            Hint::Root => (None, Hint::Next, None),
+            Hint::Type(t) => (Some(t), Hint::None, None),
+            Hint::Next => match self.next_width() {
+                Some(ValueType::Array) => match self.next_width() {
+                    Some(ValueType::Array) => {
+                        (Some(ValueType::Array), Hint::Next, Some(ValueType::Array))
+                    }
+                    Some(e) => (Some(ValueType::Array), Hint::Type(e), Some(e)),
+                    None => (None, Hint::None, None),
+                },
+                t => (t, Hint::None, None),
+            },
+        }
+    }
+
+    fn decode_err(e: crate::cbor::DecodeError) -> Error {
+        e.positioned("attributes", 0)
+    }
+
+    fn item(&mut self, depth: usize, hint: Hint) -> Result<Node> {
+        let (own, children, declared) = if self.widths.is_empty() {
+            (None, Hint::None, None)
+        } else {
+            self.resolve(hint)
+        };
+        if let Some(f) = self.cur.float() {
+            let kind = match own {
+                Some(ValueType::F32) => ValueType::F32,
+                _ => ValueType::F64,
+            };
+            return Ok(Node::scalar(kind, f.to_bits()));
+        }
+        let start = self.cur.position();
+        let header = self.cur.head().map_err(Self::decode_err)?;
+        Ok(match header {
+            Header::Positive(n) => match own {
+                Some(t) if t.is_integer() => Node::scalar(t, n),
+                _ => Node::scalar(ValueType::U64, n),
+            },
+            Header::Negative(n) => {
+                if n > i64::MAX as u64 {
+                    Node::scalar(ValueType::Other, 0)
+                } else {
+                    let v = -1 - n as i64;
+                    match own {
+                        Some(t) if t.is_signed() => Node::scalar(t, v as u64),
+                        _ => Node::scalar(ValueType::I64, v as u64),
+                    }
+                }
+            }
+            Header::Float(f) => match own {
+                Some(ValueType::F32) => Node::scalar(ValueType::F32, f.to_bits()),
+                _ => Node::scalar(ValueType::F64, f.to_bits()),
+            },
+            Header::Simple(20) => Node::scalar(ValueType::Bool, 0),
+            Header::Simple(21) => Node::scalar(ValueType::Bool, 1),
+            Header::Simple(22 | 23) => Node::scalar(ValueType::Null, 0),
+            Header::Simple(_) => Node::scalar(ValueType::Other, 0),
+            Header::Bytes(len) | Header::Text(len) => {
+                let text = matches!(header, Header::Text(_));
+                let body = self.cur.string(text, len).map_err(Self::decode_err)?;
+                // GGUF strings that are not UTF-8 are byte strings in the CBOR; typed,
+                // they stay strings (as the file stored them).
+                let kind = if text || own == Some(ValueType::String) {
+                    ValueType::String
+                } else {
+                    ValueType::Bytes
+                };
+                self.string(kind, body)?
+            }
+            Header::Tag(_) => {
+                // Transparent; the widths (GGUF's, which has no tags) were already taken.
+                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
+                return self.item(depth, Hint::None);
+            }
+            Header::Array(len) => {
+                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
+                let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
+                let mut items = Vec::new();
+                items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
+                while self.cur.more(&mut len).map_err(Self::decode_err)? {
+                    let child = self.item(depth, children)?;
+                    items.try_reserve(1).map_err(|_| oom("array"))?;
+                    items.push(child);
+                }
+                self.array(items, declared)?
+            }
+            Header::Map(len) => {
+                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
+                let mut len = self.cur.declared(len, 2).map_err(Self::decode_err)?;
+                let mut items = Vec::new();
+                items
+                    .try_reserve(len.reserve() * 2)
+                    .map_err(|_| oom("map"))?;
+                while self.cur.more(&mut len).map_err(Self::decode_err)? {
+                    let key = self.item(depth, Hint::None)?;
+                    let value = self.item(depth, children)?;
+                    items.try_reserve(2).map_err(|_| oom("map"))?;
+                    items.push(key);
+                    items.push(value);
+                }
+                let n = count(items.len() / 2)?;
+                let first = self.append(&items)?;
+                Node {
+                    kind: ValueType::Map as u8,
+                    elem: 0,
+                    flags: 0,
+                    _pad: 0,
+                    n,
+                    x: first as u64,
+                }
+            }
+            Header::Break => bail!(Format, "attributes: unexpected break at byte {start}"),
+        })
+    }
+
+    fn string(&mut self, kind: ValueType, body: Cow<'a, [u8]>) -> Result<Node> {
+        let n = count(body.len())?;
+        Ok(match body {
+            Cow::Borrowed(b) => Node {
+                kind: kind as u8,
+                elem: 0,
+                flags: 0,
+                _pad: 0,
+                n,
+                x: b.as_ptr() as u64,
+            },
+            Cow::Owned(b) => {
+                self.charge(b.len())?;
+                let at = self.text.len();
+                self.text.try_reserve(b.len()).map_err(|_| oom("strings"))?;
+                self.text.extend_from_slice(&b);
+                Node {
+                    kind: kind as u8,
+                    elem: 0,
+                    flags: OWNED_TEXT,
+                    _pad: 0,
+                    n,
+                    x: at as u64,
+                }
+            }
+        })
+    }
+
+    /// Appends children, returning the index of the first.
+    fn append(&mut self, items: &[Node]) -> Result<usize> {
+        self.charge(std::mem::size_of_val(items))?;
+        let first = self.nodes.len();
+        self.nodes
+            .try_reserve(items.len())
+            .map_err(|_| oom("values"))?;
+        self.nodes.extend_from_slice(items);
+        Ok(first)
+    }
+
+    fn array(&mut self, items: Vec<Node>, declared: Option<ValueType>) -> Result<Node> {
+        let n = count(items.len())?;
+        let elem = match items.first() {
+            None => declared,
+            Some(first) => items
+                .iter()
+                .all(|c| c.kind == first.kind)
+                .then(|| first.kind()),
+        };
+        let mut node = Node {
+            kind: ValueType::Array as u8,
+            elem: elem.map_or(MIXED, |t| t as u8),
+            flags: 0,
+            _pad: 0,
+            n,
+            x: 0,
+        };
+        match elem.and_then(|t| t.packed_width().map(|w| (t, w))) {
+            Some((t, w)) => {
+                let offset = self.data_len.next_multiple_of(8);
+                let end = offset + w * items.len();
+                self.charge(end - self.data_len + size_of::<Packed>())?;
+                let words = end.div_ceil(8);
+                if words > self.data.len() {
+                    self.data
+                        .try_reserve(words - self.data.len())
+                        .map_err(|_| oom("numbers"))?;
+                    self.data.resize(words, 0);
+                }
+                // SAFETY: `data` holds at least `end` bytes; u64 storage viewed as bytes.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), end)
+                };
+                for (i, c) in items.iter().enumerate() {
+                    let at = offset + i * w;
+                    let out = &mut bytes[at..at + w];
+                    match t {
+                        ValueType::F32 => {
+                            out.copy_from_slice(&(f64::from_bits(c.x) as f32).to_ne_bytes())
+                        }
+                        ValueType::F64 => out.copy_from_slice(&c.x.to_ne_bytes()),
+                        _ => match w {
+                            1 => out[0] = c.x as u8,
+                            2 => out.copy_from_slice(&(c.x as u16).to_ne_bytes()),
+                            4 => out.copy_from_slice(&(c.x as u32).to_ne_bytes()),
+                            _ => out.copy_from_slice(&c.x.to_ne_bytes()),
+                        },
+                    }
+                }
+                self.data_len = end;
+                self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
+                self.packed.push((offset, t, items.len()));
+                node.flags = PACKED;
+                node.x = (self.packed.len() - 1) as u64;
+            }
+            None => node.x = self.append(&items)? as u64,
+        }
+        Ok(node)
+    }
+
+    /// Boxes the storage and turns indexes into pointers.
+    fn finish(mut self, root: Node) -> Result<Doc> {
+        self.append(&[root])?;
+        let data = std::mem::take(&mut self.data).into_boxed_slice();
+        let text = std::mem::take(&mut self.text).into_boxed_slice();
+        let base = data.as_ptr().cast::<u8>();
+        let packed: Box<[Packed]> = self
+            .packed
+            .iter()
+            .map(|&(offset, elem, count)| Packed {
+                // SAFETY: offset is within (or one past) the data.
+                data: unsafe { base.add(offset) },
+                elem,
+                count,
+                nodes: OnceLock::new(),
+            })
+            .collect();
+        let mut nodes = std::mem::take(&mut self.nodes).into_boxed_slice();
+        let nodes_at = nodes.as_ptr() as u64;
+        for node in nodes.iter_mut() {
+            match node.kind() {
+                ValueType::Array if node.flags & PACKED != 0 => {
+                    node.x = &packed[node.x as usize] as *const Packed as u64;
+                }
+                ValueType::Array | ValueType::Map => {
+                    node.x = nodes_at + node.x * size_of::<Node>() as u64;
+                }
+                ValueType::String | ValueType::Bytes if node.flags & OWNED_TEXT != 0 => {
+                    node.x += text.as_ptr() as u64;
+                }
+                _ => {}
+            }
+        }
+        Ok(Doc {
+            nodes,
+            _packed: packed,
+            _data: data,
+            _text: text,
+        })
+    }
+}
+
+fn count(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| err!(Limit, "attributes: {n} items in one container"))
+}
+
+/// A value of an attribute tree, borrowed from the reader that holds the tree.
+#[derive(Clone, Copy)]
+pub struct AttrValue<'a> {
+    node: &'a Node,
+}
+
+impl fmt::Debug for AttrValue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.value_type() {
+            ValueType::String => write!(f, "{:?}", String::from_utf8_lossy(self.bytes_unchecked())),
+            ValueType::Bytes => write!(f, "bytes({})", self.node.n),
+            ValueType::Array => f.debug_list().entries(self.elements()).finish(),
+            ValueType::Map => f
+                .debug_map()
+                .entries((0..self.node.n as usize).map(|i| self.entry(i).expect("in range")))
+                .finish(),
+            _ => f.write_str(&self.scalar_text()),
+        }
+    }
+}
+
+fn wrong(v: &AttrValue<'_>, want: &str) -> Error {
+    err!(
+        InvalidArgument,
+        "attribute value is {}, not {want}",
+        v.describe()
+    )
+}
+
+/// A Rust type an attribute scalar reads as: the integers, f32, f64 and bool.
+pub trait AttrScalar: Sized + Copy {
+    /// The value type of this Rust type.
+    const TYPE: ValueType;
+    #[doc(hidden)]
+    fn from_value(v: &AttrValue<'_>) -> Option<Self>;
+}
+
+macro_rules! int_scalar {
+    ($($t:ty => $vt:ident),*) => {$(
+        impl AttrScalar for $t {
+            const TYPE: ValueType = ValueType::$vt;
+            fn from_value(v: &AttrValue<'_>) -> Option<Self> {
+                let k = v.value_type();
+                if !k.is_integer() {
+                    return None;
+                }
+                let wide: i128 = if k.is_signed() {
+                    i128::from(v.node.x as i64)
+                } else {
+                    i128::from(v.node.x)
+                };
+                <$t>::try_from(wide).ok()
+            }
+        }
+    )*};
+}
+int_scalar!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
+
+impl AttrScalar for f64 {
+    const TYPE: ValueType = ValueType::F64;
+    fn from_value(v: &AttrValue<'_>) -> Option<Self> {
+        v.value_type().is_float().then(|| f64::from_bits(v.node.x))
+    }
+}
+
+impl AttrScalar for f32 {
+    const TYPE: ValueType = ValueType::F32;
+    fn from_value(v: &AttrValue<'_>) -> Option<Self> {
+        let f = f64::from_bits(v.node.x);
+        match v.value_type() {
+            ValueType::F32 => Some(f as f32),
+            // Exactly representable (CBOR floats carry no width): 0.5 reads as f32.
+            ValueType::F64 if f64::from(f as f32) == f || f.is_nan() => Some(f as f32),
+            _ => None,
+        }
+    }
+}
+
+impl AttrScalar for bool {
+    const TYPE: ValueType = ValueType::Bool;
+    fn from_value(v: &AttrValue<'_>) -> Option<Self> {
+        (v.value_type() == ValueType::Bool).then_some(v.node.x != 0)
+    }
+}
+
+impl<'a> AttrValue<'a> {
+    /// The value's type.
+    pub fn value_type(&self) -> ValueType {
+        self.node.kind()
+    }
+
+    /// The address C sees as the value handle.
+    pub fn as_ptr(&self) -> *const Node {
+        self.node
+    }
+
+    /// The value behind a handle `as_ptr` gave.
+    ///
+    /// # Safety
+    /// `ptr` came from `as_ptr` of a value whose tree outlives `'a`.
+    pub unsafe fn from_ptr(ptr: *const Node) -> AttrValue<'a> {
+        // SAFETY: per the contract.
+        AttrValue {
+            node: unsafe { &*ptr },
+        }
+    }
+
+    /// The scalar as `T`: integers of any type convert when the value fits `T` exactly
+    /// (a u8 reads as u32, an i64 of 5 as u8; -1 never as unsigned), floats to f64, and to
+    /// f32 when f32 or exactly representable; bool only as bool. Anything else is
+    /// `InvalidArgument` naming both types.
+    pub fn get<T: AttrScalar>(&self) -> Result<T> {
+        T::from_value(self).ok_or_else(|| wrong(self, T::TYPE.name()))
+    }
+
+    fn bytes_unchecked(&self) -> &'a [u8] {
+        if self.node.n == 0 {
+            return &[];
+        }
+        // SAFETY: strings point at `n` bytes the tree's owner keeps alive.
+        unsafe { std::slice::from_raw_parts(self.node.x as *const u8, self.node.n as usize) }
+    }
+
+    /// A string's bytes as the file stored them (UTF-8, except a GGUF string that was
+    /// not); not NUL-terminated.
+    pub fn string_bytes(&self) -> Result<&'a [u8]> {
+        if self.value_type() != ValueType::String {
+            return Err(wrong(self, "string"));
+        }
+        Ok(self.bytes_unchecked())
+    }
+
+    /// A string; `InvalidArgument` for another type or a GGUF string that isn't UTF-8.
+    pub fn as_str(&self) -> Result<&'a str> {
+        std::str::from_utf8(self.string_bytes()?)
+            .map_err(|_| err!(InvalidArgument, "attribute string is not valid UTF-8"))
+    }
+
+    /// A byte string's bytes.
+    pub fn as_bytes(&self) -> Result<&'a [u8]> {
+        if self.value_type() != ValueType::Bytes {
+            return Err(wrong(self, "bytes"));
+        }
+        Ok(self.bytes_unchecked())
+    }
+
+    /// Elements of an array, entries of a map.
+    pub fn len(&self) -> Result<usize> {
+        match self.value_type() {
+            ValueType::Array | ValueType::Map => Ok(self.node.n as usize),
+            _ => Err(wrong(self, "an array or a map")),
+        }
+    }
+
+    /// True for an empty array or map.
+    pub fn is_empty(&self) -> Result<bool> {
+        self.len().map(|n| n == 0)
+    }
+
+    /// An array's element type: None when the elements differ in type, or the array is
+    /// empty and its format declared none.
+    pub fn elem_type(&self) -> Result<Option<ValueType>> {
+        if self.value_type() != ValueType::Array {
+            return Err(wrong(self, "array"));
+        }
+        Ok(ValueType::from_u32(u32::from(self.node.elem)))
+    }
+
+    fn packed(&self) -> Option<&'a Packed> {
+        (self.value_type() == ValueType::Array && self.node.flags & PACKED != 0)
+            // SAFETY: packed arrays point at their record in the tree.
+            .then(|| unsafe { &*(self.node.x as *const Packed) })
+    }
+
+    /// The contiguous elements of an array of one numeric type (or bool, one byte 0/1):
+    /// type, pointer (aligned for the type) and count. `InvalidArgument` for other arrays.
+    pub fn array_data(&self) -> Result<(ValueType, *const u8, usize)> {
+        match self.packed() {
+            Some(p) => Ok((p.elem, p.data, p.count)),
+            None if self.value_type() == ValueType::Array => bail!(
+                InvalidArgument,
+                "attribute array of {} has no contiguous numbers: read its elements by index",
+                self.elem_type()?.map_or("mixed types", |t| t.name())
+            ),
+            None => Err(wrong(self, "array")),
+        }
+    }
+
+    /// The elements of an array whose element type is exactly `T`'s.
+    pub fn as_slice<T: AttrScalar>(&self) -> Result<&'a [T]> {
+        let (t, data, count) = self.array_data()?;
+        if t != T::TYPE {
+            bail!(
+                InvalidArgument,
+                "attribute value is an array of {t}, not of {}",
+                T::TYPE
+            );
+        }
+        if count == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: packed data of type T: aligned, `count` elements, owned by the tree.
+        // (bool: stored as bytes 0 and 1.)
+        Ok(unsafe { std::slice::from_raw_parts(data.cast::<T>(), count) })
+    }
+
+    fn children(&self) -> &'a [Node] {
+        // SAFETY: arrays point at n child nodes, maps at 2n.
+        let n = self.node.n as usize
+            * if self.value_type() == ValueType::Map {
+                2
+            } else {
+                1
+            };
+        if n == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(self.node.x as *const Node, n) }
+    }
+
+    fn out_of_range(&self, i: usize) -> Error {
+        err!(
+            InvalidArgument,
+            "index {i} is out of range for an attribute {} of {}",
+            self.value_type(),
+            self.node.n
+        )
+    }
+
+    /// An array's element `i`.
+    pub fn at(&self, i: usize) -> Result<AttrValue<'a>> {
+        if self.value_type() != ValueType::Array {
+            return Err(wrong(self, "array"));
+        }
+        if i >= self.node.n as usize {
+            return Err(self.out_of_range(i));
+        }
+        let nodes: &'a [Node] = match self.packed() {
+            Some(p) => p.nodes.get_or_init(|| p.element_nodes()),
+            None => self.children(),
+        };
+        Ok(AttrValue { node: &nodes[i] })
+    }
+
+    /// Element `i` of an array of strings, without making a value for it.
+    pub fn string_at(&self, i: usize) -> Result<&'a [u8]> {
+        if self.packed().is_some() {
+            return self.at(i)?.string_bytes();
+        }
+        if self.value_type() != ValueType::Array {
+            return Err(wrong(self, "array"));
+        }
+        let node = self.children().get(i).ok_or_else(|| self.out_of_range(i))?;
+        AttrValue { node }.string_bytes()
+    }
+
+    /// All elements of an array (nothing for other types).
+    pub fn elements(&self) -> impl Iterator<Item = AttrValue<'a>> + 'a {
+        let this = *self;
+        let n = if this.value_type() == ValueType::Array {
+            this.node.n as usize
+        } else {
+            0
+        };
+        (0..n).map(move |i| this.at(i).expect("in range"))
+    }
+
+    /// A map's entry `i`: key and value, in the file's order.
+    pub fn entry(&self, i: usize) -> Result<(AttrValue<'a>, AttrValue<'a>)> {
+        if self.value_type() != ValueType::Map {
+            return Err(wrong(self, "map"));
+        }
+        let nodes = self.children();
+        if i >= self.node.n as usize {
+            return Err(self.out_of_range(i));
+        }
+        Ok((
+            AttrValue {
+                node: &nodes[2 * i],
+            },
+            AttrValue {
+                node: &nodes[2 * i + 1],
+            },
+        ))
+    }
+
+    /// The value of a map's first entry whose key is the text `key`; None when absent.
+    pub fn find(&self, key: &str) -> Result<Option<AttrValue<'a>>> {
+        if self.value_type() != ValueType::Map {
+            return Err(wrong(self, "map"));
+        }
+        let key = key.as_bytes();
+        Ok(self.children().chunks_exact(2).find_map(|kv| {
+            let k = AttrValue { node: &kv[0] };
+            (k.value_type() == ValueType::String && k.bytes_unchecked() == key)
+                .then_some(AttrValue { node: &kv[1] })
+        }))
+    }
+
+    fn scalar_text(&self) -> String {
+        let x = self.node.x;
+        match self.value_type() {
+            ValueType::Null => "null".into(),
+            ValueType::Bool => (x != 0).to_string(),
+            t if t.is_signed() => (x as i64).to_string(),
+            t if t.is_integer() => x.to_string(),
+            t if t.is_float() => f64::from_bits(x).to_string(),
+            t => t.name().into(),
+        }
+    }
+
+    /// "u64 (300)", "a string", "an array of 3" ... for messages.
+    fn describe(&self) -> String {
+        match self.value_type() {
+            ValueType::String => "a string".into(),
+            ValueType::Bytes => "bytes".into(),
+            ValueType::Array => format!("an array of {}", self.node.n),
+            ValueType::Map => format!("a map of {} entries", self.node.n),
+            ValueType::Null => "null".into(),
+            ValueType::Other => "other (no typed equivalent)".into(),
+            t => format!("{t} ({})", self.scalar_text()),
+        }
+    }
+}
+
+impl Packed {
+    fn element_nodes(&self) -> Box<[Node]> {
+        let w = self.elem.packed_width().expect("packed types have a width");
+        (0..self.count)
+            .map(|i| {
+                // SAFETY: `count` elements of width `w` at `data`.
+                let b = unsafe { std::slice::from_raw_parts(self.data.add(i * w), w) };
+                let x = match (self.elem, w) {
+                    (ValueType::F32, _) => {
+                        f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits()
+                    }
+                    (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
+                    (t, 2) if t.is_signed() => {
+                        i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64
+                    }
+                    (t, 4) if t.is_signed() => {
+                        i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64
+                    }
+                    (_, 1) => u64::from(b[0]),
+                    (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
+                    (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
+                    _ => u64::from_ne_bytes(b.try_into().expect("8")),
+                };
+                Node::scalar(self.elem, x)
+            })
+            .collect()
+    }
+}
+
+/// The typed trees of a reader's attributes, each built on first request.
+#[derive(Default)]
+pub(crate) struct DocCache {
+    file: OnceLock<Result<Doc>>,
+    objects: OnceLock<Box<[OnceLock<Result<Doc>>]>>,
+}
+
+impl fmt::Debug for DocCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DocCache")
+    }
+}
+
+impl DocCache {
+    /// The tree of the file's attributes (`object` None) or an object's, built by `make`
+    /// the first time. `objects` is the object count.
+    pub(crate) fn get(
+        &self,
+        object: Option<usize>,
+        objects: usize,
+        make: impl FnOnce() -> Result<Doc>,
+    ) -> Result<&Doc> {
+        let cell = match object {
+            None => &self.file,
+            Some(i) => &self
+                .objects
+                .get_or_init(|| (0..objects).map(|_| OnceLock::new()).collect())[i],
+        };
+        cell.get_or_init(make).as_ref().map_err(Clone::clone)
+    }
+}
+
+/// The typed tree of an empty map, for files and objects without attributes.
+pub(crate) fn empty_map() -> &'static Doc {
+    static EMPTY: OnceLock<Doc> = OnceLock::new();
+    EMPTY.get_or_init(|| Doc::build(&[0xa0], None, 1).expect("an empty map"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+    use crate::cbor::{Value, to_vec};
+
+    fn doc(v: &Value, widths: Option<&[u8]>) -> (Vec<u8>, Doc) {
+        let cbor = to_vec(v);
+        let d = Doc::build(&cbor, widths, 128).unwrap();
+        (cbor, d)
+    }
+
+    #[test]
+    fn scalars_strings_and_packed_arrays() {
+        let v = Value::Map(vec![
+            (Value::Text("n".into()), Value::Unsigned(300)),
+            (Value::Text("neg".into()), Value::Negative(4)),
+            (Value::Text("s".into()), Value::Text("héllo".into())),
+            (
+                Value::Text("a".into()),
+                Value::Array(vec![Value::Unsigned(1), Value::Unsigned(2)]),
+            ),
+            (
+                Value::Text("m".into()),
+                Value::Array(vec![Value::Unsigned(1), Value::Text("x".into())]),
+            ),
+        ]);
+        let (_cbor, d) = doc(&v, None);
+        let root = d.root();
+        assert_eq!(root.len().unwrap(), 5);
+        let n = root.find("n").unwrap().unwrap();
+        assert_eq!(n.value_type(), ValueType::U64);
+        assert_eq!(n.get::<u32>().unwrap(), 300);
+        assert_eq!(n.get::<u16>().unwrap(), 300);
+        let e = n.get::<u8>().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(e.message(), "attribute value is u64 (300), not u8");
+        let neg = root.find("neg").unwrap().unwrap();
+        assert_eq!(neg.get::<i8>().unwrap(), -5);
+        assert!(neg.get::<u64>().is_err());
+        assert_eq!(root.find("s").unwrap().unwrap().as_str().unwrap(), "héllo");
+        let a = root.find("a").unwrap().unwrap();
+        assert_eq!(a.as_slice::<u64>().unwrap(), &[1, 2]);
+        assert_eq!(a.at(1).unwrap().get::<u8>().unwrap(), 2);
+        let m = root.find("m").unwrap().unwrap();
+        assert_eq!(m.elem_type().unwrap(), None);
+        assert_eq!(m.string_at(1).unwrap(), b"x");
+        assert!(root.find("absent").unwrap().is_none());
+    }
+
+    /// A 152,000-token vocabulary: the tree is smaller than twice its CBOR.
+    #[test]
+    fn a_vocabulary_costs_less_than_twice_its_encoding() {
+        let tokens = (0..152_000)
+            .map(|i| Value::Text(format!("tok{}", i % 100_000)))
+            .collect();
+        let scores = (0..152_000).map(|i| Value::Float(-f64::from(i))).collect();
+        let v = Value::Map(vec![
+            (Value::Text("tokens".into()), Value::Array(tokens)),
+            (Value::Text("scores".into()), Value::Array(scores)),
+        ]);
+        let (cbor, d) = doc(&v, None);
+        assert!(
+            d.heap_size() < 2 * cbor.len(),
+            "{} bytes of tree for {} of CBOR",
+            d.heap_size(),
+            cbor.len()
+        );
+        let tokens = d.root().find("tokens").unwrap().unwrap();
+        assert_eq!(tokens.string_at(151_999).unwrap(), b"tok51999");
+    }
+
+    /// One-byte items: packed integers fit the budget (8 bytes for 1), alternating types
+    /// (a 16-byte node each) don't, and say so.
+    #[test]
+    fn the_tree_is_bounded_by_its_encoding() {
+        let n = 1 << 21;
+        let zeros = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array(vec![Value::Unsigned(0); n]),
+        )]);
+        let (_cbor, d) = doc(&zeros, None);
+        let a = d.root().find("a").unwrap().unwrap();
+        assert_eq!(a.as_slice::<u64>().unwrap().len(), n);
+
+        let mixed = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array(
+                (0..n)
+                    .map(|i| {
+                        if i % 2 == 0 {
+                            Value::Unsigned(0)
+                        } else {
+                            Value::Null
+                        }
+                    })
+                    .collect(),
+            ),
+        )]);
+        let cbor = to_vec(&mixed);
+        let e = Doc::build(&cbor, None, 128).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Limit);
+        assert_eq!(
+            e.message(),
+            format!(
+                "attributes: their typed values would take more than {} bytes (8 per byte of \
+                 their {}-byte encoding, plus 1048576)",
+                cbor.len() * 8 + (1 << 20),
+                cbor.len()
+            )
+        );
+    }
+
+    #[test]
+    fn widths_apply_to_top_level_values_and_nested_arrays() {
+        use ValueType as T;
+        let v = Value::Map(vec![
+            (Value::Text("a".into()), Value::Unsigned(7)),
+            (
+                Value::Text("b".into()),
+                Value::Array(vec![
+                    Value::Array(vec![Value::Negative(0)]),
+                    Value::Array(vec![Value::Float(0.5)]),
+                ]),
+            ),
+            (Value::Text("c".into()), Value::Bytes(vec![0xff])),
+        ]);
+        let widths = [
+            T::U8 as u8,
+            T::Array as u8,
+            T::Array as u8,
+            T::Array as u8,
+            T::I16 as u8,
+            T::Array as u8,
+            T::F32 as u8,
+            T::String as u8,
+        ];
+        let (_cbor, d) = doc(&v, Some(&widths));
+        let root = d.root();
+        assert_eq!(root.find("a").unwrap().unwrap().value_type(), T::U8);
+        let b = root.find("b").unwrap().unwrap();
+        assert_eq!(b.elem_type().unwrap(), Some(T::Array));
+        assert_eq!(b.at(0).unwrap().as_slice::<i16>().unwrap(), &[-1]);
+        assert_eq!(b.at(1).unwrap().as_slice::<f32>().unwrap(), &[0.5]);
+        let c = root.find("c").unwrap().unwrap();
+        assert_eq!(c.value_type(), T::String);
+        assert_eq!(c.string_bytes().unwrap(), &[0xff]);
+    }
+}
