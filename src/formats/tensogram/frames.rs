@@ -144,9 +144,30 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
 }
 
+/// The memory a decoded CBOR region's tree may take: a small multiple of its bytes (the
+/// metadata a writer produces, maps of text and numbers, takes about 4 to 8 times), so
+/// that a region of a million one-byte items (32 times its bytes as a tree) is a `Limit`
+/// error instead of gigabytes.
+pub(super) fn tree_budget(bytes: usize) -> usize {
+    bytes.saturating_mul(TREE_BUDGET_FACTOR).saturating_add(1 << 20)
+}
+
+/// See `tree_budget`.
+pub(super) const TREE_BUDGET_FACTOR: usize = 8;
+
 /// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
 fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
-    cbor::decode(bytes, depth).map_err(|e| e.positioned(what, at))
+    let (value, used) = cbor::decode_within(bytes, depth, tree_budget(bytes.len()))
+        .map_err(|e| e.positioned(what, at))?;
+    if used != bytes.len() {
+        return Err(cbor::DecodeError {
+            offset: used,
+            message: "trailing bytes after the item".into(),
+            too_deep: false,
+        }
+        .positioned(what, at));
+    }
+    Ok(value)
 }
 
 /// Walks the message starting at `start`: preamble, every frame, postamble. Reads the
@@ -530,8 +551,11 @@ fn data_frame(
     } else {
         // Descriptor first: its length is what one CBOR item takes.
         let bytes = read(at + cbor_offset, region.min(cap))?;
-        let (v, used) = cbor::decode_prefix(&bytes, depth)
+        // The descriptor's length is what a validation pass (no allocation) finds; the
+        // payload after it does not widen its tree budget.
+        let used = cbor::validate_prefix(&bytes, depth)
             .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
+        let v = decode_cbor(&bytes[..used], at + cbor_offset, depth, "descriptor")?;
         (v, at + cbor_offset + used as u64)
     };
     if !desc.is_map() {

@@ -227,7 +227,7 @@ pub(super) fn file_attributes(messages: &[Message]) -> Result<Option<Attributes>
 /// Encodes an attribute map, checking it decodes back within the attribute depth bound.
 fn attributes_of(v: &Value) -> Result<Attributes> {
     let bytes = cbor::to_vec(v);
-    cbor::decode(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
+    cbor::validate_prefix(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
         err!(
             Limit,
             "metadata nests too deeply to keep as attributes: {e}"
