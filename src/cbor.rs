@@ -448,7 +448,9 @@ impl<'a> Pull<'a> {
                 let mut len = self.declared(len, 1)?;
                 let mut items = Vec::with_capacity(len.reserve());
                 while self.more(&mut len)? {
-                    items.push(self.item(depth)?);
+                    let item = self.item(depth)?;
+                    grow(&mut items, start)?;
+                    items.push(item);
                 }
                 Value::Array(items)
             }
@@ -458,7 +460,9 @@ impl<'a> Pull<'a> {
                 let mut pairs = Vec::with_capacity(len.reserve());
                 while self.more(&mut len)? {
                     let key = self.item(depth)?;
-                    pairs.push((key, self.item(depth)?));
+                    let value = self.item(depth)?;
+                    grow(&mut pairs, start)?;
+                    pairs.push((key, value));
                 }
                 Value::Map(pairs)
             }
@@ -499,6 +503,23 @@ impl<'a> Pull<'a> {
             }
         }
     }
+}
+
+/// Makes room for one more item, failing with a limit error (not an abort) when the
+/// system refuses the memory.
+#[inline]
+fn grow<T>(list: &mut Vec<T>, at: usize) -> Result<(), DecodeError> {
+    if list.len() == list.capacity() && list.try_reserve(1).is_err() {
+        return Err(DecodeError {
+            offset: at,
+            message: format!(
+                "could not allocate room for more than {} items of a container",
+                list.len()
+            ),
+            too_deep: true,
+        });
+    }
+    Ok(())
 }
 
 /// The value of a simple head (floats and breaks are decoded apart).

@@ -561,9 +561,11 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<MetaResult, A::Error> {
         let inner = self.level.enter()?;
-        let mut body = Vec::new();
-        // (start, length) of each key's text in `body`, to find repeated keys at the end.
-        let mut keys: Vec<(usize, usize)> = Vec::new();
+        // The map's head goes in front once the entries are counted: 9 bytes kept free.
+        let mut body = vec![0u8; 9];
+        // (start, length) of each key's text in `body`, to find repeated keys at the end
+        // (a set of the keys would cost several times their bytes).
+        let mut keys: Vec<(u32, u32)> = Vec::new();
         let mut bad = None;
         let mut bytes_hex = None;
         while let Some(key) = map.next_key_seed(Key)? {
@@ -575,9 +577,15 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
                 continue;
             }
             match value {
+                Item::Text(v) if body.len() + key.len() + v.len() + 18 > u32::MAX as usize => {
+                    bad = Some(err!(
+                        Limit,
+                        "safetensors __metadata__ holds more than 4 GiB of strings"
+                    ));
+                }
                 Item::Text(v) => {
                     encode_head(&mut body, 3, key.len() as u64);
-                    keys.push((body.len(), key.len()));
+                    keys.push((body.len() as u32, key.len() as u32));
                     body.extend_from_slice(key.as_bytes());
                     if keys.len() == 1 && key == "$bytes" {
                         bytes_hex = Some(v.to_ascii_lowercase());
@@ -598,12 +606,10 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
         if let Some(e) = bad {
             return Ok(Err(e));
         }
-        keys.sort_unstable_by(|a, b| body[a.0..a.0 + a.1].cmp(&body[b.0..b.0 + b.1]));
-        if let Some(w) = keys
-            .windows(2)
-            .find(|w| body[w[0].0..w[0].0 + w[0].1] == body[w[1].0..w[1].0 + w[1].1])
-        {
-            let key = String::from_utf8_lossy(&body[w[0].0..w[0].0 + w[0].1]);
+        let text = |k: (u32, u32)| &body[k.0 as usize..(k.0 + k.1) as usize];
+        keys.sort_unstable_by(|a, b| text(*a).cmp(text(*b)));
+        if let Some(w) = keys.windows(2).find(|w| text(w[0]) == text(w[1])) {
+            let key = String::from_utf8_lossy(text(w[0]));
             return Ok(Err(err!(
                 Format,
                 "safetensors __metadata__ has the key {key:?} more than once"
@@ -614,14 +620,17 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
                 h.len().is_multiple_of(2) && h.bytes().all(|b| b.is_ascii_hexdigit())
             })
         {
-            body.clear();
+            body.truncate(9);
             encode(&Value::Text("$bytes".into()), &mut body);
             encode(&Value::Text(hex), &mut body);
         }
-        let mut cbor = Vec::with_capacity(9 + body.len());
-        encode_head(&mut cbor, 5, keys.len() as u64);
-        cbor.extend_from_slice(&body);
-        Ok(Ok(Some(Attributes::from_cbor(&cbor))))
+        let mut head = Vec::with_capacity(9);
+        encode_head(&mut head, 5, keys.len() as u64);
+        drop(keys);
+        let skip = 9 - head.len();
+        body[skip..9].copy_from_slice(&head);
+        body.drain(..skip);
+        Ok(Ok(Some(Attributes::from_vec(body))))
     }
     fn visit_unit<E: de::Error>(self) -> std::result::Result<MetaResult, E> {
         Ok(Ok(None))

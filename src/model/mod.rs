@@ -173,6 +173,10 @@ impl Attributes {
     pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
         Attributes(Box::new(bytes.into()))
     }
+    /// Keeps CBOR bytes already in a vector (no copy when its capacity fits).
+    pub(crate) fn from_vec(bytes: Vec<u8>) -> Attributes {
+        Attributes(Box::new(bytes.into_boxed_slice()))
+    }
     /// Encodes a value (the writer checks it is a map).
     pub(crate) fn from_value(v: &Value) -> Attributes {
         Attributes(Box::new(crate::cbor::to_vec(v).into_boxed_slice()))

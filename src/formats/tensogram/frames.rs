@@ -93,10 +93,16 @@ impl Message {
             .or(self.header_meta.as_ref())
             .expect("a message has a metadata frame (checked by walk_message)")
     }
+    /// The global metadata map, taken out of the message.
+    pub(super) fn into_metadata(self) -> Value {
+        self.footer_meta
+            .or(self.header_meta)
+            .expect("a message has a metadata frame (checked by walk_message)")
+    }
     /// The `base` entries (maps), at most one per object.
-    pub(super) fn base(&self) -> Result<Vec<Value>> {
+    pub(super) fn base(&self) -> Result<&[Value]> {
         let Some(base) = self.metadata().get("base") else {
-            return Ok(Vec::new());
+            return Ok(&[]);
         };
         let Some(items) = base.as_array() else {
             bail!(
@@ -122,7 +128,7 @@ impl Message {
                 );
             }
         }
-        Ok(items.to_vec())
+        Ok(items)
     }
 }
 
@@ -144,16 +150,13 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
 }
 
-/// The memory a decoded CBOR region's tree may take: a small multiple of its bytes (the
-/// metadata a writer produces, maps of text and numbers, takes about 4 to 8 times), so
-/// that a region of a million one-byte items (32 times its bytes as a tree) is a `Limit`
-/// error instead of gigabytes.
+/// The memory a decoded CBOR region's tree may take: 16 times its bytes, plus 16 MiB.
+/// Metadata as writers produce it (maps of short texts and numbers, index arrays) takes
+/// about 4 to 10 times its bytes; a region of one-byte items would take 32 times, and is
+/// a `Limit` error at the budget instead.
 pub(super) fn tree_budget(bytes: usize) -> usize {
-    bytes.saturating_mul(TREE_BUDGET_FACTOR).saturating_add(1 << 20)
+    bytes.saturating_mul(16).saturating_add(16 << 20)
 }
-
-/// See `tree_budget`.
-pub(super) const TREE_BUDGET_FACTOR: usize = 8;
 
 /// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
 fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
