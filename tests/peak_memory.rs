@@ -49,10 +49,13 @@ fn child() {
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
     let before = status_kib("VmRSS:");
     let opened = Reader::open_with(path, &OpenOptions::default());
+    let open_peak = status_kib("VmHWM:");
     let mut rendered = 0;
+    let mut opened_rss = status_kib("VmRSS:");
     let status = match &opened {
         Ok(r) => {
             if mode == "json" {
+                opened_rss = status_kib("VmRSS:");
                 match r.raw_attributes().map(|a| a.to_json()) {
                     Some(Ok(json)) => rendered = json.len(),
                     Some(Err(e)) => println!("ZT_ERROR {e}"),
@@ -67,15 +70,17 @@ fn child() {
         }
     };
     let peak = status_kib("VmHWM:");
-    println!("ZT_RESULT {status} {before} {peak} {rendered}");
+    println!("ZT_RESULT {status} {before} {open_peak} {rendered} {opened_rss} {peak}");
 }
 
 /// What a child reported.
 struct Outcome {
     status: String,
-    /// Peak resident set above what the child held before the open, in bytes.
+    /// Peak resident set of the open above what the child held before it, in bytes.
     peak: u64,
     rendered: u64,
+    /// Peak resident set above what the child held after the open (rendering's cost).
+    render_peak: u64,
     error: String,
 }
 
@@ -103,6 +108,11 @@ fn run_child(path: &Path, mode: &str) -> Outcome {
         status: f[0].to_owned(),
         peak: peak.saturating_sub(before) * 1024,
         rendered: f[3].parse().unwrap(),
+        render_peak: f[5]
+            .parse::<u64>()
+            .unwrap()
+            .saturating_sub(f[4].parse().unwrap())
+            * 1024,
         error: stdout
             .lines()
             .find_map(|l| l.split_once("ZT_ERROR ").map(|p| p.1))
@@ -315,7 +325,7 @@ fn safetensors_64mb_headers_cost_at_most_3x() {
     let f = st_file("metadata.safetensors", &header, 0);
     let o = expect("safetensors 64 MB __metadata__", &f, "json", "Ok", "");
     let ratio = o.peak as f64 / header.len() as f64;
-    println!("  {i} metadata strings, {ratio:.2}x the header");
+    println!("  {i} metadata strings, {ratio:.2}x the header to open");
     assert!(ratio <= 3.0, "{ratio:.2}x");
     assert!(o.rendered > 0);
 }
@@ -381,9 +391,131 @@ fn tensogram_metadata_trees_are_bounded() {
     f.write_all(&tgm_message(&cbor)).unwrap();
     f.seek(SeekFrom::Start(0)).unwrap();
     drop(f);
-    let o = expect("Tensogram 16 MB metadata of texts", &s, "json", "Ok", "");
-    println!(
-        "  {count} entries, {:.2}x the frame",
-        o.peak as f64 / cbor.len() as f64
+    let o = expect("Tensogram 16 MB metadata of texts", &s, "open", "Ok", "");
+    let ratio = o.peak as f64 / cbor.len() as f64;
+    println!("  {count} entries, {ratio:.2}x the frame");
+    // A tree of short texts: two 32-byte values and two small allocations per pair.
+    assert!(ratio <= 20.0, "{ratio:.2}x");
+}
+
+// ----- zTensor --------------------------------------------------------------------------
+
+fn cbor_head(out: &mut Vec<u8>, major: u8, n: u64) {
+    let m = major << 5;
+    match n {
+        0..=23 => out.push(m | n as u8),
+        24..=0xff => out.extend([m | 24, n as u8]),
+        0x100..=0xffff => {
+            out.push(m | 25);
+            out.extend((n as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(m | 26);
+            out.extend((n as u32).to_be_bytes());
+        }
+        _ => {
+            out.push(m | 27);
+            out.extend(n.to_be_bytes());
+        }
+    }
+}
+
+fn cbor_text(out: &mut Vec<u8>, s: &str) {
+    cbor_head(out, 3, s.len() as u64);
+    out.extend(s.as_bytes());
+}
+
+/// A zTensor v1.2 file: `hole` zero bytes of data after the magic, the manifest
+/// (`body` appended to a map of `keys` keys whose first is "version": "1.2.0"), then
+/// `zeros` more bytes of manifest (left sparse), the footer. Returns the manifest size.
+fn ztensor_file(s: &Scratch, hole: u64, keys: u64, body: &[u8], zeros: u64) -> u64 {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&s.0).unwrap());
+    f.write_all(b"ZTEN1000").unwrap();
+    f.seek(SeekFrom::Start(8 + hole)).unwrap();
+    let mut m = Vec::new();
+    cbor_head(&mut m, 5, keys);
+    cbor_text(&mut m, "version");
+    cbor_text(&mut m, "1.2.0");
+    f.write_all(&m).unwrap();
+    f.write_all(body).unwrap();
+    f.seek(SeekFrom::Current(zeros as i64)).unwrap();
+    let size = m.len() as u64 + body.len() as u64 + zeros;
+    f.write_all(&size.to_le_bytes()).unwrap();
+    f.write_all(b"ZTEN1000").unwrap();
+    f.flush().unwrap();
+    size
+}
+
+/// `n` dense f32 objects of one element, blobs 64 bytes apart from offset 64.
+fn objects_body(declared: u64, n: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    cbor_text(&mut b, "objects");
+    cbor_head(&mut b, 5, declared);
+    for i in 0..n {
+        cbor_text(&mut b, &format!("layer{i:07}"));
+        cbor_head(&mut b, 5, 3);
+        cbor_text(&mut b, "shape");
+        cbor_head(&mut b, 4, 1);
+        cbor_head(&mut b, 0, 1);
+        cbor_text(&mut b, "format");
+        cbor_text(&mut b, "dense");
+        cbor_text(&mut b, "components");
+        cbor_head(&mut b, 5, 1);
+        cbor_text(&mut b, "data");
+        cbor_head(&mut b, 5, 3);
+        cbor_text(&mut b, "dtype");
+        cbor_text(&mut b, "f32");
+        cbor_text(&mut b, "offset");
+        cbor_head(&mut b, 0, 64 + 64 * i);
+        cbor_text(&mut b, "length");
+        cbor_head(&mut b, 0, 4);
+    }
+    b
+}
+
+#[test]
+fn ztensor_manifests_cost_at_most_3x() {
+    // Issue 14 item 1: 500,000,000 objects declared in a 1 GiB manifest of zeros.
+    let s = scratch("declared.zt");
+    let body = objects_body(500_000_000, 0);
+    let m = 15 + body.len() as u64; // map head, "version": "1.2.0", the objects
+    ztensor_file(&s, 56, 2, &body, (1 << 30) - m);
+    expect(
+        "zTensor 500M objects declared",
+        &s,
+        "open",
+        "Format",
+        "an object name must be text",
     );
+    // Item 3: many real objects (ZT_PEAK_OBJECTS, default 2,000,000; the issue had 10M).
+    let n: u64 = std::env::var("ZT_PEAK_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    let s = scratch("objects.zt");
+    let size = ztensor_file(&s, 56 + 64 * n, 2, &objects_body(n, n), 0);
+    let o = expect("zTensor many objects", &s, "open", "Ok", "");
+    let ratio = o.peak as f64 / size as f64;
+    println!("  {n} objects, manifest {:.1} MiB, {ratio:.2}x", mib(size));
+    assert!(ratio <= 3.0, "{ratio:.2}x");
+    // Item 3: an attribute array of 16 Mi zeros, rendered as JSON.
+    let items: u64 = 16 << 20;
+    let mut body = Vec::new();
+    cbor_text(&mut body, "attributes");
+    cbor_head(&mut body, 5, 1);
+    cbor_text(&mut body, "a");
+    cbor_head(&mut body, 4, items);
+    body.resize(body.len() + items as usize, 0);
+    cbor_text(&mut body, "objects");
+    cbor_head(&mut body, 5, 0);
+    let s = scratch("attributes.zt");
+    ztensor_file(&s, 56, 3, &body, 0);
+    let o = expect("zTensor 16 Mi attribute items", &s, "json", "Ok", "");
+    let ratio = o.render_peak as f64 / o.rendered as f64;
+    println!(
+        "  rendered {:.1} MiB of JSON, {ratio:.2}x the output",
+        mib(o.rendered)
+    );
+    assert_eq!(o.rendered, 7 + 2 * items);
+    assert!(ratio <= 4.0, "{ratio:.2}x");
 }
