@@ -160,7 +160,11 @@ fn expect(what: &str, file: &Scratch, mode: &str, status: &str, message: &str) -
         mib(o.peak)
     );
     assert_eq!(o.status, status, "{what}: {}", o.error);
-    assert!(o.error.contains(message), "{what}: {:?} lacks {message:?}", o.error);
+    assert!(
+        o.error.contains(message),
+        "{what}: {:?} lacks {message:?}",
+        o.error
+    );
     o
 }
 
@@ -186,14 +190,32 @@ fn gguf_declared_counts_reserve_nothing() {
     // 500,000,000 tensor infos declared, 12 GB of zeros to hold them: the first info's
     // name is empty.
     let f = sparse("tensors.gguf", &gguf_head(500_000_000, 0), 12 * G + 1);
-    let o = expect("GGUF 500M tensors declared", &f, "open", "Format", "tensor name is empty");
+    let o = expect(
+        "GGUF 500M tensors declared",
+        &f,
+        "open",
+        "Format",
+        "tensor name is empty",
+    );
     assert!(o.peak < 64 << 20);
     // More than the file can hold: refused before reading any.
     let f = sparse("tensors_past.gguf", &gguf_head(1 << 40, 0), 1 << 20);
-    expect("GGUF 2^40 tensors declared", &f, "open", "Format", "more than the");
+    expect(
+        "GGUF 2^40 tensors declared",
+        &f,
+        "open",
+        "Format",
+        "more than the",
+    );
     // 500,000,000 key/values declared: the second empty key repeats the first.
     let f = sparse("kvs.gguf", &gguf_head(0, 500_000_000), 7 * G);
-    let o = expect("GGUF 500M key/values declared", &f, "open", "Format", "appears more than once");
+    let o = expect(
+        "GGUF 500M key/values declared",
+        &f,
+        "open",
+        "Format",
+        "appears more than once",
+    );
     assert!(o.peak < 64 << 20);
     // A string array declaring 500,000,000 items over 4 GB of zeros (empty strings):
     // read until the header passes the 1 GiB manifest limit. The attributes grow by what
@@ -203,7 +225,13 @@ fn gguf_declared_counts_reserve_nothing() {
     h.extend(8u32.to_le_bytes());
     h.extend(500_000_000u64.to_le_bytes());
     let f = sparse("strings.gguf", &h, 4 * G + 64);
-    let o = expect("GGUF array of 500M strings", &f, "open", "Limit", "over the manifest limit");
+    let o = expect(
+        "GGUF array of 500M strings",
+        &f,
+        "open",
+        "Limit",
+        "over the manifest limit",
+    );
     // The 1 GiB of header pages read, plus about 1/8 of that as CBOR.
     assert!(o.peak < G + (G / 2), "peak {}", o.peak);
     // Counts and lengths past the file's end.
@@ -212,12 +240,24 @@ fn gguf_declared_counts_reserve_nothing() {
     h.extend(0u32.to_le_bytes());
     h.extend((1u64 << 62).to_le_bytes());
     let f = sparse("array_past.gguf", &h, 1 << 20);
-    expect("GGUF array of 2^62 u8", &f, "open", "Format", "declares 4611686018427387904 elements");
+    expect(
+        "GGUF array of 2^62 u8",
+        &f,
+        "open",
+        "Format",
+        "declares 4611686018427387904 elements",
+    );
     let mut h = gguf_head(0, 1);
     gguf_key(&mut h, "s", 8);
     h.extend((1u64 << 62).to_le_bytes());
     let f = sparse("string_past.gguf", &h, 1 << 20);
-    expect("GGUF string of 2^62 bytes", &f, "open", "Format", "reach past the end");
+    expect(
+        "GGUF string of 2^62 bytes",
+        &f,
+        "open",
+        "Format",
+        "reach past the end",
+    );
 }
 
 /// A GGUF file of `n` f32 tensors of one element, named like a model's, and `kvs`

@@ -16,7 +16,14 @@ use ztensor::cbor::Value;
 use ztensor::{DType, DigestAlgorithm, Encoding, Reader, WriteOptions, Writer};
 
 const NAMES: [&str; 6] = ["a", "b", "w", "layer.0", "", "x\u{e9}"];
-const FORMATS: [&str; 6] = ["dense", "sparse_csr", "sparse_coo", "quantized_group", "mine", ""];
+const FORMATS: [&str; 6] = [
+    "dense",
+    "sparse_csr",
+    "sparse_coo",
+    "quantized_group",
+    "mine",
+    "",
+];
 const ROLES: [&str; 9] = [
     "data", "indices", "indptr", "values", "coords", "scales", "zeros", "extra", "",
 ];
@@ -112,7 +119,11 @@ fn data(u: &mut Unstructured<'_>, want: Option<u64>, dtype: DType) -> AResult<Ve
 /// An attribute value: a map, mostly, of leaves, small containers, or a chain of nested
 /// arrays as deep as the input says (around the depth limits).
 fn value(u: &mut Unstructured<'_>, budget: u32) -> AResult<Value> {
-    let kind = if budget == 0 { u.int_in_range(0..=6)? } else { u.int_in_range(0..=10)? };
+    let kind = if budget == 0 {
+        u.int_in_range(0..=6)?
+    } else {
+        u.int_in_range(0..=10)?
+    };
     Ok(match kind {
         0 => Value::Unsigned(u.arbitrary()?),
         1 => Value::Negative(u.arbitrary()?),
@@ -174,7 +185,11 @@ impl Run {
                 let bytes = data(u, want, dt)?;
                 let o = options(u)?;
                 let was_open = self.open;
-                if self.w.add_typed(&name, dt, lt.as_deref(), &sh, &bytes, &o).is_ok() {
+                if self
+                    .w
+                    .add_typed(&name, dt, lt.as_deref(), &sh, &bytes, &o)
+                    .is_ok()
+                {
                     assert!(!was_open, "add succeeded while an object was open");
                     self.objects.push(Expected {
                         name,
@@ -188,7 +203,10 @@ impl Run {
             1 => {
                 let (name, format, sh) = (pick(u, &NAMES)?, pick(u, &FORMATS)?, shape(u)?);
                 if self.w.begin_object(&name, &format, &sh).is_ok() {
-                    assert!(!self.open, "begin_object succeeded while an object was open");
+                    assert!(
+                        !self.open,
+                        "begin_object succeeded while an object was open"
+                    );
                     self.objects.push(Expected {
                         name,
                         format,
@@ -204,8 +222,15 @@ impl Run {
                 let bytes = data(u, None, dt)?;
                 let o = options(u)?;
                 let streaming = self.stream.is_some();
-                if self.w.add_component(&role, dt, lt.as_deref(), &bytes, &o).is_ok() {
-                    assert!(self.open && !streaming, "add_component succeeded out of order");
+                if self
+                    .w
+                    .add_component(&role, dt, lt.as_deref(), &bytes, &o)
+                    .is_ok()
+                {
+                    assert!(
+                        self.open && !streaming,
+                        "add_component succeeded out of order"
+                    );
                     let obj = self.objects.last_mut().expect("an open object");
                     obj.components.push((role, dt, lt, o.encoding, bytes));
                 }
@@ -213,7 +238,10 @@ impl Run {
             3 => {
                 let (role, dt, lt, o) = (pick(u, &ROLES)?, dtype(u)?, logical(u)?, options(u)?);
                 if self.w.begin_component(&role, dt, lt.as_deref(), &o).is_ok() {
-                    assert!(self.open && self.stream.is_none(), "begin_component out of order");
+                    assert!(
+                        self.open && self.stream.is_none(),
+                        "begin_component out of order"
+                    );
                     self.stream = Some((role, dt, lt, o.encoding, Vec::new()));
                 }
             }
@@ -221,7 +249,10 @@ impl Run {
                 let dt = self.stream.as_ref().map_or(DType::U8, |s| s.1);
                 let bytes = data(u, None, dt)?;
                 if self.w.write(&bytes).is_ok() {
-                    let s = self.stream.as_mut().expect("write succeeded without a stream");
+                    let s = self
+                        .stream
+                        .as_mut()
+                        .expect("write succeeded without a stream");
                     s.4.extend_from_slice(&bytes);
                 }
             }
@@ -229,7 +260,11 @@ impl Run {
                 let had = self.stream.take();
                 if self.w.end_component().is_ok() {
                     let s = had.expect("end_component succeeded without a stream");
-                    self.objects.last_mut().expect("open object").components.push(s);
+                    self.objects
+                        .last_mut()
+                        .expect("open object")
+                        .components
+                        .push(s);
                 }
                 // Refused with a stream: the component is dropped.
             }
@@ -258,8 +293,8 @@ impl Run {
                 let (name, v) = (pick(u, &NAMES)?, attributes(u)?);
                 if self.w.set_object_attributes(&name, v.clone()).is_ok() {
                     let obj = self.objects.iter_mut().find(|o| o.name == name);
-                    obj.expect("attributes set on an object never added").attributes =
-                        Some(ztensor::cbor::to_vec(&v));
+                    obj.expect("attributes set on an object never added")
+                        .attributes = Some(ztensor::cbor::to_vec(&v));
                 }
             }
         }
@@ -288,7 +323,12 @@ fn check(file: &[u8], objects: &[Expected], file_attributes: Option<&[u8]>) {
             "attributes of '{}'",
             want.name
         );
-        assert_eq!(got.components().len(), want.components.len(), "components of '{}'", want.name);
+        assert_eq!(
+            got.components().len(),
+            want.components.len(),
+            "components of '{}'",
+            want.name
+        );
         for (c, (comp, (role, dt, lt, enc, bytes))) in
             got.components().iter().zip(&want.components).enumerate()
         {
@@ -298,7 +338,11 @@ fn check(file: &[u8], objects: &[Expected], file_attributes: Option<&[u8]>) {
             assert_eq!(comp.encoding(), *enc);
             assert_eq!(comp.decoded_length(), bytes.len() as u64);
             let back = r.read_to_vec(i, c).expect("a written component reads back");
-            assert!(back == *bytes, "bytes of '{}' component '{role}'", want.name);
+            assert!(
+                back == *bytes,
+                "bytes of '{}' component '{role}'",
+                want.name
+            );
         }
     }
     if let Err(e) = r.verify() {

@@ -184,7 +184,10 @@ fn cbor_text(bytes: &[u8]) -> &[u8] {
         n @ 0..=23 => (u64::from(n), 1),
         24 => (u64::from(bytes[1]), 2),
         25 => (u64::from(u16::from_be_bytes([bytes[1], bytes[2]])), 3),
-        26 => (u64::from(u32::from_be_bytes(bytes[1..5].try_into().expect("4"))), 5),
+        26 => (
+            u64::from(u32::from_be_bytes(bytes[1..5].try_into().expect("4"))),
+            5,
+        ),
         _ => (u64::from_be_bytes(bytes[1..9].try_into().expect("8")), 9),
     };
     &bytes[head..head + len as usize]
@@ -352,7 +355,10 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         let key = input.text(&format_args!("key {i}"))?;
         // A key repeating the one before is refused at once (the sort below finds the
         // others once all are read).
-        if keys.last().is_some_and(|&(start, _)| cbor_text(&attrs[start..]) == key.as_bytes()) {
+        if keys
+            .last()
+            .is_some_and(|&(start, _)| cbor_text(&attrs[start..]) == key.as_bytes())
+        {
             bail!(
                 Format,
                 "GGUF key '{key}' at offset {at} appears more than once"
@@ -408,10 +414,16 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         let at = input.pos;
         let name = input.string(&format_args!("name of tensor {i}"))?;
         let Ok(name) = std::str::from_utf8(name) else {
-            bail!(Format, "GGUF name of tensor {i} at offset {at} is not UTF-8");
+            bail!(
+                Format,
+                "GGUF name of tensor {i} at offset {at} is not UTF-8"
+            );
         };
         check_name_text("tensor", name, limits.max_name_length)?;
-        let name = build.arena.text(name).map_err(|e| e.context("tensor name"))?;
+        let name = build
+            .arena
+            .text(name)
+            .map_err(|e| e.context("tensor name"))?;
         let what = format_args!("tensor '{}'", name.as_str());
         let n_dims = input.u32(&what)?;
         if n_dims as usize > limits.max_rank {
@@ -597,7 +609,7 @@ impl Build {
         let count = numel(&shape)
             .ok_or_else(|| ctx(err!(Format, "dims {:?} overflow u64 elements", info.dims)))?;
         let typed = typed(info, count, &self.dense, &mut self.names).map_err(ctx)?;
-        if info.offset % alignment != 0 {
+        if !info.offset.is_multiple_of(alignment) {
             return Err(ctx(err!(
                 Format,
                 "data offset {} is not a multiple of the alignment {alignment}",
@@ -605,8 +617,13 @@ impl Build {
             )));
         }
         let length = typed.length.unwrap_or(0);
-        let mut component =
-            Component::raw(self.data.clone(), typed.dtype, typed.logical, info.offset, length);
+        let mut component = Component::raw(
+            self.data.clone(),
+            typed.dtype,
+            typed.logical,
+            info.offset,
+            length,
+        );
         if typed.length.is_none() {
             component.steps =
                 vec![Step::Format(std::sync::Arc::new(UnknownType(info.type_id)))].into();

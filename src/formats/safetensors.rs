@@ -32,8 +32,7 @@ use crate::formats::ReadAt;
 use crate::json::{self, Item, Key, Skim};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, CText, Component, Components, Container, Model, Object, TextArena,
-    check_name_text,
+    Attributes, CText, Component, Components, Container, Model, Object, TextArena, check_name_text,
 };
 
 /// The version string a safetensors model reports (the format has none of its own).
@@ -174,7 +173,10 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     let mut last: Option<(u64, &str)> = None;
     for obj in &model.objects {
         let c = &obj.components()[0];
-        let (begin, end) = (c.offset() - data_start, c.offset() - data_start + c.length());
+        let (begin, end) = (
+            c.offset() - data_start,
+            c.offset() - data_start + c.length(),
+        );
         if begin == end {
             continue;
         }
@@ -360,7 +362,10 @@ struct DimsSeed<'c, 't> {
 
 impl<'de> DeserializeSeed<'de> for DimsSeed<'_, '_> {
     type Value = std::result::Result<Dims, &'static str>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
@@ -371,7 +376,10 @@ impl<'de> Visitor<'de> for DimsSeed<'_, '_> {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array")
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
         let skim = Skim {
             level: self.level.enter()?,
             keep_text: false,
@@ -443,7 +451,10 @@ struct EntrySeed<'c, 't> {
 
 impl<'de> DeserializeSeed<'de> for EntrySeed<'_, '_> {
     type Value = Entry<'de>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Entry<'de>, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Entry<'de>, D::Error> {
         let skim = Skim {
             level: self.level,
             keep_text: false,
@@ -477,12 +488,18 @@ impl<'de> Visitor<'de> for EntryVisitor<'_, '_> {
                     }
                 }
                 "shape" => {
-                    if shape.replace(map.next_value_seed(DimsSeed { level: inner })?).is_some() {
+                    if shape
+                        .replace(map.next_value_seed(DimsSeed { level: inner })?)
+                        .is_some()
+                    {
                         repeated.get_or_insert("shape");
                     }
                 }
                 "data_offsets" => {
-                    if offsets.replace(map.next_value_seed(DimsSeed { level: inner })?).is_some() {
+                    if offsets
+                        .replace(map.next_value_seed(DimsSeed { level: inner })?)
+                        .is_some()
+                    {
                         repeated.get_or_insert("data_offsets");
                     }
                 }
@@ -502,7 +519,9 @@ impl<'de> Visitor<'de> for EntryVisitor<'_, '_> {
         })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Entry<'de>, A::Error> {
-        self.skim.visit_seq(seq).map(|i| Entry::NotObject(i.type_name()))
+        self.skim
+            .visit_seq(seq)
+            .map(|i| Entry::NotObject(i.type_name()))
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Entry<'de>, E> {
         Ok(Entry::NotObject("bool"))
@@ -539,7 +558,10 @@ type MetaResult = std::result::Result<Option<Attributes>, crate::error::Error>;
 
 impl<'de> DeserializeSeed<'de> for Metadata<'_, '_> {
     type Value = MetaResult;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<MetaResult, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<MetaResult, D::Error> {
         d.deserialize_any(self)
     }
 }
@@ -616,9 +638,8 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
             )));
         }
         if keys.len() == 1
-            && let Some(hex) = bytes_hex.filter(|h| {
-                h.len().is_multiple_of(2) && h.bytes().all(|b| b.is_ascii_hexdigit())
-            })
+            && let Some(hex) = bytes_hex
+                .filter(|h| h.len().is_multiple_of(2) && h.bytes().all(|b| b.is_ascii_hexdigit()))
         {
             body.truncate(9);
             encode(&Value::Text("$bytes".into()), &mut body);
@@ -705,10 +726,7 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
             repeated,
         } => (dtype, shape, offsets, repeated),
         Entry::NotObject(type_name) => {
-            bail!(
-                Format,
-                "the entry must be a JSON object, not {type_name}"
-            )
+            bail!(Format, "the entry must be a JSON object, not {type_name}")
         }
     };
     if let Some(key) = repeated {
