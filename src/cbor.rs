@@ -58,7 +58,8 @@ pub struct DecodeError {
     pub offset: usize,
     /// Description of the problem.
     pub message: String,
-    /// True when the input nests deeper than the depth limit (a limit, not a malformation).
+    /// True when the input exceeds a limit rather than being malformed: it nests deeper
+    /// than the depth limit, or its tree would take more memory than the decoder's budget.
     pub too_deep: bool,
 }
 
@@ -104,9 +105,31 @@ pub fn decode(input: &[u8], max_depth: usize) -> Result<Value, DecodeError> {
 
 /// Decodes one item from the front, returns it and the number of bytes consumed.
 pub fn decode_prefix(input: &[u8], max_depth: usize) -> Result<(Value, usize), DecodeError> {
+    decode_within(input, max_depth, usize::MAX)
+}
+
+/// `decode_prefix` whose tree may take at most `budget` bytes (each item counts
+/// `size_of::<Value>()`, texts and byte strings their length too): a tree of a million
+/// one-byte items takes 32 times the input, so callers decoding what a file holds pass a
+/// budget proportional to its bytes. Past it, a `too_deep` (limit) error.
+pub(crate) fn decode_within(
+    input: &[u8],
+    max_depth: usize,
+    budget: usize,
+) -> Result<(Value, usize), DecodeError> {
     let mut pull = Pull::new(input, max_depth);
+    pull.budget = budget;
+    pull.budget_total = budget;
     let value = pull.item(0)?;
     Ok((value, pull.pos))
+}
+
+/// Validates one item (heads, UTF-8, breaks, depth) without building it; returns the
+/// bytes it takes.
+pub(crate) fn validate_prefix(input: &[u8], max_depth: usize) -> Result<usize, DecodeError> {
+    let mut pull = Pull::new(input, max_depth);
+    pull.skip(0)?;
+    Ok(pull.pos)
 }
 
 const BREAK: u8 = 0xff;
@@ -151,6 +174,9 @@ struct Pull<'a> {
     input: &'a [u8],
     pos: usize,
     max_depth: usize,
+    /// Bytes the tree being built may still take (`item` only).
+    budget: usize,
+    budget_total: usize,
 }
 
 impl<'a> Pull<'a> {
@@ -159,6 +185,27 @@ impl<'a> Pull<'a> {
             input,
             pos: 0,
             max_depth,
+            budget: usize::MAX,
+            budget_total: usize::MAX,
+        }
+    }
+
+    /// Takes `n` bytes of the tree budget for the item at `at`.
+    #[inline]
+    fn charge(&mut self, n: usize, at: usize) -> Result<(), DecodeError> {
+        match self.budget.checked_sub(n) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => Err(DecodeError {
+                offset: at,
+                message: format!(
+                    "the decoded tree would take more than {} bytes of memory",
+                    self.budget_total
+                ),
+                too_deep: true,
+            }),
         }
     }
 
@@ -374,15 +421,22 @@ impl<'a> Pull<'a> {
 
     fn item(&mut self, depth: usize) -> Result<Value, DecodeError> {
         let start = self.pos;
+        self.charge(std::mem::size_of::<Value>(), start)?;
         Ok(match self.head()? {
             Header::Positive(n) => Value::Unsigned(n),
             Header::Negative(n) => Value::Negative(n),
             Header::Float(f) => Value::Float(f),
             Header::Simple(n) => simple(n),
             Header::Break => return fail(start, "unexpected break"),
-            Header::Bytes(len) => Value::Bytes(self.string(false, len)?.into_owned()),
+            Header::Bytes(len) => {
+                let bytes = self.string(false, len)?;
+                self.charge(bytes.len(), start)?;
+                Value::Bytes(bytes.into_owned())
+            }
             Header::Text(len) => {
-                let bytes = self.string(true, len)?.into_owned();
+                let bytes = self.string(true, len)?;
+                self.charge(bytes.len(), start)?;
+                let bytes = bytes.into_owned();
                 // Every chunk was validated, and chunks end on character boundaries.
                 Value::Text(
                     String::from_utf8(bytes)
@@ -394,7 +448,9 @@ impl<'a> Pull<'a> {
                 let mut len = self.declared(len, 1)?;
                 let mut items = Vec::with_capacity(len.reserve());
                 while self.more(&mut len)? {
-                    items.push(self.item(depth)?);
+                    let item = self.item(depth)?;
+                    grow(&mut items, start)?;
+                    items.push(item);
                 }
                 Value::Array(items)
             }
@@ -404,7 +460,9 @@ impl<'a> Pull<'a> {
                 let mut pairs = Vec::with_capacity(len.reserve());
                 while self.more(&mut len)? {
                     let key = self.item(depth)?;
-                    pairs.push((key, self.item(depth)?));
+                    let value = self.item(depth)?;
+                    grow(&mut pairs, start)?;
+                    pairs.push((key, value));
                 }
                 Value::Map(pairs)
             }
@@ -445,6 +503,23 @@ impl<'a> Pull<'a> {
             }
         }
     }
+}
+
+/// Makes room for one more item, failing with a limit error (not an abort) when the
+/// system refuses the memory.
+#[inline]
+fn grow<T>(list: &mut Vec<T>, at: usize) -> Result<(), DecodeError> {
+    if list.len() == list.capacity() && list.try_reserve(1).is_err() {
+        return Err(DecodeError {
+            offset: at,
+            message: format!(
+                "could not allocate room for more than {} items of a container",
+                list.len()
+            ),
+            too_deep: true,
+        });
+    }
+    Ok(())
 }
 
 /// The value of a simple head (floats and breaks are decoded apart).

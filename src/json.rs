@@ -291,6 +291,157 @@ pub fn from_json(text: &str, max_depth: usize) -> Result<Value, JsonError> {
         .map_err(|e| context.error(&e))
 }
 
+/// Streams one JSON document through `parse`, which gets the top level (depth 0) and
+/// the deserializer, for callers that read a large document without building its tree
+/// (the safetensors header). Errors are positioned as `from_json` positions them, and the
+/// depth limit and duplicate-key rule are the caller's to apply through `Level`.
+pub(crate) fn stream<'t, T>(
+    text: &'t str,
+    max_depth: usize,
+    parse: impl for<'c> FnOnce(
+        Level<'c, 't>,
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'t>>,
+    ) -> Result<T, serde_json::Error>,
+) -> Result<T, JsonError> {
+    let context = Context {
+        text,
+        max_depth,
+        numbers_seen: Cell::new(0),
+        scanner: Cell::new((0, 0)),
+        broken: Cell::new(None),
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let level = Seed {
+        context: &context,
+        depth: 0,
+    };
+    parse(level, &mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|e| context.error(&e))
+}
+
+/// One level of a streamed parse (see [`stream`]).
+pub(crate) type Level<'c, 't> = Seed<'c, 't>;
+
+/// A value skimmed by [`Skim`]: an unsigned integer, a text (kept only when asked), or
+/// the type name of anything else (as `Value::type_name` spells it).
+pub(crate) enum Item<'de> {
+    Unsigned(u64),
+    Text(Cow<'de, str>),
+    Other(&'static str),
+}
+
+impl Item<'_> {
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Item::Unsigned(_) => "unsigned integer",
+            Item::Text(_) => "text",
+            Item::Other(name) => name,
+        }
+    }
+}
+
+/// Reads one value without building it: containers are walked (depth-limited, nothing
+/// allocated) and reported by type name; texts are kept when `keep_text`.
+#[derive(Clone, Copy)]
+pub(crate) struct Skim<'c, 't> {
+    pub(crate) level: Seed<'c, 't>,
+    pub(crate) keep_text: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Skim<'_, '_> {
+    type Value = Item<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Item<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skim<'_, '_> {
+    type Value = Item<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Item<'de>, E> {
+        Ok(Item::Other("bool"))
+    }
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Item<'de>, E> {
+        self.level.context.number();
+        Ok(Item::Unsigned(n))
+    }
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Item<'de>, E> {
+        self.level.context.number();
+        Ok(if n >= 0 {
+            Item::Unsigned(n as u64)
+        } else {
+            Item::Other("negative integer")
+        })
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Item<'de>, E> {
+        self.level.context.number();
+        Ok(Item::Other("float"))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Item<'de>, E> {
+        Ok(Item::Text(if self.keep_text {
+            Cow::Borrowed(s)
+        } else {
+            Cow::Borrowed("")
+        }))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Item<'de>, E> {
+        Ok(Item::Text(if self.keep_text {
+            Cow::Owned(s.to_owned())
+        } else {
+            Cow::Borrowed("")
+        }))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Item<'de>, E> {
+        Ok(Item::Other("null"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item<'de>, A::Error> {
+        let inner = Skim {
+            level: self.level.enter()?,
+            keep_text: false,
+        };
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(Item::Other("array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'de>, A::Error> {
+        let inner = Skim {
+            level: self.level.enter()?,
+            keep_text: false,
+        };
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
+        Ok(Item::Other("map"))
+    }
+}
+
+/// A map key as serde_json hands it over: borrowed from the text unless it had escapes.
+pub(crate) struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(s))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(s.to_owned()))
+    }
+}
+
 /// What every level of a parse shares.
 struct Context<'t> {
     text: &'t str,
@@ -449,13 +600,20 @@ fn key_start(text: &[u8], end: usize) -> usize {
 
 /// One level of a parse: the depth of the value it reads.
 #[derive(Clone, Copy)]
-struct Seed<'c, 't> {
+pub(crate) struct Seed<'c, 't> {
     context: &'c Context<'t>,
     depth: usize,
 }
 
 impl Seed<'_, '_> {
-    fn enter<E: de::Error>(self) -> Result<Self, E> {
+    /// An error for a key met twice in one object, positioned at the repeated key.
+    pub(crate) fn duplicate_key<E: de::Error>(self, key: &str) -> E {
+        self.context.broken.set(Some(Rule::DuplicateKey));
+        E::custom(format!("duplicate key {key:?}"))
+    }
+
+    /// The level of a container's items: a `Limit`-worthy error past `max_depth`.
+    pub(crate) fn enter<E: de::Error>(self) -> Result<Self, E> {
         if self.depth >= self.context.max_depth {
             self.context.broken.set(Some(Rule::Depth));
             return Err(E::custom(format!(

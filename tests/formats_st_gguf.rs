@@ -422,14 +422,15 @@ fn safetensors_validation() {
             8,
         ),
         Format,
-        "duplicate key \"w\"",
+        "safetensors header: duplicate object name 'w'",
     );
     let deep = format!("{{\"w\":{}{}}}", "[".repeat(200), "]".repeat(200));
     refused(&st_raw(&deep, &[], 8), Limit, "nesting deeper than 128");
+    // A header that looks like our JSON spelling of bytes is a tensor named "$bytes".
     refused(
         &st_raw(r#"{"$bytes":"00"}"#, &[], 8),
         Format,
-        "must be a JSON object, not bytes",
+        "safetensors tensor '$bytes': the entry must be a JSON object, not text",
     );
     refused(&st_raw("{} x", &[], 8), Format, "trailing characters");
 

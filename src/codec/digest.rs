@@ -84,6 +84,11 @@ pub(crate) fn parse(digest: &str, kinds: &[Kind]) -> Result<Option<Expected>> {
         }
         return Ok(None);
     };
+    // Hex is ASCII; checked first, so that the slices below (by byte) can't split a
+    // character (a fuzzed "sha256:" followed by 64 bytes of two-byte characters panicked).
+    if !value.is_ascii() {
+        return Err(malformed());
+    }
     let expected = match kind {
         Kind::Sha256 if value.len() == 64 => {
             let mut bytes = [0u8; 32];

@@ -29,7 +29,7 @@
 //!   The model records the data section's offset and the alignment (`Reader::layout`).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::cbor::{Value, encode, encode_head};
 use crate::dtype::{DType, numel};
@@ -37,8 +37,8 @@ use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Step, Traits,
-    check_name,
+    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Shape, Step,
+    TextArena, Traits, check_name_text,
 };
 use crate::quant::{GgmlType, ggml_type, unknown_logical_type, unknown_type_message};
 
@@ -166,6 +166,33 @@ impl<'r, 's> Input<'r, 's> {
     }
 }
 
+/// Makes room for `n` more bytes of attributes; a `Limit` error (not an abort) when the
+/// system refuses.
+fn room(out: &mut Vec<u8>, n: usize) -> Result<()> {
+    out.try_reserve(n).map_err(|_| {
+        err!(
+            Limit,
+            "could not allocate {} bytes for the GGUF key/values",
+            out.len() + n
+        )
+    })
+}
+
+/// The bytes of the CBOR text whose head starts `bytes` (as `encode_head` writes it).
+fn cbor_text(bytes: &[u8]) -> &[u8] {
+    let (len, head) = match bytes[0] & 0x1f {
+        n @ 0..=23 => (u64::from(n), 1),
+        24 => (u64::from(bytes[1]), 2),
+        25 => (u64::from(u16::from_be_bytes([bytes[1], bytes[2]])), 3),
+        26 => (
+            u64::from(u32::from_be_bytes(bytes[1..5].try_into().expect("4"))),
+            5,
+        ),
+        _ => (u64::from_be_bytes(bytes[1..9].try_into().expect("8")), 9),
+    };
+    &bytes[head..head + len as usize]
+}
+
 /// Appends an integer as CBOR.
 fn put_int(out: &mut Vec<u8>, v: i64) {
     if v >= 0 {
@@ -177,10 +204,9 @@ fn put_int(out: &mut Vec<u8>, v: i64) {
 
 /// Reads one metadata value of type `ty` and appends it as CBOR. `depth` is the CBOR
 /// nesting it sits at (1 for a value of the top-level map); arrays deeper than
-/// `max_depth` are a Limit.
-/// `widths`, when given, gets the value's types (the stream `typed::Doc::build` reads:
-/// the type; for an array `Array` and the element type, then each element's stream when
-/// the elements are arrays).
+/// `max_depth` are a Limit. `widths`, when given, gets the value's types (the stream
+/// `typed::Doc::build` reads: the type; for an array `Array` and the element type, then
+/// each element's stream when the elements are arrays).
 fn value(
     input: &mut Input<'_, '_>,
     ty: u32,
@@ -191,6 +217,7 @@ fn value(
     widths: Option<&mut Vec<u8>>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
+    room(out, 9)?;
     if let Some(w) = widths {
         w.push(width_code(ty));
         if ty == T_ARRAY {
@@ -221,6 +248,7 @@ fn value(
         }
         T_STRING => {
             let bytes = input.string(&what)?;
+            room(out, 9 + bytes.len())?;
             let major = if std::str::from_utf8(bytes).is_ok() {
                 3
             } else {
@@ -298,9 +326,9 @@ fn array(
 }
 
 /// One tensor info as stored.
-struct Info {
+struct Info<'d> {
     name: CText,
-    dims: Vec<u64>,
+    dims: &'d [u64],
     type_id: u32,
     offset: u64,
 }
@@ -361,20 +389,36 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
 
     let mut attrs = Vec::new();
-    let mut widths = Vec::new();
     encode_head(&mut attrs, 5, kv_count);
-    let mut keys = HashSet::new();
+    // Where each key's CBOR text starts in `attrs`, and its file offset: repeated keys
+    // are found by sorting these at the end (a set of the keys would cost several times
+    // their bytes).
+    let mut keys: Vec<(usize, u64)> = Vec::new();
+    // One width code per value (and per array's element type), each for at least one
+    // byte of the file: bounded by its size.
+    let mut widths = Vec::new();
     let mut alignment = DEFAULT_ALIGNMENT;
     for i in 0..kv_count {
         let at = input.pos;
         let key = input.text(&format_args!("key {i}"))?;
-        if keys.contains(&key) {
+        // A key repeating the one before is refused at once (the sort below finds the
+        // others once all are read).
+        if keys
+            .last()
+            .is_some_and(|&(start, _)| cbor_text(&attrs[start..]) == key.as_bytes())
+        {
             bail!(
                 Format,
                 "GGUF key '{key}' at offset {at} appears more than once"
             );
         }
         let ty = input.u32(&format_args!("type of '{key}'"))?;
+        room(&mut attrs, 9 + key.len())?;
+        keys.try_reserve(1)
+            .map_err(|_| err!(Limit, "could not allocate room for {i} GGUF keys"))?;
+        keys.push((attrs.len(), at));
+        encode_head(&mut attrs, 3, key.len() as u64);
+        attrs.extend_from_slice(key.as_bytes());
         if key == "general.alignment" {
             if ty != T_U32 {
                 bail!(
@@ -387,11 +431,9 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 bail!(Format, "GGUF general.alignment is {a}, not a power of two");
             }
             alignment = u64::from(a);
-            encode(&Value::Text(key.clone()), &mut attrs);
             encode_head(&mut attrs, 0, alignment);
             widths.push(width_code(T_U32));
         } else {
-            encode(&Value::Text(key.clone()), &mut attrs);
             value(
                 &mut input,
                 ty,
@@ -402,17 +444,43 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 Some(&mut widths),
             )?;
         }
-        keys.insert(key);
+    }
+    let key_at = |start: usize| cbor_text(&attrs[start..]);
+    keys.sort_unstable_by(|a, b| key_at(a.0).cmp(key_at(b.0)).then(a.1.cmp(&b.1)));
+    if let Some(pair) = keys.windows(2).find(|p| key_at(p[0].0) == key_at(p[1].0)) {
+        bail!(
+            Format,
+            "GGUF key '{}' at offset {} appears more than once",
+            String::from_utf8_lossy(key_at(pair[1].0)),
+            pair[1].1
+        );
     }
     drop(keys);
-    let attributes = Some(Attributes::from_cbor_with_widths(&attrs, widths));
-    drop(attrs);
+    let attributes = Some(Attributes::from_vec_with_widths(attrs, widths));
 
-    // Grown as infos are read: a count the file can hold may still be absurd for memory.
-    let mut infos = Vec::with_capacity(tensor_count.min(1024) as usize);
+    // Objects are built as the infos are read (offsets still relative to the data
+    // section, which starts after the last info), grown by what was read: a count the
+    // file can hold may still be absurd for memory. Names sit side by side in an arena.
+    // An info that can't become an object is reported once the infos are all read, as
+    // a truncation later in them is.
+    let mut build = Build::new()?;
+    let mut objects = Vec::new();
+    let mut deferred = None;
+    let mut dims = Vec::new();
     for i in 0..tensor_count {
-        let name = input.text(&format_args!("name of tensor {i}"))?;
-        let name = check_name("tensor", &name, limits.max_name_length)?;
+        let at = input.pos;
+        let name = input.string(&format_args!("name of tensor {i}"))?;
+        let Ok(name) = std::str::from_utf8(name) else {
+            bail!(
+                Format,
+                "GGUF name of tensor {i} at offset {at} is not UTF-8"
+            );
+        };
+        check_name_text("tensor", name, limits.max_name_length)?;
+        let name = build
+            .arena
+            .text(name)
+            .map_err(|e| e.context("tensor name"))?;
         let what = format_args!("tensor '{}'", name.as_str());
         let n_dims = input.u32(&what)?;
         if n_dims as usize > limits.max_rank {
@@ -422,26 +490,36 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 limits.max_rank
             );
         }
-        let mut dims = Vec::with_capacity(n_dims as usize);
+        dims.clear();
         for _ in 0..n_dims {
             dims.push(input.u64(&what)?);
         }
         let type_id = input.u32(&what)?;
         let offset = input.u64(&what)?;
-        infos.push(Info {
+        if deferred.is_some() {
+            continue;
+        }
+        let info = Info {
             name,
-            dims,
+            dims: &dims,
             type_id,
             offset,
-        });
+        };
+        match build.object(&info, alignment) {
+            Ok(o) => objects.push(o),
+            Err(e) => deferred = Some(e),
+        }
+    }
+    if let Some(e) = deferred {
+        return Err(e);
     }
     let data_start = input
         .pos
         .checked_next_multiple_of(alignment)
         .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
     drop(input);
+    place(&mut objects, data_start, size)?;
 
-    let objects = tensors(infos, data_start, alignment, size)?;
     let version = if version == 2 { "2" } else { "3" };
     // The data section starts aligned and every offset in it is aligned: so is every
     // absolute offset.
@@ -515,7 +593,7 @@ impl TypeNames {
 }
 
 /// The type-dependent part of a tensor's object.
-fn typed(info: &Info, count: u64, dense: &CText, names: &mut TypeNames) -> Result<Typed> {
+fn typed(info: &Info<'_>, count: u64, dense: &CText, names: &mut TypeNames) -> Result<Typed> {
     let overflow = || err!(Format, "byte size of dims {:?} overflows u64", info.dims);
     Ok(match ggml_type(info.type_id) {
         GgmlType::Plain(dtype) => Typed {
@@ -561,71 +639,119 @@ fn typed(info: &Info, count: u64, dense: &CText, names: &mut TypeNames) -> Resul
     })
 }
 
-/// Builds the objects of the tensor infos: shapes, sizes, placement, overlap.
-fn tensors(infos: Vec<Info>, data_start: u64, alignment: u64, size: u64) -> Result<Vec<Object>> {
-    let data = CText::new("data")?;
-    let dense = CText::new("dense")?;
-    let mut names = TypeNames::default();
-    let mut objects = Vec::with_capacity(infos.len());
-    let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
-    for info in infos {
-        let name = info.name.as_str().to_owned();
+/// What every tensor's object shares: texts made once, the arena of names.
+struct Build {
+    data: CText,
+    dense: CText,
+    names: TypeNames,
+    arena: TextArena,
+}
+
+impl Build {
+    fn new() -> Result<Build> {
+        Ok(Build {
+            data: CText::new("data")?,
+            dense: CText::new("dense")?,
+            names: TypeNames::default(),
+            arena: TextArena::default(),
+        })
+    }
+
+    /// The object of one tensor info: shape, size and type; its offset is still
+    /// relative to the data section (checked for alignment here, placed by `place`).
+    fn object(&mut self, info: &Info<'_>, alignment: u64) -> Result<Object> {
+        let name = info.name.as_str();
         let ctx = |e: crate::error::Error| e.context(format!("GGUF tensor '{name}'"));
         let shape: Vec<u64> = info.dims.iter().rev().copied().collect();
         let count = numel(&shape)
             .ok_or_else(|| ctx(err!(Format, "dims {:?} overflow u64 elements", info.dims)))?;
-        let typed = typed(&info, count, &dense, &mut names).map_err(ctx)?;
-        if info.offset % alignment != 0 {
+        let typed = typed(info, count, &self.dense, &mut self.names).map_err(ctx)?;
+        if !info.offset.is_multiple_of(alignment) {
             return Err(ctx(err!(
                 Format,
                 "data offset {} is not a multiple of the alignment {alignment}",
                 info.offset
             )));
         }
-        let offset = data_start
-            .checked_add(info.offset)
-            .ok_or_else(|| ctx(err!(Format, "data offset {} overflows u64", info.offset)))?;
         let length = typed.length.unwrap_or(0);
-        if offset.checked_add(length).is_none_or(|end| end > size) {
-            return Err(ctx(err!(
-                Format,
-                "{length} bytes at file offset {offset} (data offset {}) reach past the end \
-                 of the {size}-byte file",
-                info.offset
-            )));
-        }
-        if length > 0 {
-            ranges.push((offset, offset + length, objects.len()));
-        }
-        let mut component =
-            Component::raw(data.clone(), typed.dtype, typed.logical, offset, length);
+        let mut component = Component::raw(
+            self.data.clone(),
+            typed.dtype,
+            typed.logical,
+            info.offset,
+            length,
+        );
         if typed.length.is_none() {
             component.steps =
                 vec![Step::Format(std::sync::Arc::new(UnknownType(info.type_id)))].into();
         }
-        objects.push(Object {
-            name: info.name,
+        Ok(Object {
+            name: info.name.clone(),
             format: typed.format,
-            shape: shape.into(),
+            shape: Shape::from(shape),
             attributes: typed.attributes,
             components: Components::One(component),
-        });
+        })
     }
-    ranges.sort_unstable();
-    for pair in ranges.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        if b.0 < a.1 {
+}
+
+/// Moves every object's data from its data-section offset to its file offset (the data
+/// section starts at `data_start`) and checks it lies inside the file and overlaps no
+/// other. Tensors in data order (what writers produce) are checked on the way; only
+/// files with tensors out of order pay for collecting and sorting their ranges.
+fn place(objects: &mut [Object], data_start: u64, size: u64) -> Result<()> {
+    let mut last: Option<(u64, usize)> = None;
+    let mut in_order = true;
+    for (i, obj) in objects.iter_mut().enumerate() {
+        let name = obj.name.as_str();
+        let ctx = |e: crate::error::Error| e.context(format!("GGUF tensor '{name}'"));
+        let Components::One(c) = &mut obj.components else {
+            unreachable!("a GGUF object has one component")
+        };
+        let relative = c.blob.offset;
+        let offset = data_start
+            .checked_add(relative)
+            .ok_or_else(|| ctx(err!(Format, "data offset {relative} overflows u64")))?;
+        let length = c.blob.length;
+        if offset.checked_add(length).is_none_or(|end| end > size) {
+            return Err(ctx(err!(
+                Format,
+                "{length} bytes at file offset {offset} (data offset {relative}) reach past the \
+                 end of the {size}-byte file"
+            )));
+        }
+        c.blob.offset = offset;
+        if length > 0 {
+            if let Some((end, _)) = last
+                && offset < end
+            {
+                in_order = false;
+            }
+            last = Some((offset + length, i));
+        }
+    }
+    if in_order {
+        return Ok(());
+    }
+    let range = |o: &Object| {
+        let c = &o.components()[0];
+        (c.offset(), c.offset() + c.length())
+    };
+    let mut order: Vec<u32> = (0..objects.len() as u32)
+        .filter(|&i| objects[i as usize].components()[0].length() > 0)
+        .collect();
+    order.sort_unstable_by_key(|&i| (range(&objects[i as usize]), i));
+    for pair in order.windows(2) {
+        let (a, b) = (&objects[pair[0] as usize], &objects[pair[1] as usize]);
+        let ((a0, a1), (b0, b1)) = (range(a), range(b));
+        if b0 < a1 {
             bail!(
                 Format,
-                "GGUF tensors '{}' (bytes [{}, {})) and '{}' (bytes [{}, {})) overlap",
-                objects[a.2].name(),
-                a.0,
-                a.1,
-                objects[b.2].name(),
-                b.0,
-                b.1
+                "GGUF tensors '{}' (bytes [{a0}, {a1})) and '{}' (bytes [{b0}, {b1})) overlap",
+                a.name(),
+                b.name()
             );
         }
     }
-    Ok(objects)
+    Ok(())
 }

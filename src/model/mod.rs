@@ -184,10 +184,17 @@ impl Attributes {
             widths: None,
         }))
     }
-    /// CBOR bytes and the widths of their top-level values (`typed` explains the stream).
-    pub(crate) fn from_cbor_with_widths(bytes: &[u8], widths: Vec<u8>) -> Attributes {
+    /// Keeps CBOR bytes already in a vector (no copy when its capacity fits).
+    pub(crate) fn from_vec(bytes: Vec<u8>) -> Attributes {
         Attributes(Box::new(AttrBytes {
-            cbor: bytes.into(),
+            cbor: bytes.into_boxed_slice(),
+            widths: None,
+        }))
+    }
+    /// `from_vec` with the widths of the top-level values.
+    pub(crate) fn from_vec_with_widths(bytes: Vec<u8>, widths: Vec<u8>) -> Attributes {
+        Attributes(Box::new(AttrBytes {
+            cbor: bytes.into_boxed_slice(),
             widths: Some(widths.into_boxed_slice()),
         }))
     }

@@ -93,10 +93,16 @@ impl Message {
             .or(self.header_meta.as_ref())
             .expect("a message has a metadata frame (checked by walk_message)")
     }
+    /// The global metadata map, taken out of the message.
+    pub(super) fn into_metadata(self) -> Value {
+        self.footer_meta
+            .or(self.header_meta)
+            .expect("a message has a metadata frame (checked by walk_message)")
+    }
     /// The `base` entries (maps), at most one per object.
-    pub(super) fn base(&self) -> Result<Vec<Value>> {
+    pub(super) fn base(&self) -> Result<&[Value]> {
         let Some(base) = self.metadata().get("base") else {
-            return Ok(Vec::new());
+            return Ok(&[]);
         };
         let Some(items) = base.as_array() else {
             bail!(
@@ -122,7 +128,7 @@ impl Message {
                 );
             }
         }
-        Ok(items.to_vec())
+        Ok(items)
     }
 }
 
@@ -144,9 +150,27 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
 }
 
+/// The memory a decoded CBOR region's tree may take: 16 times its bytes, plus 16 MiB.
+/// Metadata as writers produce it (maps of short texts and numbers, index arrays) takes
+/// about 4 to 10 times its bytes; a region of one-byte items would take 32 times, and is
+/// a `Limit` error at the budget instead.
+pub(super) fn tree_budget(bytes: usize) -> usize {
+    bytes.saturating_mul(16).saturating_add(16 << 20)
+}
+
 /// Decodes one CBOR item spanning `bytes` (read from file offset `at`).
 fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value> {
-    cbor::decode(bytes, depth).map_err(|e| e.positioned(what, at))
+    let (value, used) = cbor::decode_within(bytes, depth, tree_budget(bytes.len()))
+        .map_err(|e| e.positioned(what, at))?;
+    if used != bytes.len() {
+        return Err(cbor::DecodeError {
+            offset: used,
+            message: "trailing bytes after the item".into(),
+            too_deep: false,
+        }
+        .positioned(what, at));
+    }
+    Ok(value)
 }
 
 /// Walks the message starting at `start`: preamble, every frame, postamble. Reads the
@@ -530,8 +554,11 @@ fn data_frame(
     } else {
         // Descriptor first: its length is what one CBOR item takes.
         let bytes = read(at + cbor_offset, region.min(cap))?;
-        let (v, used) = cbor::decode_prefix(&bytes, depth)
+        // The descriptor's length is what a validation pass (no allocation) finds; the
+        // payload after it does not widen its tree budget.
+        let used = cbor::validate_prefix(&bytes, depth)
             .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
+        let v = decode_cbor(&bytes[..used], at + cbor_offset, depth, "descriptor")?;
         (v, at + cbor_offset + used as u64)
     };
     if !desc.is_map() {

@@ -104,6 +104,6 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     for msg in &messages {
         objects.add_message(msg)?;
     }
-    let model = objects.into_model(file_attributes(&messages)?)?;
+    let model = objects.into_model(file_attributes(messages)?)?;
     Ok((model, size))
 }

@@ -211,15 +211,16 @@ fn object_attributes(meta: &[(Value, Value)], desc: &Value, message: usize) -> R
 
 /// The file attributes: the global metadata of a single message, else
 /// `{"messages": [map, ...]}`.
-pub(super) fn file_attributes(messages: &[Message]) -> Result<Option<Attributes>> {
+pub(super) fn file_attributes(messages: Vec<Message>) -> Result<Option<Attributes>> {
+    // Moved out of the messages, not copied: a metadata tree may be large.
     let attributes = if messages.len() > 1 {
-        let list = messages.iter().map(|m| m.metadata().clone()).collect();
+        let list = messages.into_iter().map(Message::into_metadata).collect();
         Some(Value::Map(vec![(
             Value::Text("messages".into()),
             Value::Array(list),
         )]))
     } else {
-        messages.first().map(|m| m.metadata().clone())
+        messages.into_iter().next().map(Message::into_metadata)
     };
     attributes.map(|v| attributes_of(&v)).transpose()
 }
@@ -227,7 +228,7 @@ pub(super) fn file_attributes(messages: &[Message]) -> Result<Option<Attributes>
 /// Encodes an attribute map, checking it decodes back within the attribute depth bound.
 fn attributes_of(v: &Value) -> Result<Attributes> {
     let bytes = cbor::to_vec(v);
-    cbor::decode(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
+    cbor::validate_prefix(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
         err!(
             Limit,
             "metadata nests too deeply to keep as attributes: {e}"

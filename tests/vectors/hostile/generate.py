@@ -1095,6 +1095,10 @@ def digest_cases():
         (crc[:-1], "crc32c with 7 digits"), ("crc32c:0x%09X" % crc32c(W4), "crc32c with 9 digits"),
         ("sha256: " + sha[8:], "a space inside"), ("", "empty string"),
         ("md5:0123\x004567", "unknown algorithm with a NUL byte"), ("crc32c:0x+1234567", "a sign in the hex"),
+        ("sha256:a" + "\u031e" * 31 + "a", "regression (found by fuzz/open_walk): 64 bytes of sha256 value "
+         "whose two-byte characters straddle the hex pairs; slicing them panicked"),
+        ("crc32c:0\u00e91234567", "regression: a crc32c value of 10 bytes whose 2nd byte is inside a "
+         "character; slicing the 0x prefix panicked"),
     ]
     for i, (d, what) in enumerate(malformed):
         at_open("v12_digest_malformed_%02d" % i, g(d), "FORMAT", "malformed digest: " + what)

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# seeds.sh <target> <dir>: writes the seeds of a fuzz target into <dir>, made from the
+# committed vectors (tests/vectors/): every file of the target's format, in the form the
+# target takes its input (see each fuzz_targets/<target>.rs):
+#   open_walk    every vector as it is
+#   safetensors  the JSON header, a 0 byte, the data section
+#   gguf         the file without "GGUF"
+#   tensogram    the file without the first "TENSOGRM"
+#   ztensor_v01  the file without "ZTEN0001"
+#   manifest     4-byte data length, the data from offset 64, the manifest (v1 files)
+#   writer       a few fixed call sequences (bytes the target reads as calls)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+vectors="$here/../tests/vectors"
+target=$1
+out=$2
+mkdir -p "$out"
+# Every vector file (a format's own extension, or .zt for the hostile corpus and the
+# reference vectors), one per line.
+all() {
+  find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \) \
+    ! -path '*/alloc/*' | sort
+}
+magic() { head -c 8 "$1"; }
+u64le() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
+n=0
+while IFS= read -r f; do
+  base="$(basename "$f")"
+  m="$(magic "$f" | tr -d '\0')"
+  size=$(stat -c %s "$f")
+  case "$target" in
+    open_walk) cp "$f" "$out/$base" ;;
+    gguf) [[ $m == GGUF* ]] && tail -c +5 "$f" > "$out/$base" ;;
+    tensogram) [[ $m == TENSOGRM ]] && tail -c +9 "$f" > "$out/$base" ;;
+    ztensor_v01) [[ $m == ZTEN0001 ]] && tail -c +9 "$f" > "$out/$base" ;;
+    safetensors)
+      if [[ $f == *.safetensors || $base == st_* ]] && [ "$size" -ge 9 ]; then
+        len=$(u64le "$f" 0)
+        if [ ${#len} -le 18 ] && [ "$len" -le $((size - 8)) ]; then
+          { tail -c +9 "$f" | head -c "$len"; printf '\0'; tail -c +$((9 + len)) "$f"; } > "$out/$base"
+        fi
+      fi ;;
+    manifest)
+      if [[ $m == ZTEN1000 ]] && [ "$size" -ge 80 ] && [ "$(tail -c 8 "$f" | tr -d '\0')" = ZTEN1000 ]; then
+        msize=$(u64le "$f" $((size - 16)))
+        if [ ${#msize} -le 18 ] && [ "$msize" -le $((size - 80)) ]; then
+          dlen=$((size - 16 - msize - 64))
+          { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((dlen & 255)) $((dlen >> 8 & 255)) \
+              $((dlen >> 16 & 255)) $((dlen >> 24 & 255)))"
+            tail -c +65 "$f" | head -c $((size - 80)); } > "$out/$base"
+        fi
+      fi ;;
+    writer) ;;
+    *) echo "seeds.sh: unknown target $target" >&2; exit 2 ;;
+  esac
+  [ -e "$out/$base" ] && n=$((n + 1))
+done < <(all)
+if [ "$target" = writer ]; then
+  # Arbitrary-looking bytes are calls too; a few to start from: plain, zstd, streamed.
+  printf '\x00\x01\x00\x00\x02\x04\x00\x00\x00\x01\x02\x03\x04\x05\x06\x07' > "$out/add"
+  printf '\x01\x02\x01\x00\x03\x00\x05\x01\x04\x10\x00\x01\x02\x03\x05\x06\x06' > "$out/stream"
+  printf '\x07\x02\x03\x61\x0a\x20\x00\x00\x00\x00\x00\x00\x00\x08\x00\x01' > "$out/attributes"
+  n=3
+fi
+echo "seeds.sh: $n seeds for $target in $out" >&2
