@@ -333,7 +333,8 @@ impl<'a> Reader<'a> {
 
     /// The whole file as mapped (or the caller's memory for `from_slice`): byte 0 of the
     /// file is its first byte, and a component's bytes are at its `offset()`. None when
-    /// the file is read with `pread` (`use_mmap: false`).
+    /// the file is read with `pread` (`use_mmap: false`), and for a set (each shard has
+    /// its own: `shard_mapping`).
     pub fn mapping(&self) -> Option<&[u8]> {
         self.files.single()?.base()
     }
@@ -449,6 +450,11 @@ impl<'a> Reader<'a> {
         self.files.part(c.blob.file).map_err(self.ctx(obj, c))
     }
 
+    /// True when the reader reads a set of files (an index, or a GGUF split set).
+    pub fn is_set(&self) -> bool {
+        self.files.single().is_none()
+    }
+
     /// How many files the reader reads: 1, or the shards of a set.
     pub fn shard_count(&self) -> usize {
         self.files.shards().len().max(1)
@@ -467,6 +473,15 @@ impl<'a> Reader<'a> {
                 self.shard_count()
             ),
         }
+    }
+
+    /// File `index`'s mapping, as `mapping` gives a single file's: for a set, the shard is
+    /// opened (and mapped) if it isn't yet. None without a mapping (`use_mmap: false`).
+    pub fn shard_mapping(&self, index: usize) -> Result<Option<&[u8]>> {
+        if index >= self.shard_count() {
+            self.shard_path(index)?;
+        }
+        Ok(self.files.part(index as u32)?.base())
     }
 
     /// The decoded bytes a view already cached, if any.

@@ -21,6 +21,8 @@ pub struct zt_reader {
     /// Attribute JSON rendered on first request, by object index (the file's after the
     /// objects'): kept until `zt_close`, and only for what was asked.
     json: Mutex<HashMap<usize, CString>>,
+    /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
+    pub(super) paths: Box<[Option<CString>]>,
 }
 
 impl zt_reader {
@@ -119,7 +121,13 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
 
 pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
     let json = Mutex::new(HashMap::new());
-    put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
+    let paths = (0..reader.shard_count())
+        .map(|i| {
+            let path = reader.shard_path(i).ok().flatten()?;
+            CString::new(path.as_os_str().as_bytes()).ok()
+        })
+        .collect();
+    put(out, Box::into_raw(Box::new(zt_reader { reader, json, paths })));
 }
 
 /// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy

@@ -270,14 +270,14 @@ pub(crate) fn open_split(
             Some(s) if s.no == no && s.count == split.count && s.tensors == split.tensors => {}
             Some(s) => bail!(
                 Format,
-                "{}: split.no {}, split.count {}, split.tensors.count {:?}, where the set \
-                 of {shown} needs split.no {no}, split.count {}, split.tensors.count {:?}",
+                "{}: split.no {}, split.count {}, split.tensors.count {}, where the set \
+                 of {shown} needs split.no {no}, split.count {}, split.tensors.count {}",
                 file.display(),
                 s.no,
                 s.count,
-                s.tensors,
+                shown_count(s.tensors),
                 split.count,
-                split.tensors
+                shown_count(split.tensors)
             ),
             None => bail!(
                 Format,
@@ -305,6 +305,10 @@ pub(crate) fn open_split(
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let model = merge(parts, &names, attributes)?;
     Ok((model, Shards::new(shards)))
+}
+
+fn shown_count(n: Option<u64>) -> String {
+    n.map_or_else(|| "absent".to_owned(), |n| n.to_string())
 }
 
 /// One model of the parts' objects, in shard order, each blob marked with its shard.

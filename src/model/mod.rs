@@ -123,7 +123,12 @@ impl Component {
     pub fn encoding(&self) -> Encoding {
         self.blob.encoding
     }
-    /// Absolute file offset of the stored bytes.
+    /// Which file of a set holds the stored bytes (`Reader::shard_path`); 0 for a single
+    /// file.
+    pub fn file(&self) -> u32 {
+        self.blob.file
+    }
+    /// Absolute offset of the stored bytes in their file (`file`).
     pub fn offset(&self) -> u64 {
         self.blob.offset
     }

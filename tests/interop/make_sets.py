@@ -62,18 +62,19 @@ def main(out):
                           "attributes": index["metadata"], "shards": names,
                           "objects": objects}
 
-    # GGUF: five tensors, two per split.
+    # GGUF: five tensors, two per split ("tok.weight" and "out.weight" are as long, so a
+    # test can rename one into the other).
     gg = os.path.join(out, "gguf")
     os.makedirs(gg, exist_ok=True)
     w = GGUFWriter(os.path.join(gg, "split.gguf"), "llama", split_max_tensors=2)
     w.add_name("sets")
     w.add_uint32("test.answer", 42)
     tensors = [
-        ("token_embd.weight", values(np.float32, (4, 3), 6)),
+        ("tok.weight", values(np.float32, (4, 3), 6)),
         ("blk.0.attn_q.weight", values(np.float16, (2, 2), 7)),
         ("blk.0.attn_norm.weight", values(np.float32, (3,), 8)),
         ("blk.1.ffn.weight", values(np.int32, (2, 3), 9)),
-        ("output.weight", values(np.float32, (5,), 10)),
+        ("out.weight", values(np.float32, (5,), 10)),
     ]
     objects = []
     for i, (name, a) in enumerate(tensors):
