@@ -445,3 +445,101 @@ fn ztensor_shards_open_through_an_index() {
         &["m-00002-of-00002.zt"],
     );
 }
+
+/// The names in a directory, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_sharded_writer_writes_a_set_the_reader_opens() {
+    use ztensor::{DType, ShardedWriter, WriteOptions};
+    let dir = common::temp_dir("shards_writer");
+    let data: Vec<Vec<u8>> = (0..5).map(|i| common::bytes(i, 4096)).collect();
+    let mut w = ShardedWriter::create(dir.join("model.zt"), 10_000).unwrap();
+    for (i, d) in data.iter().enumerate().take(4) {
+        let opts = match i {
+            1 => WriteOptions::zstd(3),
+            _ => WriteOptions::default(),
+        };
+        w.add(&format!("t{i}"), DType::U8, &[4096], d, &opts).unwrap();
+    }
+    // Names are unique across the set, not only within a shard.
+    let e = w
+        .add("t0", DType::U8, &[4096], &data[0], &WriteOptions::default())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // Streamed: its size is unknown when it begins, so it joins the current shard, not
+    // yet at the limit.
+    w.begin_object("t4", "dense", &[4096]).unwrap();
+    w.begin_component("data", DType::U8, None, &WriteOptions::default())
+        .unwrap();
+    w.write(&data[4][..1000]).unwrap();
+    w.write(&data[4][1000..]).unwrap();
+    w.end_component().unwrap();
+    w.end_object().unwrap();
+    w.set_file_attributes(ztensor::json::from_json("{\"format\": \"zt\"}", 8).unwrap())
+        .unwrap();
+    // Nothing is visible under a final name before finish.
+    assert!(listing(&dir).iter().all(|n| n.starts_with('.')), "{:?}", listing(&dir));
+    let index = w.finish().unwrap();
+    assert_eq!(index, dir.join("model.zt.index.json"));
+    assert_eq!(
+        listing(&dir),
+        [
+            "model-00001-of-00002.zt",
+            "model-00002-of-00002.zt",
+            "model.zt.index.json"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "{\n  \"metadata\": {\n    \"format\": \"zt\",\n    \"total_size\": 20480\n  },\n  \
+         \"weight_map\": {\n    \"t0\": \"model-00001-of-00002.zt\",\n    \
+         \"t1\": \"model-00001-of-00002.zt\",\n    \"t2\": \"model-00002-of-00002.zt\",\n    \
+         \"t3\": \"model-00002-of-00002.zt\",\n    \"t4\": \"model-00002-of-00002.zt\"\n  }\n}\n"
+    );
+    let r = Reader::open(&index).unwrap();
+    assert_eq!(r.shard_count(), 2);
+    for (i, d) in data.iter().enumerate() {
+        let o = r.find(&format!("t{i}")).unwrap();
+        assert_eq!(r.object(o).unwrap().components()[0].file(), (i / 2).min(1) as u32);
+        assert_eq!(r.read_to_vec(o, 0).unwrap(), *d);
+    }
+    r.verify().unwrap();
+
+    // An object larger than the limit gets a shard of its own; a set copied from a set.
+    let out = common::temp_dir("shards_writer_copy");
+    let mut w = ShardedWriter::create(out.join("copy"), 100).unwrap();
+    for o in 0..r.objects().len() {
+        w.copy_object(&r, o, &Default::default()).unwrap();
+    }
+    let copy = Reader::open(w.finish().unwrap()).unwrap();
+    assert_eq!(copy.shard_count(), 5);
+    for o in 0..5 {
+        assert_eq!(copy.read_to_vec(o, 0).unwrap(), r.read_to_vec(o, 0).unwrap());
+    }
+
+    // Dropped unfinished: nothing is left behind.
+    let gone = common::temp_dir("shards_writer_dropped");
+    let mut w = ShardedWriter::create(gone.join("m"), 5000).unwrap();
+    for (i, d) in data.iter().enumerate() {
+        w.add(&format!("t{i}"), DType::U8, &[4096], d, &WriteOptions::default())
+            .unwrap();
+    }
+    drop(w);
+    assert!(listing(&gone).is_empty(), "{:?}", listing(&gone));
+    // An empty set, a zero limit, a path that names no set.
+    let e = ShardedWriter::create(gone.join("m"), 5000).unwrap().finish().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State);
+    assert!(listing(&gone).is_empty(), "{:?}", listing(&gone));
+    let e = ShardedWriter::create(gone.join("m"), 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = ShardedWriter::create(gone.join(".zt"), 10).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
