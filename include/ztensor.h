@@ -1003,6 +1003,27 @@ enum zt_status zt_writer_create_with(const char *path,
                                      struct zt_writer **out);
 
 /**
+ * Creates a writer of a sharded set at `base` (a path without extension, or ending in
+ * ".zt", which is dropped): zTensor shards `<base>-0000k-of-0000n.zt` and the index
+ * `<base>.zt.index.json` in Hugging Face's shape (`metadata` with `total_size`,
+ * `weight_map` from object name to file), which `zt_open` opens as one reader. Objects
+ * go to the current shard until adding one would take it past `max_shard_bytes` (a
+ * streamed object, whose size is unknown when it begins, goes to the current shard
+ * unless that is already at the limit); an object larger than the limit gets a shard of
+ * its own. Every `zt_writer_*` call works on it as on a single file; the file's
+ * attributes become the index's `metadata`; an object's attributes can only be set
+ * while its shard is being written. Nothing appears under a final name until
+ * `zt_writer_finish`, which names every shard and writes the index last (durably, unless
+ * `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
+ * `base` that names no file. Free with `zt_writer_free`.
+ */
+ZT_API
+enum zt_status zt_writer_create_sharded(const char *base,
+                                        uint64_t max_shard_bytes,
+                                        const struct zt_writer_options *options,
+                                        struct zt_writer **out);
+
+/**
  * Adds a dense object with one "data" component. `size` must be the element count of
  * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
  * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.

@@ -21,6 +21,7 @@ mod copy;
 mod sharded;
 pub use copy::CopyOptions;
 pub use sharded::ShardedWriter;
+pub(crate) use sharded::AnyWriter;
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

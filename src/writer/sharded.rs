@@ -369,3 +369,53 @@ impl Drop for ShardedWriter {
         }
     }
 }
+
+/// A single file or a set being written, behind one handle (the C API's `zt_writer`).
+pub(crate) enum AnyWriter {
+    One(Writer),
+    Set(ShardedWriter),
+}
+
+/// Forwards each method to whichever writer it is.
+macro_rules! forward {
+    ($(fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        impl AnyWriter {
+            $(pub(crate) fn $name(&mut self $(, $arg: $ty)*) -> $ret {
+                match self {
+                    AnyWriter::One(w) => w.$name($($arg),*),
+                    AnyWriter::Set(w) => w.$name($($arg),*),
+                }
+            })*
+        }
+    };
+}
+
+forward! {
+    fn add(&mut self, name: &str, dtype: DType, shape: &[u64], data: &[u8], options: &WriteOptions) -> Result<()>;
+    fn begin_object(&mut self, name: &str, format: &str, shape: &[u64]) -> Result<()>;
+    fn add_component(&mut self, role: &str, dtype: DType, logical_type: Option<&str>, data: &[u8], options: &WriteOptions) -> Result<()>;
+    fn end_object(&mut self) -> Result<()>;
+    fn begin_component(&mut self, role: &str, dtype: DType, logical_type: Option<&str>, options: &WriteOptions) -> Result<()>;
+    fn write(&mut self, data: &[u8]) -> Result<()>;
+    fn end_component(&mut self) -> Result<()>;
+    fn set_file_attributes(&mut self, attributes: Value) -> Result<()>;
+    fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()>;
+    fn copy_object(&mut self, reader: &Reader<'_>, object: usize, options: &CopyOptions) -> Result<()>;
+    fn copy_object_as(&mut self, reader: &Reader<'_>, object: usize, name: &str, options: &CopyOptions) -> Result<()>;
+}
+
+impl AnyWriter {
+    pub(crate) fn check_finishable(&self) -> Result<()> {
+        match self {
+            AnyWriter::One(w) => w.check_finishable(),
+            AnyWriter::Set(w) => w.check_finishable(),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<()> {
+        match self {
+            AnyWriter::One(w) => w.finish().map(drop),
+            AnyWriter::Set(w) => w.finish().map(drop),
+        }
+    }
+}

@@ -3537,6 +3537,11 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_component_read_as_range", /* test_quant.c */
     "zt_component_frame_count", /* test_frames.c */
     "zt_component_frame_get",   /* test_frames.c */
+    "zt_shard_count",           /* test_shards.c */
+    "zt_shard_path",            /* test_shards.c */
+    "zt_component_location",    /* test_shards.c */
+    "zt_shard_mapping",         /* test_shards.c */
+    "zt_writer_create_sharded", /* test_shards.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */
