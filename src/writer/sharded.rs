@@ -264,6 +264,18 @@ impl ShardedWriter {
         name: &str,
         options: &CopyOptions,
     ) -> Result<()> {
+        self.copy_object_reporting(reader, object, name, options, &mut |_| {})
+    }
+
+    /// `Writer::copy_object_reporting` into the set (progress for a progress bar).
+    pub fn copy_object_reporting(
+        &mut self,
+        reader: &Reader<'_>,
+        object: usize,
+        name: &str,
+        options: &CopyOptions,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         let size = reader
             .object(object)?
             .components()
@@ -271,7 +283,7 @@ impl ShardedWriter {
             .map(|c| c.decoded_length())
             .sum();
         self.shard_for(name, size)?
-            .copy_object_as(reader, object, name, options)?;
+            .copy_object_reporting(reader, object, name, options, progress)?;
         self.added(name);
         Ok(())
     }
