@@ -172,6 +172,8 @@ pub struct Reader<'a> {
     caches: Caches,
     /// The path, for error messages, when opened from one.
     origin: Option<Box<str>>,
+    /// True when `origin` is a path the reader opened (not a descriptor's name).
+    by_path: bool,
     cached_total: AtomicU64,
     /// Bytes of the frame indexes cached, at most `INDEX_CACHE_BUDGET`.
     index_total: AtomicU64,
@@ -217,6 +219,7 @@ impl Reader<'static> {
             }
         };
         reader.origin = Some(path.display().to_string().into());
+        reader.by_path = true;
         Ok(reader)
     }
 
@@ -275,6 +278,7 @@ impl<'a> Reader<'a> {
             model,
             limits,
             origin: None,
+            by_path: false,
             cached_total: AtomicU64::new(0),
             index_total: AtomicU64::new(0),
         };
@@ -460,13 +464,17 @@ impl<'a> Reader<'a> {
         self.files.shards().len().max(1)
     }
 
-    /// The path of file `index` of a set (0 for a single file: where it was opened from,
-    /// if it was opened by path).
+    /// The path of file `index` of a set (0 for a single file: where it was opened from;
+    /// None when opened from memory or a descriptor).
     pub fn shard_path(&self, index: usize) -> Result<Option<&std::path::Path>> {
         let shards = self.files.shards();
         match (shards.get(index), index) {
             (Some(s), _) => Ok(Some(s.path())),
-            (None, 0) if shards.is_empty() => Ok(self.origin.as_deref().map(std::path::Path::new)),
+            (None, 0) if shards.is_empty() => Ok(self
+                .origin
+                .as_deref()
+                .filter(|_| self.by_path)
+                .map(std::path::Path::new)),
             _ => bail!(
                 NotFound,
                 "no file at index {index} (the reader reads {})",
