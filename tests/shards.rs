@@ -314,8 +314,8 @@ fn broken_indexes_are_refused_naming_the_file() {
     // Not an index at all.
     for (body, says) in [
         ("{\"metadata\": {}}", "no weight_map"),
-        ("[1, 2]", "not a JSON object"),
-        ("{\"weight_map\": {\"a\": 1}}", "not a file name"),
+        ("[1, 2]", "expected a JSON object (the index)"),
+        ("{\"weight_map\": {\"a\": 1}}", "invalid type: integer `1`, expected a string"),
         ("{\"weight_map\": {}, \"metadata\": 3}", "metadata is not a JSON object"),
         ("{\"weight_map\": {", "not JSON"),
     ] {
@@ -324,6 +324,16 @@ fn broken_indexes_are_refused_naming_the_file() {
         std::fs::write(&index, body).unwrap();
         refused(&index, ErrorKind::Format, &[says, "x.index.json"]);
     }
+    // A tensor listed twice (JSON allows repeated keys).
+    let dir = copy_set("safetensors", "shards_twice");
+    let index = edit_index(&dir, |t| {
+        t.replace(
+            &format!("\"lm_head.weight\": \"{st3}\","),
+            &format!("\"lm_head.weight\": \"{st3}\", \"lm_head.weight\": \"{st3}\","),
+        )
+    });
+    refused(&index, ErrorKind::Format, &["'lm_head.weight' twice"]);
+
     // An empty weight_map is a set of no files.
     let dir = common::temp_dir("shards_empty");
     let index = dir.join("x.index.json");

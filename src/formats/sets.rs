@@ -12,6 +12,7 @@
 //! a name in two shards, a file outside the index's directory, a missing file, splits
 //! that disagree on their count are all errors naming the file.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Component as PathPart, Path, PathBuf};
 
@@ -52,103 +53,181 @@ pub(crate) fn open_index(
     if source.size() > max {
         bail!(Limit, "the index is {} bytes, over the limit of {max}", source.size());
     }
-    let (attributes, weight_map) = parse_index(&source.region(0, source.size())?, limits)?;
+    // Read with pread into a buffer of its own (the source maps nothing).
+    let bytes = source.region(0, source.size())?.into_owned();
     drop(source);
-    // The shards in name order (transformers numbers them, so that is their order), each
-    // with the tensors the index maps to it.
-    let mut files: Vec<&str> = weight_map.values().map(String::as_str).collect();
+    let (attributes, weight_map) = parse_index(&bytes, limits)?;
+    // The shards in name order (transformers numbers them, so that is their order).
+    let mut files: Vec<&str> = weight_map.iter().map(|(_, f)| &**f).collect();
     files.sort_unstable();
     files.dedup();
     if files.len() > u32::MAX as usize {
         bail!(Limit, "the index names {} files", files.len());
     }
-    let mut listed: HashMap<&str, usize> = HashMap::with_capacity(files.len());
-    for file in weight_map.values() {
-        *listed.entry(file.as_str()).or_default() += 1;
+    for file in &files {
+        if let Err(why) = check_relative(file) {
+            let name = &weight_map.iter().find(|(_, f)| f == file).expect("listed").0;
+            bail!(Format, "the index maps tensor '{name}' to '{file}', {why}");
+        }
     }
     let dir = index.parent().unwrap_or(Path::new("."));
+    let jobs: Vec<(&str, PathBuf)> = files.iter().map(|f| (*f, dir.join(f))).collect();
+    let parsed = parse_shards(&jobs, options, limits);
     let mut parts = Vec::with_capacity(files.len());
     let mut shards = Vec::with_capacity(files.len());
-    for (i, file) in files.iter().enumerate() {
-        let (model, shard) = parse_shard(file, dir.join(file), options, limits, None)?;
-        let mut held = 0usize;
-        for o in &model.objects {
-            match weight_map.get(o.name()) {
-                Some(mapped) if mapped == file => held += 1,
-                Some(mapped) => bail!(
-                    Format,
-                    "shard {file} holds tensor '{}', which the index maps to {mapped}",
-                    o.name()
-                ),
-                None => bail!(
-                    Format,
-                    "shard {file} holds tensor '{}', which the index doesn't list",
-                    o.name()
-                ),
-            }
-        }
-        if held != listed[file] {
-            let missing = weight_map
-                .iter()
-                .filter(|(_, f)| f == file)
-                .map(|(name, _)| name.as_str())
-                .filter(|name| model.by_name.find(&model.objects, name).is_none())
-                .min()
-                .expect("a listed tensor the shard lacks");
-            bail!(
-                Format,
-                "the index maps tensor '{missing}' to shard {file}, which doesn't hold it"
-            );
-        }
-        debug_assert!(i == parts.len());
+    for result in parsed {
+        let (model, shard) = result?;
         parts.push(model);
         shards.push(shard);
     }
     let model = merge(parts, &files, attributes)?;
+    check_weight_map(&model, &weight_map, &files)?;
     Ok((model, Shards::new(shards)))
 }
 
-/// The index's `metadata` (as attributes) and its `weight_map` (tensor name to file),
-/// checked: an object of strings, each a relative path inside the index's directory.
-fn parse_index(bytes: &[u8], limits: &Limits) -> Result<(Option<Attributes>, HashMap<String, String>)> {
-    use crate::cbor::Value;
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| err!(Format, "the index is not UTF-8 text: {e}"))?;
-    let Value::Map(entries) = crate::json::from_json(text, limits.max_cbor_depth)
-        .map_err(|e| err!(Format, "the index is not JSON: {e}"))?
-    else {
-        bail!(Format, "the index is not a JSON object");
-    };
-    let (mut attributes, mut weight_map) = (None, None);
-    for (key, value) in entries {
-        match (key, value) {
-            (Value::Text(k), Value::Map(m)) if k == "metadata" => {
-                attributes = Some(Attributes::from_value(&Value::Map(m)));
-            }
-            (Value::Text(k), Value::Null) if k == "metadata" => {}
-            (Value::Text(k), _) if k == "metadata" => {
-                bail!(Format, "the index's metadata is not a JSON object")
-            }
-            (Value::Text(k), Value::Map(m)) if k == "weight_map" => weight_map = Some(m),
-            (Value::Text(k), _) if k == "weight_map" => {
-                bail!(Format, "the index's weight_map is not a JSON object")
-            }
-            _ => {}
+/// Every entry of the weight map names an object of the set held by the file it says,
+/// and every object of the set is listed once.
+fn check_weight_map(model: &Model, weight_map: &[(Cow<'_, str>, Cow<'_, str>)], files: &[&str]) -> Result<()> {
+    let mut listed = vec![false; model.objects.len()];
+    for (name, file) in weight_map {
+        let Some(at) = model.by_name.find(&model.objects, name) else {
+            bail!(Format, "the index maps tensor '{name}' to shard {file}, which doesn't hold it");
+        };
+        let holder = files[model.objects[at].components.first().map_or(0, |c| c.blob.file) as usize];
+        if holder != &**file {
+            bail!(
+                Format,
+                "shard {holder} holds tensor '{name}', which the index maps to {file}"
+            );
+        }
+        if std::mem::replace(&mut listed[at], true) {
+            bail!(Format, "the index lists tensor '{name}' twice");
         }
     }
-    let Some(entries) = weight_map else {
+    if let Some(at) = listed.iter().position(|l| !l) {
+        let o = &model.objects[at];
+        let holder = files[o.components.first().map_or(0, |c| c.blob.file) as usize];
+        bail!(
+            Format,
+            "shard {holder} holds tensor '{}', which the index doesn't list",
+            o.name()
+        );
+    }
+    Ok(())
+}
+
+/// A weight map as parsed: (tensor name, file) in the index's order, borrowed from the
+/// index's text unless escaped.
+type WeightMap<'t> = Vec<(Cow<'t, str>, Cow<'t, str>)>;
+
+/// The index's `metadata` (as attributes) and its `weight_map`, checked: an object of
+/// strings, each a relative path inside the index's directory. Parsed straight from the
+/// text, without a tree of the weight map.
+fn parse_index<'t>(bytes: &'t [u8], limits: &Limits) -> Result<(Option<Attributes>, WeightMap<'t>)> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let index = serde::Deserialize::deserialize(&mut de)
+        .and_then(|i: Index<'t>| de.end().map(|()| i))
+        .map_err(|e| err!(Format, "the index is not JSON of the expected shape: {e}"))?;
+    let Some(weight_map) = index.weight_map else {
         bail!(Format, "the index has no weight_map");
     };
-    let mut map = HashMap::with_capacity(entries.len());
-    for (name, file) in entries {
-        let (Value::Text(name), Value::Text(file)) = (name, file) else {
-            bail!(Format, "the index's weight_map maps a tensor to something not a file name");
-        };
-        check_relative(&file)
-            .map_err(|why| err!(Format, "the index maps tensor '{name}' to '{file}', {why}"))?;
-        map.insert(name, file);
+    // The metadata's own text, parsed as attributes are (key order kept).
+    let attributes = match index.metadata.map(serde_json::value::RawValue::get) {
+        None | Some("null") => None,
+        Some(text) => match crate::json::from_json(text, limits.max_cbor_depth) {
+            Ok(value @ crate::cbor::Value::Map(_)) => Some(Attributes::from_value(&value)),
+            Ok(_) => bail!(Format, "the index's metadata is not a JSON object"),
+            Err(e) => bail!(Format, "the index's metadata: {e}"),
+        },
+    };
+    Ok((attributes, weight_map))
+}
+
+/// The index's top-level object: `metadata` as a JSON value, `weight_map` as pairs, other
+/// keys skipped.
+struct Index<'t> {
+    metadata: Option<&'t serde_json::value::RawValue>,
+    weight_map: Option<WeightMap<'t>>,
+}
+
+/// A JSON string, borrowed from the text when it has no escapes.
+struct Text<'t>(Cow<'t, str>);
+
+/// The weight map's pairs.
+struct Pairs<'t>(WeightMap<'t>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
     }
-    Ok((attributes, map))
+}
+
+impl<'de> serde::Deserialize<'de> for Pairs<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Pairs<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of tensor names to file names")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Pairs<'de>, A::Error> {
+                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some((Text(k), Text(v))) = map.next_entry::<Text<'de>, Text<'de>>()? {
+                    pairs.push((k, v));
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Index<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Index<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object (the index)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Index<'de>, A::Error> {
+                let mut index = Index {
+                    metadata: None,
+                    weight_map: None,
+                };
+                while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+                    match &*key {
+                        "metadata" => index.metadata = Some(map.next_value::<&'de serde_json::value::RawValue>()?),
+                        "weight_map" => index.weight_map = Some(map.next_value::<Pairs<'de>>()?.0),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(index)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// Why a file name from an index may not be opened: empty, absolute, or reaching out of
@@ -168,6 +247,55 @@ fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
         return Err("a path outside the index's directory");
     }
     Ok(())
+}
+
+/// Parses every shard of `jobs` (name, path), on up to as many threads as there are
+/// cores: the results in the jobs' order, up to the first failure (shards after it may
+/// be left out).
+fn parse_shards(
+    jobs: &[(&str, PathBuf)],
+    options: SetOptions,
+    limits: &Limits,
+) -> Vec<Result<(Model, Shard)>> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = crate::codec::threads().min(jobs.len());
+    if threads <= 1 {
+        return jobs
+            .iter()
+            .map(|(name, path)| parse_shard(name, path.clone(), options, limits, None))
+            .collect();
+    }
+    let results: Vec<Mutex<Option<Result<(Model, Shard)>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    // After a failure no new shard is started: every shard before the failed one was
+    // started (they are taken in order) and finishes, so a caller taking the results in
+    // order meets an error before any shard left out.
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some((name, path)) = jobs.get(i) else { break };
+                    let r = parse_shard(name, path.clone(), options, limits, None);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(|| Err(err!(Internal, "a shard after a failed one was not parsed")))
+        })
+        .collect()
 }
 
 /// Opens one shard and parses it: closed again unless the set keeps its shards open.
@@ -251,20 +379,30 @@ pub(crate) fn open_split(
     let mut given = Some((source, model));
     let mut parts = Vec::with_capacity(split.count as usize);
     let mut shards = Vec::with_capacity(split.count as usize);
-    let mut names = Vec::with_capacity(split.count as usize);
+    let files: Vec<PathBuf> = (0..split.count)
+        .map(|no| split_path(path, prefix, no, split.count))
+        .collect();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().and_then(|n| n.to_str());
+            name.expect("made from a UTF-8 name").to_owned()
+        })
+        .collect();
+    // The other splits, parsed in parallel.
+    let jobs: Vec<(&str, PathBuf)> = (0..split.count as usize)
+        .filter(|&no| no as u64 != split.no)
+        .map(|no| (names[no].as_str(), files[no].clone()))
+        .collect();
+    let mut parsed = parse_shards(&jobs, options, limits).into_iter();
     for no in 0..split.count {
-        let file = split_path(path, prefix, no, split.count);
-        let name = file
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("made from a UTF-8 name")
-            .to_owned();
+        let (file, name) = (&files[no as usize], &names[no as usize]);
         let (part, shard) = if no == split.no {
             let (source, model) = given.take().expect("the given split once");
             let size = source.size();
-            (model, Shard::new(&name, file.clone(), size, options.mapping, Some(source)))
+            (model, Shard::new(name, file.clone(), size, options.mapping, Some(source)))
         } else {
-            parse_shard(&name, file.clone(), options, limits, None)?
+            parsed.next().expect("one result per job")?
         };
         match part.split {
             Some(s) if s.no == no && s.count == split.count && s.tensors == split.tensors => {}
@@ -289,7 +427,6 @@ pub(crate) fn open_split(
         }
         parts.push(part);
         shards.push(shard);
-        names.push(name);
     }
     let total: u64 = parts.iter().map(|p| p.objects.len() as u64).sum();
     if let Some(declared) = split.tensors
@@ -318,7 +455,7 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         bail!(Format, "the set has no files");
     };
     let (container, traits, data_offset) = (first.container, first.traits, first.data_offset);
-    let version = first.version.as_str().to_owned();
+    let version = first.version.clone();
     let total: usize = parts.iter().map(|p| p.objects.len()).sum();
     let mut objects: Vec<Object> = Vec::with_capacity(total);
     let mut regions = HashMap::new();
@@ -346,25 +483,38 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
             objects.push(o);
         }
     }
-    if NameIndex::build(&objects).is_err() {
-        let shard_of = |at: usize| names[starts.partition_point(|&s| s <= at) - 1];
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(objects.len());
-        for (at, o) in objects.iter().enumerate() {
-            if let Some(before) = seen.insert(o.name(), at) {
-                bail!(
-                    Format,
-                    "tensor '{}' is in both {} and {}",
-                    o.name(),
-                    shard_of(before),
-                    shard_of(at)
-                );
+    // The name index is built once; only a refused set pays for finding which shards
+    // the duplicate is in.
+    let by_name = match NameIndex::build(&objects) {
+        Ok(index) => index,
+        Err(e) => {
+            let shard_of = |at: usize| names[starts.partition_point(|&s| s <= at) - 1];
+            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(objects.len());
+            for (at, o) in objects.iter().enumerate() {
+                if let Some(before) = seen.insert(o.name(), at) {
+                    bail!(
+                        Format,
+                        "tensor '{}' is in both {} and {}",
+                        o.name(),
+                        shard_of(before),
+                        shard_of(at)
+                    );
+                }
             }
+            return Err(e);
         }
-    }
-    let mut model = Model::new(container, traits, &version, attributes, objects)?;
-    model.digest_regions = regions;
-    model.data_offset = data_offset;
-    Ok(model)
+    };
+    Ok(Model {
+        container,
+        traits,
+        version,
+        attributes,
+        objects,
+        by_name,
+        digest_regions: regions,
+        data_offset,
+        split: None,
+    })
 }
 
 #[cfg(test)]
