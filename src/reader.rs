@@ -12,9 +12,9 @@ use crate::codec::FrameIndex;
 use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
+use crate::formats::sets::{self, SetOptions};
 use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::formats::sets::{self, SetOptions};
 use crate::source::{Advice, Files, Mapping, Source};
 use crate::{decode, formats, verify};
 

@@ -1203,7 +1203,9 @@ fn every_format_converts_to_zt_with_identical_values() {
 /// A fresh directory holding a copy of the committed set `name` (tests/vectors/sets).
 fn dir_with_set(test: &str, name: &str) -> PathBuf {
     let dir = temp_dir(&format!("cli_{test}"));
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/sets").join(name);
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors/sets")
+        .join(name);
     for entry in std::fs::read_dir(from).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
@@ -1235,8 +1237,23 @@ fn info_verify_and_convert_take_a_set() {
          OK\n"
     );
     // A set into one file, and into a set of zTensor shards.
-    ok(&dir, &["convert", "-q", "split-00003-of-00003.gguf", "one.zt"]);
-    ok(&dir, &["convert", "-q", "--shard-size", "1", "--zstd", "1", "split-00001-of-00003.gguf", "z"]);
+    ok(
+        &dir,
+        &["convert", "-q", "split-00003-of-00003.gguf", "one.zt"],
+    );
+    ok(
+        &dir,
+        &[
+            "convert",
+            "-q",
+            "--shard-size",
+            "1",
+            "--zstd",
+            "1",
+            "split-00001-of-00003.gguf",
+            "z",
+        ],
+    );
     let set = Reader::open(dir.join("split-00001-of-00003.gguf")).unwrap();
     let one = Reader::open(dir.join("one.zt")).unwrap();
     let shards = Reader::open(dir.join("z.zt.index.json")).unwrap();
@@ -1248,13 +1265,17 @@ fn info_verify_and_convert_take_a_set() {
             assert_eq!(r.read_to_vec(j, 0).unwrap(), set.read_to_vec(i, 0).unwrap());
         }
     }
-    assert_eq!(shards.objects()[0].components()[0].encoding(), Encoding::Zstd);
+    assert_eq!(
+        shards.objects()[0].components()[0].encoding(),
+        Encoding::Zstd
+    );
     // A set whose shard is missing: the error names it.
     std::fs::remove_file(dir.join("split-00002-of-00003.gguf")).unwrap();
     let run = zt(&dir, &["info", "split-00001-of-00003.gguf"]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.contains("ZT_ERR_IO: shard split-00002-of-00003.gguf: opening"),
+        run.stderr
+            .contains("ZT_ERR_IO: shard split-00002-of-00003.gguf: opening"),
         "{}",
         run.stderr
     );

@@ -77,7 +77,10 @@ fn check_set(r: &Reader<'_>, dir: &Path, want: &Value) {
     for (i, s) in shards.iter().enumerate() {
         assert_eq!(r.shard_path(i).unwrap().unwrap(), dir.join(text(s)));
     }
-    assert_eq!(r.shard_path(shards.len()).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        r.shard_path(shards.len()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
     assert!(r.mapping().is_none(), "a set has no one mapping");
     let objects = list(field(want, "objects"));
     assert_eq!(r.objects().len(), objects.len());
@@ -94,7 +97,11 @@ fn check_set(r: &Reader<'_>, dir: &Path, want: &Value) {
             .collect();
         assert_eq!(obj.shape(), &shape[..], "{name}");
         let c = &obj.components()[0];
-        assert_eq!(Value::Unsigned(u64::from(c.file())), *field(o, "shard"), "{name}");
+        assert_eq!(
+            Value::Unsigned(u64::from(c.file())),
+            *field(o, "shard"),
+            "{name}"
+        );
         let bytes = unhex(text(field(o, "hex")));
         assert_eq!(r.read_to_vec(i, 0).unwrap(), bytes, "{name}");
         assert_eq!(r.view(i, 0).unwrap().data, &bytes[..], "{name}");
@@ -108,7 +115,10 @@ fn check_set(r: &Reader<'_>, dir: &Path, want: &Value) {
         let at = c.offset() as usize;
         assert_eq!(&file[at..at + bytes.len()], &bytes[..], "{name}");
     }
-    assert!(common::same(&r.attributes().unwrap(), field(want, "attributes")));
+    assert!(common::same(
+        &r.attributes().unwrap(),
+        field(want, "attributes")
+    ));
     r.verify().unwrap();
 }
 
@@ -214,7 +224,10 @@ fn shards_open_when_first_read_unless_all_are_opened_at_open() {
     for name in ["safetensors", "gguf"] {
         let dir = copy_set(name, &format!("shards_lazy_{name}"));
         let (open, gone) = match name {
-            "safetensors" => ("model.safetensors.index.json", "model-00003-of-00003.safetensors"),
+            "safetensors" => (
+                "model.safetensors.index.json",
+                "model-00003-of-00003.safetensors",
+            ),
             _ => ("split-00001-of-00003.gguf", "split-00003-of-00003.gguf"),
         };
         let lazy = Reader::open(dir.join(open)).unwrap();
@@ -290,9 +303,16 @@ fn broken_indexes_are_refused_naming_the_file() {
     let dir = copy_set("safetensors", "shards_unlisted");
     let st2 = "model-00002-of-00003.safetensors";
     let index = edit_index(&dir, |t| {
-        t.replace(&format!("    \"model.layers.0.attn.bias\": \"{st2}\",\n"), "")
+        t.replace(
+            &format!("    \"model.layers.0.attn.bias\": \"{st2}\",\n"),
+            "",
+        )
     });
-    refused(&index, ErrorKind::Format, &[st2, "'model.layers.0.attn.bias'", "doesn't list"]);
+    refused(
+        &index,
+        ErrorKind::Format,
+        &[st2, "'model.layers.0.attn.bias'", "doesn't list"],
+    );
 
     // A shard holds a tensor the index maps to another shard.
     let dir = copy_set("safetensors", "shards_elsewhere");
@@ -302,12 +322,22 @@ fn broken_indexes_are_refused_naming_the_file() {
             &format!("\"model.embed_tokens.weight\": \"{st3}\""),
         )
     });
-    refused(&index, ErrorKind::Format, &[st1, "'model.embed_tokens.weight'", st3]);
+    refused(
+        &index,
+        ErrorKind::Format,
+        &[st1, "'model.embed_tokens.weight'", st3],
+    );
 
     // Files outside the index's directory, named relatively or absolutely.
-    for bad in ["../model-00003-of-00003.safetensors", "/etc/passwd", "a/../../x"] {
+    for bad in [
+        "../model-00003-of-00003.safetensors",
+        "/etc/passwd",
+        "a/../../x",
+    ] {
         let dir = copy_set("safetensors", "shards_escape");
-        let index = edit_index(&dir, |t| t.replace(&format!("\"{st3}\""), &format!("\"{bad}\"")));
+        let index = edit_index(&dir, |t| {
+            t.replace(&format!("\"{st3}\""), &format!("\"{bad}\""))
+        });
         refused(&index, ErrorKind::Format, &["'lm_head.weight'", bad]);
     }
 
@@ -315,8 +345,14 @@ fn broken_indexes_are_refused_naming_the_file() {
     for (body, says) in [
         ("{\"metadata\": {}}", "no weight_map"),
         ("[1, 2]", "expected a JSON object (the index)"),
-        ("{\"weight_map\": {\"a\": 1}}", "invalid type: integer `1`, expected a string"),
-        ("{\"weight_map\": {}, \"metadata\": 3}", "metadata is not a JSON object"),
+        (
+            "{\"weight_map\": {\"a\": 1}}",
+            "invalid type: integer `1`, expected a string",
+        ),
+        (
+            "{\"weight_map\": {}, \"metadata\": 3}",
+            "metadata is not a JSON object",
+        ),
         ("{\"weight_map\": {", "not JSON"),
     ] {
         let dir = common::temp_dir("shards_not_index");
@@ -373,30 +409,49 @@ fn broken_split_sets_are_refused_naming_the_file() {
     // A name in two splits.
     let dir = copy_set("gguf", "splits_duplicate");
     patch(&dir.join(&s3), b"out.weight", b"tok.weight");
-    refused(&dir.join(&s2), ErrorKind::Format, &["'tok.weight'", &s1, &s3]);
+    refused(
+        &dir.join(&s2),
+        ErrorKind::Format,
+        &["'tok.weight'", &s1, &s3],
+    );
 
     // A split that says it belongs to a set of another size.
     let dir = copy_set("gguf", "splits_count");
-    patch(&dir.join(&s2), &kv_u16("split.count", 3), &kv_u16("split.count", 4));
+    patch(
+        &dir.join(&s2),
+        &kv_u16("split.count", 3),
+        &kv_u16("split.count", 4),
+    );
     refused(&dir.join(&s1), ErrorKind::Format, &[&s2, "split.count 4"]);
     // ... opened itself, its name contradicts it.
     refused(&dir.join(&s2), ErrorKind::Format, &[&s2, "contradicts"]);
 
     // A split that says it is another split.
     let dir = copy_set("gguf", "splits_number");
-    patch(&dir.join(&s3), &kv_u16("split.no", 2), &kv_u16("split.no", 1));
+    patch(
+        &dir.join(&s3),
+        &kv_u16("split.no", 2),
+        &kv_u16("split.no", 1),
+    );
     refused(&dir.join(&s1), ErrorKind::Format, &[&s3, "split.no 1"]);
 
     // A split file renamed: its set can't be found.
     let dir = copy_set("gguf", "splits_renamed");
     std::fs::rename(dir.join(&s2), dir.join("renamed.gguf")).unwrap();
-    refused(&dir.join("renamed.gguf"), ErrorKind::Format, &["renamed.gguf", "name"]);
+    refused(
+        &dir.join("renamed.gguf"),
+        ErrorKind::Format,
+        &["renamed.gguf", "name"],
+    );
     let opts = OpenOptions {
         one_file: true,
         ..Default::default()
     };
     assert_eq!(
-        Reader::open_with(dir.join("renamed.gguf"), &opts).unwrap().objects().len(),
+        Reader::open_with(dir.join("renamed.gguf"), &opts)
+            .unwrap()
+            .objects()
+            .len(),
         2
     );
 }
@@ -477,7 +532,8 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
             1 => WriteOptions::zstd(3),
             _ => WriteOptions::default(),
         };
-        w.add(&format!("t{i}"), DType::U8, &[4096], d, &opts).unwrap();
+        w.add(&format!("t{i}"), DType::U8, &[4096], d, &opts)
+            .unwrap();
     }
     // Names are unique across the set, not only within a shard.
     let e = w
@@ -496,7 +552,11 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     w.set_file_attributes(ztensor::json::from_json("{\"format\": \"zt\"}", 8).unwrap())
         .unwrap();
     // Nothing is visible under a final name before finish.
-    assert!(listing(&dir).iter().all(|n| n.starts_with('.')), "{:?}", listing(&dir));
+    assert!(
+        listing(&dir).iter().all(|n| n.starts_with('.')),
+        "{:?}",
+        listing(&dir)
+    );
     let index = w.finish().unwrap();
     assert_eq!(index, dir.join("model.zt.index.json"));
     assert_eq!(
@@ -518,7 +578,10 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     assert_eq!(r.shard_count(), 2);
     for (i, d) in data.iter().enumerate() {
         let o = r.find(&format!("t{i}")).unwrap();
-        assert_eq!(r.object(o).unwrap().components()[0].file(), (i / 2).min(1) as u32);
+        assert_eq!(
+            r.object(o).unwrap().components()[0].file(),
+            (i / 2).min(1) as u32
+        );
         assert_eq!(r.read_to_vec(o, 0).unwrap(), *d);
     }
     r.verify().unwrap();
@@ -532,20 +595,32 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     let copy = Reader::open(w.finish().unwrap()).unwrap();
     assert_eq!(copy.shard_count(), 5);
     for o in 0..5 {
-        assert_eq!(copy.read_to_vec(o, 0).unwrap(), r.read_to_vec(o, 0).unwrap());
+        assert_eq!(
+            copy.read_to_vec(o, 0).unwrap(),
+            r.read_to_vec(o, 0).unwrap()
+        );
     }
 
     // Dropped unfinished: nothing is left behind.
     let gone = common::temp_dir("shards_writer_dropped");
     let mut w = ShardedWriter::create(gone.join("m"), 5000).unwrap();
     for (i, d) in data.iter().enumerate() {
-        w.add(&format!("t{i}"), DType::U8, &[4096], d, &WriteOptions::default())
-            .unwrap();
+        w.add(
+            &format!("t{i}"),
+            DType::U8,
+            &[4096],
+            d,
+            &WriteOptions::default(),
+        )
+        .unwrap();
     }
     drop(w);
     assert!(listing(&gone).is_empty(), "{:?}", listing(&gone));
     // An empty set, a zero limit, a path that names no set.
-    let e = ShardedWriter::create(gone.join("m"), 5000).unwrap().finish().unwrap_err();
+    let e = ShardedWriter::create(gone.join("m"), 5000)
+        .unwrap()
+        .finish()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::State);
     assert!(listing(&gone).is_empty(), "{:?}", listing(&gone));
     let e = ShardedWriter::create(gone.join("m"), 0).unwrap_err();

@@ -127,7 +127,14 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
             CString::new(path.as_os_str().as_bytes()).ok()
         })
         .collect();
-    put(out, Box::into_raw(Box::new(zt_reader { reader, json, paths })));
+    put(
+        out,
+        Box::into_raw(Box::new(zt_reader {
+            reader,
+            json,
+            paths,
+        })),
+    );
 }
 
 /// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy

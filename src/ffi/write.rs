@@ -115,7 +115,12 @@ pub unsafe extern "C" fn zt_writer_create_with(
         // SAFETY: NUL-terminated path bytes, per the API contract.
         let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
         let w = Writer::create_with(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-        put(out, Box::into_raw(Box::new(zt_writer { inner: Some(AnyWriter::One(w)) })));
+        put(
+            out,
+            Box::into_raw(Box::new(zt_writer {
+                inner: Some(AnyWriter::One(w)),
+            })),
+        );
         Ok(())
     })
 }
@@ -165,7 +170,12 @@ pub unsafe extern "C" fn zt_writer_create_sharded(
         let bytes = unsafe { CStr::from_ptr(base) }.to_bytes();
         let base = Path::new(std::ffi::OsStr::from_bytes(bytes));
         let w = ShardedWriter::create_with(base, max_shard_bytes, &options)?;
-        put(out, Box::into_raw(Box::new(zt_writer { inner: Some(AnyWriter::Set(w)) })));
+        put(
+            out,
+            Box::into_raw(Box::new(zt_writer {
+                inner: Some(AnyWriter::Set(w)),
+            })),
+        );
         Ok(())
     })
 }

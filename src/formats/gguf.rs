@@ -36,9 +36,9 @@ use crate::dtype::{DType, numel};
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
-use crate::model::{Split, 
-    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Step, Traits,
-    check_name,
+use crate::model::{
+    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Split, Step,
+    Traits, check_name,
 };
 use crate::quant::{GgmlType, ggml_type, unknown_logical_type, unknown_type_message};
 

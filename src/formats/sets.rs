@@ -51,7 +51,11 @@ pub(crate) fn open_index(
     let source = Source::open(index, Mapping::None)?;
     let max = MAX_INDEX.min(limits.max_manifest_size);
     if source.size() > max {
-        bail!(Limit, "the index is {} bytes, over the limit of {max}", source.size());
+        bail!(
+            Limit,
+            "the index is {} bytes, over the limit of {max}",
+            source.size()
+        );
     }
     // Read with pread into a buffer of its own (the source maps nothing).
     let bytes = source.region(0, source.size())?.into_owned();
@@ -66,7 +70,11 @@ pub(crate) fn open_index(
     }
     for file in &files {
         if let Err(why) = check_relative(file) {
-            let name = &weight_map.iter().find(|(_, f)| f == file).expect("listed").0;
+            let name = &weight_map
+                .iter()
+                .find(|(_, f)| f == file)
+                .expect("listed")
+                .0;
             bail!(Format, "the index maps tensor '{name}' to '{file}', {why}");
         }
     }
@@ -87,13 +95,23 @@ pub(crate) fn open_index(
 
 /// Every entry of the weight map names an object of the set held by the file it says,
 /// and every object of the set is listed once.
-fn check_weight_map(model: &Model, weight_map: &[(Cow<'_, str>, Cow<'_, str>)], files: &[&str]) -> Result<()> {
+fn check_weight_map(
+    model: &Model,
+    weight_map: &[(Cow<'_, str>, Cow<'_, str>)],
+    files: &[&str],
+) -> Result<()> {
     let mut listed = vec![false; model.objects.len()];
     for (name, file) in weight_map {
         let Some(at) = model.by_name.find(&model.objects, name) else {
-            bail!(Format, "the index maps tensor '{name}' to shard {file}, which doesn't hold it");
+            bail!(
+                Format,
+                "the index maps tensor '{name}' to shard {file}, which doesn't hold it"
+            );
         };
-        let holder = files[model.objects[at].components.first().map_or(0, |c| c.blob.file) as usize];
+        let holder = files[model.objects[at]
+            .components
+            .first()
+            .map_or(0, |c| c.blob.file) as usize];
         if holder != &**file {
             bail!(
                 Format,
@@ -123,7 +141,10 @@ type WeightMap<'t> = Vec<(Cow<'t, str>, Cow<'t, str>)>;
 /// The index's `metadata` (as attributes) and its `weight_map`, checked: an object of
 /// strings, each a relative path inside the index's directory. Parsed straight from the
 /// text, without a tree of the weight map.
-fn parse_index<'t>(bytes: &'t [u8], limits: &Limits) -> Result<(Option<Attributes>, WeightMap<'t>)> {
+fn parse_index<'t>(
+    bytes: &'t [u8],
+    limits: &Limits,
+) -> Result<(Option<Attributes>, WeightMap<'t>)> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let index = serde::Deserialize::deserialize(&mut de)
         .and_then(|i: Index<'t>| de.end().map(|()| i))
@@ -216,7 +237,10 @@ impl<'de> serde::Deserialize<'de> for Index<'de> {
                 };
                 while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
                     match &*key {
-                        "metadata" => index.metadata = Some(map.next_value::<&'de serde_json::value::RawValue>()?),
+                        "metadata" => {
+                            index.metadata =
+                                Some(map.next_value::<&'de serde_json::value::RawValue>()?)
+                        }
                         "weight_map" => index.weight_map = Some(map.next_value::<Pairs<'de>>()?.0),
                         _ => {
                             map.next_value::<serde::de::IgnoredAny>()?;
@@ -266,8 +290,8 @@ fn parse_shards(
             .map(|(name, path)| parse_shard(name, path.clone(), options, limits, None))
             .collect();
     }
-    let results: Vec<Mutex<Option<Result<(Model, Shard)>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
+    type Slot = Mutex<Option<Result<(Model, Shard)>>>;
+    let results: Vec<Slot> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     // After a failure no new shard is started: every shard before the failed one was
     // started (they are taken in order) and finishes, so a caller taking the results in
@@ -278,7 +302,9 @@ fn parse_shards(
             scope.spawn(|| {
                 while !failed.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some((name, path)) = jobs.get(i) else { break };
+                    let Some((name, path)) = jobs.get(i) else {
+                        break;
+                    };
                     let r = parse_shard(name, path.clone(), options, limits, None);
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
@@ -311,13 +337,17 @@ fn parse_shard(
         Some(source) => source,
         // Parsing reads the header only: without a mapping unless the shard stays open.
         None => {
-            let mapping = if options.eager { options.mapping } else { Mapping::None };
+            let mapping = if options.eager {
+                options.mapping
+            } else {
+                Mapping::None
+            };
             Source::open(&path, mapping).map_err(|e| e.context(format_args!("shard {name}")))?
         }
     };
     let read = |offset: u64, len: u64| source.region_checked(offset, len);
-    let model = super::read_model(&read, source.size(), limits)
-        .map_err(|e| e.context(path.display()))?;
+    let model =
+        super::read_model(&read, source.size(), limits).map_err(|e| e.context(path.display()))?;
     let size = source.size();
     let keep = options.eager.then_some(source);
     Ok((model, Shard::new(name, path, size, options.mapping, keep)))
@@ -400,7 +430,10 @@ pub(crate) fn open_split(
         let (part, shard) = if no == split.no {
             let (source, model) = given.take().expect("the given split once");
             let size = source.size();
-            (model, Shard::new(name, file.clone(), size, options.mapping, Some(source)))
+            (
+                model,
+                Shard::new(name, file.clone(), size, options.mapping, Some(source)),
+            )
         } else {
             parsed.next().expect("one result per job")?
         };

@@ -20,8 +20,8 @@ use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_n
 mod copy;
 mod sharded;
 pub use copy::CopyOptions;
-pub use sharded::ShardedWriter;
 pub(crate) use sharded::AnyWriter;
+pub use sharded::ShardedWriter;
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -104,7 +104,10 @@ impl ShardedWriter {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        Writer::create_with(self.dir.join(temp_name(std::ffi::OsStr::new(&name))), &self.options)
+        Writer::create_with(
+            self.dir.join(temp_name(std::ffi::OsStr::new(&name))),
+            &self.options,
+        )
     }
 
     fn current(&mut self) -> Result<&mut Writer> {
@@ -117,7 +120,10 @@ impl ShardedWriter {
     /// new one when the object would take the current one past the limit.
     fn shard_for(&mut self, name: &str, size: u64) -> Result<&mut Writer> {
         if self.all.contains(name) {
-            bail!(InvalidArgument, "an object named '{name}' was already added to the set");
+            bail!(
+                InvalidArgument,
+                "an object named '{name}' was already added to the set"
+            );
         }
         let max = self.max_shard_bytes;
         let w = self.current()?;
@@ -136,7 +142,11 @@ impl ShardedWriter {
     fn added(&mut self, name: &str) {
         let w = self.current.as_ref().expect("just added");
         if let Some(o) = w.objects.last() {
-            self.total += o.components().iter().map(|c| c.decoded_length()).sum::<u64>();
+            self.total += o
+                .components()
+                .iter()
+                .map(|c| c.decoded_length())
+                .sum::<u64>();
         }
         self.names.push(name.to_owned());
         self.all.insert(name.to_owned());
@@ -164,8 +174,14 @@ impl ShardedWriter {
         data: &[u8],
         options: &WriteOptions,
     ) -> Result<()> {
-        self.shard_for(name, data.len() as u64)?
-            .add_typed(name, dtype, logical_type, shape, data, options)?;
+        self.shard_for(name, data.len() as u64)?.add_typed(
+            name,
+            dtype,
+            logical_type,
+            shape,
+            data,
+            options,
+        )?;
         self.added(name);
         Ok(())
     }
@@ -202,7 +218,8 @@ impl ShardedWriter {
         logical_type: Option<&str>,
         options: &WriteOptions,
     ) -> Result<()> {
-        self.current()?.begin_component(role, dtype, logical_type, options)
+        self.current()?
+            .begin_component(role, dtype, logical_type, options)
     }
 
     /// `Writer::write` to the open component.

@@ -67,8 +67,10 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     ];
     let labels = names_of(&cases);
     let t = measure(ctx.args.runs, cases)?;
-    let mut row = row_from("open + list, 4-shard set", wl, &labels, &t, false)
-        .note(format!("{} tensors; the set also parses its index.json", w.tensors.len()));
+    let mut row = row_from("open + list, 4-shard set", wl, &labels, &t, false).note(format!(
+        "{} tensors; the set also parses its index.json",
+        w.tensors.len()
+    ));
     let met = row.vs_best_peer().is_some_and(|r| r >= 1.0);
     row = row.target("<= the shards one by one", met);
     rows.push(row);
