@@ -379,7 +379,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Where the file's data section is and what alignment its format guarantees there
-    /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1).
+    /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1). For a set, the
+    /// first file's (each shard has its own data section: components' absolute offsets,
+    /// with `Component::file`, are what locate their bytes).
     pub fn layout(&self) -> Layout {
         Layout {
             data_offset: self.model.data_offset,

@@ -38,8 +38,9 @@ pub(crate) fn is_index(path: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".index.json"))
 }
 
-/// The largest index file read: far more than any real `weight_map` needs.
-const MAX_INDEX: u64 = 256 << 20;
+/// The largest index file read: far more than any real `weight_map` needs (a model of
+/// 100,000 tensors has an index of about 10 MiB).
+const MAX_INDEX: u64 = 64 << 20;
 
 /// Opens the set an index describes: parses every shard it names (relative to the
 /// index's directory) and merges them.
@@ -208,8 +209,14 @@ impl<'de> serde::Deserialize<'de> for Pairs<'de> {
                 self,
                 mut map: A,
             ) -> std::result::Result<Pairs<'de>, A::Error> {
-                let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 16));
+                let mut pairs: WeightMap<'de> = Vec::new();
                 while let Some((Text(k), Text(v))) = map.next_entry::<Text<'de>, Text<'de>>()? {
+                    // Grown fallibly: the index's size bounds the entries, not memory.
+                    if pairs.len() == pairs.capacity()
+                        && pairs.try_reserve(pairs.len().max(64)).is_err()
+                    {
+                        return Err(serde::de::Error::custom("out of memory for the weight map"));
+                    }
                     pairs.push((k, v));
                 }
                 Ok(Pairs(pairs))
