@@ -2,6 +2,8 @@
  * write_model: writes a tiny Llama-shaped model to a zTensor file with the C writer.
  *
  *   write_model model.zt
+ *   write_model --shard-size BYTES model.zt    a sharded set: model-0000k-of-0000n.zt of
+ *                                              about BYTES each and model.zt.index.json
  *
  * Shows: dense tensors in bf16 and f32, a zstd-compressed tensor streamed row by row
  * (how you would write a tensor larger than memory), sha256 digests, and file attributes
@@ -84,13 +86,25 @@ int main(int argc, char **argv) {
   unsigned seed = 1;
   int layer, r, c;
 
-  if (argc != 2) {
-    fprintf(stderr, "usage: write_model <out.zt>\n");
+  if (argc == 4 && strcmp(argv[1], "--shard-size") == 0) {
+    /* A set: every zt_writer_* call below works on it as on one file. Shards and the
+       index appear only at finish. */
+    char *end;
+    unsigned long long max = strtoull(argv[2], &end, 10);
+    if (*end != '\0' || max == 0) {
+      fprintf(stderr, "write_model: bad shard size '%s'\n", argv[2]);
+      return 2;
+    }
+    g_path = argv[3];
+    check(zt_writer_create_sharded(g_path, (uint64_t)max, NULL, &g_writer), g_path);
+  } else if (argc == 2) {
+    g_path = argv[1];
+    /* The bytes go to a temporary file next to g_path; it appears there only at finish. */
+    check(zt_writer_create(g_path, &g_writer), g_path);
+  } else {
+    fprintf(stderr, "usage: write_model [--shard-size BYTES] <out.zt>\n");
     return 2;
   }
-  g_path = argv[1];
-  /* The bytes go to a temporary file next to g_path; it appears there only at finish. */
-  check(zt_writer_create(g_path, &g_writer), g_path);
 
   /* Token embeddings, streamed one row at a time and zstd-compressed as they go. */
   check(zt_writer_begin_object(g_writer, "tok_embeddings.weight", "dense", emb_shape, 2), "tok_embeddings");

@@ -116,6 +116,19 @@
 #define ZT_OPEN_TAKE_FD 128
 
 /**
+ * For a set (an `*.index.json`, or one split of a GGUF split set): open (and map) every
+ * shard while opening and keep them open until `zt_close`. By default each shard is
+ * parsed and closed again at open, and reopened when one of its tensors is first read.
+ */
+#define ZT_OPEN_ALL_SHARDS 256
+
+/**
+ * Open only the file named, even when it is one split of a GGUF split set (by default
+ * `zt_open` of any split opens the whole set).
+ */
+#define ZT_OPEN_ONE_FILE 512
+
+/**
  * `zt_writer_options.flags`: don't make the file durable. `zt_writer_finish` then
  * neither fsyncs the file nor its directory and returns as soon as the file is renamed
  * into place (still atomically: readers never see half a file). After a crash or power
@@ -543,6 +556,24 @@ typedef struct zt_view {
 } zt_view;
 
 /**
+ * Where a component's stored bytes are (`zt_component_location`).
+ */
+typedef struct zt_location {
+  /**
+   * The file holding them: an index for `zt_shard_path` (0 for a single file).
+   */
+  uint32_t shard;
+  /**
+   * Absolute offset of the stored bytes in that file.
+   */
+  uint64_t offset;
+  /**
+   * Stored (possibly compressed) bytes.
+   */
+  uint64_t length;
+} zt_location;
+
+/**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
  * (durable).
  */
@@ -696,7 +727,8 @@ enum zt_status zt_open_fd(int32_t fd,
  * The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
  * the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
  * bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
- * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping).
+ * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping) and
+ * for a set (each shard has its own: `zt_shard_mapping`).
  */
 ZT_API enum zt_status zt_mapping(const struct zt_reader *reader, const void **base, uint64_t *size);
 
@@ -961,6 +993,48 @@ enum zt_status zt_attributes_json(const struct zt_reader *reader,
                                   const char **out_json);
 
 /**
+ * How many files the reader reads: the shards of a set, 1 for a single file; 0 for
+ * NULL. O(1).
+ */
+ZT_API size_t zt_shard_count(const struct zt_reader *reader);
+
+/**
+ * The path of file `index` (< `zt_shard_count`): a set's shard as the reader opens it
+ * (the index's directory joined with the name in `weight_map`, or the split's path next
+ * to the one opened); for a single file, the path it was opened from. Borrowed until
+ * `zt_close`. `ZT_ERR_NOT_FOUND` for an index out of range, or a single file opened
+ * from memory or a descriptor.
+ */
+ZT_API
+enum zt_status zt_shard_path(const struct zt_reader *reader,
+                             size_t index,
+                             const char **path);
+
+/**
+ * Which file holds component `component` of object `object`, and where in it: the
+ * shard index (for `zt_shard_path` / `zt_shard_mapping`) and the absolute offset and
+ * length of the stored bytes there. O(1), opens nothing.
+ */
+ZT_API
+enum zt_status zt_component_location(const struct zt_reader *reader,
+                                     size_t object,
+                                     size_t component,
+                                     struct zt_location *out);
+
+/**
+ * File `index`'s mapping, as `zt_mapping` gives a single file's (which, for a set, is
+ * `ZT_ERR_NOT_FOUND`): `*base` is the file's byte 0, `*size` its length; a component
+ * `zt_component_location` places in this file is at `base + offset`. A shard not open
+ * yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for an
+ * index out of range or a reader opened with `ZT_OPEN_NO_MMAP`.
+ */
+ZT_API
+enum zt_status zt_shard_mapping(const struct zt_reader *reader,
+                                size_t index,
+                                const void **base,
+                                uint64_t *size);
+
+/**
  * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
  * nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
  * stays intact until then. Free with `zt_writer_free` in every case.
@@ -975,6 +1049,27 @@ ZT_API
 enum zt_status zt_writer_create_with(const char *path,
                                      const struct zt_writer_options *options,
                                      struct zt_writer **out);
+
+/**
+ * Creates a writer of a sharded set at `base` (a path without extension, or ending in
+ * ".zt", which is dropped): zTensor shards `<base>-0000k-of-0000n.zt` and the index
+ * `<base>.zt.index.json` in Hugging Face's shape (`metadata` with `total_size`,
+ * `weight_map` from object name to file), which `zt_open` opens as one reader. Objects
+ * go to the current shard until adding one would take it past `max_shard_bytes` (a
+ * streamed object, whose size is unknown when it begins, goes to the current shard
+ * unless that is already at the limit); an object larger than the limit gets a shard of
+ * its own. Every `zt_writer_*` call works on it as on a single file; the file's
+ * attributes become the index's `metadata`; an object's attributes can only be set
+ * while its shard is being written. Nothing appears under a final name until
+ * `zt_writer_finish`, which names every shard and writes the index last (durably, unless
+ * `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
+ * `base` that names no file. Free with `zt_writer_free`.
+ */
+ZT_API
+enum zt_status zt_writer_create_sharded(const char *base,
+                                        uint64_t max_shard_bytes,
+                                        const struct zt_writer_options *options,
+                                        struct zt_writer **out);
 
 /**
  * Adds a dense object with one "data" component. `size` must be the element count of

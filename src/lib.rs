@@ -58,4 +58,4 @@ pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
 pub use typed::{AttrScalar, AttrValue, ValueType};
-pub use writer::{CopyOptions, CreateOptions, WriteOptions, Writer};
+pub use writer::{CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};

@@ -12,9 +12,10 @@ use crate::codec::FrameIndex;
 use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
+use crate::formats::sets::{self, SetOptions};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::source::{Advice, Mapping, Source};
+use crate::source::{Advice, Files, Mapping, Source};
 use crate::typed::{self, AttrValue, Doc, DocCache};
 use crate::{decode, formats, verify};
 
@@ -29,6 +30,13 @@ pub struct OpenOptions {
     /// With `use_mmap`: read every page of the file in while opening (`MAP_POPULATE`),
     /// so no access faults later. Costs the whole file's read at open.
     pub populate: bool,
+    /// For a set (an `*.index.json`, or one split of a GGUF split set): open and map
+    /// every shard at open and keep them open, instead of opening each when it is first
+    /// read (parsing closes them again).
+    pub open_all_shards: bool,
+    /// Open only the file named, even when it is one split of a GGUF split set (by
+    /// default the whole set is opened).
+    pub one_file: bool,
     /// Safety limits.
     pub limits: Limits,
 }
@@ -39,6 +47,8 @@ impl Default for OpenOptions {
             use_mmap: true,
             verify_on_open: false,
             populate: false,
+            open_all_shards: false,
+            one_file: false,
             limits: Limits::default(),
         }
     }
@@ -157,12 +167,14 @@ pub struct QuantInfo {
 
 /// An open file. Immutable after open; every method may be called from many threads.
 pub struct Reader<'a> {
-    source: Source<'a>,
+    files: Files<'a>,
     model: Model,
     limits: Limits,
     caches: Caches,
     /// The path, for error messages, when opened from one.
     origin: Option<Box<str>>,
+    /// True when `origin` is a path the reader opened (not a descriptor's name).
+    by_path: bool,
     cached_total: AtomicU64,
     /// Bytes of the frame indexes cached, at most `INDEX_CACHE_BUDGET`.
     index_total: AtomicU64,
@@ -190,10 +202,27 @@ impl Reader<'static> {
     /// FIFO or device is an `Io` error, given without blocking).
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
         let path = path.as_ref();
-        let source = Source::open(path, options.mapping())?;
-        let mut reader =
-            Reader::from_source(source, options).map_err(|e| e.context(path.display()))?;
+        let set = SetOptions {
+            mapping: options.mapping(),
+            eager: options.open_all_shards,
+        };
+        let mut reader = if sets::is_index(path) && !options.one_file {
+            let (model, shards) = sets::open_index(path, set, &options.limits)
+                .map_err(|e| e.context(path.display()))?;
+            Reader::new(Files::Set(Box::new(shards)), model, options)?
+        } else {
+            let source = Source::open(path, options.mapping())?;
+            let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
+            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+                let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else {
+                Reader::new(Files::One(source), model, options)
+                    .map_err(|e| e.context(path.display()))?
+            }
+        };
         reader.origin = Some(path.display().to_string().into());
+        reader.by_path = true;
         Ok(reader)
     }
 
@@ -235,15 +264,24 @@ impl<'a> Reader<'a> {
     }
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
-        let limits = options.limits;
+        let model = Reader::parse(&source, options)?;
+        Reader::new(Files::One(source), model, options)
+    }
+
+    fn parse(source: &Source<'_>, options: &OpenOptions) -> Result<Model> {
         let read = |offset: u64, len: u64| source.region_checked(offset, len);
-        let model = formats::read_model(&read, source.size(), &limits)?;
+        formats::read_model(&read, source.size(), &options.limits)
+    }
+
+    fn new(files: Files<'a>, model: Model, options: &OpenOptions) -> Result<Reader<'a>> {
+        let limits = options.limits;
         let reader = Reader {
-            source,
+            files,
             caches: Caches::new(model.objects.len()),
             model,
             limits,
             origin: None,
+            by_path: false,
             cached_total: AtomicU64::new(0),
             index_total: AtomicU64::new(0),
             typed: DocCache::default(),
@@ -342,9 +380,10 @@ impl<'a> Reader<'a> {
 
     /// The whole file as mapped (or the caller's memory for `from_slice`): byte 0 of the
     /// file is its first byte, and a component's bytes are at its `offset()`. None when
-    /// the file is read with `pread` (`use_mmap: false`).
+    /// the file is read with `pread` (`use_mmap: false`), and for a set (each shard has
+    /// its own: `shard_mapping`).
     pub fn mapping(&self) -> Option<&[u8]> {
-        self.source.base()
+        self.files.single()?.base()
     }
 
     /// Starts reading an object's stored bytes in, in the background
@@ -365,7 +404,14 @@ impl<'a> Reader<'a> {
     fn advise(&self, object: usize, advice: Advice) -> Result<()> {
         let obj = self.object(object)?;
         for c in obj.components() {
-            self.source.advise(c.blob.offset, c.blob.length, advice);
+            // Releasing bytes of a shard not open yet has nothing to drop.
+            let source = match advice {
+                Advice::WillNeed => Some(self.source(obj, c)?),
+                Advice::DontNeed => self.files.opened(c.blob.file),
+            };
+            if let Some(source) = source {
+                source.advise(c.blob.offset, c.blob.length, advice);
+            }
         }
         Ok(())
     }
@@ -376,7 +422,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Where the file's data section is and what alignment its format guarantees there
-    /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1).
+    /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1). For a set, the
+    /// first file's (each shard has its own data section: components' absolute offsets,
+    /// with `Component::file`, are what locate their bytes).
     pub fn layout(&self) -> Layout {
         Layout {
             data_offset: self.model.data_offset,
@@ -432,7 +480,7 @@ impl<'a> Reader<'a> {
     /// Adds "<file>: object '..' component '..'" to an error's message (formatted only
     /// when there is an error: this sits on every read's path).
     fn ctx<'s>(&'s self, obj: &'s Object, c: &'s Component) -> impl Fn(Error) -> Error + 's {
-        move |e| match &self.origin {
+        move |e| match self.files.path(c.blob.file).or(self.origin.as_deref()) {
             Some(path) => e.context(format_args!(
                 "{path}: object '{}' component '{}'",
                 obj.name(),
@@ -444,6 +492,49 @@ impl<'a> Reader<'a> {
                 c.role()
             )),
         }
+    }
+
+    /// The source of the file holding a component: a set's shard is opened on first use.
+    fn source(&self, obj: &Object, c: &Component) -> Result<&Source<'a>> {
+        self.files.part(c.blob.file).map_err(self.ctx(obj, c))
+    }
+
+    /// True when the reader reads a set of files (an index, or a GGUF split set).
+    pub fn is_set(&self) -> bool {
+        self.files.single().is_none()
+    }
+
+    /// How many files the reader reads: 1, or the shards of a set.
+    pub fn shard_count(&self) -> usize {
+        self.files.shards().len().max(1)
+    }
+
+    /// The path of file `index` of a set (0 for a single file: where it was opened from;
+    /// None when opened from memory or a descriptor).
+    pub fn shard_path(&self, index: usize) -> Result<Option<&std::path::Path>> {
+        let shards = self.files.shards();
+        match (shards.get(index), index) {
+            (Some(s), _) => Ok(Some(s.path())),
+            (None, 0) if shards.is_empty() => Ok(self
+                .origin
+                .as_deref()
+                .filter(|_| self.by_path)
+                .map(std::path::Path::new)),
+            _ => bail!(
+                NotFound,
+                "no file at index {index} (the reader reads {})",
+                self.shard_count()
+            ),
+        }
+    }
+
+    /// File `index`'s mapping, as `mapping` gives a single file's: for a set, the shard is
+    /// opened (and mapped) if it isn't yet. None without a mapping (`use_mmap: false`).
+    pub fn shard_mapping(&self, index: usize) -> Result<Option<&[u8]>> {
+        if index >= self.shard_count() {
+            self.shard_path(index)?;
+        }
+        Ok(self.files.part(index as u32)?.base())
     }
 
     /// The decoded bytes a view already cached, if any.
@@ -478,8 +569,10 @@ impl<'a> Reader<'a> {
     #[inline]
     fn view_in_place(&self, c: &Component) -> Option<View<'_>> {
         let alignment = self.model.traits.view_alignment(c.dtype);
+        // A shard that can't be opened: view_decoded reports why.
+        let source = self.files.part(c.blob.file).ok()?;
         if c.is_plain()
-            && let Some(data) = self.source.stored(c.blob.offset, c.blob.length)
+            && let Some(data) = source.stored(c.blob.offset, c.blob.length)
             && ((data.as_ptr() as usize).is_multiple_of(alignment) || data.is_empty())
         {
             return Some(View {
@@ -520,8 +613,9 @@ impl<'a> Reader<'a> {
         if len.saturating_add(self.cached_total.load(Ordering::SeqCst)) > limit {
             return Err(ctx(refuse()));
         }
+        let source = self.source(obj, c)?;
         let mut buf = AlignedBuf::zeroed(len).map_err(&ctx)?;
-        decode::component_into(&self.source, c, buf.as_mut_slice()).map_err(&ctx)?;
+        decode::component_into(source, c, buf.as_mut_slice()).map_err(&ctx)?;
         self.cached_total
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |total| {
                 total.checked_add(len).filter(|&t| t <= limit)
@@ -540,7 +634,7 @@ impl<'a> Reader<'a> {
             dst.copy_from_slice(buf.as_slice());
             return Ok(());
         }
-        decode::component_into(&self.source, c, dst).map_err(self.ctx(obj, c))
+        decode::component_into(self.source(obj, c)?, c, dst).map_err(self.ctx(obj, c))
     }
 
     /// Reads a component into a new vector (allocates `decoded_length` bytes).
@@ -593,7 +687,8 @@ impl<'a> Reader<'a> {
             true => Some(self.frame_index(object, component)?),
             false => None,
         };
-        if decode::component_range(&self.source, c, index.as_deref(), offset, dst).map_err(&ctx)? {
+        let source = self.source(obj, c)?;
+        if decode::component_range(source, c, index.as_deref(), offset, dst).map_err(&ctx)? {
             return Ok(());
         }
         let all = self.read_to_vec(object, component)?;
@@ -625,7 +720,7 @@ impl<'a> Reader<'a> {
                 )
             })
             .map_err(self.ctx(obj, c))?;
-        self.source
+        self.source(obj, c)?
             .read_at(c.blob.offset + offset, dst)
             .map_err(self.ctx(obj, c))
     }
@@ -655,7 +750,7 @@ impl<'a> Reader<'a> {
             // the component, reported here as it is by range reads.
             let index = self.frame_index(object, component)?;
             if !decode::range_reads_are_cheap(c, Some(&index)) {
-                return decode::zstd_pieces(&self.source, &c.blob, PIECE, &mut sink)
+                return decode::zstd_pieces(self.source(obj, c)?, &c.blob, PIECE, &mut sink)
                     .map_err(self.ctx(obj, c));
             }
         } else if !self.range_reads_are_cheap(object, component)? {
@@ -715,7 +810,8 @@ impl<'a> Reader<'a> {
         if let Some(index) = cache.index.get() {
             return Ok(index.clone());
         }
-        let index = Arc::new(decode::frame_index(&self.source, c).map_err(self.ctx(obj, c))?);
+        let source = self.source(obj, c)?;
+        let index = Arc::new(decode::frame_index(source, c).map_err(self.ctx(obj, c))?);
         let size = index.heap_bytes();
         let reserved = self
             .index_total
@@ -864,7 +960,8 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(data) = self.source.stored(c.blob.offset, c.blob.length)
+            && let Some(source) = self.files.opened(c.blob.file)
+            && let Some(data) = source.stored(c.blob.offset, c.blob.length)
         {
             return Some(data);
         }
@@ -876,7 +973,8 @@ impl<'a> Reader<'a> {
     /// byte of the component once.
     pub fn verify_component(&self, object: usize, component: usize) -> Result<()> {
         let (obj, c) = self.component(object, component)?;
-        verify::component(&self.source, &self.model, object, component).map_err(self.ctx(obj, c))
+        verify::component(self.source(obj, c)?, &self.model, object, component)
+            .map_err(self.ctx(obj, c))
     }
 
     /// Checks every stored digest in the file (each stored blob once, in parallel) and

@@ -477,6 +477,8 @@ pub(crate) struct Shard {
     /// As given to the reader (relative to the index's directory, or the split's path).
     pub(crate) name: Box<str>,
     path: std::path::PathBuf,
+    /// `path` as shown in messages.
+    shown: Box<str>,
     size: u64,
     mapping: Mapping,
     opened: std::sync::OnceLock<Source<'static>>,
@@ -499,12 +501,18 @@ impl Shard {
         }
         Shard {
             name: name.into(),
+            shown: path.display().to_string().into(),
             path,
             size,
             mapping,
             opened: cell,
             lock: std::sync::Mutex::new(()),
         }
+    }
+
+    /// Where the shard is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The shard's bytes in this process: opened (and mapped) on first use, once, and
@@ -549,6 +557,22 @@ impl<'a> Files<'a> {
                 None => bail!(Internal, "no file {file} in a set of {}", set.files.len()),
             },
             Files::One(_) => bail!(Internal, "no file {file} in a reader of one file"),
+        }
+    }
+
+    /// The source of file `file` if it is open (a single file always is).
+    pub(crate) fn opened(&self, file: u32) -> Option<&Source<'a>> {
+        match self {
+            Files::One(s) => Some(s),
+            Files::Set(set) => set.files.get(file as usize)?.opened.get(),
+        }
+    }
+
+    /// The path of shard `file` of a set, for messages; None for a single file.
+    pub(crate) fn path(&self, file: u32) -> Option<&str> {
+        match self {
+            Files::One(_) => None,
+            Files::Set(set) => set.files.get(file as usize).map(|s| &*s.shown),
         }
     }
 

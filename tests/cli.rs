@@ -1174,14 +1174,15 @@ Usage: zt convert [OPTIONS] <IN> <OUT>
 
 Arguments:
   <IN>   The file to read
-  <OUT>  The zTensor file to write
+  <OUT>  The zTensor file to write (a set's base path with --shard-size)
 
 Options:
-      --zstd <LEVEL>   Compress every component with zstd at LEVEL (0 = the default level)
-      --raw            Store every component uncompressed
-      --digest <ALGO>  Record a digest of every component, or none [possible values: sha256, crc32c, none]
-  -q, --quiet          No progress bar (it is shown only when stderr is a terminal)
-  -h, --help           Print help (see more with '--help')
+      --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
+      --zstd <LEVEL>        Compress every component with zstd at LEVEL (0 = the default level)
+      --raw                 Store every component uncompressed
+      --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, none]
+  -q, --quiet               No progress bar (it is shown only when stderr is a terminal)
+  -h, --help                Print help (see more with '--help')
 "
     );
     assert_eq!(ok(&dir, &["help"]), help);
@@ -1318,4 +1319,89 @@ fn every_format_converts_to_zt_with_identical_values() {
         }
     }
     assert!(converted >= 10, "converted {converted} files");
+}
+
+// --- sets --------------------------------------------------------------------------------
+
+/// A fresh directory holding a copy of the committed set `name` (tests/vectors/sets).
+fn dir_with_set(test: &str, name: &str) -> PathBuf {
+    let dir = temp_dir(&format!("cli_{test}"));
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors/sets")
+        .join(name);
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn info_verify_and_convert_take_a_set() {
+    let dir = dir_with_set("sets", "gguf");
+    let out = ok(&dir, &["info", "split-00002-of-00003.gguf"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            "split-00002-of-00003.gguf: version 3, 5 objects, 6 file attributes: \
+             general.architecture, general.name, test.answer, split.no, ... (2 more)",
+            "a set of 3 files: split-00001-of-00003.gguf, split-00002-of-00003.gguf, \
+             split-00003-of-00003.gguf",
+        ]
+    );
+    assert!(out.contains("\nout.weight "), "{out}");
+    assert_eq!(
+        ok(&dir, &["verify", "split-00001-of-00003.gguf"]),
+        "split-00001-of-00003.gguf: 5 objects, 5 components\n\
+         digests: 0 ok, 0 failed, 5 absent\n\
+         decoded: 0 ok, 0 failed\n\
+         values:  5 ok, 0 failed\n\
+         OK\n"
+    );
+    // A set into one file, and into a set of zTensor shards.
+    ok(
+        &dir,
+        &["convert", "-q", "split-00003-of-00003.gguf", "one.zt"],
+    );
+    ok(
+        &dir,
+        &[
+            "convert",
+            "-q",
+            "--shard-size",
+            "1",
+            "--zstd",
+            "1",
+            "split-00001-of-00003.gguf",
+            "z",
+        ],
+    );
+    let set = Reader::open(dir.join("split-00001-of-00003.gguf")).unwrap();
+    let one = Reader::open(dir.join("one.zt")).unwrap();
+    let shards = Reader::open(dir.join("z.zt.index.json")).unwrap();
+    assert_eq!(shards.shard_count(), 5);
+    for r in [&one, &shards] {
+        assert_eq!(r.objects().len(), 5);
+        for (i, o) in set.objects().iter().enumerate() {
+            let j = r.find(o.name()).unwrap();
+            assert_eq!(r.read_to_vec(j, 0).unwrap(), set.read_to_vec(i, 0).unwrap());
+        }
+    }
+    assert_eq!(
+        shards.objects()[0].components()[0].encoding(),
+        Encoding::Zstd
+    );
+    // A set whose shard is missing: the error names it.
+    std::fs::remove_file(dir.join("split-00002-of-00003.gguf")).unwrap();
+    let run = zt(&dir, &["info", "split-00001-of-00003.gguf"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("ZT_ERR_IO: shard split-00002-of-00003.gguf: opening"),
+        "{}",
+        run.stderr
+    );
+    let run = zt(&dir, &["convert", "--shard-size", "0", "one.zt", "x"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
 }

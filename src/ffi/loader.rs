@@ -57,7 +57,8 @@ pub unsafe extern "C" fn zt_open_fd(
 /// The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
 /// the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
 /// bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
-/// `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping).
+/// `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping) and
+/// for a set (each shard has its own: `zt_shard_mapping`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_mapping(
     reader: *const zt_reader,
@@ -68,6 +69,14 @@ pub unsafe extern "C" fn zt_mapping(
         let r = self::reader(reader)?;
         need_out(base, "base")?;
         need_out(size, "size")?;
+        if r.inner().is_set() {
+            bail!(
+                NotFound,
+                "the reader reads a set of {} files, each mapped on its own: see \
+                 zt_shard_mapping",
+                r.inner().shard_count()
+            );
+        }
         let map = r.inner().mapping().ok_or_else(|| {
             err!(
                 NotFound,

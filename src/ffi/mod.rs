@@ -7,6 +7,7 @@ mod dtype;
 mod loader;
 mod quant;
 mod read;
+mod sets;
 mod write;
 
 // After the reading calls in the header.
@@ -27,6 +28,7 @@ pub use dtype::*;
 pub use loader::*;
 pub use quant::*;
 pub use read::*;
+pub use sets::*;
 pub use write::*;
 
 pub use frames::*;

@@ -22,6 +22,8 @@ pub struct zt_reader {
     /// Attribute JSON rendered on first request, by object index (the file's after the
     /// objects'): kept until `zt_close`, and only for what was asked.
     json: Mutex<HashMap<usize, CString>>,
+    /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
+    pub(super) paths: Box<[Option<CString>]>,
 }
 
 impl zt_reader {
@@ -48,9 +50,21 @@ pub const ZT_OPEN_POPULATE: u32 = 64;
 /// (without it, the reader works on its own duplicate and the caller keeps, and may
 /// close, theirs).
 pub const ZT_OPEN_TAKE_FD: u32 = 128;
+/// For a set (an `*.index.json`, or one split of a GGUF split set): open (and map) every
+/// shard while opening and keep them open until `zt_close`. By default each shard is
+/// parsed and closed again at open, and reopened when one of its tensors is first read.
+pub const ZT_OPEN_ALL_SHARDS: u32 = 256;
+/// Open only the file named, even when it is one split of a GGUF split set (by default
+/// `zt_open` of any split opens the whole set).
+pub const ZT_OPEN_ONE_FILE: u32 = 512;
 
 /// Every `ZT_OPEN_*` flag.
-const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP | ZT_OPEN_VERIFY | ZT_OPEN_POPULATE | ZT_OPEN_TAKE_FD;
+const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP
+    | ZT_OPEN_VERIFY
+    | ZT_OPEN_POPULATE
+    | ZT_OPEN_TAKE_FD
+    | ZT_OPEN_ALL_SHARDS
+    | ZT_OPEN_ONE_FILE;
 
 /// Options for `zt_open_with` / `zt_open_memory_with`. A zero-filled struct (or a NULL
 /// pointer) means the defaults; a 0 limit means that limit's default.
@@ -93,6 +107,8 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
         use_mmap: o.flags & ZT_OPEN_NO_MMAP == 0,
         verify_on_open: o.flags & ZT_OPEN_VERIFY != 0,
         populate: o.flags & ZT_OPEN_POPULATE != 0,
+        open_all_shards: o.flags & ZT_OPEN_ALL_SHARDS != 0,
+        one_file: o.flags & ZT_OPEN_ONE_FILE != 0,
         limits: Limits {
             max_manifest_size: or(o.max_manifest_size, d.max_manifest_size),
             max_decoded_size: or(o.max_decoded_size, d.max_decoded_size),
@@ -106,7 +122,20 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
 
 pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
     let json = Mutex::new(HashMap::new());
-    put(out, Box::into_raw(Box::new(zt_reader { reader, json })));
+    let paths = (0..reader.shard_count())
+        .map(|i| {
+            let path = reader.shard_path(i).ok().flatten()?;
+            CString::new(path.as_os_str().as_bytes()).ok()
+        })
+        .collect();
+    put(
+        out,
+        Box::into_raw(Box::new(zt_reader {
+            reader,
+            json,
+            paths,
+        })),
+    );
 }
 
 /// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy

@@ -8,12 +8,12 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{CopyOptions, CreateOptions, WriteOptions, Writer};
+use crate::writer::{AnyWriter, CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
     /// None once `zt_writer_finish` has run (successfully or not).
-    inner: Option<Writer>,
+    inner: Option<AnyWriter>,
 }
 
 /// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -62,7 +62,7 @@ fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
     }
 }
 
-fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
+fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut AnyWriter> {
     need_mut(w, "writer")?
         .inner
         .as_mut()
@@ -111,21 +111,71 @@ pub unsafe extern "C" fn zt_writer_create_with(
             bail!(InvalidArgument, "path is NULL");
         }
         // SAFETY: NULL or a valid struct, per the API contract.
-        let flags = unsafe { options.as_ref() }.map_or(0, |o| o.flags);
-        if flags & !ZT_WRITER_NO_SYNC != 0 {
-            bail!(
-                InvalidArgument,
-                "unknown writer flags 0x{:x}",
-                flags & !ZT_WRITER_NO_SYNC
-            );
-        }
-        let options = CreateOptions {
-            durable: flags & ZT_WRITER_NO_SYNC == 0,
-        };
+        let options = create_options(options)?;
         // SAFETY: NUL-terminated path bytes, per the API contract.
         let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
         let w = Writer::create_with(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-        put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+        put(
+            out,
+            Box::into_raw(Box::new(zt_writer {
+                inner: Some(AnyWriter::One(w)),
+            })),
+        );
+        Ok(())
+    })
+}
+
+fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
+    // SAFETY: NULL or a valid struct, per the API contract.
+    let flags = unsafe { options.as_ref() }.map_or(0, |o| o.flags);
+    if flags & !ZT_WRITER_NO_SYNC != 0 {
+        bail!(
+            InvalidArgument,
+            "unknown writer flags 0x{:x}",
+            flags & !ZT_WRITER_NO_SYNC
+        );
+    }
+    Ok(CreateOptions {
+        durable: flags & ZT_WRITER_NO_SYNC == 0,
+    })
+}
+
+/// Creates a writer of a sharded set at `base` (a path without extension, or ending in
+/// ".zt", which is dropped): zTensor shards `<base>-0000k-of-0000n.zt` and the index
+/// `<base>.zt.index.json` in Hugging Face's shape (`metadata` with `total_size`,
+/// `weight_map` from object name to file), which `zt_open` opens as one reader. Objects
+/// go to the current shard until adding one would take it past `max_shard_bytes` (a
+/// streamed object, whose size is unknown when it begins, goes to the current shard
+/// unless that is already at the limit); an object larger than the limit gets a shard of
+/// its own. Every `zt_writer_*` call works on it as on a single file; the file's
+/// attributes become the index's `metadata`; an object's attributes can only be set
+/// while its shard is being written. Nothing appears under a final name until
+/// `zt_writer_finish`, which names every shard and writes the index last (durably, unless
+/// `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
+/// `base` that names no file. Free with `zt_writer_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_create_sharded(
+    base: *const c_char,
+    max_shard_bytes: u64,
+    options: *const zt_writer_options,
+    out: *mut *mut zt_writer,
+) -> zt_status {
+    guard(|| {
+        need_out(out, "out")?;
+        if base.is_null() {
+            bail!(InvalidArgument, "base is NULL");
+        }
+        let options = create_options(options)?;
+        // SAFETY: NUL-terminated path bytes, per the API contract.
+        let bytes = unsafe { CStr::from_ptr(base) }.to_bytes();
+        let base = Path::new(std::ffi::OsStr::from_bytes(bytes));
+        let w = ShardedWriter::create_with(base, max_shard_bytes, &options)?;
+        put(
+            out,
+            Box::into_raw(Box::new(zt_writer {
+                inner: Some(AnyWriter::Set(w)),
+            })),
+        );
         Ok(())
     })
 }
@@ -357,7 +407,7 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
             .inner
             .take()
             .ok_or_else(|| err!(State, "the writer has already finished"))?;
-        inner.finish().map(drop)
+        inner.finish()
     })
 }
 

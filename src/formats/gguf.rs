@@ -37,8 +37,8 @@ use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Shape, Step,
-    TextArena, Traits, check_name_text,
+    Attributes, CText, Component, Components, Container, FormatStep, Model, Object, Shape, Split,
+    Step, TextArena, Traits, check_name_text,
 };
 use crate::quant::{GgmlType, ggml_type, unknown_logical_type, unknown_type_message};
 
@@ -398,6 +398,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     // byte of the file: bounded by its size.
     let mut widths = Vec::new();
     let mut alignment = DEFAULT_ALIGNMENT;
+    let mut split = [None; 3];
     for i in 0..kv_count {
         let at = input.pos;
         let key = input.text(&format_args!("key {i}"))?;
@@ -434,6 +435,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             encode_head(&mut attrs, 0, alignment);
             widths.push(width_code(T_U32));
         } else {
+            let start = attrs.len();
             value(
                 &mut input,
                 ty,
@@ -443,6 +445,9 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 &mut attrs,
                 Some(&mut widths),
             )?;
+            if key.starts_with("split.") {
+                split_key(&key, &attrs[start..], &mut split)?;
+            }
         }
     }
     let key_at = |start: usize| cbor_text(&attrs[start..]);
@@ -529,7 +534,31 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     };
     let mut model = Model::new(Container::Gguf, traits, version, attributes, objects)?;
     model.data_offset = data_start;
+    model.split = match split {
+        [None, None, None] => None,
+        [Some(no), Some(count), tensors] => Some(Split { no, count, tensors }),
+        _ => bail!(
+            Format,
+            "GGUF split keys are incomplete: a split needs both split.no and split.count"
+        ),
+    };
     Ok((model, size))
+}
+
+/// Records one of llama.cpp's split keys (`split.no`, `split.count`,
+/// `split.tensors.count`; `value` is its CBOR encoding): a non-negative integer.
+fn split_key(key: &str, value: &[u8], split: &mut [Option<u64>; 3]) -> Result<()> {
+    let slot = match key {
+        "split.no" => 0,
+        "split.count" => 1,
+        "split.tensors.count" => 2,
+        _ => return Ok(()),
+    };
+    match crate::cbor::decode(value, 1) {
+        Ok(Value::Unsigned(n)) => split[slot] = Some(n),
+        _ => bail!(Format, "GGUF {key} is not a non-negative integer"),
+    }
+    Ok(())
 }
 
 /// What a tensor's type makes of it: format, storage dtype, logical type, attributes and

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 
 mod gguf;
 mod safetensors;
+pub(crate) mod sets;
 mod tensogram;
 pub(crate) mod ztensor;
 pub(crate) mod ztensor_v01;

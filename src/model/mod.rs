@@ -123,7 +123,12 @@ impl Component {
     pub fn encoding(&self) -> Encoding {
         self.blob.encoding
     }
-    /// Absolute file offset of the stored bytes.
+    /// Which file of a set holds the stored bytes (`Reader::shard_path`); 0 for a single
+    /// file.
+    pub fn file(&self) -> u32 {
+        self.blob.file
+    }
+    /// Absolute offset of the stored bytes in their file (`file`).
     pub fn offset(&self) -> u64 {
         self.blob.offset
     }
@@ -490,6 +495,17 @@ pub struct Model {
     /// section and safetensors' byte buffer begin; 0 for formats that record absolute
     /// offsets (zTensor, Tensogram). Set by the format after `new`.
     pub(crate) data_offset: u64,
+    /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
+    pub(crate) split: Option<Split>,
+}
+
+/// A file's place in a set it declares itself part of: GGUF's `split.no` (from 0),
+/// `split.count` and `split.tensors.count` (the tensors of the whole set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub(crate) no: u64,
+    pub(crate) count: u64,
+    pub(crate) tensors: Option<u64>,
 }
 
 impl Model {
@@ -511,6 +527,7 @@ impl Model {
             by_name,
             digest_regions: Default::default(),
             data_offset: 0,
+            split: None,
         })
     }
 

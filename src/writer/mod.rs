@@ -18,7 +18,10 @@ use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
 mod copy;
+mod sharded;
 pub use copy::CopyOptions;
+pub(crate) use sharded::AnyWriter;
+pub use sharded::ShardedWriter;
 
 /// How one component is stored. `WriteOptions::default()` is raw, no digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

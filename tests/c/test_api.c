@@ -3562,6 +3562,11 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_value_array_string", /* test_attributes_typed.c */
     "zt_value_map_entry", /* test_attributes_typed.c */
     "zt_value_map_find", /* test_attributes_typed.c */
+    "zt_shard_count",           /* test_shards.c */
+    "zt_shard_path",            /* test_shards.c */
+    "zt_component_location",    /* test_shards.c */
+    "zt_shard_mapping",         /* test_shards.c */
+    "zt_writer_create_sharded", /* test_shards.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -61,6 +61,10 @@ class shape_ref {
 struct open_options {
   bool no_mmap = false;  ///< pread instead of mmap: nothing is zero-copy, but no SIGBUS
   bool verify = false;   ///< check every digest while opening (zt::checksum_error)
+  bool populate = false;    ///< read every page of the mapping in while opening (ZT_OPEN_POPULATE)
+  bool all_shards = false;  ///< a set: open and map every shard now, keep them open (ZT_OPEN_ALL_SHARDS)
+  bool one_file = false;    ///< only the file named, even one split of a GGUF set (ZT_OPEN_ONE_FILE)
+  bool take_fd = false;     ///< Reader::open_fd: the reader takes the descriptor over (ZT_OPEN_TAKE_FD)
   std::uint32_t max_cbor_depth = 0;
   std::uint32_t max_rank = 0;
   std::uint32_t max_name_length = 0;
@@ -71,7 +75,11 @@ struct open_options {
   zt_open_options to_c() const noexcept {
     zt_open_options o{};
     o.flags = (no_mmap ? static_cast<std::uint32_t>(ZT_OPEN_NO_MMAP) : 0u) |
-              (verify ? static_cast<std::uint32_t>(ZT_OPEN_VERIFY) : 0u);
+              (verify ? static_cast<std::uint32_t>(ZT_OPEN_VERIFY) : 0u) |
+              (populate ? static_cast<std::uint32_t>(ZT_OPEN_POPULATE) : 0u) |
+              (all_shards ? static_cast<std::uint32_t>(ZT_OPEN_ALL_SHARDS) : 0u) |
+              (one_file ? static_cast<std::uint32_t>(ZT_OPEN_ONE_FILE) : 0u) |
+              (take_fd ? static_cast<std::uint32_t>(ZT_OPEN_TAKE_FD) : 0u);
     o.max_cbor_depth = max_cbor_depth;
     o.max_rank = max_rank;
     o.max_name_length = max_name_length;

@@ -81,6 +81,14 @@ class Component {
   std::size_t index() const noexcept { return index_; }
   std::size_t object_index() const noexcept { return object_; }
   const zt_component_info& info() const noexcept { return info_; }
+  /// Which file of a set holds the stored bytes (`shard`, 0 for a single file) and where
+  /// in that file (`offset`, `length`): zt_component_location.
+  ret<zt_location> location() const {
+    zt_location loc{};
+    zt_status st = zt_component_location(reader_, object_, index_, &loc);
+    if (st != ZT_OK) return detail::unwrap(result<zt_location>(detail::last_failure(st)));
+    return detail::unwrap(result<zt_location>(loc));
+  }
 
   /// The decoded bytes, borrowed (zero-copy for raw components of a mapped file, else
   /// decoded once and cached by the Reader).
@@ -460,6 +468,71 @@ class Reader {
     return Object(handle_.get(), index, info);
   }
   bool contains(const string_arg& name) const noexcept { return find(name).has_value(); }
+
+  /// Opens a file from a descriptor (zt_open_fd): the reader works on its own duplicate,
+  /// so the caller may close `fd` at once; with options.take_fd it takes `fd` over and
+  /// closes it when closed (after a failed open `fd` is still the caller's).
+  static ret<Reader> open_fd(int fd, const open_options& options = {}) {
+    const zt_open_options o = options.to_c();
+    zt_reader* raw = nullptr;
+    zt_status st = zt_open_fd(fd, &o, &raw);
+    if (st != ZT_OK) return detail::unwrap(result<Reader>(detail::last_failure(st)));
+    return detail::unwrap(result<Reader>(Reader(raw)));
+  }
+
+  /// Carries out every request of a contiguous container of zt_load_request
+  /// (std::vector, std::array, zt::span ...) in one zt_load_batch call, in parallel on at
+  /// most `threads` threads (0: one per core). Each request's `status` is set; the result
+  /// is the first failure (its message names the request), or success.
+  template <class Requests>
+  ret<void> load_batch(Requests& requests, std::uint32_t threads = 0) const {
+    static_assert(std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(std::data(requests))>>, zt_load_request>,
+                  "load_batch(): a contiguous container of zt_load_request");
+    zt_batch_options o{};
+    o.threads = threads;
+    return detail::unwrap(detail::check(zt_load_batch(handle_.get(), std::data(requests), std::size(requests), &o)));
+  }
+
+  /// Starts reading object `object`'s stored bytes in, in the background (zt_object_prefetch).
+  ret<void> prefetch(std::size_t object) const {
+    return detail::unwrap(detail::check(zt_object_prefetch(handle_.get(), object)));
+  }
+  /// Drops object `object`'s stored bytes from the process, e.g. once uploaded
+  /// (zt_object_release). Views stay valid.
+  ret<void> release(std::size_t object) const {
+    return detail::unwrap(detail::check(zt_object_release(handle_.get(), object)));
+  }
+  /// The whole file as mapped (zt_mapping): a component's stored bytes are at
+  /// `offset()` in it. not_found without a mapping (no_mmap) and for a set (see
+  /// shard_mapping).
+  ret<span<const std::byte>> mapping() const {
+    const void* base = nullptr;
+    std::uint64_t size = 0;
+    zt_status st = zt_mapping(handle_.get(), &base, &size);
+    if (st != ZT_OK) return detail::unwrap(result<span<const std::byte>>(detail::last_failure(st)));
+    return detail::unwrap(result<span<const std::byte>>(
+        span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
+  }
+
+  /// How many files the reader reads: a set's shards, 1 for a single file, 0 when closed.
+  std::size_t shard_count() const noexcept { return zt_shard_count(handle_.get()); }
+  /// The path of file `index` (zt_shard_path); not_found past the end, or for a file
+  /// opened from memory or a descriptor.
+  ret<std::string_view> shard_path(std::size_t index) const {
+    const char* path = nullptr;
+    zt_status st = zt_shard_path(handle_.get(), index, &path);
+    if (st != ZT_OK) return detail::unwrap(result<std::string_view>(detail::last_failure(st)));
+    return detail::unwrap(result<std::string_view>(detail::sv(path)));
+  }
+  /// File `index`'s mapping (zt_shard_mapping; opens a set's shard if needed).
+  ret<span<const std::byte>> shard_mapping(std::size_t index) const {
+    const void* base = nullptr;
+    std::uint64_t size = 0;
+    zt_status st = zt_shard_mapping(handle_.get(), index, &base, &size);
+    if (st != ZT_OK) return detail::unwrap(result<span<const std::byte>>(detail::last_failure(st)));
+    return detail::unwrap(result<span<const std::byte>>(
+        span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
+  }
 
   /// Checks every component that has a digest; the first failure is reported.
   ret<void> verify() const { return detail::unwrap(detail::check(zt_verify(handle_.get()))); }

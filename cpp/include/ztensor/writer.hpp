@@ -220,6 +220,13 @@ class Writer {
   Writer() noexcept = default;
 
   static ret<Writer> create(const string_arg& path) { return detail::unwrap(try_create(path)); }
+  /// A writer of a sharded set at `base` (zt_writer_create_sharded): zTensor shards
+  /// `<base>-0000k-of-0000n.zt` of about `max_shard_bytes` each and the index
+  /// `<base>.zt.index.json`, which Reader::open opens as one reader. Every member works
+  /// on it as on one file; nothing appears under a final name before finish().
+  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable = true) {
+    return detail::unwrap(try_create_sharded(base, max_shard_bytes, durable));
+  }
 
   Writer(Writer&& o) noexcept : handle_(std::move(o.handle_)), open_(std::exchange(o.open_, nullptr)) {
     if (open_ != nullptr) open_->writer_ = this;
@@ -282,6 +289,15 @@ class Writer {
 
   void close_open() noexcept {
     if (open_ != nullptr) open_->close_quietly();  // ends it and unlinks: open_ is now null
+  }
+  static result<Writer> try_create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable) {
+    if (result<void> r = detail::check_text(base, "base"); !r.ok()) return r.as_failure();
+    zt_writer_options o{};
+    o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
+    zt_writer* raw = nullptr;
+    zt_status st = zt_writer_create_sharded(base.c_str(), max_shard_bytes, &o, &raw);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return result<Writer>(Writer(raw));
   }
   static result<Writer> try_create(const string_arg& path) {
     if (result<void> r = detail::check_text(path, "path"); !r.ok()) return r.as_failure();

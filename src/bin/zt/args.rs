@@ -144,9 +144,12 @@ pub struct ConvertArgs {
     /// The file to read
     #[arg(value_name = "IN")]
     pub input: PathBuf,
-    /// The zTensor file to write
+    /// The zTensor file to write (a set's base path with --shard-size)
     #[arg(value_name = "OUT")]
     pub output: PathBuf,
+    /// Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shard_size: Option<u64>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ztensor::{Component, CopyOptions, DigestAlgorithm, Encoding, Error, Reader, Writer};
+use ztensor::{
+    Component, CopyOptions, DigestAlgorithm, Encoding, Error, Reader, ShardedWriter, Writer,
+};
 
 use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
 use crate::progress::Progress;
@@ -29,6 +31,7 @@ pub fn run_convert(args: &ConvertArgs) -> CliResult {
     write_file(
         "converting",
         &args.output,
+        args.shard_size,
         &[(args.input.clone(), reader)],
         copy_options(&args.storage),
         args.progress.quiet,
@@ -56,17 +59,26 @@ pub fn run_merge(args: &MergeArgs) -> CliResult {
     write_file(
         "merging",
         &args.output,
+        None,
         &inputs,
         copy_options(&args.storage),
         args.progress.quiet,
     )
 }
 
-/// Writes every object of every input, in order, into `output`; file attributes from
-/// the first input. Nothing appears under `output` unless everything succeeded.
+/// A single file or a set being written.
+enum Out {
+    One(Writer),
+    Set(ShardedWriter),
+}
+
+/// Writes every object of every input, in order, into `output` (a set of shards of
+/// about `shard_size` bytes, when given); file attributes from the first input. Nothing
+/// appears under `output` unless everything succeeded.
 fn write_file(
     label: &'static str,
     output: &Path,
+    shard_size: Option<u64>,
     inputs: &[(PathBuf, Reader<'static>)],
     options: CopyOptions,
     quiet: bool,
@@ -85,13 +97,18 @@ fn write_file(
             describe(&e, &[])
         ))
     };
-    let mut writer = Writer::create(output).map_err(cannot_write)?;
+    let mut writer = match shard_size {
+        None => Out::One(Writer::create(output).map_err(cannot_write)?),
+        Some(max) => Out::Set(ShardedWriter::create(output, max).map_err(cannot_write)?),
+    };
     if let Some((_, first)) = inputs.first()
         && let Some(attributes) = first.attributes()
     {
-        writer
-            .set_file_attributes(attributes)
-            .map_err(cannot_write)?;
+        match &mut writer {
+            Out::One(w) => w.set_file_attributes(attributes),
+            Out::Set(w) => w.set_file_attributes(attributes),
+        }
+        .map_err(cannot_write)?;
     }
     for (path, reader) in inputs {
         copy_objects(reader, &mut writer, &options, &mut progress).map_err(|e| {
@@ -103,19 +120,27 @@ fn write_file(
             ))
         })?;
     }
-    writer.finish().map_err(cannot_write)?;
+    match writer {
+        Out::One(w) => w.finish().map(drop),
+        Out::Set(w) => w.finish().map(drop),
+    }
+    .map_err(cannot_write)?;
     Ok(())
 }
 
 /// Copies every object of `reader` (see `Writer::copy_object`).
 fn copy_objects(
     reader: &Reader<'_>,
-    writer: &mut Writer,
+    writer: &mut Out,
     options: &CopyOptions,
     progress: &mut Progress,
 ) -> ztensor::Result<()> {
     for (i, obj) in reader.objects().iter().enumerate() {
-        writer.copy_object_reporting(reader, i, obj.name(), options, &mut |n| progress.add(n))?;
+        let report = &mut |n| progress.add(n);
+        match writer {
+            Out::One(w) => w.copy_object_reporting(reader, i, obj.name(), options, report)?,
+            Out::Set(w) => w.copy_object_reporting(reader, i, obj.name(), options, report)?,
+        }
     }
     Ok(())
 }

@@ -198,6 +198,21 @@ pub fn table(path: &Path, reader: &Reader<'_>) -> String {
         }
         None => out.push_str("no file attributes\n"),
     }
+    if reader.is_set() {
+        let names: Vec<String> = (0..reader.shard_count())
+            .filter_map(|i| reader.shard_path(i).ok().flatten())
+            .map(|p| {
+                p.file_name()
+                    .map_or_else(|| text::display(p), |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "a set of {}: {}",
+            text::count(names.len(), "file"),
+            names.join(", ")
+        );
+    }
     if let Some(table) = attribute_table(reader) {
         out.push('\n');
         out.push_str(&table);

@@ -1,0 +1,188 @@
+// The loader's side of the C++ wrapper (exceptions mode): sets of files as one Reader
+// (shard_count, shard_path, Component::location, shard_mapping), Writer::create_sharded,
+// load_batch over containers of zt_load_request, open_fd, prefetch / release, mapping.
+#include <ztensor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "support.hpp"
+
+namespace {
+
+static_assert(ZT_CPP_EXCEPTIONS == 1, "this file tests the exceptions mode");
+
+std::vector<float> values(std::size_t n, float seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = seed * 1000.0f + static_cast<float>(i);
+  return v;
+}
+
+/// Writes a set of four 4000-byte tensors, one a shard; returns the index's path.
+std::string write_set(const std::string& base) {
+  zt::Writer w = zt::Writer::create_sharded(base, 6000, false);
+  for (int i = 0; i < 4; ++i) {
+    w.add("t" + std::to_string(i), values(1000, static_cast<float>(i)), {1000},
+          i == 1 ? zt::write_options::zstd(1) : zt::write_options{});
+  }
+  w.finish();
+  return base + ".zt.index.json";
+}
+
+TEST(Shards, AWrittenSetOpensAsOneReader) {
+  const std::string base = "cpp_set_" + std::to_string(::getpid());
+  const std::string index = write_set(base);
+  zt::Reader r = zt::Reader::open(index);
+  EXPECT_EQ(r.file_format(), "zt");
+  ASSERT_EQ(r.size(), 4u);
+  ASSERT_EQ(r.shard_count(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string file = base + "-0000" + std::to_string(i + 1) + "-of-00004.zt";
+    EXPECT_EQ(r.shard_path(i), file);
+    zt::Object o = r["t" + std::to_string(i)];
+    const zt_location loc = o.component("data").location();
+    EXPECT_EQ(loc.shard, i);
+    EXPECT_EQ(loc.offset, 64u);
+    EXPECT_EQ(o.read<float>(), values(1000, static_cast<float>(i)));
+    // The location is meaningful in the shard's own bytes (raw ones: the values).
+    const std::vector<unsigned char> bytes = zt_test::slurp(file);
+    ASSERT_GE(bytes.size(), loc.offset + loc.length);
+    if (i != 1) {
+      EXPECT_EQ(std::memcmp(bytes.data() + loc.offset, values(1000, static_cast<float>(i)).data(), 4000), 0);
+    }
+    zt::span<const std::byte> map = r.shard_mapping(i);
+    ASSERT_EQ(map.size(), bytes.size());
+    EXPECT_EQ(std::memcmp(map.data(), bytes.data(), bytes.size()), 0);
+    r.prefetch(o.index());
+    r.release(o.index());
+  }
+  EXPECT_THROW(r.shard_path(4), zt::not_found);
+  EXPECT_THROW(r.shard_mapping(4), zt::not_found);
+  EXPECT_THROW(r.mapping(), zt::not_found);
+  EXPECT_EQ(r.attributes_json(), "{\"total_size\":16000}");
+
+  // One batch over the whole set, from a vector and from an array.
+  std::vector<std::vector<float>> got(4, std::vector<float>(1000));
+  std::vector<zt_load_request> requests(4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    requests[i].object = r["t" + std::to_string(i)].index();
+    requests[i].dst = got[i].data();
+    requests[i].dst_size = 4000;
+    requests[i].status = 77;
+  }
+  r.load_batch(requests);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(requests[i].status, static_cast<std::uint32_t>(ZT_OK));
+    EXPECT_EQ(got[i], values(1000, static_cast<float>(i)));
+  }
+  std::array<zt_load_request, 2> two{};
+  std::vector<double> as_f64(1000);
+  float small[4] = {};
+  two[0].object = 1;
+  two[0].dst = as_f64.data();
+  two[0].dst_size = 8000;
+  two[0].flags = ZT_LOAD_CONVERT;
+  two[0].dtype = ZT_F64;
+  two[1].object = 3;
+  two[1].dst = small;
+  two[1].dst_size = sizeof small;
+  two[1].flags = ZT_LOAD_RANGE;
+  two[1].offset = 8;
+  r.load_batch(two, 1);
+  EXPECT_EQ(as_f64[999], 1999.0);
+  EXPECT_EQ(small[0], 3002.0f);
+  EXPECT_EQ(small[3], 3005.0f);
+  // A failing request: the batch throws, that request's status says why, others are done.
+  two[1].dst = as_f64.data();
+  two[1].dst_size = 5000;  // from byte 8: past the component's 4000
+  two[0].status = 77;
+  EXPECT_THROW(r.load_batch(two), zt::invalid_argument);
+  EXPECT_EQ(two[0].status, static_cast<std::uint32_t>(ZT_OK));
+  EXPECT_EQ(two[1].status, static_cast<std::uint32_t>(ZT_ERR_INVALID_ARGUMENT));
+
+  r.close();
+  for (int i = 1; i <= 4; ++i) zt_test::remove(base + "-0000" + std::to_string(i) + "-of-00004.zt");
+  zt_test::remove(index);
+}
+
+TEST(Shards, OptionsReachTheLibrary) {
+  const std::string base = "cpp_opts_" + std::to_string(::getpid());
+  const std::string index = write_set(base);
+  zt::open_options all;
+  all.all_shards = true;
+  all.populate = true;
+  zt::Reader r = zt::Reader::open(index, all);
+  zt::Reader lazy = zt::Reader::open(index);
+  // Every shard was opened at open: removing one doesn't stop reads; by default a
+  // shard is opened when first read.
+  zt_test::remove(base + "-00004-of-00004.zt");
+  EXPECT_EQ(r["t3"].read<float>(), values(1000, 3.0f));
+  EXPECT_THROW(lazy["t3"].read<float>(), zt::io_error);
+  for (int i = 1; i <= 3; ++i) zt_test::remove(base + "-0000" + std::to_string(i) + "-of-00004.zt");
+  zt_test::remove(index);
+}
+
+TEST(Shards, OpenFdMappingAndOneFile) {
+  const std::string path = zt_test::temp_path("fd");
+  {
+    zt::Writer w = zt::Writer::create(path);
+    w.add("x", values(16, 1.0f), {16});
+    w.finish();
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  zt::Reader r = zt::Reader::open_fd(fd);
+  ASSERT_EQ(::close(fd), 0);  // the reader has its own duplicate
+  EXPECT_EQ(r["x"].read<float>(), values(16, 1.0f));
+  zt::span<const std::byte> map = r.mapping();
+  EXPECT_EQ(map.size(), zt_test::slurp(path).size());
+  EXPECT_EQ(r.shard_count(), 1u);
+  EXPECT_THROW(r.shard_path(0), zt::not_found);  // opened from a descriptor: no path
+  const zt_location loc = r["x"].component("data").location();
+  EXPECT_EQ(loc.shard, 0u);
+  float first = 0;
+  std::memcpy(&first, map.data() + loc.offset, sizeof first);
+  EXPECT_EQ(first, 1000.0f);
+
+  // take_fd: the reader closes the descriptor.
+  zt::open_options take;
+  take.take_fd = true;
+  const int fd2 = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd2, 0);
+  {
+    zt::Reader owned = zt::Reader::open_fd(fd2, take);
+    EXPECT_EQ(owned.size(), 1u);
+  }
+  EXPECT_EQ(::fcntl(fd2, F_GETFD), -1);
+  EXPECT_THROW(zt::Reader::open_fd(-1), zt::invalid_argument);
+
+  zt::open_options no_mmap;
+  no_mmap.no_mmap = true;
+  EXPECT_THROW(zt::Reader::open(path, no_mmap).mapping(), zt::not_found);
+  zt_test::remove(path);
+
+  // A GGUF split alone, when asked; the whole set otherwise.
+  const std::string split = zt_test::vectors_dir() + "/sets/gguf/split-00002-of-00003.gguf";
+  zt::open_options one;
+  one.one_file = true;
+  EXPECT_EQ(zt::Reader::open(split, one).size(), 2u);
+  zt::Reader set = zt::Reader::open(split);
+  EXPECT_EQ(set.size(), 5u);
+  EXPECT_EQ(set.shard_count(), 3u);
+  EXPECT_EQ(set["out.weight"].component("data").location().shard, 2u);
+}
+
+TEST(Shards, ShardedWriterErrors) {
+  EXPECT_THROW(zt::Writer::create_sharded("x", 0), zt::invalid_argument);
+  zt::Writer w = zt::Writer::create_sharded("cpp_empty_" + std::to_string(::getpid()), 100, false);
+  EXPECT_THROW(w.finish(), zt::state_error);
+}
+
+}  // namespace
