@@ -25,8 +25,8 @@ pub use remote::TransferStats;
 /// The URL schemes a path may start with to be opened remotely (compared ignoring case;
 /// a local file whose path starts so is opened as `./s3://...`).
 pub(crate) const URL_SCHEMES: &[&str] = &[
-    "s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "adl://",
-    "http://", "https://",
+    "s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "adl://", "http://",
+    "https://",
 ];
 
 /// What a remote open needs that the environment can't say (`Reader::open_url`).
@@ -452,7 +452,10 @@ impl<'a> Source<'a> {
                 Kind::File(file) => decode_windowed(
                     &|at, buf: &mut [u8]| {
                         file.read_exact_at(buf, at).map_err(|e| {
-                            Error::io(format_args!("reading {} bytes at offset {at}", buf.len()), e)
+                            Error::io(
+                                format_args!("reading {} bytes at offset {at}", buf.len()),
+                                e,
+                            )
                         })
                     },
                     offset,
@@ -760,6 +763,43 @@ mod tests {
         let map = unsafe { Mmap::map(&file) }.unwrap();
         assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn urls_are_recognised_by_their_scheme_alone() {
+        for url in [
+            "s3://b/k.zt",
+            "S3://b/k",
+            "gs://b/k",
+            "az://c/b",
+            "abfs://c@a/b",
+            "https://h/m",
+            "http://h/m",
+        ] {
+            assert!(is_url(Path::new(url)), "{url}");
+        }
+        for path in [
+            "./s3://b/k",
+            "s3:/b/k",
+            "s3://",
+            "model.zt",
+            "/data/https/m.zt",
+            "file:///m.zt",
+        ] {
+            assert!(!is_url(Path::new(path)), "{path}");
+        }
+    }
+
+    #[cfg(not(feature = "remote"))]
+    #[test]
+    fn without_the_feature_a_url_is_unsupported() {
+        let e = Reader::open("s3://bucket/model.zt").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+        assert!(
+            e.message()
+                .starts_with("s3:// URLs: this build of ztensor has no remote support"),
+            "{e}"
+        );
     }
 
     #[test]

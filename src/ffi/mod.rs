@@ -11,6 +11,7 @@ mod write;
 
 // After the reading calls in the header.
 mod frames;
+mod remote;
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -26,6 +27,7 @@ pub use read::*;
 pub use write::*;
 
 pub use frames::*;
+pub use remote::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{
+    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreScheme, RetryConfig,
+};
 
 use super::RemoteOptions;
 use crate::error::{Error, ErrorKind, Result, bail, err};
@@ -175,7 +177,10 @@ fn retry(options: &RemoteOptions) -> RetryConfig {
 /// the builder knows, as `from_env` reads them, applied after our client options (which
 /// `with_client_options` would otherwise overwrite).
 /// Then the caller's `config`, which wins.
-fn env_config<K: std::str::FromStr>(prefixes: &[&str], options: &RemoteOptions) -> Vec<(K, String)> {
+fn env_config<K: std::str::FromStr>(
+    prefixes: &[&str],
+    options: &RemoteOptions,
+) -> Vec<(K, String)> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
@@ -193,15 +198,21 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
     });
     let shown = redact(url);
     let bad = |e: object_store::Error| map_error("configuring the store", e).context(&shown);
-    let (scheme, path) = ObjectStoreScheme::parse(url)
-        .map_err(|e| err!(InvalidArgument, "{shown}: not a URL of an object store: {e}"))?;
+    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| {
+        err!(
+            InvalidArgument,
+            "{shown}: not a URL of an object store: {e}"
+        )
+    })?;
     let path = StorePath::from_url_path(path).map_err(|e| err!(InvalidArgument, "{shown}: {e}"))?;
     let client = client_options(options)?;
     let retry = retry(options);
     let store: Box<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
             use object_store::aws::AmazonS3Builder;
-            let mut b = AmazonS3Builder::new().with_client_options(client).with_retry(retry);
+            let mut b = AmazonS3Builder::new()
+                .with_client_options(client)
+                .with_retry(retry);
             for (k, v) in env_config(&["AWS_"], options) {
                 b = b.with_config(k, v);
             }
@@ -252,7 +263,10 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
                 .with_url(origin);
             Box::new(b.build().map_err(bad)?)
         }
-        other => bail!(Unsupported, "{shown}: {other:?} URLs are not opened remotely"),
+        other => bail!(
+            Unsupported,
+            "{shown}: {other:?} URLs are not opened remotely"
+        ),
     };
     Ok((store, path))
 }
@@ -367,7 +381,11 @@ impl Remote {
             if_match: self.etag.clone().filter(|e| !e.starts_with("W/")),
             ..GetOptions::default()
         };
-        let result = self.store.get_opts(&self.path, options).await.map_err(fail)?;
+        let result = self
+            .store
+            .get_opts(&self.path, options)
+            .await
+            .map_err(fail)?;
         let (meta, got) = (result.meta.clone(), result.range.clone());
         self.requests.fetch_add(1, Ordering::Relaxed);
         let body = result.bytes().await.map_err(fail)?;
@@ -397,7 +415,10 @@ impl Remote {
     }
 
     async fn get_range(&self, range: Range<u64>) -> Result<bytes::Bytes> {
-        Ok(self.get(GetRange::Bounded(range.clone()), Some(range)).await?.2)
+        Ok(self
+            .get(GetRange::Bounded(range.clone()), Some(range))
+            .await?
+            .2)
     }
 
     fn hold(&self, start: u64, bytes: bytes::Bytes) {
@@ -433,7 +454,9 @@ impl Remote {
         } else {
             BLOCK
         };
-        let block_end = (start + size).max(end.div_ceil(BLOCK) * BLOCK).min(self.size);
+        let block_end = (start + size)
+            .max(end.div_ceil(BLOCK) * BLOCK)
+            .min(self.size);
         b.last_end = block_end;
         b.next = size;
         start..block_end
