@@ -363,6 +363,20 @@ fn every_vector_reads_remotely_as_its_local_copy() {
     }
 }
 
+/// The builds of tests/c/test_remote.c ctest names in ZT_TEST_REMOTE_C (':'-separated:
+/// plain, and under ASan where the compiler has it); none under plain `cargo test`.
+fn c_programs() -> Vec<String> {
+    let Ok(programs) = std::env::var("ZT_TEST_REMOTE_C") else {
+        eprintln!("ZT_TEST_REMOTE_C not set (ctest sets it): the C program was not run");
+        return Vec::new();
+    };
+    programs
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn injected_faults_are_statuses_that_name_the_url() {
     let dir = common::temp_dir("remote_faults");
@@ -417,6 +431,22 @@ fn injected_faults_are_statuses_that_name_the_url() {
     let e = Reader::open_url("http://127.0.0.1:1/m.zt", &opts(), &no_retry()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     assert!(e.message().contains("http://127.0.0.1:1/m.zt"), "{e}");
+
+    // The same faults through the C API, from the C program (plain and under ASan).
+    for program in &c_programs() {
+        let out = Command::new(&program)
+            .current_dir(&dir)
+            .env("ZT_REMOTE_FAULTS", server.url("").trim_end_matches('/'))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{program}:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{program} failed");
+        assert!(
+            text.contains("faults: 7 kinds"),
+            "{program} injected nothing"
+        );
+    }
 
     // The object changes after the open: a Format error, never other bytes.
     let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
@@ -646,11 +676,7 @@ fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
     assert!(e.message().contains("s3://models/missing.zt"), "{e}");
 
     // The C program, with everything in the environment as a deployment would set it.
-    let Ok(programs) = std::env::var("ZT_TEST_REMOTE_C") else {
-        eprintln!("ZT_TEST_REMOTE_C not set (ctest sets it): the C program was not run");
-        return;
-    };
-    for program in programs.split(';').filter(|p| !p.is_empty()) {
+    for program in &c_programs() {
         let out = Command::new(program)
             .current_dir(&dir)
             .env("AWS_ENDPOINT_URL", s3.endpoint())

@@ -4,7 +4,9 @@
  * remote support, ZT_TEST_NO_REMOTE), and, when tests/remote.rs runs this program with a
  * server started (ZT_REMOTE_URL and ZT_REMOTE_LOCAL set, credentials and endpoint in the
  * AWS_* environment), a model opened by URL with zt_open and loaded whole: every
- * component equal to the local copy's, and the bytes moved reported.
+ * component equal to the local copy's, and the bytes moved reported; and, with
+ * ZT_REMOTE_FAULTS set to the base URL of tests/interop/range_server.py serving m.zt,
+ * every fault that server injects, at open and at a read: ZT_ERR_IO naming the URL.
  */
 #include "zt_test.h"
 
@@ -119,13 +121,57 @@ static void test_load(const char *url, const char *local_path) {
   zt_close(local);
 }
 
+/* Asks the range server for a fault on its next file GET: a GET of its control path
+ * (answered without a range, so the open fails; only the request matters). */
+static void inject(const char *base, const char *kind) {
+  char url[512];
+  zt_reader *r = NULL;
+  zt_remote_options o;
+  memset(&o, 0, sizeof o);
+  o.flags = ZT_REMOTE_NO_RETRY;
+  snprintf(url, sizeof url, "%s/__fault/%s/1", base, kind);
+  if (zt_open_url(url, NULL, &o, &r) == ZT_OK) zt_close(r);
+}
+
+static void test_faults(const char *base) {
+  static const char *const kinds[] = {"drop", "truncate", "short", "wrong_range", "full", "status:500",
+                                      "status:403"};
+  char url[512];
+  size_t i;
+  zt_remote_options o;
+  memset(&o, 0, sizeof o);
+  o.flags = ZT_REMOTE_NO_RETRY;
+  snprintf(url, sizeof url, "%s/m.zt", base);
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    zt_reader *r = NULL;
+    static unsigned char dst[200000];
+    inject(base, kinds[i]);
+    CHECK_STATUS(ZT_ERR_IO, zt_open_url(url, NULL, &o, &r));
+    CHECK_ERROR_MENTIONS(url);
+    CHECK(r == NULL);
+    if (CHECK_OK(zt_open_url(url, NULL, &o, &r))) {
+      inject(base, kinds[i]);
+      CHECK_STATUS(ZT_ERR_IO, zt_component_read(r, 0, "data", dst, sizeof dst));
+      CHECK_ERROR_MENTIONS(url);
+      /* The reader stays usable: the next read succeeds. */
+      CHECK_OK(zt_component_read(r, 0, "data", dst, sizeof dst));
+      zt_close(r);
+    }
+  }
+  printf("faults: %zu kinds at open and at a read\n", i);
+}
+
 int main(void) {
+  const char *faults = getenv("ZT_REMOTE_FAULTS");
   const char *url = getenv("ZT_REMOTE_URL");
   const char *local = getenv("ZT_REMOTE_LOCAL");
   test_arguments();
   test_refused();
   if (url != NULL && local != NULL) {
     test_load(url, local);
+  }
+  if (faults != NULL) {
+    test_faults(faults);
   }
   return zt_test_summary();
 }

@@ -7,7 +7,7 @@ Usage: range_server.py DIR    (prints "PORT <n>" once listening, serves until ki
 Control (not counted):
   GET /__stats            -> {"requests": n, "bytes": n}
   GET /__reset            -> zeroes the counts and clears faults
-  GET /__fault?kind=K&count=N -> the next N file GETs get fault K:
+  GET /__fault?kind=K&count=N (or /__fault/K/N) -> the next N file GETs get fault K:
       drop         close the connection without answering
       truncate     send the headers for the whole range, half the body, then close
       short        a 206 whose Content-Range is right but whose body is half as long
@@ -57,8 +57,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 FAULTS = []
                 body = b"{}"
             else:
-                kind = query["kind"][0]
-                FAULTS.extend([kind] * int(query.get("count", ["1"])[0]))
+                parts = path.split("/")
+                if len(parts) == 4:  # /__fault/KIND/COUNT: for clients that drop queries
+                    kind, count = parts[2], int(parts[3])
+                else:
+                    kind, count = query["kind"][0], int(query.get("count", ["1"])[0])
+                FAULTS.extend([kind] * count)
                 body = b"{}"
         self.reply(200, body, [("Content-Type", "application/json")])
 
@@ -72,6 +76,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(url.path)
         if path.startswith("/__"):
+            if self.command != "GET":
+                return self.reply(405, b"control paths take GET")
             return self.control(path, urllib.parse.parse_qs(url.query))
         if path.startswith("/private/") and self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.reply(401, b"no token")
