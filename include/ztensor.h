@@ -149,6 +149,17 @@
 #define ZT_COPY_DIGEST 2
 
 /**
+ * Allow plain `http://` endpoints for S3, GCS and Azure (an `http://` URL is always
+ * allowed: it says so itself).
+ */
+#define ZT_REMOTE_ALLOW_HTTP 1
+
+/**
+ * Never retry a failed request (`retries` is then ignored).
+ */
+#define ZT_REMOTE_NO_RETRY 2
+
+/**
  * Status of every fallible call. `ZT_OK` is 0; the values are stable.
  */
 typedef enum zt_status {
@@ -659,6 +670,50 @@ typedef struct zt_frame_info {
   uint64_t decoded_length;
 } zt_frame_info;
 
+/**
+ * What a remote open needs that the environment can't say (`zt_open_url`). A
+ * zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
+ * otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+ */
+typedef struct zt_remote_options {
+  /**
+   * Sent as `Authorization: Bearer <token>`; NULL for none.
+   */
+  const char *bearer_token;
+  /**
+   * `header_count` strings "Name: value", sent with every request.
+   */
+  const char *const *headers;
+  size_t header_count;
+  /**
+   * `config_count` strings "key=value": settings of the store as object_store names
+   * them ("aws_access_key_id", "aws_region", "aws_skip_signature" ...), over the
+   * environment's. Unknown keys are ignored.
+   */
+  const char *const *config;
+  size_t config_count;
+  /**
+   * The endpoint of an S3- or Azure-compatible service; NULL for the environment's.
+   */
+  const char *endpoint;
+  /**
+   * `ZT_REMOTE_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * Requests in flight at most per reader; 0 for 8.
+   */
+  uint32_t max_concurrency;
+  /**
+   * Retries of a failed request; 0 for 3 (`ZT_REMOTE_NO_RETRY` for none).
+   */
+  uint32_t retries;
+  /**
+   * Timeout of one request in milliseconds; 0 for 30 seconds.
+   */
+  uint32_t timeout_ms;
+} zt_remote_options;
+
 
 
 #ifdef __cplusplus
@@ -727,8 +782,8 @@ enum zt_status zt_open_fd(int32_t fd,
  * The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
  * the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
  * bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
- * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping) and
- * for a set (each shard has its own: `zt_shard_mapping`).
+ * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote object (it
+ * has no mapping), and for a set (each shard has its own: `zt_shard_mapping`).
  */
 ZT_API enum zt_status zt_mapping(const struct zt_reader *reader, const void **base, uint64_t *size);
 
@@ -1212,6 +1267,33 @@ enum zt_status zt_component_frame_get(const struct zt_reader *reader,
                                       const char *role,
                                       size_t frame,
                                       struct zt_frame_info *out);
+
+/**
+ * Opens a remote object by URL: `s3://bucket/key`, `gs://bucket/key`,
+ * `az://container/blob` (also `abfs://`, `azure://`), `http://` or `https://`; any
+ * format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
+ * environment's settings only. Opening costs a few range requests (the size and last
+ * 64 KiB, then the header or manifest), never the whole object; reads fetch only their
+ * bytes; views are copies the reader keeps (under `max_total_cached`); `zt_mapping` is
+ * `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
+ * the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
+ * the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
+ */
+ZT_API
+enum zt_status zt_open_url(const char *url,
+                           const struct zt_open_options *options,
+                           const struct zt_remote_options *remote,
+                           struct zt_reader **out);
+
+/**
+ * What a reader of a remote object has transferred so far: GET requests answered and
+ * body bytes received. `ZT_ERR_NOT_FOUND` for a reader of a local file or memory.
+ * Thread-safe.
+ */
+ZT_API
+enum zt_status zt_remote_stats(const struct zt_reader *reader_,
+                               uint64_t *requests,
+                               uint64_t *bytes);
 
 /**
  * The typed attribute map of the file (`object == SIZE_MAX`) or of an object: an empty

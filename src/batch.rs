@@ -33,17 +33,22 @@ const PARALLEL_FROM: u64 = 1 << 20;
 
 impl Reader<'_> {
     /// Carries out every request, in parallel on at most `threads` threads (0: as many
-    /// as the machine has cores, at most 16), the largest first, and returns each
+    /// as the machine has cores, at most 16; for a remote object, as many as its requests
+    /// in flight, `RemoteOptions::max_concurrency`), the largest first, and returns each
     /// request's result in request order. A failed request leaves its buffer in an
     /// unspecified state and doesn't stop the others. Blocks until all are done.
     pub fn load_batch(&self, requests: &mut [LoadRequest<'_>], threads: usize) -> Vec<Result<()>> {
         let bytes: u64 = requests.iter().map(|r| r.dst.len() as u64).sum();
-        let threads = match threads {
-            0 => crate::codec::threads(),
-            n => n,
+        // A remote reader waits on the network, not on cores: as many threads as it
+        // keeps requests in flight, whatever the size.
+        let remote = self.parallel_reads();
+        let threads = match (threads, remote) {
+            (0, Some(n)) => n,
+            (0, None) => crate::codec::threads(),
+            (n, _) => n,
         }
         .min(requests.len());
-        if threads <= 1 || bytes < PARALLEL_FROM {
+        if threads <= 1 || (bytes < PARALLEL_FROM && remote.is_none()) {
             return requests.iter_mut().map(|r| self.load_one(r)).collect();
         }
         // Largest first, so a big request doesn't start last and leave the other

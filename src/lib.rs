@@ -57,5 +57,8 @@ pub use limits::{Limits, MAX_CBOR_DEPTH};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
+pub use source::RemoteOptions;
+#[cfg(feature = "remote")]
+pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, ValueType};
 pub use writer::{CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};

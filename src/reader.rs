@@ -15,7 +15,7 @@ use crate::error::{Error, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::source::{Advice, Files, Mapping, Source};
+use crate::source::{Advice, Files, Mapping, RemoteOptions, Source, is_url};
 use crate::typed::{self, AttrValue, Doc, DocCache};
 use crate::{decode, formats, verify};
 
@@ -199,9 +199,15 @@ impl Reader<'static> {
     }
 
     /// Opens a file by path with options. Only regular files are opened (a directory,
-    /// FIFO or device is an `Io` error, given without blocking).
+    /// FIFO or device is an `Io` error, given without blocking). A path starting with
+    /// `s3://`, `gs://`, `az://`, `abfs://`, `http://` or `https://` is opened as a URL
+    /// (`open_url` with the environment's settings only).
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Reader<'static>> {
         let path = path.as_ref();
+        if is_url(path) {
+            let url = path.to_str().expect("a URL is text");
+            return Self::open_url(url, options, &RemoteOptions::default());
+        }
         let set = SetOptions {
             mapping: options.mapping(),
             eager: options.open_all_shards,
@@ -223,6 +229,28 @@ impl Reader<'static> {
         };
         reader.origin = Some(path.display().to_string().into());
         reader.by_path = true;
+        Ok(reader)
+    }
+
+    /// Opens a remote object by URL: `s3://bucket/key`, `gs://bucket/key`,
+    /// `az://container/blob` (and `abfs://`, `azure://`), `http(s)://host/path`.
+    /// Credentials and endpoints come from the environment (`AWS_*`, `GOOGLE_*`,
+    /// `AZURE_*`) and `remote`. Opening costs a few requests (one for the size and last
+    /// bytes, one per header or manifest region the format reads); nothing is mapped, so
+    /// views are copies the reader keeps (under `limits.max_total_cached`). `Unsupported`
+    /// in a build without the feature `remote`.
+    pub fn open_url(
+        url: &str,
+        options: &OpenOptions,
+        remote: &RemoteOptions,
+    ) -> Result<Reader<'static>> {
+        let source = Source::open_url(url, remote)?;
+        #[cfg(feature = "remote")]
+        let name: String = source.remote().map_or(url, |r| r.url()).to_owned();
+        #[cfg(not(feature = "remote"))]
+        let name: String = url.to_owned();
+        let mut reader = Reader::from_source(source, options).map_err(|e| e.context(&name))?;
+        reader.origin = Some(name.into());
         Ok(reader)
     }
 
@@ -414,6 +442,17 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(())
+    }
+
+    /// What a reader of a remote object has transferred so far (None for a local file).
+    #[cfg(feature = "remote")]
+    pub fn transfer_stats(&self) -> Option<crate::source::TransferStats> {
+        self.files.single()?.remote().map(|r| r.stats())
+    }
+
+    /// Reads that may usefully run at once (a remote object's request concurrency).
+    pub(crate) fn parallel_reads(&self) -> Option<usize> {
+        self.files.single()?.parallel_reads()
     }
 
     /// The limits this reader was opened with.

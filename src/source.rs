@@ -17,6 +17,54 @@ use crate::codec::stream::Chunks;
 use crate::codec::{decode_frames, sized_frames, zstd_decode_into};
 use crate::error::{Error, Result, bail};
 
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
+#[cfg(feature = "remote")]
+pub use remote::TransferStats;
+
+/// The URL schemes a path may start with to be opened remotely (compared ignoring case;
+/// a local file whose path starts so is opened as `./s3://...`).
+pub(crate) const URL_SCHEMES: &[&str] = &[
+    "s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "adl://", "http://",
+    "https://",
+];
+
+/// What a remote open needs that the environment can't say (`Reader::open_url`).
+/// Credentials, regions and endpoints otherwise come from the environment: `AWS_*`
+/// (including `AWS_ENDPOINT_URL` and `AWS_ALLOW_HTTP`), `GOOGLE_*`, `AZURE_*`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Sent as `Authorization: Bearer <token>` (for HTTP hubs that need one).
+    pub bearer_token: Option<String>,
+    /// Extra headers sent with every request, (name, value).
+    pub headers: Vec<(String, String)>,
+    /// The endpoint of an S3- or Azure-compatible service (overrides the environment's).
+    pub endpoint: Option<String>,
+    /// Allow plain `http://` endpoints (S3, Azure, GCS are https-only otherwise).
+    pub allow_http: bool,
+    /// Settings of the store as `object_store` names them ("aws_access_key_id",
+    /// "aws_region", "aws_skip_signature", "google_service_account", "azure_storage_account_name"
+    /// ...), applied after the environment's; a key the store doesn't know is ignored.
+    pub config: Vec<(String, String)>,
+    /// Requests in flight at most (0: 8).
+    pub max_concurrency: usize,
+    /// Retries of a failed request (None: 3).
+    pub retries: Option<usize>,
+    /// Timeout of one request (None: 30 seconds).
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// True when `path` names a remote object by URL: decided by its first characters only,
+/// so a local path never reaches the network code.
+pub(crate) fn is_url(path: &Path) -> bool {
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    URL_SCHEMES
+        .iter()
+        .any(|s| text.len() > s.len() && text[..s.len()].eq_ignore_ascii_case(s))
+}
+
 /// Compressed bytes held at once when decoding a large zstd component from a file.
 pub(crate) const ZSTD_WINDOW: usize = 16 << 20;
 
@@ -31,6 +79,9 @@ enum Kind<'a> {
     File(File),
     /// The caller's bytes, borrowed.
     Memory(&'a [u8]),
+    /// An object fetched by range requests.
+    #[cfg(feature = "remote")]
+    Remote(Box<remote::Remote>),
 }
 
 /// The bytes of one file, immutable and shareable between threads.
@@ -72,6 +123,27 @@ impl Source<'static> {
             .map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
         clear_nonblocking(&file);
         Self::from_file(file, &path.display().to_string(), mapping)
+    }
+
+    /// Opens a remote object by URL (one request: its size and last bytes).
+    #[cfg(feature = "remote")]
+    pub(crate) fn open_url(url: &str, options: &RemoteOptions) -> Result<Source<'static>> {
+        let remote = remote::Remote::open(url, options)?;
+        Ok(Source {
+            size: remote.size(),
+            kind: Kind::Remote(Box::new(remote)),
+        })
+    }
+
+    /// Without the feature `remote`: an `Unsupported` error that says so.
+    #[cfg(not(feature = "remote"))]
+    pub(crate) fn open_url(url: &str, _options: &RemoteOptions) -> Result<Source<'static>> {
+        let scheme = url.split("://").next().unwrap_or(url);
+        bail!(
+            Unsupported,
+            "{scheme}:// URLs: this build of ztensor has no remote support (built without \
+             the cargo feature `remote`, CMake option ZTENSOR_REMOTE)"
+        )
     }
 
     /// A source over an open file (see `Reader::open_fd`); `name` is for messages.
@@ -196,6 +268,36 @@ impl<'a> Source<'a> {
                 }
             }
             Kind::Memory(_) => {}
+            #[cfg(feature = "remote")]
+            Kind::Remote(_) => {}
+        }
+    }
+
+    /// The remote object behind this source, if it is one.
+    #[cfg(feature = "remote")]
+    pub(crate) fn remote(&self) -> Option<&remote::Remote> {
+        match &self.kind {
+            Kind::Remote(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Reads that may usefully run at once: a remote object's concurrency, else None.
+    pub(crate) fn parallel_reads(&self) -> Option<usize> {
+        match &self.kind {
+            #[cfg(feature = "remote")]
+            Kind::Remote(r) => Some(r.concurrency()),
+            _ => None,
+        }
+    }
+
+    /// Bytes per piece when a long range is streamed: 1 MiB from a file, a request's
+    /// worth from a remote object.
+    fn piece(&self) -> u64 {
+        match &self.kind {
+            #[cfg(feature = "remote")]
+            Kind::Remote(_) => remote::PART,
+            _ => PREAD_FROM as u64,
         }
     }
 
@@ -205,6 +307,8 @@ impl<'a> Source<'a> {
             Kind::Map(m, _) => Some(m),
             Kind::Memory(s) => Some(s),
             Kind::File(_) => None,
+            #[cfg(feature = "remote")]
+            Kind::Remote(_) => None,
         }
     }
 
@@ -222,6 +326,10 @@ impl<'a> Source<'a> {
             Kind::Map(_, f) if dst.len() >= PREAD_FROM => Some(f),
             _ => None,
         };
+        #[cfg(feature = "remote")]
+        if let Kind::Remote(r) = &self.kind {
+            return r.read(offset, dst);
+        }
         if let Some(f) = file {
             return f.read_exact_at(dst, offset).map_err(|e| {
                 Error::io(
@@ -272,7 +380,7 @@ impl<'a> Source<'a> {
             f(stored);
             return Ok(());
         }
-        let mut chunk = vec![0u8; (1usize << 20).min(len as usize)];
+        let mut chunk = zeroed_vec(self.piece().min(len))?;
         let mut done = 0u64;
         while done < len {
             let n = chunk.len().min((len - done) as usize);
@@ -300,6 +408,8 @@ impl<'a> Source<'a> {
                 dst.copy_from_slice(&all[start..start + dst.len()]);
                 Ok(())
             }
+            #[cfg(feature = "remote")]
+            Kind::Remote(r) => r.read(offset, dst),
         }
     }
 
@@ -339,7 +449,21 @@ impl<'a> Source<'a> {
         if len > ZSTD_WINDOW as u64 {
             let done = match &self.kind {
                 Kind::Map(map, _) => decode_mapped_windows(map, offset, len, dst)?,
-                Kind::File(file) => decode_windowed(file, offset, len, dst)?,
+                Kind::File(file) => decode_windowed(
+                    &|at, buf: &mut [u8]| {
+                        file.read_exact_at(buf, at).map_err(|e| {
+                            Error::io(
+                                format_args!("reading {} bytes at offset {at}", buf.len()),
+                                e,
+                            )
+                        })
+                    },
+                    offset,
+                    len,
+                    dst,
+                )?,
+                #[cfg(feature = "remote")]
+                Kind::Remote(r) => decode_windowed(&|at, buf| r.read(at, buf), offset, len, dst)?,
                 Kind::Memory(_) => false,
             };
             if done {
@@ -361,7 +485,7 @@ pub(crate) struct SourceChunks<'s, 'a> {
 
 impl Chunks for SourceChunks<'_, '_> {
     fn next_chunk(&mut self) -> Result<&[u8]> {
-        let n = (self.end - self.at).min(PREAD_FROM as u64);
+        let n = (self.end - self.at).min(self.source.piece());
         if let Kind::Memory(all) = self.source.kind {
             let (from, to) = (self.at as usize, self.end as usize);
             self.at = self.end;
@@ -382,20 +506,19 @@ impl Chunks for SourceChunks<'_, '_> {
 /// the process's memory), each batch of whole frames decoded in parallel straight into
 /// `dst`. Returns false when the stream doesn't suit (a frame without a recorded size, or
 /// larger than the window): the caller then decodes it whole.
-fn decode_windowed(file: &File, offset: u64, len: u64, dst: &mut [u8]) -> Result<bool> {
+fn decode_windowed(
+    fill: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+    offset: u64,
+    len: u64,
+    dst: &mut [u8],
+) -> Result<bool> {
     let mut buf: Vec<u8> = Vec::with_capacity(ZSTD_WINDOW);
     let (mut read, mut out) = (0u64, 0usize);
     loop {
         let want = (ZSTD_WINDOW - buf.len()).min((len - read) as usize);
         let old = buf.len();
         buf.resize(old + want, 0);
-        file.read_exact_at(&mut buf[old..], offset + read)
-            .map_err(|e| {
-                Error::io(
-                    format_args!("reading {want} bytes at offset {}", offset + read),
-                    e,
-                )
-            })?;
+        fill(offset + read, &mut buf[old..])?;
         read += want as u64;
         let Some((frames, used, end)) = sized_frames(&buf, buf.len(), out, dst.len()) else {
             return Ok(false);
@@ -604,6 +727,10 @@ mod tests {
         dir
     }
 
+    fn pread(file: &File) -> impl Fn(u64, &mut [u8]) -> Result<()> + '_ {
+        |at, buf| Ok(file.read_exact_at(buf, at).unwrap())
+    }
+
     #[test]
     fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
         let frame = crate::codec::ZSTD_FRAME_SIZE;
@@ -635,7 +762,7 @@ mod tests {
         let file = File::open(&path).unwrap();
         let mut dst = vec![0u8; data.len()];
         assert!(
-            decode_windowed(&file, offset, len, &mut dst).unwrap(),
+            decode_windowed(&pread(&file), offset, len, &mut dst).unwrap(),
             "our frames decode through the window"
         );
         assert!(dst == data);
@@ -656,10 +783,47 @@ mod tests {
         std::fs::write(dir.join("raw.zst"), &single).unwrap();
         let file = File::open(dir.join("raw.zst")).unwrap();
         let n = single.len() as u64;
-        assert!(!decode_windowed(&file, 0, n, &mut dst).unwrap());
+        assert!(!decode_windowed(&pread(&file), 0, n, &mut dst).unwrap());
         let map = unsafe { Mmap::map(&file) }.unwrap();
         assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn urls_are_recognised_by_their_scheme_alone() {
+        for url in [
+            "s3://b/k.zt",
+            "S3://b/k",
+            "gs://b/k",
+            "az://c/b",
+            "abfs://c@a/b",
+            "https://h/m",
+            "http://h/m",
+        ] {
+            assert!(is_url(Path::new(url)), "{url}");
+        }
+        for path in [
+            "./s3://b/k",
+            "s3:/b/k",
+            "s3://",
+            "model.zt",
+            "/data/https/m.zt",
+            "file:///m.zt",
+        ] {
+            assert!(!is_url(Path::new(path)), "{path}");
+        }
+    }
+
+    #[cfg(not(feature = "remote"))]
+    #[test]
+    fn without_the_feature_a_url_is_unsupported() {
+        let e = Reader::open("s3://bucket/model.zt").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+        assert!(
+            e.message()
+                .starts_with("s3:// URLs: this build of ztensor has no remote support"),
+            "{e}"
+        );
     }
 
     #[test]

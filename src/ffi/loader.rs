@@ -57,8 +57,8 @@ pub unsafe extern "C" fn zt_open_fd(
 /// The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
 /// the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
 /// bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
-/// `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` (it has no mapping) and
-/// for a set (each shard has its own: `zt_shard_mapping`).
+/// `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote object (it
+/// has no mapping), and for a set (each shard has its own: `zt_shard_mapping`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_mapping(
     reader: *const zt_reader,
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn zt_mapping(
         let map = r.inner().mapping().ok_or_else(|| {
             err!(
                 NotFound,
-                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP"
+                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP, or is of a remote object"
             )
         })?;
         put(base, map.as_ptr().cast());

@@ -12,6 +12,7 @@ mod write;
 
 // After the reading calls in the header.
 mod frames;
+mod remote;
 
 // Typed attributes, after the frame calls.
 mod attrs;
@@ -32,6 +33,7 @@ pub use sets::*;
 pub use write::*;
 
 pub use frames::*;
+pub use remote::*;
 
 pub use attrs::*;
 

@@ -1,0 +1,491 @@
+//! A remote object as a source (feature `remote`): `s3://`, `gs://`, `az://`, `abfs://`,
+//! `http://` and `https://` URLs through Apache Arrow's `object_store`, on a small tokio
+//! runtime this module owns (no caller ever sees it). Opening costs one request (a suffix
+//! range: the object's size, ETag and its last `TAIL` bytes); reads of at most `SMALL`
+//! bytes (headers, manifests, frame headers, seek tables) are served from a few cached
+//! blocks fetched whole, growing while the reads go forward; larger reads fetch exactly
+//! their bytes, split into `PART`s fetched concurrently. Every request waits for one of
+//! `concurrency` permits, so a batch on many threads has at most that many in flight.
+//! Every answer is checked: its length, its range (by `object_store`) and its ETag and
+//! size against those at open (an object that changed is a `Format` error).
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use object_store::path::Path as StorePath;
+use object_store::{
+    ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreScheme, RetryConfig,
+};
+
+use super::RemoteOptions;
+use crate::error::{Error, ErrorKind, Result, bail, err};
+
+/// Bytes fetched at open from the end of the object (footer, manifest, seek tables).
+const TAIL: u64 = 64 << 10;
+/// Reads up to this size go through the block cache.
+const SMALL: u64 = 64 << 10;
+/// The first block a small read fetches; doubled while reads go forward, up to `MAX_BLOCK`.
+const BLOCK: u64 = 64 << 10;
+const MAX_BLOCK: u64 = 1 << 20;
+/// Blocks kept, in bytes (oldest dropped first).
+const CACHE_BYTES: u64 = 4 << 20;
+/// Large reads are fetched in pieces of this size, concurrently.
+pub(crate) const PART: u64 = 8 << 20;
+/// Requests in flight per reader when the options don't say.
+pub(crate) const DEFAULT_CONCURRENCY: usize = 8;
+const DEFAULT_RETRIES: usize = 3;
+
+/// Counts of what a remote reader transferred.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransferStats {
+    /// GET requests answered (retries inside `object_store` count once).
+    pub requests: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+}
+
+struct Blocks {
+    /// (first byte, bytes), oldest first.
+    held: Vec<(u64, bytes::Bytes)>,
+    /// Where the last fetched block ended and the size of the next one.
+    last_end: u64,
+    next: u64,
+}
+
+pub(crate) struct Remote {
+    store: Box<dyn ObjectStore>,
+    path: StorePath,
+    /// The URL without user info or query, for messages.
+    url: Box<str>,
+    size: u64,
+    etag: Option<String>,
+    blocks: Mutex<Blocks>,
+    permits: tokio::sync::Semaphore,
+    concurrency: usize,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The runtime every remote reader shares: two worker threads, made on first use.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("zt-remote")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| err!(Io, "starting the runtime for remote reads: {e}"))
+}
+
+/// Runs `f` to completion on the library's runtime. From inside another tokio runtime
+/// (a Rust caller's async code) blocking there would panic, so it runs on a helper thread.
+fn run<F>(f: F) -> Result<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let rt = runtime()?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Ok(rt.block_on(f));
+    }
+    std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
+        Ok(v) => Ok(v),
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+/// The URL without user info, query or fragment: what messages show.
+pub(crate) fn redact(url: &url::Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
+/// An `object_store` error as ours: a changed object (a failed `If-Match`) is `Format`,
+/// anything else `Io`, with the whole chain of causes.
+fn map_error(what: &str, e: object_store::Error) -> Error {
+    let kind = match e {
+        object_store::Error::Precondition { .. } => ErrorKind::Format,
+        _ => ErrorKind::Io,
+    };
+    let mut message = format!("{what}: {e}");
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    if kind == ErrorKind::Format {
+        message.push_str(" (the object changed since it was opened)");
+    }
+    Error::new(kind, message)
+}
+
+fn client_options(options: &RemoteOptions) -> Result<ClientOptions> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let mut add = |name: &str, value: &str| -> Result<()> {
+        let n = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| err!(InvalidArgument, "'{name}' is not an HTTP header name"))?;
+        let mut v = reqwest::header::HeaderValue::from_str(value.trim())
+            .map_err(|_| err!(InvalidArgument, "the value of header '{name}' is not valid"))?;
+        v.set_sensitive(true);
+        headers.insert(n, v);
+        Ok(())
+    };
+    if let Some(token) = &options.bearer_token {
+        add("authorization", &format!("Bearer {token}"))?;
+    }
+    for (name, value) in &options.headers {
+        add(name, value)?;
+    }
+    let mut client = ClientOptions::new().with_default_headers(headers);
+    if options.allow_http {
+        client = client.with_allow_http(true);
+    }
+    if let Some(t) = options.timeout {
+        client = client.with_timeout(t);
+    }
+    Ok(client)
+}
+
+fn retry(options: &RemoteOptions) -> RetryConfig {
+    let mut r = RetryConfig::default();
+    r.max_retries = options.retries.unwrap_or(DEFAULT_RETRIES);
+    r.retry_timeout = Duration::from_secs(60);
+    r.backoff.init_backoff = Duration::from_millis(50);
+    r.backoff.max_backoff = Duration::from_secs(5);
+    r
+}
+
+/// The configuration keys the environment sets for a store: every `PREFIX*` variable
+/// the builder knows, as `from_env` reads them, applied after our client options (which
+/// `with_client_options` would otherwise overwrite).
+/// Then the caller's `config`, which wins.
+fn env_config<K: std::str::FromStr>(
+    prefixes: &[&str],
+    options: &RemoteOptions,
+) -> Vec<(K, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
+        .chain(options.config.iter().cloned())
+        .filter_map(|(k, v)| Some((k.to_ascii_lowercase().parse().ok()?, v)))
+        .collect()
+}
+
+fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore>, StorePath)> {
+    // reqwest's rustls has no provider of its own in this build (the default one is a C
+    // build of minutes); if the program installed one already, that one stays.
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    let shown = redact(url);
+    let bad = |e: object_store::Error| map_error("configuring the store", e).context(&shown);
+    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| {
+        err!(
+            InvalidArgument,
+            "{shown}: not a URL of an object store: {e}"
+        )
+    })?;
+    let path = StorePath::from_url_path(path).map_err(|e| err!(InvalidArgument, "{shown}: {e}"))?;
+    let client = client_options(options)?;
+    let retry = retry(options);
+    let store: Box<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            use object_store::aws::AmazonS3Builder;
+            let mut b = AmazonS3Builder::new()
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in env_config(&["AWS_"], options) {
+                b = b.with_config(k, v);
+            }
+            b = b.with_url(url.as_str());
+            if let Some(e) = &options.endpoint {
+                b = b.with_endpoint(e);
+            }
+            if options.allow_http {
+                b = b.with_allow_http(true);
+            }
+            Box::new(b.build().map_err(bad)?)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            use object_store::gcp::GoogleCloudStorageBuilder;
+            let mut b = GoogleCloudStorageBuilder::new()
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in env_config(&["GOOGLE_", "SERVICE_ACCOUNT"], options) {
+                b = b.with_config(k, v);
+            }
+            Box::new(b.with_url(url.as_str()).build().map_err(bad)?)
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            use object_store::azure::MicrosoftAzureBuilder;
+            let mut b = MicrosoftAzureBuilder::new()
+                .with_client_options(client)
+                .with_retry(retry);
+            for (k, v) in env_config(&["AZURE_"], options) {
+                b = b.with_config(k, v);
+            }
+            b = b.with_url(url.as_str());
+            if let Some(e) = &options.endpoint {
+                b = b.with_endpoint(e.clone());
+            }
+            if options.allow_http {
+                b = b.with_allow_http(true);
+            }
+            Box::new(b.build().map_err(bad)?)
+        }
+        ObjectStoreScheme::Http => {
+            use object_store::http::HttpBuilder;
+            let origin = &url[..url::Position::BeforePath];
+            // The URL itself says plain HTTP: that is the caller's choice.
+            let client = client.with_allow_http(url.scheme() == "http" || options.allow_http);
+            let b = HttpBuilder::new()
+                .with_client_options(client)
+                .with_retry(retry)
+                .with_url(origin);
+            Box::new(b.build().map_err(bad)?)
+        }
+        other => bail!(
+            Unsupported,
+            "{shown}: {other:?} URLs are not opened remotely"
+        ),
+    };
+    Ok((store, path))
+}
+
+impl Remote {
+    /// Opens the object at `url`: one suffix-range request gives its size, ETag and last
+    /// bytes.
+    pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<Remote> {
+        let parsed =
+            url::Url::parse(url).map_err(|e| err!(InvalidArgument, "'{url}' is not a URL: {e}"))?;
+        let shown: Box<str> = redact(&parsed).into();
+        let (store, path) = store(&parsed, options)?;
+        let concurrency = match options.max_concurrency {
+            0 => DEFAULT_CONCURRENCY,
+            n => n.min(256),
+        };
+        let mut remote = Remote {
+            store,
+            path,
+            url: shown,
+            size: 0,
+            etag: None,
+            blocks: Mutex::new(Blocks {
+                held: Vec::new(),
+                last_end: u64::MAX,
+                next: BLOCK,
+            }),
+            permits: tokio::sync::Semaphore::new(concurrency),
+            concurrency,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        };
+        let url = remote.url.clone();
+        remote.first_request().map_err(|e| e.context(url))?;
+        Ok(remote)
+    }
+
+    /// The size, ETag and last bytes, from one suffix request. An empty object has no
+    /// range to answer (416): a HEAD request then tells that it is empty.
+    fn first_request(&mut self) -> Result<()> {
+        let (meta, range, tail) = match run(self.get(GetRange::Suffix(TAIL), None))? {
+            Ok(answer) => answer,
+            Err(e) => {
+                let head = GetOptions {
+                    head: true,
+                    ..GetOptions::default()
+                };
+                match run(self.store.get_opts(&self.path, head))? {
+                    Ok(r) if r.meta.size == 0 => {
+                        self.requests.fetch_add(1, Ordering::Relaxed);
+                        self.etag = r.meta.e_tag;
+                        return Ok(());
+                    }
+                    _ => return Err(e),
+                }
+            }
+        };
+        if range.end != meta.size || tail.len() as u64 != range.end - range.start {
+            bail!(
+                Io,
+                "the server answered the last {TAIL} bytes with bytes {}..{} of {} ({} received)",
+                range.start,
+                range.end,
+                meta.size,
+                tail.len()
+            );
+        }
+        self.size = meta.size;
+        self.etag = meta.e_tag;
+        self.hold(range.start, tail);
+        Ok(())
+    }
+
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    pub(crate) fn stats(&self) -> TransferStats {
+        TransferStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// One GET of `range`, under a permit, checked against the object as opened.
+    async fn get(
+        &self,
+        range: GetRange,
+        expect: Option<Range<u64>>,
+    ) -> Result<(object_store::ObjectMeta, Range<u64>, bytes::Bytes)> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| err!(Internal, "the request permits were closed"))?;
+        let what = match &expect {
+            Some(r) => format!("reading bytes {}..{}", r.start, r.end),
+            None => "reading its size and last bytes".to_owned(),
+        };
+        let fail = |e| map_error(&what, e);
+        let options = GetOptions {
+            range: Some(range),
+            // A weak ETag never matches strongly: then only the comparison below checks.
+            if_match: self.etag.clone().filter(|e| !e.starts_with("W/")),
+            ..GetOptions::default()
+        };
+        let result = self
+            .store
+            .get_opts(&self.path, options)
+            .await
+            .map_err(fail)?;
+        let (meta, got) = (result.meta.clone(), result.range.clone());
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let body = result.bytes().await.map_err(fail)?;
+        self.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        if let Some(want) = expect {
+            if meta.size != self.size || (self.etag.is_some() && meta.e_tag != self.etag) {
+                bail!(
+                    Format,
+                    "{what}: the object changed since it was opened ({} bytes, ETag {:?}; now {} bytes, ETag {:?})",
+                    self.size,
+                    self.etag,
+                    meta.size,
+                    meta.e_tag
+                );
+            }
+            if got != want || body.len() as u64 != want.end - want.start {
+                bail!(
+                    Io,
+                    "{what}: the server answered bytes {}..{} with {} bytes",
+                    got.start,
+                    got.end,
+                    body.len()
+                );
+            }
+        }
+        Ok((meta, got, body))
+    }
+
+    async fn get_range(&self, range: Range<u64>) -> Result<bytes::Bytes> {
+        Ok(self
+            .get(GetRange::Bounded(range.clone()), Some(range))
+            .await?
+            .2)
+    }
+
+    fn hold(&self, start: u64, bytes: bytes::Bytes) {
+        let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        b.held.push((start, bytes));
+        let mut total: u64 = b.held.iter().map(|(_, x)| x.len() as u64).sum();
+        while total > CACHE_BYTES && b.held.len() > 1 {
+            total -= b.held.remove(0).1.len() as u64;
+        }
+    }
+
+    /// Copies `[offset, offset + dst.len())` from a held block, if one holds all of it.
+    fn from_blocks(&self, offset: u64, dst: &mut [u8]) -> bool {
+        let b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + dst.len() as u64;
+        for (start, bytes) in b.held.iter().rev() {
+            if *start <= offset && end <= start + bytes.len() as u64 {
+                let from = (offset - start) as usize;
+                dst.copy_from_slice(&bytes[from..from + dst.len()]);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The block a small read at `[offset, end)` fetches: aligned to `BLOCK`, larger while
+    /// reads go forward.
+    fn block_for(&self, offset: u64, end: u64) -> Range<u64> {
+        let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        let start = offset / BLOCK * BLOCK;
+        let size = if start == b.last_end || (offset >= b.last_end && offset < b.last_end + BLOCK) {
+            (b.next * 2).min(MAX_BLOCK)
+        } else {
+            BLOCK
+        };
+        let block_end = (start + size)
+            .max(end.div_ceil(BLOCK) * BLOCK)
+            .min(self.size);
+        b.last_end = block_end;
+        b.next = size;
+        start..block_end
+    }
+
+    /// Fills `dst` with the bytes at `offset`; the caller has bounds-checked the range.
+    pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() || self.from_blocks(offset, dst) {
+            return Ok(());
+        }
+        let len = dst.len() as u64;
+        if len <= SMALL {
+            let block = self.block_for(offset, offset + len);
+            let bytes = run(self.get_range(block.clone()))??;
+            let from = (offset - block.start) as usize;
+            dst.copy_from_slice(&bytes[from..from + dst.len()]);
+            self.hold(block.start, bytes);
+            return Ok(());
+        }
+        let parts = dst.chunks_mut(PART as usize).enumerate().map(|(i, piece)| {
+            let at = offset + i as u64 * PART;
+            async move {
+                let bytes = self.get_range(at..at + piece.len() as u64).await?;
+                piece.copy_from_slice(&bytes);
+                Ok::<(), Error>(())
+            }
+        });
+        run(stream::iter(parts)
+            .buffer_unordered(self.concurrency)
+            .try_collect::<()>())?
+    }
+}

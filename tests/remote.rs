@@ -1,0 +1,699 @@
+//! Remote objects (feature `remote`): files served over HTTP by a server this test starts
+//! on 127.0.0.1 (tests/interop/range_server.py: Range, ETag, If-Match, request and byte
+//! counts, injected faults) and over S3 by moto's server (pinned in
+//! tests/interop/remote-requirements.txt). Asserts what moves, not only what arrives:
+//! requests and body bytes for an open, one tensor, a range and a full load; every vector
+//! reads (or fails) exactly as its local copy; every injected fault is a status.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use ztensor::{
+    DType, ErrorKind, LoadRequest, OpenOptions, Reader, RemoteOptions, WriteOptions, Writer,
+};
+
+/// The range server, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(root: &Path, token: &str) -> Server {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/range_server.py");
+        let mut child = Command::new(std::env::var("ZT_PYTHON").unwrap_or("python3".into()))
+            .arg(script)
+            .arg(root)
+            .env("RANGE_SERVER_TOKEN", token)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the range server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .expect("PORT n")
+            .parse()
+            .unwrap();
+        Server { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// GET of a control path; the body.
+    fn control(&self, path: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text.split_once("\r\n\r\n").unwrap().1.to_owned()
+    }
+
+    /// (requests, body bytes) since the last reset.
+    fn stats(&self) -> (u64, u64) {
+        let body = self.control("/__stats");
+        let num = |key: &str| -> u64 {
+            let at = body.find(key).unwrap() + key.len() + 3;
+            body[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        (num("requests"), num("bytes"))
+    }
+
+    fn reset(&self) {
+        self.control("/__reset");
+    }
+
+    fn fault(&self, kind: &str, count: u32) {
+        self.control(&format!("/__fault?kind={kind}&count={count}"));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn opts() -> OpenOptions {
+    OpenOptions::default()
+}
+
+fn no_retry() -> RemoteOptions {
+    RemoteOptions {
+        retries: Some(0),
+        ..RemoteOptions::default()
+    }
+}
+
+/// Bytes of a few values repeated: compresses to about half.
+fn compressible(len: usize) -> Vec<u8> {
+    common::bytes(7, len).iter().map(|b| b & 0x0f).collect()
+}
+
+const MIB: u64 = 1 << 20;
+
+/// A 256 MiB model: one big tensor, a 3 MiB one, a small one, and a 20 MiB zstd one of
+/// five frames (with a seek table).
+fn big_model(dir: &Path) -> PathBuf {
+    let path = dir.join("big.zt");
+    let mut w = Writer::create(&path).unwrap();
+    let raw = WriteOptions::default();
+    w.add("small", DType::F32, &[1000], &common::bytes(1, 4000), &raw)
+        .unwrap();
+    w.add(
+        "mid",
+        DType::U8,
+        &[3 * MIB],
+        &common::bytes(2, 3 << 20),
+        &raw,
+    )
+    .unwrap();
+    let z = compressible(20 << 20);
+    w.add(
+        "z",
+        DType::U8,
+        &[z.len() as u64],
+        &z,
+        &WriteOptions::zstd(1),
+    )
+    .unwrap();
+    let big = vec![0u8; 242 << 20];
+    w.add("big", DType::U8, &[big.len() as u64], &big, &raw)
+        .unwrap();
+    w.finish().unwrap();
+    path
+}
+
+fn component(r: &Reader<'_>, name: &str) -> (usize, ztensor::Component) {
+    let o = r.find(name).unwrap();
+    (o, r.objects()[o].components()[0].clone())
+}
+
+#[test]
+fn a_remote_read_moves_only_what_it_reads() {
+    let dir = common::temp_dir("remote_moves");
+    let path = big_model(&dir);
+    let local = Reader::open(&path).unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 255 * MIB, "{size}");
+    let server = Server::start(&dir, "");
+
+    // Open: one suffix request (size, ETag, last 64 KiB) and the first block.
+    let r = Reader::open(server.url("big.zt")).unwrap();
+    let (requests, bytes) = server.stats();
+    eprintln!("open of {size} bytes: {requests} requests, {bytes} bytes");
+    assert!(
+        requests <= 3 && bytes < MIB,
+        "{requests} requests, {bytes} bytes"
+    );
+    let ours = r.transfer_stats().unwrap();
+    assert_eq!((ours.requests, ours.bytes), (requests, bytes));
+    assert_eq!(r.objects().len(), 4);
+    assert!(r.mapping().is_none());
+
+    // One 3 MiB tensor: exactly its bytes, in one request.
+    server.reset();
+    let (mid, c) = component(&r, "mid");
+    assert_eq!(
+        r.read_to_vec(mid, 0).unwrap(),
+        local.read_to_vec(mid, 0).unwrap()
+    );
+    assert_eq!(
+        server.stats(),
+        (1, c.length()),
+        "a large read fetches its bytes only"
+    );
+    eprintln!(
+        "one tensor of {} bytes: 1 request, {} bytes",
+        c.length(),
+        c.length()
+    );
+
+    // A view: a copy the reader keeps, served again without a request.
+    server.reset();
+    let v = r.view(mid, 0).unwrap();
+    assert!(!v.zero_copy);
+    assert!(v.data == local.view(mid, 0).unwrap().data);
+    assert_eq!(r.view(mid, 0).unwrap().data.as_ptr(), v.data.as_ptr());
+    assert_eq!(server.stats().0, 1);
+
+    // A small tensor: its bytes plus at most one block (1 MiB).
+    server.reset();
+    let (small, c) = component(&r, "small");
+    assert_eq!(
+        r.read_to_vec(small, 0).unwrap(),
+        local.read_to_vec(small, 0).unwrap()
+    );
+    let (requests, bytes) = server.stats();
+    assert!(
+        requests <= 1 && bytes <= c.length() + MIB,
+        "{requests} {bytes}"
+    );
+
+    // A range of the zstd tensor: the seek table and one frame, not the component.
+    server.reset();
+    let (z, c) = component(&r, "z");
+    let mut got = vec![0u8; 1000];
+    let mut want = vec![0u8; 1000];
+    r.read_range(z, 0, 9 << 20, &mut got).unwrap();
+    local.read_range(z, 0, 9 << 20, &mut want).unwrap();
+    assert!(got == want);
+    let (requests, bytes) = server.stats();
+    eprintln!(
+        "range of 1000 bytes of a {}-byte zstd tensor: {requests} requests, {bytes} bytes",
+        c.length()
+    );
+    assert!(
+        requests <= 3 && bytes < c.length() / 3,
+        "{requests} {bytes} of {}",
+        c.length()
+    );
+
+    // A 1/8 slice of every tensor (tensor parallelism) through one batch.
+    server.reset();
+    let r = Reader::open(server.url("big.zt")).unwrap();
+    let mut slices: Vec<Vec<u8>> = r
+        .objects()
+        .iter()
+        .map(|o| vec![0u8; (o.components()[0].decoded_length() / 8) as usize])
+        .collect();
+    let mut requests_: Vec<LoadRequest<'_>> = slices
+        .iter_mut()
+        .enumerate()
+        .map(|(i, dst)| LoadRequest {
+            object: i,
+            component: 0,
+            dst,
+            offset: Some(0),
+            convert: None,
+        })
+        .collect();
+    assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
+    drop(requests_);
+    for (i, s) in slices.iter().enumerate() {
+        let mut want = vec![0u8; s.len()];
+        local.read_range(i, 0, 0, &mut want).unwrap();
+        assert!(*s == want, "slice of object {i}");
+    }
+    let (requests, bytes) = server.stats();
+    eprintln!("open + 1/8 of every tensor: {requests} requests, {bytes} bytes");
+    assert!(bytes < size / 8 + 12 * MIB, "{bytes}");
+
+    // The whole model through one batch, with a bounded number of requests in flight.
+    server.reset();
+    let r = Reader::open(server.url("big.zt")).unwrap();
+    let mut all: Vec<Vec<u8>> = r
+        .objects()
+        .iter()
+        .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
+        .collect();
+    let mut requests_: Vec<LoadRequest<'_>> = all
+        .iter_mut()
+        .enumerate()
+        .map(|(i, dst)| LoadRequest {
+            object: i,
+            component: 0,
+            dst,
+            offset: None,
+            convert: None,
+        })
+        .collect();
+    assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
+    drop(requests_);
+    for (i, a) in all.iter().enumerate() {
+        assert!(*a == local.read_to_vec(i, 0).unwrap(), "object {i}");
+    }
+    let (requests, bytes) = server.stats();
+    eprintln!("open + full load: {requests} requests, {bytes} bytes of {size}");
+    assert!(bytes <= size + 2 * MIB, "{bytes}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What a walk over a reader gives: every object, every component's bytes or error kind,
+/// every digest check; an open failure is its kind.
+fn transcript(r: Result<Reader<'_>, ztensor::Error>) -> Vec<String> {
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => return vec![format!("open {:?}", e.kind())],
+    };
+    let mut out = vec![format!("{:?} {} objects", r.container(), r.objects().len())];
+    for (i, o) in r.objects().iter().enumerate() {
+        for (ci, c) in o.components().iter().enumerate() {
+            let data = match r.read_to_vec(i, ci) {
+                Ok(v) => format!(
+                    "{:x}",
+                    v.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64)
+                        .wrapping_mul(0x100000001b3))
+                ),
+                Err(e) => format!("{:?}", e.kind()),
+            };
+            let view = r.view(i, ci).map(|v| v.data.len()).map_err(|e| e.kind());
+            let verify = r.verify_component(i, ci).map_err(|e| e.kind());
+            out.push(format!(
+                "{} {} {} {data} {view:?} {verify:?}",
+                o.name(),
+                c.role(),
+                c.decoded_length()
+            ));
+        }
+    }
+    out.push(format!("verify {:?}", r.verify().map_err(|e| e.kind())));
+    out
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if !matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("json" | "py" | "md" | "tsv" | "txt" | "rs" | "toml" | "lock")
+        ) {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_vector_reads_remotely_as_its_local_copy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let server = Server::start(&root, "");
+    let mut all = Vec::new();
+    files(&root, &mut all);
+    all.sort();
+    let mut formats = std::collections::BTreeMap::new();
+    for path in &all {
+        let rel = path.strip_prefix(&root).unwrap().to_str().unwrap();
+        if rel.starts_with("hostile/alloc/") {
+            continue; // decompression bombs: minutes of decoding, nothing about sources
+        }
+        let local = transcript(Reader::open(path));
+        let t = std::time::Instant::now();
+        let remote = transcript(Reader::open_url(&server.url(rel), &opts(), &no_retry()));
+        if t.elapsed().as_millis() > 200 {
+            eprintln!("{rel}: {:?}", t.elapsed());
+        }
+        assert_eq!(local, remote, "{rel}");
+        *formats
+            .entry(local[0].split(' ').next().unwrap().to_owned())
+            .or_insert(0) += 1;
+    }
+    eprintln!("{} files: {formats:?}", all.len());
+    for f in ["ZTensor", "Safetensors", "Gguf", "Tensogram"] {
+        assert!(
+            formats.get(f).copied().unwrap_or(0) > 0,
+            "no {f} vector read: {formats:?}"
+        );
+    }
+}
+
+/// The builds of tests/c/test_remote.c ctest names in ZT_TEST_REMOTE_C (':'-separated:
+/// plain, and under ASan where the compiler has it); none under plain `cargo test`.
+fn c_programs() -> Vec<String> {
+    let Ok(programs) = std::env::var("ZT_TEST_REMOTE_C") else {
+        eprintln!("ZT_TEST_REMOTE_C not set (ctest sets it): the C program was not run");
+        return Vec::new();
+    };
+    programs
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn injected_faults_are_statuses_that_name_the_url() {
+    let dir = common::temp_dir("remote_faults");
+    let mut w = Writer::create(dir.join("m.zt")).unwrap();
+    w.add(
+        "a",
+        DType::U8,
+        &[200_000],
+        &common::bytes(3, 200_000),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let server = Server::start(&dir, "");
+    let url = server.url("m.zt");
+    let read = |kind: &str| {
+        let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
+        server.fault(kind, 1);
+        let e = r.read_to_vec(0, 0).unwrap_err();
+        server.reset();
+        e
+    };
+    for (kind, status) in [
+        ("drop", ErrorKind::Io),
+        ("truncate", ErrorKind::Io),
+        ("short", ErrorKind::Io),
+        ("wrong_range", ErrorKind::Io),
+        ("full", ErrorKind::Io),
+        ("status:500", ErrorKind::Io),
+        ("status:403", ErrorKind::Io),
+    ] {
+        let e = read(kind);
+        assert_eq!(e.kind(), status, "{kind}: {e}");
+        assert!(e.message().contains(&url), "{kind}: {e}");
+        eprintln!("{kind}: {e}");
+    }
+    // At open too.
+    for kind in ["drop", "truncate", "status:403", "wrong_range"] {
+        server.fault(kind, 1);
+        let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
+        server.reset();
+        assert_eq!(e.kind(), ErrorKind::Io, "{kind}: {e}");
+        assert!(e.message().contains(&url), "{kind}: {e}");
+    }
+    // No such object; no server at all.
+    let e = Reader::open(server.url("missing.zt")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert!(
+        e.message().contains("missing.zt") && e.message().contains("404"),
+        "{e}"
+    );
+    let e = Reader::open_url("http://127.0.0.1:1/m.zt", &opts(), &no_retry()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.message().contains("http://127.0.0.1:1/m.zt"), "{e}");
+
+    // The same faults through the C API, from the C program (plain and under ASan).
+    for program in &c_programs() {
+        let out = Command::new(&program)
+            .current_dir(&dir)
+            .env("ZT_REMOTE_FAULTS", server.url("").trim_end_matches('/'))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{program}:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{program} failed");
+        assert!(
+            text.contains("faults: 7 kinds"),
+            "{program} injected nothing"
+        );
+    }
+
+    // The object changes after the open: a Format error, never other bytes.
+    let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut w = Writer::create(dir.join("m.zt")).unwrap();
+    w.add(
+        "a",
+        DType::U8,
+        &[200_000],
+        &common::bytes(4, 200_000),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let e = r.read_to_vec(0, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Format, "{e}");
+    assert!(e.message().contains("changed"), "{e}");
+}
+
+#[test]
+fn retries_recover_from_a_dropped_connection() {
+    let dir = common::temp_dir("remote_retry");
+    let data = common::bytes(5, 300_000);
+    let mut w = Writer::create(dir.join("m.zt")).unwrap();
+    w.add("a", DType::U8, &[300_000], &data, &WriteOptions::default())
+        .unwrap();
+    w.finish().unwrap();
+    let server = Server::start(&dir, "");
+    let r = Reader::open(server.url("m.zt")).unwrap();
+    server.fault("drop", 1);
+    assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
+    server.fault("status:503", 2);
+    assert_eq!(
+        Reader::open(server.url("m.zt"))
+            .unwrap()
+            .read_to_vec(0, 0)
+            .unwrap(),
+        data
+    );
+}
+
+#[test]
+fn a_bearer_token_and_headers_reach_the_server() {
+    let dir = common::temp_dir("remote_token");
+    std::fs::create_dir_all(dir.join("private")).unwrap();
+    let data = common::bytes(6, 1000);
+    let mut w = Writer::create(dir.join("private/m.zt")).unwrap();
+    w.add("a", DType::U8, &[1000], &data, &WriteOptions::default())
+        .unwrap();
+    w.finish().unwrap();
+    let server = Server::start(&dir, "s3cr3t");
+    let url = server.url("private/m.zt");
+    let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert!(
+        e.message().contains("401") && !e.message().contains("s3cr3t"),
+        "{e}"
+    );
+    let with = |remote: RemoteOptions| Reader::open_url(&url, &opts(), &remote);
+    let r = with(RemoteOptions {
+        bearer_token: Some("s3cr3t".into()),
+        ..no_retry()
+    })
+    .unwrap();
+    assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
+    let header = ("Authorization".to_owned(), "Bearer s3cr3t".to_owned());
+    let r = with(RemoteOptions {
+        headers: vec![header],
+        ..no_retry()
+    })
+    .unwrap();
+    assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
+    let bad = ("bad name".to_owned(), "x".to_owned());
+    let e = with(RemoteOptions {
+        headers: vec![bad],
+        ..no_retry()
+    })
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// moto's S3 server on 127.0.0.1 with `files` uploaded to the bucket "models"; stopped
+/// when dropped (its stdin closes).
+struct S3 {
+    child: Child,
+    port: u16,
+}
+
+impl S3 {
+    fn start(files: &[(&str, PathBuf)]) -> S3 {
+        let python = common::pinned_python("tests/interop/remote-requirements.txt", "remote-venv");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/s3_server.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .arg("models")
+            .args(files.iter().map(|(k, p)| format!("{k}={}", p.display())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .expect("PORT n")
+            .parse()
+            .unwrap();
+        S3 { child, port }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Everything an S3 client needs here, given as options, not taken from the
+    /// environment (which other tests share, and which must not send a client looking for
+    /// credentials anywhere but 127.0.0.1).
+    fn options(&self) -> RemoteOptions {
+        let config = [
+            ("aws_access_key_id", "test"),
+            ("aws_secret_access_key", "test"),
+            ("aws_region", "us-east-1"),
+        ];
+        RemoteOptions {
+            endpoint: Some(self.endpoint()),
+            allow_http: true,
+            config: config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..no_retry()
+        }
+    }
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
+    let dir = common::temp_dir("remote_s3");
+    let model = dir.join("model.zt");
+    let mut w = Writer::create(&model).unwrap();
+    w.add(
+        "embed",
+        DType::F32,
+        &[1024, 256],
+        &common::bytes(8, 1 << 20),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    for i in 0..8 {
+        let z = compressible(3 << 20);
+        w.add(
+            &format!("layer{i}"),
+            DType::U8,
+            &[z.len() as u64],
+            &z,
+            &WriteOptions::zstd(1),
+        )
+        .unwrap();
+    }
+    w.add(
+        "norm",
+        DType::F32,
+        &[256],
+        &common::bytes(9, 1024),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let files: Vec<(&str, PathBuf)> = vec![
+        ("model.zt", model.clone()),
+        (
+            "st/small.safetensors",
+            vectors.join("safetensors/small.safetensors"),
+        ),
+        (
+            "st/dtypes.safetensors",
+            vectors.join("safetensors/dtypes.safetensors"),
+        ),
+        ("gguf/quant_v3.gguf", vectors.join("gguf/quant_v3.gguf")),
+        (
+            "tgm/compressed.tgm",
+            vectors.join("tensogram/compressed.tgm"),
+        ),
+        (
+            "tgm/streamed_multi.tgm",
+            vectors.join("tensogram/streamed_multi.tgm"),
+        ),
+        ("v01/f32.zt", vectors.join("reference/v01_dtype_f32.zt")),
+    ];
+    let s3 = S3::start(&files);
+    for (key, path) in &files {
+        let url = format!("s3://models/{key}");
+        let remote = Reader::open_url(&url, &opts(), &s3.options());
+        let stats = remote.as_ref().ok().and_then(|r| r.transfer_stats());
+        assert_eq!(transcript(Reader::open(path)), transcript(remote), "{url}");
+        let stats = stats.unwrap();
+        assert!(stats.requests <= 3 && stats.bytes < MIB, "{url}: {stats:?}");
+    }
+    let r = Reader::open_url("s3://models/model.zt", &opts(), &s3.options()).unwrap();
+    let open = r.transfer_stats().unwrap();
+    let local = Reader::open(&model).unwrap();
+    for i in 0..r.objects().len() {
+        assert_eq!(
+            r.read_to_vec(i, 0).unwrap(),
+            local.read_to_vec(i, 0).unwrap()
+        );
+    }
+    let all = r.transfer_stats().unwrap();
+    let size = std::fs::metadata(&model).unwrap().len();
+    eprintln!("s3 open: {open:?}; open + full load of {size} bytes: {all:?}");
+    assert!(all.bytes <= size + MIB, "{all:?}");
+
+    let e = Reader::open_url("s3://models/missing.zt", &opts(), &s3.options()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.message().contains("s3://models/missing.zt"), "{e}");
+
+    // The C program, with everything in the environment as a deployment would set it.
+    for program in &c_programs() {
+        let out = Command::new(program)
+            .current_dir(&dir)
+            .env("AWS_ENDPOINT_URL", s3.endpoint())
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .env("ZT_REMOTE_URL", "s3://models/model.zt")
+            .env("ZT_REMOTE_LOCAL", &model)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{program}:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{program} failed");
+        assert!(
+            text.contains("open + full load of"),
+            "{program} loaded nothing"
+        );
+    }
+}
