@@ -628,3 +628,39 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     let e = ShardedWriter::create(gone.join(".zt"), 10).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn digests_of_a_set_are_checked_in_the_shard_that_holds_them() {
+    use ztensor::{DType, DigestAlgorithm, ShardedWriter, WriteOptions};
+    let dir = common::temp_dir("shards_verify");
+    let data: Vec<Vec<u8>> = (0..3).map(|i| common::bytes(100 + i, 1000)).collect();
+    let mut w = ShardedWriter::create(dir.join("v"), 1).unwrap();
+    for (i, d) in data.iter().enumerate() {
+        let opts = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
+        w.add(&format!("t{i}"), DType::U8, &[1000], d, &opts)
+            .unwrap();
+    }
+    let index = w.finish().unwrap();
+    let verify = OpenOptions {
+        verify_on_open: true,
+        ..Default::default()
+    };
+    Reader::open_with(&index, &verify).unwrap();
+    // One byte of t1's data, in the second shard, changed.
+    let shard = dir.join("v-00002-of-00003.zt");
+    let r = Reader::open(&index).unwrap();
+    let at = r.object(1).unwrap().components()[0].offset() as usize;
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[at + 10] ^= 1;
+    std::fs::write(&shard, bytes).unwrap();
+    let e = Reader::open_with(&index, &verify).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Checksum, "{e}");
+    assert!(
+        e.message().contains("v-00002-of-00003.zt: object 't1'"),
+        "{e}"
+    );
+    let e = r.verify_component(1, 0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Checksum, "{e}");
+    r.verify_component(0, 0).unwrap();
+    r.verify_component(2, 0).unwrap();
+}
