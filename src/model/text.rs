@@ -256,6 +256,8 @@ fn has_nul(b: &[u8]) -> bool {
             return true;
         }
     }
+    // Not `contains`, which is `memchr` again, for at most 7 bytes.
+    #[allow(clippy::manual_contains)]
     words.remainder().iter().any(|&c| c == 0)
 }
 
