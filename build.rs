@@ -24,6 +24,10 @@ fn main() {
     };
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+        // Dependencies may define C symbols of their own (crc-fast, under object_store,
+        // exports crc_fast_*): keep every symbol of a linked archive out of the dynamic
+        // symbol table, so the library exports only its zt_ functions.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
     }
 
     generate_header();

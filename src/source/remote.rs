@@ -165,9 +165,11 @@ fn client_options(options: &RemoteOptions) -> Result<ClientOptions> {
 }
 
 fn retry(options: &RemoteOptions) -> RetryConfig {
-    let mut r = RetryConfig::default();
-    r.max_retries = options.retries.unwrap_or(DEFAULT_RETRIES);
-    r.retry_timeout = Duration::from_secs(60);
+    let mut r = RetryConfig {
+        max_retries: options.retries.unwrap_or(DEFAULT_RETRIES),
+        retry_timeout: Duration::from_secs(60),
+        ..RetryConfig::default()
+    };
     r.backoff.init_backoff = Duration::from_millis(50);
     r.backoff.max_backoff = Duration::from_secs(5);
     r
@@ -431,7 +433,7 @@ impl Remote {
     }
 
     /// Copies `[offset, offset + dst.len())` from a held block, if one holds all of it.
-    fn from_blocks(&self, offset: u64, dst: &mut [u8]) -> bool {
+    fn copy_held(&self, offset: u64, dst: &mut [u8]) -> bool {
         let b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
         let end = offset + dst.len() as u64;
         for (start, bytes) in b.held.iter().rev() {
@@ -449,7 +451,8 @@ impl Remote {
     fn block_for(&self, offset: u64, end: u64) -> Range<u64> {
         let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
         let start = offset / BLOCK * BLOCK;
-        let size = if start == b.last_end || (offset >= b.last_end && offset < b.last_end + BLOCK) {
+        let forward = offset >= b.last_end && offset < b.last_end.saturating_add(BLOCK);
+        let size = if start == b.last_end || forward {
             (b.next * 2).min(MAX_BLOCK)
         } else {
             BLOCK
@@ -464,7 +467,7 @@ impl Remote {
 
     /// Fills `dst` with the bytes at `offset`; the caller has bounds-checked the range.
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() || self.from_blocks(offset, dst) {
+        if dst.is_empty() || self.copy_held(offset, dst) {
             return Ok(());
         }
         let len = dst.len() as u64;
