@@ -167,12 +167,6 @@ def check_declarations(header, compiler, problems):
 # Symbols the linker itself may define in a shared library.
 LINKER_SYMBOLS = {"_init", "_fini", "_edata", "_end", "__bss_start"}
 
-# C functions of a Rust dependency that rustc exports from every cdylib linking it (no
-# version script of ours can narrow rustc's list): the crc-fast crate's, which the
-# `remote` feature brings in through object_store's S3 support. Documented in
-# docs/c-api.md ("Remote objects"); a build with -DZTENSOR_REMOTE=OFF exports none.
-DEPENDENCY_PREFIXES = ("crc_fast_",)
-
 
 def check_exports(nm, library, functions, problems):
     out = run([nm, "-D", "--defined-only", library])
@@ -187,7 +181,7 @@ def check_exports(nm, library, functions, problems):
     for name in sorted(zt - set(functions)):
         problems.add(f"{os.path.basename(library)} exports {name}, which the header does not declare")
     for name in sorted(exported - zt):
-        if name not in LINKER_SYMBOLS and not name.startswith(DEPENDENCY_PREFIXES):
+        if name not in LINKER_SYMBOLS:
             problems.add(f"{os.path.basename(library)} exports {name}, outside the zt_ namespace")
     return zt
 
