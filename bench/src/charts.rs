@@ -456,12 +456,18 @@ mod tests {
             lines[5],
             r##"<rect x="300" y="52" width="165" height="11" fill="#2563eb"/>"##
         );
-        assert_eq!(lines[6], r#"<text x="469" y="61" font-size="10">2.00x</text>"#);
+        assert_eq!(
+            lines[6],
+            r#"<text x="469" y="61" font-size="10">2.00x</text>"#
+        );
         assert_eq!(
             lines[7],
             r##"<rect x="300" y="64" width="41.3" height="11" fill="#f59e0b"/>"##
         );
-        assert_eq!(lines[8], r#"<text x="345.3" y="73" font-size="10">0.50x</text>"#);
+        assert_eq!(
+            lines[8],
+            r#"<text x="345.3" y="73" font-size="10">0.50x</text>"#
+        );
         // 0.004 / 0.016 = 0.25x.
         assert_eq!(
             lines[10],
@@ -497,7 +503,11 @@ mod tests {
         assert!(!dir.join("stale.svg").exists());
         assert!(dir.join("keep.txt").exists());
         let index = fs::read_to_string(dir.join("README.md")).unwrap();
-        assert!(index.ends_with("![overview](overview.svg)\n\n![open & list (W2)](open-list-w2.svg)\n\n"));
+        assert!(
+            index.ends_with(
+                "![overview](overview.svg)\n\n![open & list (W2)](open-list-w2.svg)\n\n"
+            )
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,13 +32,26 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     }
 }
 
-/// One `load_batch` of every tensor's data component into `bufs`.
-fn batch_into(r: &ztensor::Reader<'_>, bufs: &mut [Vec<u8>]) -> Res<()> {
+/// The reader's object index of each workload tensor, by name (a writer may order its
+/// manifest otherwise: the reference's is not in the order tensors were added).
+fn order_of(r: &ztensor::Reader<'_>, w: &Workload) -> Res<Vec<usize>> {
+    w.tensors
+        .iter()
+        .map(|t| {
+            r.find(&t.name)
+                .ok_or_else(|| format!("no tensor '{}' in the file", t.name).into())
+        })
+        .collect()
+}
+
+/// One `load_batch` of every tensor's data component into `bufs` (`order[i]`: the object
+/// of buffer i).
+fn batch_into(r: &ztensor::Reader<'_>, bufs: &mut [Vec<u8>], order: &[usize]) -> Res<()> {
     let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
         .iter_mut()
         .enumerate()
-        .map(|(object, dst)| ztensor::LoadRequest {
-            object,
+        .map(|(i, dst)| ztensor::LoadRequest {
+            object: order[i],
             component: 0,
             dst,
             offset: None,
@@ -54,15 +67,19 @@ fn batch_into(r: &ztensor::Reader<'_>, bufs: &mut [Vec<u8>]) -> Res<()> {
 fn small_tensors(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     eprintln!("W2: batch load");
     let r = ztensor::Reader::open(&f.ours)?;
+    let order = order_of(&r, w)?;
     let bufs = RefCell::new(caller_buffers(w));
     let whole = RefCell::new(vec![0x55u8; fs::metadata(&f.ours)?.len() as usize]);
     let check = |who| filled_right(w, &bufs, who);
     let st = f.safetensors.as_ref().ok_or("no safetensors file")?;
     let cases = vec![
-        case("ours load_batch", || batch_into(&r, &mut bufs.borrow_mut())).check(check("batch")),
+        case("ours load_batch", || {
+            batch_into(&r, &mut bufs.borrow_mut(), &order)
+        })
+        .check(check("batch")),
         case("ours read_into, one by one", || {
             for (i, b) in bufs.borrow_mut().iter_mut().enumerate() {
-                r.read_into(i, 0, b)?;
+                r.read_into(order[i], 0, b)?;
             }
             Ok(())
         })
@@ -95,14 +112,18 @@ fn small_tensors(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res
 fn single_frames(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     eprintln!("W3: batch load of the reference's single-frame file");
     let r = ztensor::Reader::open(&f.reference)?;
+    let order = order_of(&r, w)?;
     let stored = stored_ranges(&f.reference)?;
     let bufs = RefCell::new(caller_buffers(w));
     let check = |who| filled_right(w, &bufs, who);
     let cases = vec![
-        case("ours load_batch", || batch_into(&r, &mut bufs.borrow_mut())).check(check("batch")),
+        case("ours load_batch", || {
+            batch_into(&r, &mut bufs.borrow_mut(), &order)
+        })
+        .check(check("batch")),
         case("ours read_into, one by one", || {
             for (i, b) in bufs.borrow_mut().iter_mut().enumerate() {
-                r.read_into(i, 0, b)?;
+                r.read_into(order[i], 0, b)?;
             }
             Ok(())
         })
@@ -111,7 +132,7 @@ fn single_frames(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res
             let m = map(&f.reference)?;
             let mut d = zstd::bulk::Decompressor::new()?;
             for (i, b) in bufs.borrow_mut().iter_mut().enumerate() {
-                let (off, len) = stored[i];
+                let (off, len) = stored[order[i]];
                 if d.decompress_to_buffer(&m[off..off + len], &mut b[..])? != b.len() {
                     return Err("short zstd decode".into());
                 }

@@ -52,8 +52,11 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         }
         let met = row.vs_best_peer().is_some_and(|r| r >= 1.0);
         rows.push(
-            row.note(format!("{} tensors; ours reads the peer's own file", w.tensors.len()))
-                .target(">= 1x the format's own reader", met),
+            row.note(format!(
+                "{} tensors; ours reads the peer's own file",
+                w.tensors.len()
+            ))
+            .target(">= 1x the format's own reader", met),
         );
     }
     Ok(())
