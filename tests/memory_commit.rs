@@ -5,31 +5,8 @@
 
 use ztensor::{ErrorKind, OpenOptions, Reader};
 
-/// A CBOR head: major type and argument, shortest form.
-fn head(out: &mut Vec<u8>, major: u8, n: u64) {
-    let m = major << 5;
-    match n {
-        0..=23 => out.push(m | n as u8),
-        24..=0xff => out.extend([m | 24, n as u8]),
-        0x100..=0xffff => {
-            out.push(m | 25);
-            out.extend((n as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(m | 26);
-            out.extend((n as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(m | 27);
-            out.extend(n.to_be_bytes());
-        }
-    }
-}
-
-fn text(out: &mut Vec<u8>, s: &str) {
-    head(out, 3, s.len() as u64);
-    out.extend(s.as_bytes());
-}
+mod common;
+use common::{cbor_head as head, cbor_text as text};
 
 /// A zstd frame of one raw block holding `content`, its size recorded.
 fn frame(content: &[u8]) -> Vec<u8> {

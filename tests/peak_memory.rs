@@ -441,30 +441,8 @@ fn tensogram_metadata_trees_are_bounded() {
 
 // ----- zTensor --------------------------------------------------------------------------
 
-fn cbor_head(out: &mut Vec<u8>, major: u8, n: u64) {
-    let m = major << 5;
-    match n {
-        0..=23 => out.push(m | n as u8),
-        24..=0xff => out.extend([m | 24, n as u8]),
-        0x100..=0xffff => {
-            out.push(m | 25);
-            out.extend((n as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(m | 26);
-            out.extend((n as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(m | 27);
-            out.extend(n.to_be_bytes());
-        }
-    }
-}
-
-fn cbor_text(out: &mut Vec<u8>, s: &str) {
-    cbor_head(out, 3, s.len() as u64);
-    out.extend(s.as_bytes());
-}
+mod common;
+use common::{cbor_head, cbor_text};
 
 /// A zTensor v1.2 file: `hole` zero bytes of data after the magic, the manifest
 /// (`body` appended to a map of `keys` keys whose first is "version": "1.2.0"), then

@@ -5,6 +5,34 @@ pub mod gguf;
 
 use ztensor::{DType, Reader};
 
+/// Appends a CBOR head (major type and argument) in its shortest form: for tests that
+/// craft manifests the writer would refuse to write.
+pub fn cbor_head(out: &mut Vec<u8>, major: u8, n: u64) {
+    let m = major << 5;
+    match n {
+        0..=23 => out.push(m | n as u8),
+        24..=0xff => out.extend([m | 24, n as u8]),
+        0x100..=0xffff => {
+            out.push(m | 25);
+            out.extend((n as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(m | 26);
+            out.extend((n as u32).to_be_bytes());
+        }
+        _ => {
+            out.push(m | 27);
+            out.extend(n.to_be_bytes());
+        }
+    }
+}
+
+/// Appends a CBOR text string.
+pub fn cbor_text(out: &mut Vec<u8>, s: &str) {
+    cbor_head(out, 3, s.len() as u64);
+    out.extend(s.as_bytes());
+}
+
 /// Deterministic pseudo-random bytes (xorshift), so tests need no fixtures.
 pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
