@@ -1396,7 +1396,14 @@ mod tests {
             unsigned(&[0x1b, 1, 2, 3, 4, 5, 6, 7, 8]),
             (Some(0x0102_0304_0506_0708), 9)
         );
-        for nothing in [&[0x18][..], &[0x1a, 1, 2, 3], &[0x1c], &[0x20], &[0x60], &[]] {
+        for nothing in [
+            &[0x18][..],
+            &[0x1a, 1, 2, 3],
+            &[0x1c],
+            &[0x20],
+            &[0x60],
+            &[],
+        ] {
             assert_eq!(unsigned(nothing), (None, 0), "{nothing:?}");
         }
         let text = |b: &[u8]| {
@@ -1407,7 +1414,13 @@ mod tests {
         assert_eq!(text(b"\x60"), (Some(String::new()), 1));
         assert_eq!(text(b"\x78\x03xyz!"), (Some("xyz".into()), 5));
         assert_eq!(text(&[0x62, 0xc3, 0xa9]), (Some("\u{e9}".into()), 3));
-        for nothing in [&[0x62, 0xff, 0xfe][..], &[0x64, b'a'], &[0x79, 0, 1, b'a'], &[0x7f], &[0x40]] {
+        for nothing in [
+            &[0x62, 0xff, 0xfe][..],
+            &[0x64, b'a'],
+            &[0x79, 0, 1, b'a'],
+            &[0x7f],
+            &[0x40],
+        ] {
             assert_eq!(text(nothing), (None, 0), "{nothing:?}");
         }
         let container = |b: &[u8], major: u8, depth: usize| {

@@ -345,7 +345,12 @@ mod tests {
 
     #[test]
     fn the_last_error_belongs_to_its_thread_until_its_next_call() {
-        let last = || unsafe { CStr::from_ptr(zt_last_error()) }.to_str().unwrap().to_owned();
+        let last = || {
+            unsafe { CStr::from_ptr(zt_last_error()) }
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
         let mut size = 0usize;
         let fail = |size: &mut usize| unsafe { zt_dtype_size(13, size) };
         let succeed = |size: &mut usize| unsafe { zt_dtype_size(DType::F32 as u32, size) };

@@ -8,8 +8,7 @@ use std::sync::Mutex;
 
 use super::{
     guard, guard_value, need, need_bytes, need_bytes_mut, need_cstr, need_dtype, need_out,
-    need_str, put,
-    zt_status,
+    need_str, put, zt_status,
 };
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
@@ -392,7 +391,11 @@ pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) 
         }
     };
     // SAFETY: `role` is NUL-terminated, per the API contract.
-    if let Some(i) = o.components().iter().position(|c| unsafe { equals(role, c.role_c()) }) {
+    if let Some(i) = o
+        .components()
+        .iter()
+        .position(|c| unsafe { equals(role, c.role_c()) })
+    {
         return Ok(i);
     }
     let role = need_str(role, "role")?;
