@@ -63,9 +63,21 @@ pub(crate) fn open_index(
     drop(source);
     let (attributes, weight_map) = parse_index(&bytes, limits)?;
     // The shards in name order (transformers numbers them, so that is their order).
-    let mut files: Vec<&str> = weight_map.iter().map(|(_, f)| &**f).collect();
+    // Entries of one file come in runs: a set lookup only where the file changes,
+    // instead of sorting every entry's file name.
+    let mut seen = std::collections::HashSet::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut last: Option<&str> = None;
+    for (_, f) in &weight_map {
+        if last != Some(&**f) {
+            if seen.insert(&**f) {
+                files.push(f);
+            }
+            last = Some(f);
+        }
+    }
+    drop(seen);
     files.sort_unstable();
-    files.dedup();
     if files.len() > u32::MAX as usize {
         bail!(Limit, "the index names {} files", files.len());
     }
@@ -146,7 +158,12 @@ fn parse_index<'t>(
     bytes: &'t [u8],
     limits: &Limits,
 ) -> Result<(Option<Attributes>, WeightMap<'t>)> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // UTF-8 checked once for the whole text (a string at a time costs more: an index
+    // holds tens of thousands of short strings).
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        bail!(Format, "the index is not UTF-8 text");
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
     let index = serde::Deserialize::deserialize(&mut de)
         .and_then(|i: Index<'t>| de.end().map(|()| i))
         .map_err(|e| err!(Format, "the index is not JSON of the expected shape: {e}"))?;
