@@ -41,20 +41,20 @@
  * when ZT_DLL_EXPORT is defined, or nothing when ZT_STATIC is defined (static library).
  */
 #ifndef ZT_API
-#  if defined(_WIN32) || defined(__CYGWIN__)
-#    if defined(ZT_STATIC)
-#      define ZT_API
-#    elif defined(ZT_DLL_EXPORT)
-#      define ZT_API __declspec(dllexport)
-#    else
-#      define ZT_API __declspec(dllimport)
-#    endif
-#  elif defined(__GNUC__) && __GNUC__ >= 4
-#    define ZT_API __attribute__((visibility("default")))
-#  else
-#    define ZT_API
-#  endif
-#endif
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(ZT_STATIC)
+#define ZT_API
+#elif defined(ZT_DLL_EXPORT)
+#define ZT_API __declspec(dllexport)
+#else
+#define ZT_API __declspec(dllimport)
+#endif /* ZT_STATIC, ZT_DLL_EXPORT */
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define ZT_API __attribute__((visibility("default")))
+#else
+#define ZT_API
+#endif /* _WIN32, __GNUC__ */
+#endif /* ZT_API */
 
 /**
  * Major version of this header. Compare with `zt_version()` at run time to catch a
