@@ -377,6 +377,75 @@ fn broken_indexes_are_refused_naming_the_file() {
     refused(&index, ErrorKind::Format, &["no files"]);
 }
 
+/// Indexes the fast scan leaves to serde_json (an escape, a repeated key, a raw control
+/// character) read exactly as serde_json reads them, whatever the scan had already found
+/// and started parsing.
+#[test]
+fn indexes_with_escapes_or_repeated_keys_read_as_json_says() {
+    let st1 = "model-00001-of-00003.safetensors";
+    let st2 = "model-00002-of-00003.safetensors";
+    let st3 = "model-00003-of-00003.safetensors";
+    let want = expected("safetensors");
+    // Escapes in a name and in a file name, after entries the scan has handed on.
+    let dir = copy_set("safetensors", "shards_escaped");
+    let index = edit_index(&dir, |t| {
+        t.replace(
+            &format!("\"model.layers.0.attn.weight\": \"{st1}\""),
+            "\"model.layers.0.attn\\u002eweight\": \"model-00001-of-00003\\u002esafetensors\"",
+        )
+    });
+    assert!(
+        std::fs::read_to_string(&index)
+            .unwrap()
+            .contains("attn\\u002eweight")
+    );
+    check_set(&Reader::open(&index).unwrap(), &dir, &want);
+
+    // A repeated weight_map: the last one is the index's (serde_json's reading), so the
+    // shards of the first, already found, are not the set's.
+    let dir = copy_set("safetensors", "shards_repeated");
+    let index = edit_index(&dir, |t| {
+        t.replacen(
+            "\"weight_map\": {",
+            &format!("\"weight_map\": {{\"x\": \"{st2}\"}}, \"weight_map\": {{"),
+            1,
+        )
+    });
+    check_set(&Reader::open(&index).unwrap(), &dir, &want);
+    let index = edit_index(&dir, |t| {
+        let end = t.rfind('}').unwrap();
+        format!(
+            "{}, \"weight_map\": {{\"x\": \"gone.safetensors\"}}}}",
+            &t[..end]
+        )
+    });
+    refused(&index, ErrorKind::Io, &["shard gone.safetensors"]);
+
+    // A raw tab inside a name is not JSON.
+    let dir = copy_set("safetensors", "shards_control");
+    let index = edit_index(&dir, |t| {
+        t.replace("\"lm_head.weight\"", "\"lm_head\t.weight\"")
+    });
+    refused(
+        &index,
+        ErrorKind::Format,
+        &["not JSON", "control character"],
+    );
+
+    // Shards found in the order 3, 1, 2, two of them missing: the first missing in the
+    // set's order is named, whichever was parsed first.
+    let dir = copy_set("safetensors", "shards_two_missing");
+    std::fs::remove_file(dir.join(st1)).unwrap();
+    std::fs::remove_file(dir.join(st3)).unwrap();
+    for _ in 0..20 {
+        refused(
+            &dir.join("model.safetensors.index.json"),
+            ErrorKind::Io,
+            &["shard", st1],
+        );
+    }
+}
+
 /// Replaces the only occurrence of `from` in a file with `to` (as long).
 fn patch(path: &Path, from: &[u8], to: &[u8]) {
     assert_eq!(from.len(), to.len());

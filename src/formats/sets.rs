@@ -15,6 +15,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Component as PathPart, Path, PathBuf};
+use std::sync::{Condvar, Mutex, OnceLock};
 
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
@@ -61,49 +62,305 @@ pub(crate) fn open_index(
     // Read with pread into a buffer of its own (the source maps nothing).
     let bytes = source.region(0, source.size())?.into_owned();
     drop(source);
-    let (attributes, weight_map) = parse_index(&bytes, limits)?;
-    // The shards in name order (transformers numbers them, so that is their order).
-    // Entries of one file come in runs: a set lookup only where the file changes,
-    // instead of sorting every entry's file name.
-    let mut seen = std::collections::HashSet::new();
-    let mut files: Vec<&str> = Vec::new();
-    let mut last: Option<&str> = None;
-    for (_, f) in &weight_map {
-        if last != Some(&**f) {
-            if seen.insert(&**f) {
-                files.push(f);
-            }
-            last = Some(f);
-        }
-    }
-    drop(seen);
-    files.sort_unstable();
-    if files.len() > u32::MAX as usize {
-        bail!(Limit, "the index names {} files", files.len());
-    }
-    for file in &files {
-        if let Err(why) = check_relative(file) {
-            let name = &weight_map
-                .iter()
-                .find(|(_, f)| f == file)
-                .expect("listed")
-                .0;
-            bail!(Format, "the index maps tensor '{name}' to '{file}', {why}");
-        }
-    }
+    // UTF-8 checked once for the whole text (a string at a time costs more: an index
+    // holds tens of thousands of short strings).
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        bail!(Format, "the index is not UTF-8 text");
+    };
     let dir = index.parent().unwrap_or(Path::new("."));
-    let jobs: Vec<(&str, PathBuf)> = files.iter().map(|f| (*f, dir.join(f))).collect();
-    let parsed = parse_shards(&jobs, options, limits);
-    let mut parts = Vec::with_capacity(files.len());
-    let mut shards = Vec::with_capacity(files.len());
-    for result in parsed {
-        let (model, shard) = result?;
+    // The common index is scanned while its shards are parsed; any other goes through
+    // serde_json first (which says what is wrong with a broken one).
+    let run = match pipelined(dir, options, limits, |entry| scan_index(text, entry)) {
+        Some(run) => run?,
+        None => {
+            let (metadata, weight_map) = parse_index(text)?;
+            let read = |entry: &mut dyn FnMut(&str, &str)| {
+                for (name, file) in &weight_map {
+                    entry(name, file);
+                }
+                Some((metadata, weight_map))
+            };
+            pipelined(dir, options, limits, read).expect("a parsed index is read")?
+        }
+    };
+    let attributes = metadata_attributes(run.metadata, limits)?;
+    let Run {
+        found,
+        mut results,
+        grouped,
+        ..
+    } = run;
+    // The shards in name order (transformers numbers them, so that is their order). After
+    // a failure the workers stop: a shard they left is parsed here, so that the set's
+    // error is the first in that order, as if they were parsed one by one.
+    let mut order: Vec<usize> = (0..found.files.len()).collect();
+    order.sort_unstable_by_key(|&i| &found.files[i]);
+    results.resize_with(found.files.len(), || None);
+    let mut parts = Vec::with_capacity(order.len());
+    let mut shards = Vec::with_capacity(order.len());
+    let mut all_agree = true;
+    for &i in &order {
+        let (model, shard, agrees) = match results[i].take() {
+            Some(result) => result?,
+            None => {
+                let file = &found.files[i];
+                let (model, shard) = parse_shard(file, dir.join(file), options, limits, None)?;
+                (model, shard, None)
+            }
+        };
+        all_agree &= agrees.unwrap_or_else(|| grouped.agrees(i, &model));
         parts.push(model);
         shards.push(shard);
     }
+    let files: Vec<&str> = order.iter().map(|&i| found.files[i].as_str()).collect();
     let model = merge(parts, &files, attributes)?;
-    check_weight_map(&model, &weight_map, &files)?;
+    if !all_agree {
+        check_weight_map(&model, &grouped.weight_map, &files)?;
+    }
     Ok((model, Shards::new(shards)))
+}
+
+/// What `pipelined` gives: the index's metadata text, the shards found, their parsed
+/// models (by number as found) and the weight map.
+struct Run<'t> {
+    metadata: Option<&'t str>,
+    found: Found,
+    results: Vec<Option<Result<(Model, Shard, Option<bool>)>>>,
+    grouped: Grouped<'t>,
+}
+
+/// Reads an index with `read` (which reports every entry of the weight map in order,
+/// then gives the metadata's text and the weight map, or `None` when it can't read this
+/// index) while the shards it names are parsed by workers as they are found, each
+/// checked against its entries once the whole index is read. `None` when `read` gave up (after the parsing stopped).
+fn pipelined<'t>(
+    dir: &Path,
+    options: SetOptions,
+    limits: &Limits,
+    read: impl FnOnce(&mut dyn FnMut(&str, &str)) -> Option<(Option<&'t str>, WeightMap<'t>)>,
+) -> Option<Result<Run<'t>>> {
+    let pipe = Pipeline {
+        dir,
+        options,
+        limits,
+        state: Mutex::new(PipeState::default()),
+        wake: Condvar::new(),
+        read: OnceLock::new(),
+    };
+    let mut found = Found::default();
+    let metadata = std::thread::scope(|scope| {
+        // As many workers as cores, this thread reading the index beside them (the
+        // system shares the cores; shards are too few to balance by taking turns).
+        for _ in 0..crate::codec::threads() {
+            scope.spawn(|| pipe.work());
+        }
+        let read = read(&mut |name, file| found.entry(&pipe, name, file));
+        match read {
+            Some((metadata, weight_map)) if found.refused.is_none() => {
+                let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
+                let _ = pipe.read.set(grouped);
+                pipe.update(|s| s.closed = true);
+                Some(metadata)
+            }
+            read => {
+                pipe.update(|s| (s.closed, s.failed) = (true, true));
+                read.map(|(metadata, _)| metadata)
+            }
+        }
+    })?;
+    if let Some((name, file, why)) = found.refused {
+        return Some(Err(err!(
+            Format,
+            "the index maps tensor '{name}' to '{file}', {why}"
+        )));
+    }
+    let Pipeline { state, read, .. } = pipe;
+    let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    Some(Ok(Run {
+        metadata,
+        found,
+        results: state.results,
+        grouped: read.into_inner().expect("set when nothing was refused"),
+    }))
+}
+
+/// The shards an index names, as its entries are read: numbered as first met (entries
+/// of one file come in runs, so a map lookup only where the file changes), each handed
+/// to the pipeline once; the first file that may not be opened is kept for the error.
+#[derive(Default)]
+struct Found {
+    ids: HashMap<String, u32>,
+    files: Vec<String>,
+    of_entry: Vec<u32>,
+    last: Option<u32>,
+    refused: Option<(String, String, &'static str)>,
+}
+
+impl Found {
+    fn entry(&mut self, pipe: &Pipeline<'_, '_>, name: &str, file: &str) {
+        let id = match self.last {
+            Some(id) if self.files[id as usize] == file => id,
+            _ => {
+                let id = match self.ids.get(file) {
+                    Some(&id) => id,
+                    None => self.found(pipe, name, file),
+                };
+                self.last = Some(id);
+                id
+            }
+        };
+        self.of_entry.push(id);
+    }
+
+    /// A file not met before: handed to the pipeline, or kept as the error.
+    fn found(&mut self, pipe: &Pipeline<'_, '_>, name: &str, file: &str) -> u32 {
+        let id = self.files.len() as u32;
+        self.ids.insert(file.to_owned(), id);
+        self.files.push(file.to_owned());
+        match check_relative(file) {
+            Ok(()) => pipe.update(|s| s.files.push(Some(file.to_owned()))),
+            Err(why) => {
+                self.refused
+                    .get_or_insert_with(|| (name.to_owned(), file.to_owned(), why));
+                pipe.update(|s| {
+                    s.files.push(None);
+                    s.failed = true;
+                });
+            }
+        }
+        id
+    }
+}
+
+/// The weight map with its entries grouped by shard (numbered as first met): the entries
+/// of shard `i` are `entries[starts[i]..starts[i + 1]]`.
+struct Grouped<'t> {
+    weight_map: WeightMap<'t>,
+    starts: Vec<usize>,
+    entries: Vec<u32>,
+}
+
+impl<'t> Grouped<'t> {
+    fn new(weight_map: WeightMap<'t>, of_entry: &[u32], files: usize) -> Grouped<'t> {
+        let mut starts = vec![0usize; files + 1];
+        for &id in of_entry {
+            starts[id as usize + 1] += 1;
+        }
+        for i in 0..files {
+            starts[i + 1] += starts[i];
+        }
+        let mut entries = vec![0u32; of_entry.len()];
+        let mut fill = starts.clone();
+        for (e, &id) in of_entry.iter().enumerate() {
+            entries[fill[id as usize]] = e as u32;
+            fill[id as usize] += 1;
+        }
+        Grouped {
+            weight_map,
+            starts,
+            entries,
+        }
+    }
+
+    /// Whether shard `i`'s model holds exactly the objects its entries name.
+    fn agrees(&self, i: usize, model: &Model) -> bool {
+        let mine = &self.entries[self.starts[i]..self.starts[i + 1]];
+        let names = mine
+            .iter()
+            .map(|&e| self.weight_map[e as usize].0.as_bytes());
+        lists_every_object_once(model, mine.len(), names)
+    }
+}
+
+/// Shards parsed while the index that names them is read (see `open_index`).
+struct Pipeline<'a, 't> {
+    dir: &'a Path,
+    options: SetOptions,
+    limits: &'a Limits,
+    state: Mutex<PipeState>,
+    wake: Condvar,
+    /// The index's entries by shard, once it is read.
+    read: OnceLock<Grouped<'t>>,
+}
+
+#[derive(Default)]
+struct PipeState {
+    /// Shards as found (`None`: one that may not be opened).
+    files: Vec<Option<String>>,
+    /// The next of `files` to parse.
+    next: usize,
+    /// Every shard has been found (or the index failed).
+    closed: bool,
+    /// A shard or the index failed: no new shard is started.
+    failed: bool,
+    results: Vec<Option<Result<(Model, Shard, Option<bool>)>>>,
+}
+
+impl<'t> Pipeline<'_, 't> {
+    fn update(&self, f: impl FnOnce(&mut PipeState)) {
+        f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
+        self.wake.notify_all();
+    }
+
+    /// Parses shards as they are found until every one is taken, then checks each
+    /// against its entries when the index is read. After a failure no new shard is
+    /// started.
+    fn work(&self) {
+        loop {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            while state.next == state.files.len() && !state.closed && !state.failed {
+                state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+            }
+            if state.failed || state.next == state.files.len() {
+                return;
+            }
+            let i = state.next;
+            state.next += 1;
+            let file = state.files[i]
+                .clone()
+                .expect("openable shards only, before a failure");
+            drop(state);
+            let path = self.dir.join(&file);
+            let parsed = parse_shard(&file, path, self.options, self.limits, None);
+            let result = parsed.map(|(model, shard)| {
+                let agrees = self.agrees(i, &model);
+                (model, shard, agrees)
+            });
+            self.update(|s| {
+                s.failed |= result.is_err();
+                if s.results.len() <= i {
+                    s.results.resize_with(i + 1, || None);
+                }
+                s.results[i] = Some(result);
+            });
+        }
+    }
+
+    /// Whether shard `i` holds exactly the objects its entries name, when the index is
+    /// read by now (`None` otherwise: the worker goes on to the next shard, and the
+    /// check is left for after).
+    fn agrees(&self, i: usize, model: &Model) -> Option<bool> {
+        self.read.get().map(|g| g.agrees(i, model))
+    }
+}
+
+/// True when `names` (`count` of them) are the names of `model`'s objects, each once.
+fn lists_every_object_once<'n>(
+    model: &Model,
+    count: usize,
+    names: impl Iterator<Item = &'n [u8]>,
+) -> bool {
+    if count != model.objects.len() {
+        return false;
+    }
+    let mut listed = vec![false; count];
+    for name in names {
+        match model.by_name.find(&model.objects, name) {
+            Some(at) if !std::mem::replace(&mut listed[at], true) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Every entry of the weight map names an object of the set held by the file it says,
@@ -151,35 +408,154 @@ fn check_weight_map(
 /// index's text unless escaped.
 type WeightMap<'t> = Vec<(Cow<'t, str>, Cow<'t, str>)>;
 
-/// The index's `metadata` (as attributes) and its `weight_map`, checked: an object of
-/// strings, each a relative path inside the index's directory. Parsed straight from the
-/// text, without a tree of the weight map.
-fn parse_index<'t>(
-    bytes: &'t [u8],
-    limits: &Limits,
-) -> Result<(Option<Attributes>, WeightMap<'t>)> {
-    // UTF-8 checked once for the whole text (a string at a time costs more: an index
-    // holds tens of thousands of short strings).
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        bail!(Format, "the index is not UTF-8 text");
-    };
+/// The index's `metadata` (its text) and its `weight_map` (an object of strings), parsed
+/// by serde_json straight from the text, without a tree of the weight map.
+fn parse_index(text: &str) -> Result<(Option<&str>, WeightMap<'_>)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let index = serde::Deserialize::deserialize(&mut de)
-        .and_then(|i: Index<'t>| de.end().map(|()| i))
+        .and_then(|i: Index<'_>| de.end().map(|()| i))
         .map_err(|e| err!(Format, "the index is not JSON of the expected shape: {e}"))?;
     let Some(weight_map) = index.weight_map else {
         bail!(Format, "the index has no weight_map");
     };
-    // The metadata's own text, parsed as attributes are (key order kept).
-    let attributes = match index.metadata.map(serde_json::value::RawValue::get) {
+    Ok((
+        index.metadata.map(serde_json::value::RawValue::get),
+        weight_map,
+    ))
+}
+
+/// The index's `metadata` text, parsed as attributes are (key order kept).
+fn metadata_attributes(metadata: Option<&str>, limits: &Limits) -> Result<Option<Attributes>> {
+    Ok(match metadata {
         None | Some("null") => None,
         Some(text) => match crate::json::from_json(text, limits.max_cbor_depth) {
             Ok(value @ crate::cbor::Value::Map(_)) => Some(Attributes::from_value(&value)),
             Ok(_) => bail!(Format, "the index's metadata is not a JSON object"),
             Err(e) => bail!(Format, "the index's metadata: {e}"),
         },
-    };
-    Ok((attributes, weight_map))
+    })
+}
+
+/// The common index, read without a parser's per-token work: a top-level object whose
+/// `weight_map` is an object of strings without escapes or control characters, as every
+/// writer of indexes writes it. Other values (the metadata, keys it doesn't know) are
+/// delimited by serde_json. Anything else (an escape, a repeated key, a value of
+/// another type, malformed text) is `None`, and the index is parsed by serde_json alone,
+/// which says what is wrong: this path reads a subset of what that one reads, the same
+/// way.
+fn scan_index<'t>(
+    text: &'t str,
+    entry: &mut dyn FnMut(&str, &str),
+) -> Option<(Option<&'t str>, WeightMap<'t>)> {
+    let mut s = Scan { text, at: 0 };
+    let (mut metadata, mut weight_map) = (None, None);
+    s.byte(b'{')?;
+    if s.byte(b'}').is_none() {
+        loop {
+            let key = s.string()?;
+            s.byte(b':')?;
+            if key == "weight_map" && weight_map.is_none() {
+                weight_map = Some(s.pairs(entry)?);
+            } else if key == "weight_map" || (key == "metadata" && metadata.is_some()) {
+                return None;
+            } else {
+                let value = s.value()?;
+                if key == "metadata" {
+                    metadata = Some(value);
+                }
+            }
+            if s.byte(b'}').is_some() {
+                break;
+            }
+            s.byte(b',')?;
+        }
+    }
+    s.ws();
+    (s.at == text.len()).then_some((metadata, weight_map?))
+}
+
+/// True when `bytes` hold a control character (below 0x20), which JSON strings may not
+/// hold raw: eight bytes at a time (a byte below 0x20 is one whose subtraction of 0x20
+/// borrows while its top bit was clear).
+fn has_control(bytes: &[u8]) -> bool {
+    const LOW: u64 = 0x2020_2020_2020_2020;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        if x.wrapping_sub(LOW) & !x & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&b| b < 0x20)
+}
+
+/// A position in an index's text (see `scan_index`).
+struct Scan<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Scan<'t> {
+    fn ws(&mut self) {
+        let bytes = self.text.as_bytes();
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// Past `b` after whitespace, or `None`.
+    fn byte(&mut self, b: u8) -> Option<()> {
+        self.ws();
+        (self.text.as_bytes().get(self.at) == Some(&b)).then(|| self.at += 1)
+    }
+
+    /// A string without escapes or control characters, after whitespace.
+    fn string(&mut self) -> Option<&'t str> {
+        self.byte(b'"')?;
+        let bytes = &self.text.as_bytes()[self.at..];
+        let len = memchr::memchr2(b'"', b'\\', bytes)?;
+        if bytes[len] != b'"' || has_control(&bytes[..len]) {
+            return None;
+        }
+        // Quotes are ASCII: both ends are character boundaries of the text.
+        let body = &self.text[self.at..self.at + len];
+        self.at += len + 1;
+        Some(body)
+    }
+
+    /// An object of such strings, as pairs in order.
+    fn pairs(&mut self, entry: &mut dyn FnMut(&str, &str)) -> Option<WeightMap<'t>> {
+        let mut pairs: WeightMap<'t> = Vec::new();
+        self.byte(b'{')?;
+        if self.byte(b'}').is_some() {
+            return Some(pairs);
+        }
+        loop {
+            let name = self.string()?;
+            self.byte(b':')?;
+            let file = self.string()?;
+            // Grown fallibly: the index's size bounds the entries, not memory.
+            if pairs.len() == pairs.capacity() && pairs.try_reserve(pairs.len().max(64)).is_err() {
+                return None;
+            }
+            pairs.push((Cow::Borrowed(name), Cow::Borrowed(file)));
+            entry(name, file);
+            if self.byte(b'}').is_some() {
+                return Some(pairs);
+            }
+            self.byte(b',')?;
+        }
+    }
+
+    /// Any JSON value's text, delimited by serde_json.
+    fn value(&mut self) -> Option<&'t str> {
+        let mut de = serde_json::Deserializer::from_str(&self.text[self.at..]);
+        let raw: &'t serde_json::value::RawValue = serde::Deserialize::deserialize(&mut de).ok()?;
+        let value = raw.get();
+        self.at = value.as_ptr() as usize - self.text.as_ptr() as usize + value.len();
+        Some(value)
+    }
 }
 
 /// The index's top-level object: `metadata` as a JSON value, `weight_map` as pairs, other
@@ -577,6 +953,24 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_found_in_any_position() {
+        let plain: Vec<u8> = (0x20..=0xffu8).collect();
+        assert!(!has_control(&plain));
+        for len in 0..20 {
+            for at in 0..len {
+                for c in [0u8, 0x01, 0x0a, 0x1f] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = c;
+                    assert!(has_control(&bytes), "{c:#x} at {at} of {len}");
+                }
+                let mut bytes = vec![0x20u8; len];
+                bytes[at] = 0xff;
+                assert!(!has_control(&bytes));
+            }
+        }
+    }
 
     #[test]
     fn split_names_are_llama_cpps() {
