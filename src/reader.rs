@@ -608,8 +608,9 @@ impl<'a> Reader<'a> {
     #[inline]
     fn view_in_place(&self, c: &Component) -> Option<View<'_>> {
         let alignment = self.model.traits.view_alignment(c.dtype);
-        // A shard that can't be opened: view_decoded reports why.
-        let source = self.files.part(c.blob.file).ok()?;
+        // A shard not open yet (or that can't be opened): view_decoded opens it or says
+        // why.
+        let source = self.files.opened(c.blob.file)?;
         if c.is_plain()
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)
             && ((data.as_ptr() as usize).is_multiple_of(alignment) || data.is_empty())

@@ -314,6 +314,7 @@ impl<'a> Source<'a> {
 
     /// `[offset, offset + len)` when the file is addressable memory; the caller has
     /// bounds-checked the range (the model's validation does, for every blob).
+    #[inline]
     pub(crate) fn stored(&self, offset: u64, len: u64) -> Option<&[u8]> {
         self.bytes()
             .map(|all| &all[offset as usize..(offset + len) as usize])
@@ -684,6 +685,7 @@ impl<'a> Files<'a> {
     }
 
     /// The source of file `file` if it is open (a single file always is).
+    #[inline]
     pub(crate) fn opened(&self, file: u32) -> Option<&Source<'a>> {
         match self {
             Files::One(s) => Some(s),

@@ -181,7 +181,9 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
-/// The panic boundary and error bookkeeping of every fallible entry point.
+/// The panic boundary and error bookkeeping of every fallible entry point. Inline, so that
+/// each entry point is one function (errors and panics leave through cold paths).
+#[inline]
 pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> zt_status {
     clear_last_error();
     match catch_unwind(AssertUnwindSafe(f)) {

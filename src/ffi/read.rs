@@ -380,6 +380,24 @@ pub unsafe extern "C" fn zt_component_info_get(
 /// only when nothing matched, to report the right error.
 #[inline]
 pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
+    if !role.is_null()
+        && let Some(o) = r.reader.objects().get(object)
+        && let Some(i) = o
+            .components()
+            .iter()
+            // SAFETY: `role` is NUL-terminated, per the API contract.
+            .position(|c| unsafe { equals(role, c.role_c()) })
+    {
+        return Ok(i);
+    }
+    component_not_found(r, object, role)
+}
+
+/// Why `find_component` found nothing (out of line: the found case is the one that is
+/// called in loops).
+#[cold]
+#[inline(never)]
+fn component_not_found(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
     if role.is_null() {
         bail!(InvalidArgument, "role is NULL");
     }
@@ -390,14 +408,6 @@ pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) 
             return Err(e);
         }
     };
-    // SAFETY: `role` is NUL-terminated, per the API contract.
-    if let Some(i) = o
-        .components()
-        .iter()
-        .position(|c| unsafe { equals(role, c.role_c()) })
-    {
-        return Ok(i);
-    }
     let role = need_str(role, "role")?;
     Err(r.in_file(err!(
         NotFound,
