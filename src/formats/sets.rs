@@ -149,12 +149,17 @@ fn pipelined<'t>(
     };
     let mut found = Found::default();
     let metadata = std::thread::scope(|scope| {
-        // As many workers as cores, this thread reading the index beside them (the
-        // system shares the cores; shards are too few to balance by taking turns).
-        for _ in 0..crate::codec::threads() {
-            scope.spawn(|| pipe.work());
-        }
-        let read = read(&mut |name, file| found.entry(&pipe, name, file));
+        // A worker for each shard found, up to as many as cores, this thread reading the
+        // index beside them (the system shares the cores; shards are too few to balance
+        // by taking turns).
+        let cores = crate::codec::threads();
+        let mut workers = 0;
+        let read = read(&mut |name, file| {
+            if found.entry(&pipe, name, file) && workers < cores {
+                workers += 1;
+                scope.spawn(|| pipe.work());
+            }
+        });
         match read {
             Some((metadata, weight_map)) if found.refused.is_none() => {
                 let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
@@ -197,19 +202,25 @@ struct Found {
 }
 
 impl Found {
-    fn entry(&mut self, pipe: &Pipeline<'_, '_>, name: &str, file: &str) {
+    /// Notes an entry; true when its file is new (and handed to the pipeline).
+    fn entry(&mut self, pipe: &Pipeline<'_, '_>, name: &str, file: &str) -> bool {
+        let mut new = false;
         let id = match self.last {
             Some(id) if self.files[id as usize] == file => id,
             _ => {
                 let id = match self.ids.get(file) {
                     Some(&id) => id,
-                    None => self.found(pipe, name, file),
+                    None => {
+                        new = true;
+                        self.found(pipe, name, file)
+                    }
                 };
                 self.last = Some(id);
                 id
             }
         };
         self.of_entry.push(id);
+        new
     }
 
     /// A file not met before: handed to the pipeline, or kept as the error.
