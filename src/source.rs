@@ -607,6 +607,16 @@ impl Place {
         }
     }
 
+    /// Files worth opening at once when they wait on the network (a remote place's
+    /// request concurrency); None for local files.
+    pub(crate) fn parallel_opens(&self) -> Option<usize> {
+        match self {
+            Place::Local => None,
+            #[cfg(feature = "remote")]
+            Place::Remote(site) => Some(site.concurrency()),
+        }
+    }
+
     /// The place of the object at `url` (its directory, for a set), and its URL as shown
     /// (without user info or query). No request yet.
     pub(crate) fn of_url(url: &str, options: &RemoteOptions) -> Result<(Place, String)> {

@@ -309,7 +309,10 @@ fn parse_shards(
 ) -> Vec<Result<(Model, Shard)>> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = crate::codec::threads().min(jobs.len());
+    // Remote shards wait on the network, not on cores: as many as requests in flight.
+    let threads = (options.place.parallel_opens())
+        .unwrap_or_else(crate::codec::threads)
+        .min(jobs.len());
     if threads <= 1 {
         return jobs
             .iter()

@@ -396,6 +396,11 @@ impl Site {
         Ok(remote)
     }
 
+    /// Requests in flight at most, for all the site's objects together.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
     /// What the site's objects transferred so far.
     pub(crate) fn stats(&self) -> TransferStats {
         TransferStats {
