@@ -1278,6 +1278,8 @@ enum zt_status zt_component_frame_get(const struct zt_reader *reader,
  * `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
  * the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
  * the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
+ * The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
+ * same location (unless `ZT_OPEN_ONE_FILE`); `zt_remote_stats` then counts every file.
  */
 ZT_API
 enum zt_status zt_open_url(const char *url,

@@ -15,7 +15,7 @@ use crate::error::{Error, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::source::{Advice, Files, Mapping, RemoteOptions, Source, is_url};
+use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
 use crate::typed::{self, AttrValue, Doc, DocCache};
 use crate::{decode, formats, verify};
 
@@ -209,6 +209,7 @@ impl Reader<'static> {
             return Self::open_url(url, options, &RemoteOptions::default());
         }
         let set = SetOptions {
+            place: &Place::Local,
             mapping: options.mapping(),
             eager: options.open_all_shards,
         };
@@ -239,17 +240,39 @@ impl Reader<'static> {
     /// bytes, one per header or manifest region the format reads); nothing is mapped, so
     /// views are copies the reader keeps (under `limits.max_total_cached`). `Unsupported`
     /// in a build without the feature `remote`.
+    ///
+    /// A URL of an index (`*.index.json`) opens the set it describes, its shards at the
+    /// same location (next to the index, through the same store and settings); a URL of
+    /// one GGUF split opens every split of its set (unless `one_file`). Every shard's
+    /// header is read at open; its data when read.
     pub fn open_url(
         url: &str,
         options: &OpenOptions,
         remote: &RemoteOptions,
     ) -> Result<Reader<'static>> {
-        let source = Source::open_url(url, remote)?;
-        #[cfg(feature = "remote")]
-        let name: String = source.remote().map_or(url, |r| r.url()).to_owned();
-        #[cfg(not(feature = "remote"))]
-        let name: String = url.to_owned();
-        let mut reader = Reader::from_source(source, options).map_err(|e| e.context(&name))?;
+        let (place, name) = Place::of_url(url, remote)?;
+        // A remote shard stays open once parsed: opening it again would cost a request.
+        let set = SetOptions {
+            place: &place,
+            mapping: Mapping::None,
+            eager: true,
+        };
+        let path = Path::new(&name);
+        let mut reader = if sets::is_index(path) && !options.one_file {
+            let (model, shards) =
+                sets::open_index(path, set, &options.limits).map_err(|e| e.context(&name))?;
+            Reader::new(Files::Set(Box::new(shards)), model, options)?
+        } else {
+            // The object itself by its whole URL (a presigned one keeps its query).
+            let source = place.open_object()?;
+            let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
+            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+                let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else {
+                Reader::new(Files::One(source), model, options).map_err(|e| e.context(&name))?
+            }
+        };
         reader.origin = Some(name.into());
         Ok(reader)
     }
@@ -444,15 +467,16 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// What a reader of a remote object has transferred so far (None for a local file).
+    /// What a reader of a remote object has transferred so far, every file of a set
+    /// counted (None for a local file).
     #[cfg(feature = "remote")]
     pub fn transfer_stats(&self) -> Option<crate::source::TransferStats> {
-        self.files.single()?.remote().map(|r| r.stats())
+        self.files.remote().map(|r| r.stats())
     }
 
     /// Reads that may usefully run at once (a remote object's request concurrency).
     pub(crate) fn parallel_reads(&self) -> Option<usize> {
-        self.files.single()?.parallel_reads()
+        self.files.parallel_reads()
     }
 
     /// The limits this reader was opened with.

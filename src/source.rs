@@ -125,16 +125,6 @@ impl Source<'static> {
         Self::from_file(file, &path.display().to_string(), mapping)
     }
 
-    /// Opens a remote object by URL (one request: its size and last bytes).
-    #[cfg(feature = "remote")]
-    pub(crate) fn open_url(url: &str, options: &RemoteOptions) -> Result<Source<'static>> {
-        let remote = remote::Remote::open(url, options)?;
-        Ok(Source {
-            size: remote.size(),
-            kind: Kind::Remote(Box::new(remote)),
-        })
-    }
-
     /// Without the feature `remote`: an `Unsupported` error that says so.
     #[cfg(not(feature = "remote"))]
     pub(crate) fn open_url(url: &str, _options: &RemoteOptions) -> Result<Source<'static>> {
@@ -144,6 +134,15 @@ impl Source<'static> {
             "{scheme}:// URLs: this build of ztensor has no remote support (built without \
              the cargo feature `remote`, CMake option ZTENSOR_REMOTE)"
         )
+    }
+
+    /// A source over a remote object.
+    #[cfg(feature = "remote")]
+    fn from_remote(remote: remote::Remote) -> Source<'static> {
+        Source {
+            size: remote.size(),
+            kind: Kind::Remote(Box::new(remote)),
+        }
     }
 
     /// A source over an open file (see `Reader::open_fd`); `name` is for messages.
@@ -583,6 +582,68 @@ fn advise_pages(map: &Mmap, offset: usize, len: usize, flag: libc::c_int) {
     }
 }
 
+/// Where the files of a set are opened: local paths, or objects in the directory of a
+/// remote one (one store, its options, its request limit and tally). A set's paths are
+/// then URLs as shown (without credentials or query), joined as paths are.
+#[derive(Clone, Default)]
+pub(crate) enum Place {
+    #[default]
+    Local,
+    #[cfg(feature = "remote")]
+    Remote(std::sync::Arc<remote::Site>),
+}
+
+impl Place {
+    /// Opens the file at `path`: a local file, or the object a URL in the place names.
+    pub(crate) fn open(&self, path: &Path, mapping: Mapping) -> Result<Source<'static>> {
+        match self {
+            Place::Local => Source::open(path, mapping),
+            #[cfg(feature = "remote")]
+            Place::Remote(site) => {
+                let Some(url) = path.to_str() else {
+                    bail!(Internal, "a remote set's path is not text");
+                };
+                Ok(Source::from_remote(site.open(url)?))
+            }
+        }
+    }
+
+    /// Files worth opening at once when they wait on the network (a remote place's
+    /// request concurrency); None for local files.
+    pub(crate) fn parallel_opens(&self) -> Option<usize> {
+        match self {
+            Place::Local => None,
+            #[cfg(feature = "remote")]
+            Place::Remote(site) => Some(site.concurrency()),
+        }
+    }
+
+    /// The place of the object at `url` (its directory, for a set), and its URL as shown
+    /// (without user info or query). No request yet.
+    pub(crate) fn of_url(url: &str, options: &RemoteOptions) -> Result<(Place, String)> {
+        #[cfg(feature = "remote")]
+        {
+            let site = remote::Site::new(url, options)?;
+            let shown = site.shown().to_owned();
+            Ok((Place::Remote(site), shown))
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            Source::open_url(url, options)?;
+            unreachable!("without remote support a URL doesn't open")
+        }
+    }
+
+    /// Opens the object the place was made for (`of_url`), by its whole URL.
+    pub(crate) fn open_object(&self) -> Result<Source<'static>> {
+        match self {
+            #[cfg(feature = "remote")]
+            Place::Remote(site) => Ok(Source::from_remote(site.open_object()?)),
+            _ => bail!(Internal, "a local place has no object"),
+        }
+    }
+}
+
 /// The files a reader reads: one, or the shards of a set, each opened and mapped when
 /// one of its components is first read (or at open, `Shards::open_all`). Blobs say which
 /// file holds them (`Blob::file`), so offsets stay those of their own file.
@@ -698,6 +759,27 @@ impl<'a> Files<'a> {
         match self {
             Files::One(_) => None,
             Files::Set(set) => set.files.get(file as usize).map(|s| &*s.shown),
+        }
+    }
+
+    /// A remote object the reader reads (the single file, or an open shard): every one
+    /// of a reader's objects shares its site, so its tally and request limit.
+    #[cfg(feature = "remote")]
+    pub(crate) fn remote(&self) -> Option<&remote::Remote> {
+        match self {
+            Files::One(s) => s.remote(),
+            Files::Set(set) => set.files.iter().find_map(|s| s.opened.get()?.remote()),
+        }
+    }
+
+    /// Reads that may usefully run at once: a remote reader's request concurrency.
+    pub(crate) fn parallel_reads(&self) -> Option<usize> {
+        match self {
+            Files::One(s) => s.parallel_reads(),
+            Files::Set(set) => set
+                .files
+                .iter()
+                .find_map(|s| s.opened.get()?.parallel_reads()),
         }
     }
 

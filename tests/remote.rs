@@ -77,6 +77,16 @@ impl Server {
         self.control("/__reset");
     }
 
+    /// The GETs of each file since the last reset, by path.
+    fn paths(&self) -> std::collections::BTreeMap<String, u64> {
+        let stats: serde_json::Value = serde_json::from_str(&self.control("/__stats")).unwrap();
+        let paths = stats["paths"].as_object().unwrap();
+        paths
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect()
+    }
+
     fn fault(&self, kind: &str, count: u32) {
         self.control(&format!("/__fault?kind={kind}&count={count}"));
     }
@@ -343,11 +353,6 @@ fn every_vector_reads_remotely_as_its_local_copy() {
         if rel.starts_with("hostile/alloc/") {
             continue; // decompression bombs: minutes of decoding, nothing about sources
         }
-        if rel.starts_with("sets/") {
-            // Sets of files open as one reader only from local paths (docs/c-api.md,
-            // "Remote objects"): a remote split is read as the one file it is.
-            continue;
-        }
         let local = transcript(Reader::open(path));
         let t = std::time::Instant::now();
         let remote = transcript(Reader::open_url(&server.url(rel), &opts(), &no_retry()));
@@ -533,6 +538,215 @@ fn a_bearer_token_and_headers_reach_the_server() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
 
+#[test]
+fn a_presigned_url_keeps_its_query() {
+    let dir = common::temp_dir("remote_signed");
+    std::fs::create_dir_all(dir.join("signed")).unwrap();
+    let data = common::bytes(11, 300_000);
+    let mut w = Writer::create(dir.join("signed/m.zt")).unwrap();
+    w.add("a", DType::U8, &[300_000], &data, &WriteOptions::default())
+        .unwrap();
+    w.finish().unwrap();
+    let server = Server::start(&dir, "s3cr3t");
+    let url = server.url("signed/m.zt");
+    let r = Reader::open_url(&format!("{url}?sig=s3cr3t"), &opts(), &no_retry()).unwrap();
+    assert_eq!(r.read_to_vec(0, 0).unwrap(), data);
+    // Every request carried it: the first bytes, the last, and the tensor's.
+    assert_eq!(server.paths(), counts(&[("/signed/m.zt", 3)]));
+    for bad in [url.clone(), format!("{url}?sig=wr0ng")] {
+        let e = Reader::open_url(&bad, &opts(), &no_retry()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(
+            e.message().contains("403") && e.message().contains(&url),
+            "{e}"
+        );
+        assert!(!e.message().contains("wr0ng"), "{e}");
+    }
+}
+
+fn size(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+fn counts(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
+    pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
+#[test]
+fn a_set_by_url_opens_its_shards_where_its_index_is() {
+    let sets = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/sets");
+    let server = Server::start(&sets, "");
+    let st = sets.join("safetensors");
+    let shards: Vec<String> = (1..=3)
+        .map(|k| format!("model-0000{k}-of-00003.safetensors"))
+        .collect();
+    // Every file of the committed set is under 64 KiB: one request each, whole.
+    server.reset();
+    let r = Reader::open_url(
+        &server.url("safetensors/model.safetensors.index.json"),
+        &opts(),
+        &no_retry(),
+    )
+    .unwrap();
+    let all: u64 = shards.iter().map(|f| size(&st.join(f))).sum::<u64>()
+        + size(&st.join("model.safetensors.index.json"));
+    assert_eq!(server.stats(), (4, all));
+    let stats = r.transfer_stats().unwrap();
+    assert_eq!((stats.requests, stats.bytes), (4, all));
+    assert_eq!(r.shard_count(), 3);
+    let local = Reader::open(st.join("model.safetensors.index.json"));
+    assert_eq!(transcript(local), transcript(Ok(r)));
+    assert_eq!(
+        server.stats(),
+        (4, all),
+        "the reads were served from the open's answers"
+    );
+
+    // A GGUF split set from the URL of any of its splits; one split alone when asked.
+    let gguf = sets.join("gguf");
+    for no in 1..=3 {
+        let name = format!("split-0000{no}-of-00003.gguf");
+        server.reset();
+        let remote = Reader::open_url(&server.url(&format!("gguf/{name}")), &opts(), &no_retry());
+        assert_eq!(remote.as_ref().unwrap().shard_count(), 3);
+        assert_eq!(server.stats().0, 3, "{name}");
+        assert_eq!(
+            transcript(Reader::open(gguf.join(&name))),
+            transcript(remote),
+            "{name}"
+        );
+    }
+    let one = OpenOptions {
+        one_file: true,
+        ..opts()
+    };
+    server.reset();
+    let r = Reader::open_url(
+        &server.url("gguf/split-00002-of-00003.gguf"),
+        &one,
+        &no_retry(),
+    )
+    .unwrap();
+    assert!(!r.is_set());
+    assert_eq!(
+        server.paths(),
+        counts(&[("/gguf/split-00002-of-00003.gguf", 1)])
+    );
+    let local = Reader::open_with(gguf.join("split-00002-of-00003.gguf"), &one);
+    assert_eq!(transcript(local), transcript(Ok(r)));
+    // ZT_OPEN_ONE_FILE is the C name of `one_file`; the index itself is no tensor file.
+    let e = Reader::open_url(
+        &server.url("safetensors/model.safetensors.index.json"),
+        &one,
+        &no_retry(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Format, "{e}");
+}
+
+#[test]
+fn a_remote_set_fetches_only_the_shards_it_reads() {
+    let dir = common::temp_dir("remote_set_lazy");
+    // Four shards of two 4 MiB tensors each.
+    let data: Vec<Vec<u8>> = (0..8).map(|i| common::bytes(20 + i, 4 << 20)).collect();
+    let mut w = ztensor::ShardedWriter::create(dir.join("model.zt"), 9 << 20).unwrap();
+    for (i, d) in data.iter().enumerate() {
+        let shape = [d.len() as u64];
+        w.add(
+            &format!("t{i}"),
+            DType::U8,
+            &shape,
+            d,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    }
+    let index = w.finish().unwrap();
+    let shard = |k: usize| format!("model-0000{k}-of-00004.zt");
+    assert!(dir.join(shard(4)).is_file());
+    let server = Server::start(&dir, "");
+    let r = Reader::open_url(&server.url("model.zt.index.json"), &opts(), &no_retry()).unwrap();
+    // The open: the index, and of each shard its first bytes (which say the format) and
+    // its last (footer and manifest), one request each.
+    let open = r.transfer_stats().unwrap();
+    let mut each = vec![("/model.zt.index.json".to_owned(), 1)];
+    each.extend((1..=4).map(|k| (format!("/{}", shard(k)), 2)));
+    let each: Vec<(&str, u64)> = each.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    assert_eq!(server.paths(), counts(&each));
+    assert_eq!(open.requests, 9);
+    assert!(open.bytes <= 9 * (64 << 10), "{open:?}");
+    // One tensor of the third shard: its bytes, from its shard only.
+    let o = r.find("t5").unwrap();
+    assert_eq!(r.read_to_vec(o, 0).unwrap(), data[5]);
+    let one = r.transfer_stats().unwrap();
+    assert_eq!(
+        (one.requests - open.requests, one.bytes - open.bytes),
+        (1, 4 << 20)
+    );
+    let mut after = each.clone();
+    after[3].1 = 3;
+    assert_eq!(server.paths(), counts(&after));
+    // Everything, in one batch.
+    let mut out: Vec<Vec<u8>> = data.iter().map(|d| vec![0; d.len()]).collect();
+    let mut requests: Vec<LoadRequest<'_>> = out
+        .iter_mut()
+        .enumerate()
+        .map(|(i, dst)| LoadRequest {
+            object: r.find(&format!("t{i}")).unwrap(),
+            component: 0,
+            dst,
+            offset: None,
+            convert: None,
+        })
+        .collect();
+    assert!(r.load_batch(&mut requests, 0).iter().all(|x| x.is_ok()));
+    assert_eq!(out, data);
+    let full = r.transfer_stats().unwrap();
+    let total: u64 = (1..=4).map(|k| size(&dir.join(shard(k)))).sum();
+    eprintln!("set of {total} bytes: open {open:?}, one tensor {one:?}, all {full:?}");
+    // Reads are not cached: t5 moves again, and nothing else but the tensors' bytes.
+    assert_eq!(
+        (full.requests - one.requests, full.bytes - one.bytes),
+        (8, 8 * (4 << 20))
+    );
+    assert!(open.bytes + size(&index) < total / 32, "{open:?}");
+    assert_eq!(server.stats(), (full.requests, full.bytes));
+}
+
+#[test]
+fn a_missing_shard_is_an_error_naming_its_url_without_credentials() {
+    let dir = common::temp_dir("remote_set_missing");
+    let st = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/sets/safetensors");
+    std::fs::create_dir_all(dir.join("private")).unwrap();
+    for e in std::fs::read_dir(&st).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.join("private").join(p.file_name().unwrap())).unwrap();
+    }
+    std::fs::remove_file(dir.join("private/model-00002-of-00003.safetensors")).unwrap();
+    let server = Server::start(&dir, "s3cr3t");
+    let token = RemoteOptions {
+        bearer_token: Some("s3cr3t".into()),
+        ..no_retry()
+    };
+    let index = server.url("private/model.safetensors.index.json");
+    // With user info in the URL too: never in a message.
+    let with_user = index.replace("http://", "http://user:pa55word@");
+    for url in [&index, &with_user] {
+        let e = Reader::open_url(url, &opts(), &token).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        let missing = server.url("private/model-00002-of-00003.safetensors");
+        assert!(e.message().contains(&missing), "{e}");
+        assert!(e.message().contains("404"), "{e}");
+        assert!(
+            !e.message().contains("s3cr3t") && !e.message().contains("pa55word"),
+            "{e}"
+        );
+    }
+    // The shards need the token as the index does: without it, the index is refused.
+    let e = Reader::open_url(&index, &opts(), &no_retry()).unwrap_err();
+    assert!(e.message().contains("401"), "{e}");
+}
+
 /// moto's S3 server on 127.0.0.1 with `files` uploaded to the bucket "models"; stopped
 /// when dropped (its stdin closes).
 struct S3 {
@@ -653,8 +867,42 @@ fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
         ),
         ("v01/f32.zt", vectors.join("reference/v01_dtype_f32.zt")),
     ];
+    // The committed sets, under a prefix of their own.
+    let mut files = files;
+    let sets = vectors.join("sets");
+    let mut set_files = Vec::new();
+    for kind in ["safetensors", "gguf"] {
+        for e in std::fs::read_dir(sets.join(kind)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            set_files.push((format!("sets/{kind}/{name}"), p));
+        }
+    }
+    files.extend(set_files.iter().map(|(k, p)| (k.as_str(), p.clone())));
     let s3 = S3::start(&files);
-    for (key, path) in &files {
+    let files = &files[..files.len() - set_files.len()];
+    // A set by the URL of its index, or of any GGUF split: as the local set.
+    let index = sets.join("safetensors/model.safetensors.index.json");
+    let mut opens = vec![(
+        "s3://models/sets/safetensors/model.safetensors.index.json".to_owned(),
+        index.clone(),
+        4,
+    )];
+    for no in 1..=3 {
+        let name = format!("split-0000{no}-of-00003.gguf");
+        opens.push((
+            format!("s3://models/sets/gguf/{name}"),
+            sets.join("gguf").join(&name),
+            3,
+        ));
+    }
+    for (url, local, requests) in &opens {
+        let remote = Reader::open_url(url, &opts(), &s3.options());
+        let stats = remote.as_ref().ok().and_then(|r| r.transfer_stats());
+        assert_eq!(transcript(Reader::open(local)), transcript(remote), "{url}");
+        assert_eq!(stats.unwrap().requests, *requests, "{url}");
+    }
+    for (key, path) in files {
         let url = format!("s3://models/{key}");
         let remote = Reader::open_url(&url, &opts(), &s3.options());
         let stats = remote.as_ref().ok().and_then(|r| r.transfer_stats());
@@ -691,14 +939,17 @@ fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
             .env("AWS_REGION", "us-east-1")
             .env("ZT_REMOTE_URL", "s3://models/model.zt")
             .env("ZT_REMOTE_LOCAL", &model)
+            .env("ZT_REMOTE_SET_URL", &opens[0].0)
+            .env("ZT_REMOTE_SET_LOCAL", &index)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         eprintln!("{program}:\n{text}{}", String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "{program} failed");
-        assert!(
-            text.contains("open + full load of"),
-            "{program} loaded nothing"
+        assert_eq!(
+            text.matches("open + full load of").count(),
+            2,
+            "{program} loaded nothing, or not the set"
         );
     }
 }

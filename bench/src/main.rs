@@ -50,6 +50,7 @@ const SECTIONS: &[Section] = &[
     sections::memory::SECTION,
     sections::dequant::SECTION,
     sections::attrs::SECTION,
+    sections::remote::SECTION,
 ];
 
 fn main() {

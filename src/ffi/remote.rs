@@ -120,6 +120,8 @@ fn remote_options(options: *const zt_remote_options) -> Result<RemoteOptions> {
 /// `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
 /// the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
 /// the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
+/// The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
+/// same location (unless `ZT_OPEN_ONE_FILE`); `zt_remote_stats` then counts every file.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_open_url(
     url: *const c_char,

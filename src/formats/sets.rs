@@ -20,11 +20,13 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{Attributes, Model, NameIndex, Object};
-use crate::source::{Mapping, Shard, Shards, Source};
+use crate::source::{Mapping, Place, Shard, Shards, Source};
 
 /// How a set's shards are opened.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SetOptions {
+#[derive(Clone, Copy)]
+pub(crate) struct SetOptions<'p> {
+    /// Where its files are opened (local paths, or URLs in one remote directory).
+    pub(crate) place: &'p Place,
     /// How each shard is mapped when it is read.
     pub(crate) mapping: Mapping,
     /// Keep every shard open (and mapped) from the open on, instead of reopening it when
@@ -50,7 +52,7 @@ pub(crate) fn open_index(
     options: SetOptions,
     limits: &Limits,
 ) -> Result<(Model, Shards)> {
-    let source = Source::open(index, Mapping::None)?;
+    let source = options.place.open(index, Mapping::None)?;
     let max = MAX_INDEX.min(limits.max_manifest_size);
     if source.size() > max {
         bail!(
@@ -694,7 +696,10 @@ fn parse_shards(
 ) -> Vec<Result<(Model, Shard)>> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = crate::codec::threads().min(jobs.len());
+    // Remote shards wait on the network, not on cores: as many as requests in flight.
+    let threads = (options.place.parallel_opens())
+        .unwrap_or_else(crate::codec::threads)
+        .min(jobs.len());
     if threads <= 1 {
         return jobs
             .iter()
@@ -753,7 +758,8 @@ fn parse_shard(
             } else {
                 Mapping::None
             };
-            Source::open(&path, mapping).map_err(|e| e.context(format_args!("shard {name}")))?
+            (options.place.open(&path, mapping))
+                .map_err(|e| e.context(format_args!("shard {name}")))?
         }
     };
     let read = |offset: u64, len: u64| source.region_checked(offset, len);

@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -56,18 +56,32 @@ struct Blocks {
     next: u64,
 }
 
-pub(crate) struct Remote {
+/// Where remote objects are read from: one store (client, credentials, endpoint), one
+/// limit of requests in flight and one tally of what was transferred, shared by the
+/// objects of a set (an index and its shards, a GGUF split set), which sit in one
+/// directory: `dir` (as shown) is `prefix` (as the store names it).
+pub(crate) struct Site {
     store: Box<dyn ObjectStore>,
+    /// The directory's URL without user info or query, for messages (no final `/`).
+    dir: Box<str>,
+    prefix: StorePath,
+    /// The object the site was made for, and its URL as shown.
+    object: StorePath,
+    shown: Box<str>,
+    permits: tokio::sync::Semaphore,
+    concurrency: usize,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+pub(crate) struct Remote {
+    site: Arc<Site>,
     path: StorePath,
     /// The URL without user info or query, for messages.
     url: Box<str>,
     size: u64,
     etag: Option<String>,
     blocks: Mutex<Blocks>,
-    permits: tokio::sync::Semaphore,
-    concurrency: usize,
-    requests: AtomicU64,
-    bytes: AtomicU64,
 }
 
 /// The runtime every remote reader shares: two worker threads, made on first use.
@@ -134,7 +148,33 @@ fn map_error(what: &str, e: object_store::Error) -> Error {
     if kind == ErrorKind::Format {
         message.push_str(" (the object changed since it was opened)");
     }
-    Error::new(kind, message)
+    Error::new(kind, scrub(&message))
+}
+
+/// `text` with every URL in it redacted: no user info, no query (a presigned URL's
+/// signature), as `object_store`'s messages would otherwise show the URLs it requested.
+fn scrub(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        out.push_str(&rest[..at + 3]);
+        rest = &rest[at + 3..];
+        let url_end = rest
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(rest.len());
+        let (url, after) = rest.split_at(url_end);
+        let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
+        let (authority, path) = url.split_at(authority_end);
+        out.push_str(
+            authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host),
+        );
+        out.push_str(&path[..path.find(['?', '#']).unwrap_or(path.len())]);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 fn client_options(options: &RemoteOptions) -> Result<ClientOptions> {
@@ -256,7 +296,14 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
         }
         ObjectStoreScheme::Http => {
             use object_store::http::HttpBuilder;
-            let origin = &url[..url::Position::BeforePath];
+            // The store's URL is the origin; the object's path is added to it per request,
+            // and a query kept (`object_store` extends the path only), so a presigned URL
+            // (its signature in the query) is fetched as given.
+            let mut origin = url[..url::Position::BeforePath].to_owned();
+            if let Some(query) = url.query() {
+                origin.push_str("/?");
+                origin.push_str(query);
+            }
             // The URL itself says plain HTTP: that is the caller's choice.
             let client = client.with_allow_http(url.scheme() == "http" || options.allow_http);
             let b = HttpBuilder::new()
@@ -273,22 +320,69 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
     Ok((store, path))
 }
 
-impl Remote {
-    /// Opens the object at `url`: one suffix-range request gives its size, ETag and last
-    /// bytes.
-    pub(crate) fn open(url: &str, options: &RemoteOptions) -> Result<Remote> {
+impl Site {
+    /// The site of the object at `url` (no request yet): its store and directory.
+    pub(crate) fn new(url: &str, options: &RemoteOptions) -> Result<Arc<Site>> {
         let parsed =
             url::Url::parse(url).map_err(|e| err!(InvalidArgument, "'{url}' is not a URL: {e}"))?;
-        let shown: Box<str> = redact(&parsed).into();
+        let shown = redact(&parsed);
         let (store, path) = store(&parsed, options)?;
         let concurrency = match options.max_concurrency {
             0 => DEFAULT_CONCURRENCY,
             n => n.min(256),
         };
-        let mut remote = Remote {
+        let dir = shown.rsplit_once('/').map_or(&*shown, |(d, _)| d).into();
+        let path_parts: Vec<_> = path.parts().collect();
+        let mut parts = path_parts;
+        parts.pop();
+        let site = Site {
             store,
+            dir,
+            prefix: StorePath::from_iter(parts),
+            object: path,
+            shown: shown.into(),
+            permits: tokio::sync::Semaphore::new(concurrency),
+            concurrency,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        };
+        Ok(Arc::new(site))
+    }
+
+    /// The URL the site was made for, as shown (without user info or query).
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Opens the object the site was made for.
+    pub(crate) fn open_object(self: &Arc<Self>) -> Result<Remote> {
+        self.open_path(self.object.clone(), self.shown.clone())
+    }
+
+    /// Opens the object `url` names, in this site's directory: `url` is the directory's
+    /// URL as shown, `/`, and a relative name (a set's shard, as `sets` joins them).
+    pub(crate) fn open(self: &Arc<Self>, url: &str) -> Result<Remote> {
+        let Some(name) = url
+            .strip_prefix(&*self.dir)
+            .and_then(|n| n.strip_prefix('/'))
+        else {
+            bail!(Internal, "{url} is not in the directory {}", self.dir);
+        };
+        let parts = name
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .map(object_store::path::PathPart::from);
+        let path = StorePath::from_iter(self.prefix.parts().chain(parts));
+        self.open_path(path, url.into())
+    }
+
+    /// Opens the object at `path`, shown as `url`: one suffix-range request gives its
+    /// size, ETag and last bytes.
+    fn open_path(self: &Arc<Self>, path: StorePath, url: Box<str>) -> Result<Remote> {
+        let mut remote = Remote {
+            site: self.clone(),
             path,
-            url: shown,
+            url,
             size: 0,
             etag: None,
             blocks: Mutex::new(Blocks {
@@ -296,16 +390,27 @@ impl Remote {
                 last_end: u64::MAX,
                 next: BLOCK,
             }),
-            permits: tokio::sync::Semaphore::new(concurrency),
-            concurrency,
-            requests: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
         };
         let url = remote.url.clone();
         remote.first_request().map_err(|e| e.context(url))?;
         Ok(remote)
     }
 
+    /// Requests in flight at most, for all the site's objects together.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// What the site's objects transferred so far.
+    pub(crate) fn stats(&self) -> TransferStats {
+        TransferStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Remote {
     /// The size, ETag and last bytes, from one suffix request. An empty object has no
     /// range to answer (416): a HEAD request then tells that it is empty.
     fn first_request(&mut self) -> Result<()> {
@@ -316,9 +421,9 @@ impl Remote {
                     head: true,
                     ..GetOptions::default()
                 };
-                match run(self.store.get_opts(&self.path, head))? {
+                match run(self.site.store.get_opts(&self.path, head))? {
                     Ok(r) if r.meta.size == 0 => {
-                        self.requests.fetch_add(1, Ordering::Relaxed);
+                        self.site.requests.fetch_add(1, Ordering::Relaxed);
                         self.etag = r.meta.e_tag;
                         return Ok(());
                     }
@@ -346,19 +451,13 @@ impl Remote {
         self.size
     }
 
-    pub(crate) fn url(&self) -> &str {
-        &self.url
-    }
-
     pub(crate) fn concurrency(&self) -> usize {
-        self.concurrency
+        self.site.concurrency
     }
 
+    /// What this object's site (the object, or every file of its set) transferred.
     pub(crate) fn stats(&self) -> TransferStats {
-        TransferStats {
-            requests: self.requests.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-        }
+        self.site.stats()
     }
 
     /// One GET of `range`, under a permit, checked against the object as opened.
@@ -368,6 +467,7 @@ impl Remote {
         expect: Option<Range<u64>>,
     ) -> Result<(object_store::ObjectMeta, Range<u64>, bytes::Bytes)> {
         let _permit = self
+            .site
             .permits
             .acquire()
             .await
@@ -384,14 +484,17 @@ impl Remote {
             ..GetOptions::default()
         };
         let result = self
+            .site
             .store
             .get_opts(&self.path, options)
             .await
             .map_err(fail)?;
         let (meta, got) = (result.meta.clone(), result.range.clone());
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.site.requests.fetch_add(1, Ordering::Relaxed);
         let body = result.bytes().await.map_err(fail)?;
-        self.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        self.site
+            .bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
         if let Some(want) = expect {
             if meta.size != self.size || (self.etag.is_some() && meta.e_tag != self.etag) {
                 bail!(
@@ -488,7 +591,22 @@ impl Remote {
             }
         });
         run(stream::iter(parts)
-            .buffer_unordered(self.concurrency)
+            .buffer_unordered(self.site.concurrency)
             .try_collect::<()>())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn messages_lose_the_user_info_and_query_of_every_url() {
+        assert_eq!(
+            super::scrub(
+                "GET http://user:pw@h:1/a/b?sig=x failed; see https://h/c#f and s3://b/k, ok"
+            ),
+            "GET http://h:1/a/b failed; see https://h/c and s3://b/k, ok"
+        );
+        assert_eq!(super::scrub("no url"), "no url");
+        assert_eq!(super::scrub("x://"), "x://");
     }
 }

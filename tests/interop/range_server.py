@@ -14,7 +14,9 @@ Control (not counted):
       wrong_range  a 206 for the range shifted by one byte
       full         ignore the Range header: 200 with the whole file
       status:NNN   answer with status NNN
-Files under private/ need "Authorization: Bearer $RANGE_SERVER_TOKEN".
+Files under private/ need "Authorization: Bearer $RANGE_SERVER_TOKEN"; files under
+signed/ need the query "sig=$RANGE_SERVER_TOKEN" (as a presigned URL carries its
+signature). /__stats also counts the GETs of each file ("paths": {path: n}).
 """
 
 import http.server
@@ -28,7 +30,7 @@ import urllib.parse
 ROOT = os.path.abspath(sys.argv[1])
 TOKEN = os.environ.get("RANGE_SERVER_TOKEN", "")
 LOCK = threading.Lock()
-STATS = {"requests": 0, "bytes": 0}
+STATS = {"requests": 0, "bytes": 0, "paths": {}}
 FAULTS = []  # kinds, consumed one per file GET
 
 
@@ -54,6 +56,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body = json.dumps(STATS).encode()
             elif path == "/__reset":
                 STATS["requests"] = STATS["bytes"] = 0
+                STATS["paths"] = {}
                 FAULTS = []
                 body = b"{}"
             else:
@@ -81,6 +84,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.control(path, urllib.parse.parse_qs(url.query))
         if path.startswith("/private/") and self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.reply(401, b"no token")
+        if path.startswith("/signed/") and urllib.parse.parse_qs(url.query).get("sig") != [TOKEN]:
+            return self.reply(403, b"no signature")
         file = os.path.normpath(os.path.join(ROOT, path.lstrip("/")))
         if not file.startswith(ROOT + os.sep) or not os.path.isfile(file):
             return self.reply(404, b"not found")
@@ -91,6 +96,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with LOCK:
             if self.command == "GET":
                 STATS["requests"] += 1
+                STATS["paths"][path] = STATS["paths"].get(path, 0) + 1
                 if FAULTS:
                     fault = FAULTS.pop(0)
         match = self.headers.get("If-Match")

@@ -8,6 +8,7 @@ pub mod list;
 pub mod load;
 pub mod memory;
 pub mod range;
+pub mod remote;
 pub mod seek;
 pub mod shards;
 pub mod verify;
