@@ -151,10 +151,11 @@ fn pipelined<'t>(
     };
     let mut found = Found::default();
     let metadata = std::thread::scope(|scope| {
-        // A worker for each shard found, up to as many as cores, this thread reading the
-        // index beside them (the system shares the cores; shards are too few to balance
-        // by taking turns).
-        let cores = crate::codec::threads();
+        // A worker for each shard found, up to as many as cores (remote shards wait on
+        // the network: as many as requests in flight), this thread reading the index
+        // beside them (the system shares the cores; shards are too few to balance by
+        // taking turns).
+        let cores = (options.place.parallel_opens()).unwrap_or_else(crate::codec::threads);
         let mut workers = 0;
         let read = read(&mut |name, file| {
             if found.entry(&pipe, name, file) && workers < cores {
@@ -288,7 +289,7 @@ impl<'t> Grouped<'t> {
 /// Shards parsed while the index that names them is read (see `open_index`).
 struct Pipeline<'a, 't> {
     dir: &'a Path,
-    options: SetOptions,
+    options: SetOptions<'a>,
     limits: &'a Limits,
     state: Mutex<PipeState>,
     wake: Condvar,
