@@ -151,18 +151,23 @@ fn pipelined<'t>(
     };
     let mut found = Found::default();
     let metadata = std::thread::scope(|scope| {
-        // A worker for each shard found, up to as many as cores (remote shards wait on
-        // the network: as many as requests in flight), this thread reading the index
-        // beside them (the system shares the cores; shards are too few to balance by
-        // taking turns).
-        let cores = (options.place.parallel_opens()).unwrap_or_else(crate::codec::threads);
+        // A worker for each shard found: while this thread reads the index, up to one
+        // fewer than the cores (a thread more would slow the reading that finds the
+        // shards), then up to as many as cores. Remote shards wait on the network, not
+        // on cores: as many as requests in flight.
+        let remote = options.place.parallel_opens();
+        let cores = remote.unwrap_or_else(crate::codec::threads);
+        let reading = remote.unwrap_or(cores - 1).max(1);
         let mut workers = 0;
         let read = read(&mut |name, file| {
-            if found.entry(&pipe, name, file) && workers < cores {
+            if found.entry(&pipe, name, file) && workers < reading {
                 workers += 1;
                 scope.spawn(|| pipe.work());
             }
         });
+        for _ in workers..cores.min(found.files.len()) {
+            scope.spawn(|| pipe.work());
+        }
         match read {
             Some((metadata, weight_map)) if found.refused.is_none() => {
                 let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
@@ -908,7 +913,11 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
     let (container, traits, data_offset) = (first.container, first.traits, first.data_offset);
     let version = first.version.clone();
     let total: usize = parts.iter().map(|p| p.objects.len()).sum();
-    let mut objects: Vec<Object> = Vec::with_capacity(total);
+    // The objects go after the first shard's, in its own vector: grown in place where the
+    // allocator can (fresh pages cost more than the copy into them).
+    let mut parts = parts;
+    let mut objects: Vec<Object> = std::mem::take(&mut parts[0].objects);
+    objects.reserve_exact(total - objects.len());
     let mut regions = HashMap::new();
     let mut starts = Vec::with_capacity(parts.len());
     for (i, part) in parts.into_iter().enumerate() {
@@ -922,7 +931,8 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
                 container.title()
             );
         }
-        let base = objects.len();
+        // The first shard's objects are in place already (its blobs say file 0).
+        let base = if i == 0 { 0 } else { objects.len() };
         starts.push(base);
         for ((o, c), region) in part.digest_regions {
             regions.insert((base + o, c), region);
