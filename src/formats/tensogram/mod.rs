@@ -63,6 +63,7 @@ mod codecs;
 mod descriptors;
 mod frames;
 mod masks;
+mod metadata;
 mod objects;
 mod pipeline;
 
