@@ -438,7 +438,7 @@ impl<'s> Walk<'_, 's> {
     fn keep(&mut self, head: &FrameHead, bytes: Cow<'s, [u8]>) -> Result<()> {
         let at = head.at;
         let value = match head.ftype {
-            1 | 7 | 8 => meta::deterministic(bytes, at + FRAME_HEADER, self.depth, "frame")?,
+            1 | 7 | 8 => meta::deterministic(bytes, at + FRAME_HEADER)?,
             _ => bytes,
         };
         match head.ftype {

@@ -58,14 +58,9 @@ pub(super) fn is_deterministic(bytes: &[u8]) -> bool {
         let Ok(header) = c.head() else {
             return false;
         };
-        let header = match header {
-            Header::Float(f) if f.is_nan() => Header::Float(f64::NAN),
-            h => h,
-        };
         scratch.clear();
-        if Encoder::from(&mut scratch).push(header).is_err()
-            || scratch[..] != bytes[start..c.position()]
-        {
+        put(&mut scratch, header);
+        if scratch[..] != bytes[start..c.position()] {
             return false;
         }
         match header {
@@ -88,22 +83,115 @@ pub(super) fn is_deterministic(bytes: &[u8]) -> bool {
 }
 
 /// A validated CBOR map of a metadata or preceder frame in the deterministic encoding:
-/// `bytes` as they are when they already are, else decoded (within the tree budget) and
-/// encoded again.
-pub(super) fn deterministic<'s>(
-    bytes: Cow<'s, [u8]>,
-    at: u64,
-    depth: usize,
-    what: &str,
-) -> Result<Cow<'s, [u8]>> {
+/// `bytes` as they are when they already are, else written again (`transcode`).
+pub(super) fn deterministic<'s>(bytes: Cow<'s, [u8]>, at: u64) -> Result<Cow<'s, [u8]>> {
     if is_deterministic(&bytes) {
         return Ok(bytes);
     }
-    let budget = super::frames::tree_budget(bytes.len());
-    let (value, _) =
-        cbor::decode_within(&bytes, depth, budget).map_err(|e| positioned(e, what, at))?;
-    drop(bytes);
-    Ok(Cow::Owned(cbor::to_vec(&value)))
+    transcode(&bytes)
+        .map(Cow::Owned)
+        .map_err(|e| positioned(e, "frame", at))
+}
+
+/// Appends `header` as `cbor::encode` writes it (NaN as f97e00).
+fn put(out: &mut Vec<u8>, header: Header) {
+    let header = match header {
+        Header::Float(f) if f.is_nan() => Header::Float(f64::NAN),
+        h => h,
+    };
+    // Writing into a Vec cannot fail.
+    let _ = Encoder::from(out).push(header);
+}
+
+/// A container being written again: what is left of it, and for an indefinite one, where
+/// its head goes once its items are counted.
+struct Open {
+    len: Len,
+    head_at: Option<usize>,
+    major: u8,
+    items: u64,
+}
+
+/// The valid item `bytes` in the deterministic encoding, written item by item as
+/// `cbor::encode` writes the tree `cbor::decode` makes of it, without the tree: heads
+/// shortest, indefinite strings joined, an indefinite container's head put in front of
+/// its items once they are counted (moving the bytes written since: at most the input
+/// times its nesting, for the rare file that is not deterministic already). Memory: the
+/// output, about the input's size.
+pub(super) fn transcode(bytes: &[u8]) -> std::result::Result<Vec<u8>, DecodeError> {
+    let mut c = Cursor::new(bytes, usize::MAX);
+    let mut out = Vec::new();
+    out.try_reserve(bytes.len()).map_err(|_| DecodeError {
+        offset: 0,
+        message: format!("could not allocate {} bytes", bytes.len()),
+        too_deep: true,
+    })?;
+    let mut stack = vec![Open {
+        len: Len::Definite(1),
+        head_at: None,
+        major: 4,
+        items: 0,
+    }];
+    while let Some(top) = stack.last_mut() {
+        if !c.more(&mut top.len)? {
+            let done = stack.pop().expect("a container");
+            if let Some(at) = done.head_at {
+                let count = if done.major == 5 {
+                    done.items / 2
+                } else {
+                    done.items
+                };
+                let mut head = Vec::with_capacity(9);
+                cbor::encode_head(&mut head, done.major, count);
+                out.splice(at..at, head);
+            }
+            continue;
+        }
+        top.items += 1;
+        let start = c.position();
+        let header = c.head()?;
+        let definite = |n: usize, per: u64| Open {
+            len: Len::Definite(n as u64 * per),
+            head_at: None,
+            major: 4,
+            items: 0,
+        };
+        match header {
+            Header::Bytes(len) | Header::Text(len) => {
+                let text = matches!(header, Header::Text(_));
+                let body = c.string(text, len)?;
+                cbor::encode_head(&mut out, if text { 3 } else { 2 }, body.len() as u64);
+                out.extend_from_slice(&body);
+            }
+            Header::Array(Some(n)) => {
+                put(&mut out, header);
+                stack.push(definite(n, 1));
+            }
+            Header::Map(Some(n)) => {
+                put(&mut out, header);
+                stack.push(definite(n, 2));
+            }
+            Header::Array(None) | Header::Map(None) => stack.push(Open {
+                len: Len::Indefinite,
+                head_at: Some(out.len()),
+                major: bytes[start] >> 5,
+                items: 0,
+            }),
+            Header::Tag(_) => {
+                put(&mut out, header);
+                stack.push(definite(1, 1));
+            }
+            Header::Break => {
+                return Err(DecodeError {
+                    offset: start,
+                    message: "unexpected break".into(),
+                    too_deep: false,
+                });
+            }
+            h => put(&mut out, h),
+        }
+    }
+    Ok(out)
 }
 
 /// Reads the map `bytes` (valid CBOR) entry by entry: key and value bytes.
@@ -218,11 +306,31 @@ mod tests {
             &[0xfa, 0x7f, 0xc0, 0, 0], // NaN as f32
         ] {
             assert!(!is_deterministic(other), "{other:x?}");
-            let d = deterministic(Cow::Borrowed(other), 0, 8, "x").unwrap();
+            let d = deterministic(Cow::Borrowed(other), 0).unwrap();
             let again = cbor::to_vec(&cbor::decode(other, 8).unwrap());
             assert_eq!(&d[..], &again[..]);
             assert!(is_deterministic(&d));
         }
+        // Nested indefinite containers and strings, and the heads in front of them.
+        let nested = [
+            0xbf, 0x7f, 0x61, b'k', 0x60, 0xff, 0x9f, 0x9f, 0xff, 0xbf, 0x01, 0x5f, 0x41, 9, 0x42,
+            8, 7, 0xff, 0xff, 0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+        ];
+        let again = cbor::to_vec(&cbor::decode(&nested, 8).unwrap());
+        assert_eq!(transcode(&nested).unwrap(), again);
+        assert_eq!(
+            again,
+            [
+                0xa1, 0x61, b'k', 0x83, 0x80, 0xa1, 0x01, 0x43, 9, 8, 7, 0xf9, 0x3e, 0
+            ]
+        );
+        let many: Vec<u8> = [0x9f]
+            .into_iter()
+            .chain([0x18, 0x18].repeat(300))
+            .chain([0xff])
+            .collect();
+        let again = cbor::to_vec(&cbor::decode(&many, 8).unwrap());
+        assert_eq!(transcode(&many).unwrap(), again);
         assert_eq!(get(&bytes, "b"), Some(&bytes[10..14]));
         assert_eq!(Entries::of(&bytes).unwrap().count(), 6);
         let a = get(&bytes, "a").unwrap();
