@@ -30,8 +30,9 @@ fn status_kib(key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The child's side: `ZT_PEAK_MEMORY_CHILD` is "<path>\t<mode>" (mode: "open", or "json"
-/// to render the file attributes too). Prints "ZT_RESULT <status> <before KiB> <peak KiB>
+/// The child's side: `ZT_PEAK_MEMORY_CHILD` is "<path>\t<mode>" (mode: "open", "json"
+/// to render the file attributes too, or "pread" to open without mapping the file, so the
+/// header's pages are read in pieces and never held). Prints "ZT_RESULT <status> <before KiB> <peak KiB>
 /// <bytes rendered>", and the error.
 #[test]
 fn child() {
@@ -49,7 +50,11 @@ fn child() {
     // SAFETY: a plain system call on a local struct.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
     let before = status_kib("VmRSS:");
-    let opened = Reader::open_with(path, &OpenOptions::default());
+    let options = OpenOptions {
+        use_mmap: mode != "pread",
+        ..OpenOptions::default()
+    };
+    let opened = Reader::open_with(path, &options);
     let open_peak = status_kib("VmHWM:");
     let mut rendered = 0;
     let mut opened_rss = status_kib("VmRSS:");
@@ -286,17 +291,19 @@ fn gguf_many(name: &str, n: usize, kvs: usize) -> (Scratch, u64) {
 
 #[test]
 fn gguf_open_memory_is_a_small_multiple_of_the_header() {
-    for (what, n, kvs) in [
-        ("GGUF 1M tensors", 1_000_000, 0),
-        ("GGUF 1M key/values", 1, 1_000_000),
+    for (what, n, kvs, mode, bound) in [
+        ("GGUF 1M tensors", 1_000_000, 0, "open", 4.0),
+        ("GGUF 1M tensors, not mapped", 1_000_000, 0, "pread", 3.0),
+        ("GGUF 1M key/values", 1, 1_000_000, "open", 3.0),
     ] {
         let (f, header) = gguf_many("many.gguf", n, kvs);
-        let o = expect(what, &f, "open", "Ok", "");
+        let o = expect(what, &f, mode, "Ok", "");
         let ratio = o.peak as f64 / header as f64;
         println!("{what}: header {:.1} MiB, {ratio:.2}x", mib(header));
-        // A minimal tensor info takes about 57 bytes, its object 128 and its name, and
-        // the header's own pages count: about 3.9x. Key/values stay CBOR bytes.
-        assert!(ratio <= 4.0, "{what}: {ratio:.2}x the header");
+        // A minimal tensor info takes 58.5 bytes here; its object 128, its name 32 (in
+        // the arena) and its slot in the name index 9: 2.9x the header. Mapped, the
+        // header's own pages count too (1x): 3.9x. Key/values stay CBOR bytes.
+        assert!(ratio <= bound, "{what}: {ratio:.2}x the header");
     }
 }
 
