@@ -47,13 +47,21 @@ pub(super) struct DataFrame<'s> {
     pub(super) hash: u64,
     /// Absolute start and end of the CBOR descriptor.
     cbor: (u64, u64),
-    pub(super) desc: Value,
+    /// The descriptor's CBOR (a map, validated), decoded when its object is built.
+    desc: Cow<'s, [u8]>,
+    /// The nesting limit it was validated with.
+    depth: usize,
     /// The single `base` entry of a preceder metadata frame, if one came before: a CBOR
     /// map in the deterministic encoding.
     pub(super) preceder: Option<Cow<'s, [u8]>>,
 }
 
 impl DataFrame<'_> {
+    /// The descriptor's tree (within the tree budget of its bytes): one at a time, for
+    /// the object being built.
+    pub(super) fn descriptor(&self) -> Result<Value> {
+        decode_cbor(&self.desc, self.cbor.0, self.depth, "descriptor")
+    }
     /// Absolute start of the frame body (after the 16-byte header).
     pub(super) fn body_start(&self) -> u64 {
         self.offset + FRAME_HEADER
@@ -529,7 +537,7 @@ fn set_once<T>(slot: &mut Option<T>, value: T, kind: &str) -> Result<()> {
 
 /// Reads a data-object frame's descriptor (bounded by `limits.max_manifest_size`).
 fn data_frame<'s>(
-    read: &ReadAt<'_>,
+    read: &ReadAt<'s>,
     head: &FrameHead,
     limits: &Limits,
     depth: usize,
@@ -552,23 +560,26 @@ fn data_frame<'s>(
             );
         }
         let bytes = read(at + cbor_offset, region)?;
-        let v = decode_cbor(&bytes, at + cbor_offset, depth, "descriptor")?;
-        (v, at + body_end)
+        meta::validate(&bytes, at + cbor_offset, depth, "descriptor")?;
+        (bytes, at + body_end)
     } else {
         // Descriptor first: its length is what one CBOR item takes.
         let bytes = read(at + cbor_offset, region.min(cap))?;
         // The descriptor's length is what a validation pass (no allocation) finds; the
-        // payload after it does not widen its tree budget.
+        // payload after it is not kept (nor does it widen the tree budget).
         let used = cbor::validate_prefix(&bytes, depth)
             .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
-        let v = decode_cbor(&bytes[..used], at + cbor_offset, depth, "descriptor")?;
-        (v, at + cbor_offset + used as u64)
+        let desc = match bytes {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[..used]),
+            Cow::Owned(b) => Cow::Owned(b[..used].to_vec()),
+        };
+        (desc, at + cbor_offset + used as u64)
     };
-    if !desc.is_map() {
+    if meta::expect_map(&desc, "").is_err() {
         bail!(
             Format,
             "the descriptor is {}, expected a map",
-            desc.type_name()
+            meta::type_name(&desc)
         );
     }
     Ok(DataFrame {
@@ -578,6 +589,7 @@ fn data_frame<'s>(
         hash: head.hash,
         cbor: (at + cbor_offset, cbor_end),
         desc,
+        depth,
         preceder: None,
     })
 }

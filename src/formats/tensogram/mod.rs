@@ -101,7 +101,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         pos = msg.end;
         messages.push(msg);
     }
-    let mut objects = Objects::new(messages.len() > 1, limits);
+    let mut objects = Objects::new(messages.len() > 1, limits)?;
     for msg in &messages {
         objects.add_message(msg)?;
     }

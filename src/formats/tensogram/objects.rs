@@ -11,7 +11,8 @@ use crate::cbor::{self, Value, encode_head};
 use crate::error::{Error, Result, err};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, TextArena,
+    check_name_text,
 };
 
 use super::descriptors::Layout;
@@ -26,8 +27,14 @@ pub(super) struct Objects<'l> {
     /// Whether the file holds several messages (names are then prefixed `message_<m>/`).
     several: bool,
     limits: &'l Limits,
-    /// The names given so far.
-    taken: HashSet<String>,
+    /// The names given so far (in `arena`).
+    taken: HashSet<CText>,
+    /// Names and digests side by side.
+    arena: TextArena,
+    /// "data", "dense" and the logical types, shared by every object.
+    data: CText,
+    dense: CText,
+    logical: Vec<(&'static str, CText)>,
     objects: Vec<Object>,
     /// Object index and (offset, length) of the region its data digest covers.
     regions: Vec<(usize, (u64, u64))>,
@@ -35,14 +42,28 @@ pub(super) struct Objects<'l> {
 
 impl<'l> Objects<'l> {
     /// No objects yet; `several` when the file holds more than one message.
-    pub(super) fn new(several: bool, limits: &'l Limits) -> Self {
-        Objects {
+    pub(super) fn new(several: bool, limits: &'l Limits) -> Result<Self> {
+        Ok(Objects {
             several,
             limits,
             taken: HashSet::new(),
+            arena: TextArena::default(),
+            data: CText::new("data")?,
+            dense: CText::new("dense")?,
+            logical: Vec::new(),
             objects: Vec::new(),
             regions: Vec::new(),
+        })
+    }
+
+    /// The shared text of a logical type.
+    fn logical(&mut self, name: &'static str) -> Result<CText> {
+        if let Some((_, t)) = self.logical.iter().find(|(n, _)| *n == name) {
+            return Ok(t.clone());
         }
+        let t = CText::new(name)?;
+        self.logical.push((name, t.clone()));
+        Ok(t)
     }
 
     /// The model of the objects added, with the file `attributes`.
@@ -87,25 +108,26 @@ impl<'l> Objects<'l> {
         frame: &DataFrame<'_>,
         meta: &[u8],
     ) -> Result<()> {
-        let layout = Layout::read(&frame.desc, self.limits)?;
-        let (blob, steps) = self.data_blob(frame, &layout)?;
+        let desc = frame.descriptor()?;
+        let layout = Layout::read(&desc, self.limits)?;
+        let (blob, steps) = self.data_blob(frame, &desc, &layout)?;
         let hashed = msg.hashed();
         let digest = if hashed {
-            Some(CText::new(&format!("xxh3:{:016x}", frame.hash))?)
+            Some(self.arena.text(&format!("xxh3:{:016x}", frame.hash))?)
         } else {
             None
         };
         let component = Component {
-            role: CText::new("data")?,
+            role: self.data.clone(),
             dtype: layout.dtype,
-            logical_type: layout.logical.map(CText::new).transpose()?,
+            logical_type: layout.logical.map(|l| self.logical(l)).transpose()?,
             blob,
             decoded_length: layout.decoded_length,
             digest,
             steps: steps.into(),
         };
         let name = self.unique_name(msg, k, meta)?;
-        let attributes = object_attributes(meta, &frame.desc, msg.index)?;
+        let attributes = object_attributes(meta, &desc, msg.index)?;
         if hashed {
             let (start, end) = (frame.body_start(), frame.body_end());
             self.regions
@@ -113,7 +135,7 @@ impl<'l> Objects<'l> {
         }
         self.objects.push(Object {
             name,
-            format: CText::new("dense")?,
+            format: self.dense.clone(),
             shape: layout.shape.into(),
             attributes: Some(attributes),
             components: vec![component].into(),
@@ -127,12 +149,13 @@ impl<'l> Objects<'l> {
     fn data_blob(
         &mut self,
         frame: &DataFrame<'_>,
+        desc: &Value,
         layout: &Layout<'_>,
     ) -> Result<(Blob, Vec<Step>)> {
-        let stages = Stages::read(&frame.desc, layout, self.limits)?;
+        let stages = Stages::read(desc, layout, self.limits)?;
         let region = frame.data_region();
         let (payload_start, data_end) = region;
-        let masks = mask_entries(&frame.desc, layout, frame.body_start(), region)?;
+        let masks = mask_entries(desc, layout, frame.body_start(), region)?;
         let payload_end = masks.iter().map(|m| m.start).min().unwrap_or(data_end);
         let stored_end = masks.iter().map(|m| m.end).max().unwrap_or(payload_end);
         let payload_len = payload_end - payload_start;
@@ -183,12 +206,16 @@ impl<'l> Objects<'l> {
         };
         let mut name = base_name.clone();
         let mut n = 0u64;
-        while self.taken.contains(&name) {
+        while self.taken.contains(name.as_str()) {
             n += 1;
             name = format!("{base_name}_{n}");
         }
-        let name_c = check_name("object", &name, self.limits.max_name_length)?;
-        self.taken.insert(name);
+        check_name_text("object", &name, self.limits.max_name_length)?;
+        let name_c = self
+            .arena
+            .text(&name)
+            .map_err(|e| e.context("object name"))?;
+        self.taken.insert(name_c.clone());
         Ok(name_c)
     }
 }
