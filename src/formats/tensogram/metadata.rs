@@ -344,4 +344,42 @@ mod tests {
         assert!(expect_map(&bytes, "frame").is_ok());
         assert!(expect_map(&[0x80], "frame").is_err());
     }
+
+    /// Random mutations of a few items: every input that decodes is written again as its
+    /// tree encodes, and is deterministic exactly when it is those bytes.
+    #[test]
+    fn mutations_write_again_as_trees_do() {
+        let seeds: [&[u8]; 3] = [
+            &[
+                0xbf, 0x7f, 0x61, b'k', 0x60, 0xff, 0x9f, 0x9f, 0xff, 0xbf, 0x01, 0x5f, 0x41,
+                9, 0x42, 8, 7, 0xff, 0xff, 0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
+            ],
+            &[
+                0xa3, 0x61, b'a', 0x82, 0x18, 0x20, 0xf9, 0x3e, 0, 0x61, b'b', 0xc1, 0x39, 1,
+                0x2b, 0x61, b'c', 0x9f, 0xf6, 0xf7, 0xf4, 0xfa, 0x7f, 0xc0, 0, 0, 0xff,
+            ],
+            &[0xa1, 0x61, b'x', 0x5f, 0x42, 1, 2, 0x40, 0xff],
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut decoded = 0;
+        for round in 0..20_000 {
+            let mut b = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + next() % 3 {
+                let at = next() as usize % b.len();
+                b[at] = next() as u8;
+            }
+            let Ok(v) = cbor::decode(&b, 16) else { continue };
+            decoded += 1;
+            let again = cbor::to_vec(&v);
+            assert_eq!(transcode(&b).unwrap(), again, "{b:x?}");
+            assert_eq!(is_deterministic(&b), b == again, "{b:x?}");
+        }
+        assert!(decoded > 1000, "{decoded}");
+    }
 }

@@ -48,6 +48,8 @@
 
 //!
 //! The module, by job (each file depends only on the ones listed before it):
+//! - `metadata`: CBOR frames kept as bytes: validation without a tree, the deterministic
+//!   encoding (kept as is, or written again item by item), reading maps and arrays.
 //! - `frames`: messages and frames (preamble, frames, postamble; buffered and streamed
 //!   layouts; index and hash frames), read into `Message`s holding `DataFrame`s.
 //! - `descriptors`: a descriptor's required fields, its dtype, shape and byte order.
