@@ -4,10 +4,14 @@
 //! data-object frames (each CBOR region bounded by `limits.max_manifest_size`); never a
 //! payload.
 
+use std::borrow::Cow;
+
 use crate::cbor::{self, Value};
 use crate::error::{Error, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::Limits;
+
+use super::metadata::{self as meta, Items};
 
 /// The first bytes of every message.
 pub(super) const MAGIC: &[u8; 8] = b"TENSOGRM";
@@ -33,7 +37,7 @@ const MAX_PADDING: u64 = 7;
 const DATA_OBJECT: u16 = 9;
 
 /// One data-object frame as found in the message.
-pub(super) struct DataFrame {
+pub(super) struct DataFrame<'s> {
     /// Absolute offset of the frame's `FR`.
     pub(super) offset: u64,
     /// Frame length, header to `ENDF`.
@@ -43,12 +47,21 @@ pub(super) struct DataFrame {
     pub(super) hash: u64,
     /// Absolute start and end of the CBOR descriptor.
     cbor: (u64, u64),
-    pub(super) desc: Value,
-    /// The single `base` entry of a preceder metadata frame, if one came before.
-    pub(super) preceder: Option<Value>,
+    /// The descriptor's CBOR (a map, validated), decoded when its object is built.
+    desc: Cow<'s, [u8]>,
+    /// The nesting limit it was validated with.
+    depth: usize,
+    /// The single `base` entry of a preceder metadata frame, if one came before: a CBOR
+    /// map in the deterministic encoding.
+    pub(super) preceder: Option<Cow<'s, [u8]>>,
 }
 
-impl DataFrame {
+impl DataFrame<'_> {
+    /// The descriptor's tree (within the tree budget of its bytes): one at a time, for
+    /// the object being built.
+    pub(super) fn descriptor(&self) -> Result<Value> {
+        decode_cbor(&self.desc, self.cbor.0, self.depth, "descriptor")
+    }
     /// Absolute start of the frame body (after the 16-byte header).
     pub(super) fn body_start(&self) -> u64 {
         self.offset + FRAME_HEADER
@@ -68,67 +81,70 @@ impl DataFrame {
     }
 }
 
-/// One message: where it is and what its frames hold.
-pub(super) struct Message {
+/// One message: where it is and what its frames hold. Metadata maps are their CBOR
+/// bytes in the deterministic encoding (`metadata::deterministic`).
+pub(super) struct Message<'s> {
     pub(super) index: usize,
     /// Absolute offset of the preamble.
     start: u64,
     /// Absolute end (after the postamble).
     pub(super) end: u64,
     flags: u16,
-    header_meta: Option<Value>,
-    footer_meta: Option<Value>,
-    pub(super) objects: Vec<DataFrame>,
+    header_meta: Option<Cow<'s, [u8]>>,
+    footer_meta: Option<Cow<'s, [u8]>>,
+    pub(super) objects: Vec<DataFrame<'s>>,
 }
 
-impl Message {
+impl<'s> Message<'s> {
     /// Whether the preamble says every frame's inline hash slot holds a digest.
     pub(super) fn hashed(&self) -> bool {
         self.flags & HASHES_PRESENT != 0
     }
     /// The global metadata map: the footer frame's (written last) or the header's.
-    pub(super) fn metadata(&self) -> &Value {
+    pub(super) fn metadata(&self) -> &[u8] {
         self.footer_meta
             .as_ref()
             .or(self.header_meta.as_ref())
             .expect("a message has a metadata frame (checked by walk_message)")
     }
     /// The global metadata map, taken out of the message.
-    pub(super) fn into_metadata(self) -> Value {
+    pub(super) fn into_metadata(self) -> Cow<'s, [u8]> {
         self.footer_meta
             .or(self.header_meta)
             .expect("a message has a metadata frame (checked by walk_message)")
     }
-    /// The `base` entries (maps), at most one per object.
-    pub(super) fn base(&self) -> Result<&[Value]> {
-        let Some(base) = self.metadata().get("base") else {
-            return Ok(&[]);
+    /// The `base` entries (maps, as their bytes), at most one per object.
+    pub(super) fn base(&self) -> Result<Vec<&[u8]>> {
+        let Some(base) = meta::get(self.metadata(), "base") else {
+            return Ok(Vec::new());
         };
-        let Some(items) = base.as_array() else {
+        let Some(items) = Items::of(base) else {
             bail!(
                 Format,
                 "metadata 'base' is {}, expected an array of maps",
-                base.type_name()
+                meta::type_name(base)
             );
         };
-        if items.len() > self.objects.len() {
+        let count = Items::of(base).expect("an array").count();
+        if count > self.objects.len() {
             bail!(
                 Format,
-                "metadata base has {} entries but the message holds {} objects",
-                items.len(),
+                "metadata base has {count} entries but the message holds {} objects",
                 self.objects.len()
             );
         }
-        for (i, item) in items.iter().enumerate() {
-            if !item.is_map() {
+        let mut out = Vec::with_capacity(count);
+        for (i, item) in items.enumerate() {
+            if meta::expect_map(item, "").is_err() {
                 bail!(
                     Format,
                     "metadata base[{i}] is {}, expected a map",
-                    item.type_name()
+                    meta::type_name(item)
                 );
             }
+            out.push(item);
         }
-        Ok(items)
+        Ok(out)
     }
 }
 
@@ -177,14 +193,14 @@ fn decode_cbor(bytes: &[u8], at: u64, depth: usize, what: &str) -> Result<Value>
 /// 16-byte header of each frame, the CBOR of metadata, index and hash frames and the
 /// descriptor and footer of data-object frames (each CBOR region bounded by
 /// `limits.max_manifest_size`).
-pub(super) fn walk_message(
-    read: &ReadAt<'_>,
+pub(super) fn walk_message<'s>(
+    read: &ReadAt<'s>,
     size: u64,
     start: u64,
     index: usize,
     limits: &Limits,
     depth: usize,
-) -> Result<Message> {
+) -> Result<Message<'s>> {
     let (flags, total) = preamble(read, size, start)?;
     let mut walk = Walk {
         read,
@@ -350,17 +366,18 @@ struct Walk<'r, 's> {
     depth: usize,
     /// Where the postamble must end.
     limit: u64,
-    msg: Message,
+    msg: Message<'s>,
     phase: Phase,
     /// A preceder metadata frame's offset and entry, until its data-object frame.
-    preceder: Option<(u64, Value)>,
+    preceder: Option<(u64, Cow<'s, [u8]>)>,
     /// Absolute offset of the first footer frame.
     first_footer: Option<u64>,
-    index_frame: Option<(u64, Value)>,
-    hash_frame: Option<(u64, Value)>,
+    /// Index and hash frames: offsets and CBOR maps.
+    index_frame: Option<(u64, Cow<'s, [u8]>)>,
+    hash_frame: Option<(u64, Cow<'s, [u8]>)>,
 }
 
-impl Walk<'_, '_> {
+impl<'s> Walk<'_, 's> {
     /// Reads the frame at `at` into the message. Returns where it ends.
     fn frame(&mut self, at: u64) -> Result<u64> {
         let head = frame_head(self.read, at, self.limit)?;
@@ -380,8 +397,10 @@ impl Walk<'_, '_> {
                 )));
             }
             let bytes = (self.read)(at + FRAME_HEADER, body)?;
-            let value = cbor_map(&bytes, at + FRAME_HEADER, self.depth).map_err(ctx)?;
-            self.keep(&head, value).map_err(ctx)?;
+            let cbor_at = at + FRAME_HEADER;
+            meta::validate(&bytes, cbor_at, self.depth, "frame").map_err(ctx)?;
+            meta::expect_map(&bytes, "frame").map_err(ctx)?;
+            self.keep(&head, bytes).map_err(ctx)?;
         }
         Ok(at + head.length)
     }
@@ -422,9 +441,14 @@ impl Walk<'_, '_> {
         Ok(())
     }
 
-    /// Keeps the CBOR map of a metadata, index, hash or preceder frame.
-    fn keep(&mut self, head: &FrameHead, value: Value) -> Result<()> {
+    /// Keeps the CBOR map of a metadata, index, hash or preceder frame (validated);
+    /// metadata in the deterministic encoding.
+    fn keep(&mut self, head: &FrameHead, bytes: Cow<'s, [u8]>) -> Result<()> {
         let at = head.at;
+        let value = match head.ftype {
+            1 | 7 | 8 => meta::deterministic(bytes, at + FRAME_HEADER)?,
+            _ => bytes,
+        };
         match head.ftype {
             1 => set_once(
                 &mut self.msg.header_meta,
@@ -439,7 +463,7 @@ impl Walk<'_, '_> {
             2 | 6 => set_once(&mut self.index_frame, (at, value), "index frame"),
             3 | 5 => set_once(&mut self.hash_frame, (at, value), "hash frame"),
             _ => {
-                self.preceder = Some((at, preceder_entry(&value)?));
+                self.preceder = Some((at, preceder_entry(value)?));
                 Ok(())
             }
         }
@@ -447,7 +471,7 @@ impl Walk<'_, '_> {
 
     /// Checks the end of the walk and the postamble at `postamble_at`, then the index and
     /// hash frames against the data-object frames found.
-    fn finish(mut self, postamble_at: u64, total: u64) -> Result<Message> {
+    fn finish(mut self, postamble_at: u64, total: u64) -> Result<Message<'s>> {
         if let Some((at, _)) = self.preceder {
             bail!(
                 Format,
@@ -511,26 +535,13 @@ fn set_once<T>(slot: &mut Option<T>, value: T, kind: &str) -> Result<()> {
     Ok(())
 }
 
-/// Decodes a frame's CBOR (read from file offset `at`), which must be a map.
-fn cbor_map(bytes: &[u8], at: u64, depth: usize) -> Result<Value> {
-    let value = decode_cbor(bytes, at, depth, "frame")?;
-    if !value.is_map() {
-        bail!(
-            Format,
-            "the frame's CBOR is {}, expected a map",
-            value.type_name()
-        );
-    }
-    Ok(value)
-}
-
 /// Reads a data-object frame's descriptor (bounded by `limits.max_manifest_size`).
-fn data_frame(
-    read: &ReadAt<'_>,
+fn data_frame<'s>(
+    read: &ReadAt<'s>,
     head: &FrameHead,
     limits: &Limits,
     depth: usize,
-) -> Result<DataFrame> {
+) -> Result<DataFrame<'s>> {
     let (at, cbor_offset) = (head.at, head.cbor_offset);
     let body_end = head.length - DATA_FOOTER;
     if cbor_offset < FRAME_HEADER || cbor_offset > body_end {
@@ -549,23 +560,26 @@ fn data_frame(
             );
         }
         let bytes = read(at + cbor_offset, region)?;
-        let v = decode_cbor(&bytes, at + cbor_offset, depth, "descriptor")?;
-        (v, at + body_end)
+        meta::validate(&bytes, at + cbor_offset, depth, "descriptor")?;
+        (bytes, at + body_end)
     } else {
         // Descriptor first: its length is what one CBOR item takes.
         let bytes = read(at + cbor_offset, region.min(cap))?;
         // The descriptor's length is what a validation pass (no allocation) finds; the
-        // payload after it does not widen its tree budget.
+        // payload after it is not kept (nor does it widen the tree budget).
         let used = cbor::validate_prefix(&bytes, depth)
             .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
-        let v = decode_cbor(&bytes[..used], at + cbor_offset, depth, "descriptor")?;
-        (v, at + cbor_offset + used as u64)
+        let desc = match bytes {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[..used]),
+            Cow::Owned(b) => Cow::Owned(b[..used].to_vec()),
+        };
+        (desc, at + cbor_offset + used as u64)
     };
-    if !desc.is_map() {
+    if meta::expect_map(&desc, "").is_err() {
         bail!(
             Format,
             "the descriptor is {}, expected a map",
-            desc.type_name()
+            meta::type_name(&desc)
         );
     }
     Ok(DataFrame {
@@ -575,60 +589,89 @@ fn data_frame(
         hash: head.hash,
         cbor: (at + cbor_offset, cbor_end),
         desc,
+        depth,
         preceder: None,
     })
 }
 
-/// The single `base` entry of a preceder metadata frame.
-fn preceder_entry(v: &Value) -> Result<Value> {
-    match v.get("base").and_then(Value::as_array) {
-        Some([entry]) if entry.is_map() => Ok(entry.clone()),
-        Some(items) if items.len() != 1 => bail!(
-            Format,
-            "a preceder's base must have exactly 1 entry, not {}",
-            items.len()
-        ),
-        _ => bail!(
-            Format,
-            "a preceder's CBOR must be a map with a 'base' array of one map"
-        ),
-    }
+/// The single `base` entry of a preceder metadata frame (a deterministic CBOR map).
+fn preceder_entry(v: Cow<'_, [u8]>) -> Result<Cow<'_, [u8]>> {
+    let entry = |v: &[u8]| -> Result<std::ops::Range<usize>> {
+        let Some(items) = meta::get(v, "base").and_then(Items::of) else {
+            bail!(
+                Format,
+                "a preceder's CBOR must be a map with a 'base' array of one map"
+            );
+        };
+        let items: Vec<&[u8]> = items.take(2).collect();
+        match items[..] {
+            [entry] if meta::expect_map(entry, "").is_ok() => {
+                let start = entry.as_ptr() as usize - v.as_ptr() as usize;
+                Ok(start..start + entry.len())
+            }
+            [_] => bail!(
+                Format,
+                "a preceder's CBOR must be a map with a 'base' array of one map"
+            ),
+            _ => bail!(
+                Format,
+                "a preceder's base must have exactly 1 entry, not {}",
+                meta::get(v, "base")
+                    .and_then(Items::of)
+                    .map_or(0, Iterator::count)
+            ),
+        }
+    };
+    let range = entry(&v)?;
+    Ok(match v {
+        Cow::Borrowed(b) => Cow::Borrowed(&b[range]),
+        Cow::Owned(b) => Cow::Owned(b[range].to_vec()),
+    })
 }
 
-/// Checks an index frame against the data-object frames found.
-fn check_index(msg: &Message, idx: &Value) -> Result<()> {
-    let list = |key: &str| -> Result<Vec<u64>> {
-        let items = idx
-            .get(key)
-            .and_then(Value::as_array)
+/// Checks an index frame (a CBOR map) against the data-object frames found.
+fn check_index(msg: &Message<'_>, idx: &[u8]) -> Result<()> {
+    // Each list is checked to hold integers and counted, then the two are read side by
+    // side: no list is held.
+    let list = |key: &str| -> Result<(&[u8], usize)> {
+        let array = meta::get(idx, key)
+            .filter(|a| Items::of(a).is_some())
             .ok_or_else(|| err!(Format, "'{key}' is missing or not an array"))?;
-        items
-            .iter()
-            .map(|v| {
-                v.as_u64().ok_or_else(|| {
-                    err!(Format, "'{key}' holds {}, expected integers", v.type_name())
-                })
-            })
-            .collect()
+        let mut count = 0;
+        for v in Items::of(array).expect("an array") {
+            if meta::unsigned(v).is_none() {
+                bail!(
+                    Format,
+                    "'{key}' holds {}, expected integers",
+                    meta::type_name(v)
+                );
+            }
+            count += 1;
+        }
+        Ok((array, count))
     };
-    let offsets = list("offsets")?;
-    let lengths = list("lengths")?;
-    if offsets.len() != msg.objects.len() || lengths.len() != msg.objects.len() {
+    let (offsets, n_offsets) = list("offsets")?;
+    let (lengths, n_lengths) = list("lengths")?;
+    if n_offsets != msg.objects.len() || n_lengths != msg.objects.len() {
         bail!(
             Format,
-            "it lists {} offsets and {} lengths, but the message holds {} data objects",
-            offsets.len(),
-            lengths.len(),
+            "it lists {n_offsets} offsets and {n_lengths} lengths, but the message holds {} \
+             data objects",
             msg.objects.len()
         );
     }
-    for (k, f) in msg.objects.iter().enumerate() {
-        if offsets[k] != f.offset - msg.start || lengths[k] != f.length {
+    let values = |array| {
+        Items::of(array)
+            .expect("an array")
+            .map(|v| meta::unsigned(v).expect("checked"))
+    };
+    let listed = values(offsets).zip(values(lengths));
+    for (k, (f, (offset, length))) in msg.objects.iter().zip(listed).enumerate() {
+        if offset != f.offset - msg.start || length != f.length {
             bail!(
                 Format,
-                "object {k} is listed at offset {} length {}, but its frame is at {} length {}",
-                offsets[k],
-                lengths[k],
+                "object {k} is listed at offset {offset} length {length}, but its frame is at \
+                 {} length {}",
                 f.offset - msg.start,
                 f.length
             );
@@ -637,20 +680,19 @@ fn check_index(msg: &Message, idx: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Checks a hash frame's shape: one hash per data object. The inline hash slots are
-/// authoritative (`Reader::verify` checks them), so a hash frame that disagrees with them
-/// is not refused here: a flipped bit in a hash must be a `Checksum` error on
+/// Checks a hash frame's shape (a CBOR map): one hash per data object. The inline hash
+/// slots are authoritative (`Reader::verify` checks them), so a hash frame that disagrees
+/// with them is not refused here: a flipped bit in a hash must be a `Checksum` error on
 /// verification, not a file that no longer opens.
-fn check_hashes(msg: &Message, frame: &Value) -> Result<()> {
-    let hashes = frame
-        .get("hashes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| err!(Format, "'hashes' is missing or not an array"))?;
-    if hashes.len() != msg.objects.len() {
+fn check_hashes(msg: &Message<'_>, frame: &[u8]) -> Result<()> {
+    let hashes = meta::get(frame, "hashes")
+        .and_then(Items::of)
+        .ok_or_else(|| err!(Format, "'hashes' is missing or not an array"))?
+        .count();
+    if hashes != msg.objects.len() {
         bail!(
             Format,
-            "it lists {} hashes for {} data objects",
-            hashes.len(),
+            "it lists {hashes} hashes for {} data objects",
             msg.objects.len()
         );
     }

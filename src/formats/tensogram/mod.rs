@@ -48,6 +48,8 @@
 
 //!
 //! The module, by job (each file depends only on the ones listed before it):
+//! - `metadata`: CBOR frames kept as bytes: validation without a tree, the deterministic
+//!   encoding (kept as is, or written again item by item), reading maps and arrays.
 //! - `frames`: messages and frames (preamble, frames, postamble; buffered and streamed
 //!   layouts; index and hash frames), read into `Message`s holding `DataFrame`s.
 //! - `descriptors`: a descriptor's required fields, its dtype, shape and byte order.
@@ -63,6 +65,7 @@ mod codecs;
 mod descriptors;
 mod frames;
 mod masks;
+mod metadata;
 mod objects;
 mod pipeline;
 
@@ -100,7 +103,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         pos = msg.end;
         messages.push(msg);
     }
-    let mut objects = Objects::new(messages.len() > 1, limits);
+    let mut objects = Objects::new(messages.len() > 1, limits)?;
     for msg in &messages {
         objects.add_message(msg)?;
     }

@@ -3,19 +3,22 @@
 //! `TgmPipeline`), its unique name, its attributes and the region its digest covers; and
 //! the file attributes.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cbor::{self, Value};
+use crate::cbor::{self, Value, encode_head};
 use crate::error::{Error, Result, err};
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, check_name,
+    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, TextArena,
+    check_name_text,
 };
 
 use super::descriptors::Layout;
 use super::frames::{DataFrame, Message};
 use super::masks::mask_entries;
+use super::metadata::{self as meta, Entries};
 use super::pipeline::{Stages, TgmPipeline};
 
 /// The objects of a file as its messages are added, with their decoders and the regions
@@ -24,8 +27,14 @@ pub(super) struct Objects<'l> {
     /// Whether the file holds several messages (names are then prefixed `message_<m>/`).
     several: bool,
     limits: &'l Limits,
-    /// The names given so far.
-    taken: HashSet<String>,
+    /// The names given so far (in `arena`).
+    taken: HashSet<CText>,
+    /// Names and digests side by side.
+    arena: TextArena,
+    /// "data", "dense" and the logical types, shared by every object.
+    data: CText,
+    dense: CText,
+    logical: Vec<(&'static str, CText)>,
     objects: Vec<Object>,
     /// Object index and (offset, length) of the region its data digest covers.
     regions: Vec<(usize, (u64, u64))>,
@@ -33,14 +42,28 @@ pub(super) struct Objects<'l> {
 
 impl<'l> Objects<'l> {
     /// No objects yet; `several` when the file holds more than one message.
-    pub(super) fn new(several: bool, limits: &'l Limits) -> Self {
-        Objects {
+    pub(super) fn new(several: bool, limits: &'l Limits) -> Result<Self> {
+        Ok(Objects {
             several,
             limits,
             taken: HashSet::new(),
+            arena: TextArena::default(),
+            data: CText::new("data")?,
+            dense: CText::new("dense")?,
+            logical: Vec::new(),
             objects: Vec::new(),
             regions: Vec::new(),
+        })
+    }
+
+    /// The shared text of a logical type.
+    fn logical(&mut self, name: &'static str) -> Result<CText> {
+        if let Some((_, t)) = self.logical.iter().find(|(n, _)| *n == name) {
+            return Ok(t.clone());
         }
+        let t = CText::new(name)?;
+        self.logical.push((name, t.clone()));
+        Ok(t)
     }
 
     /// The model of the objects added, with the file `attributes`.
@@ -59,7 +82,7 @@ impl<'l> Objects<'l> {
     }
 
     /// Adds an object for every data-object frame of `msg`.
-    pub(super) fn add_message(&mut self, msg: &Message) -> Result<()> {
+    pub(super) fn add_message(&mut self, msg: &Message<'_>) -> Result<()> {
         let ctx = |e: Error| e.context(format!("Tensogram message {}", msg.index));
         let base = msg.base().map_err(ctx)?;
         for (k, frame) in msg.objects.iter().enumerate() {
@@ -69,7 +92,8 @@ impl<'l> Objects<'l> {
                     msg.index, frame.offset
                 ))
             };
-            let meta = merged_metadata(base.get(k), frame.preceder.as_ref());
+            let meta =
+                merged_metadata(base.get(k).copied(), frame.preceder.as_deref()).map_err(octx)?;
             self.add_object(msg, k, frame, &meta).map_err(octx)?;
         }
         Ok(())
@@ -79,30 +103,31 @@ impl<'l> Objects<'l> {
     /// when the message has hashes, the region its digest covers.
     fn add_object(
         &mut self,
-        msg: &Message,
+        msg: &Message<'_>,
         k: usize,
-        frame: &DataFrame,
-        meta: &[(Value, Value)],
+        frame: &DataFrame<'_>,
+        meta: &[u8],
     ) -> Result<()> {
-        let layout = Layout::read(&frame.desc, self.limits)?;
-        let (blob, steps) = self.data_blob(frame, &layout)?;
+        let desc = frame.descriptor()?;
+        let layout = Layout::read(&desc, self.limits)?;
+        let (blob, steps) = self.data_blob(frame, &desc, &layout)?;
         let hashed = msg.hashed();
         let digest = if hashed {
-            Some(CText::new(&format!("xxh3:{:016x}", frame.hash))?)
+            Some(self.arena.text(&format!("xxh3:{:016x}", frame.hash))?)
         } else {
             None
         };
         let component = Component {
-            role: CText::new("data")?,
+            role: self.data.clone(),
             dtype: layout.dtype,
-            logical_type: layout.logical.map(CText::new).transpose()?,
+            logical_type: layout.logical.map(|l| self.logical(l)).transpose()?,
             blob,
             decoded_length: layout.decoded_length,
             digest,
             steps: steps.into(),
         };
         let name = self.unique_name(msg, k, meta)?;
-        let attributes = object_attributes(meta, &frame.desc, msg.index)?;
+        let attributes = object_attributes(meta, &desc, msg.index)?;
         if hashed {
             let (start, end) = (frame.body_start(), frame.body_end());
             self.regions
@@ -110,7 +135,7 @@ impl<'l> Objects<'l> {
         }
         self.objects.push(Object {
             name,
-            format: CText::new("dense")?,
+            format: self.dense.clone(),
             shape: layout.shape.into(),
             attributes: Some(attributes),
             components: vec![component].into(),
@@ -121,11 +146,16 @@ impl<'l> Objects<'l> {
     /// The blob of a frame's data and how it is decoded: the payload itself when no stage
     /// changes it (zero-copy, byte-swapped if big-endian), else the payload and its mask
     /// blobs, decoded by a `TgmPipeline` step.
-    fn data_blob(&mut self, frame: &DataFrame, layout: &Layout<'_>) -> Result<(Blob, Vec<Step>)> {
-        let stages = Stages::read(&frame.desc, layout, self.limits)?;
+    fn data_blob(
+        &mut self,
+        frame: &DataFrame<'_>,
+        desc: &Value,
+        layout: &Layout<'_>,
+    ) -> Result<(Blob, Vec<Step>)> {
+        let stages = Stages::read(desc, layout, self.limits)?;
         let region = frame.data_region();
         let (payload_start, data_end) = region;
-        let masks = mask_entries(&frame.desc, layout, frame.body_start(), region)?;
+        let masks = mask_entries(desc, layout, frame.body_start(), region)?;
         let payload_end = masks.iter().map(|m| m.start).min().unwrap_or(data_end);
         let stored_end = masks.iter().map(|m| m.end).max().unwrap_or(payload_end);
         let payload_len = payload_end - payload_start;
@@ -163,13 +193,11 @@ impl<'l> Objects<'l> {
     /// The name of object `k` of `msg`: its `name` metadata or `object_<k>`, prefixed
     /// `message_<m>/` in a file of several messages, with `_1`, `_2` ... appended when
     /// taken.
-    fn unique_name(&mut self, msg: &Message, k: usize, meta: &[(Value, Value)]) -> Result<CText> {
-        let given = meta
-            .iter()
-            .find(|(key, _)| key.as_text() == Some("name"))
-            .and_then(|(_, v)| v.as_text())
+    fn unique_name(&mut self, msg: &Message<'_>, k: usize, meta: &[u8]) -> Result<CText> {
+        let given = meta::get(meta, "name")
+            .and_then(meta::text)
             .filter(|s| !s.is_empty())
-            .map(str::to_owned);
+            .map(Cow::into_owned);
         let local = given.unwrap_or_else(|| format!("object_{k}"));
         let base_name = if self.several {
             format!("message_{}/{local}", msg.index)
@@ -178,75 +206,113 @@ impl<'l> Objects<'l> {
         };
         let mut name = base_name.clone();
         let mut n = 0u64;
-        while self.taken.contains(&name) {
+        while self.taken.contains(name.as_str()) {
             n += 1;
             name = format!("{base_name}_{n}");
         }
-        let name_c = check_name("object", &name, self.limits.max_name_length)?;
-        self.taken.insert(name);
+        check_name_text("object", &name, self.limits.max_name_length)?;
+        let name_c = self
+            .arena
+            .text(&name)
+            .map_err(|e| e.context("object name"))?;
+        self.taken.insert(name_c.clone());
         Ok(name_c)
     }
 }
 
-/// An object's attributes: its metadata, then `_tensogram_descriptor` (the descriptor as
-/// written) and `_tensogram_message` (the message index).
-fn object_attributes(meta: &[(Value, Value)], desc: &Value, message: usize) -> Result<Attributes> {
-    let mut attrs: Vec<(Value, Value)> = meta
-        .iter()
-        .filter(|(key, _)| {
-            !matches!(
-                key.as_text(),
-                Some("_tensogram_descriptor" | "_tensogram_message")
-            )
-        })
-        .cloned()
-        .collect();
-    attrs.push((Value::Text("_tensogram_descriptor".into()), desc.clone()));
-    attrs.push((
-        Value::Text("_tensogram_message".into()),
-        Value::Unsigned(message as u64),
-    ));
-    attributes_of(&Value::Map(attrs))
+/// An object's attributes: its metadata (a deterministic CBOR map), then
+/// `_tensogram_descriptor` (the descriptor as written) and `_tensogram_message` (the
+/// message index). Written as `cbor::encode` writes the tree of them, without one.
+fn object_attributes(meta: &[u8], desc: &Value, message: usize) -> Result<Attributes> {
+    let reserved = |key: &[u8]| {
+        meta::text(key).is_some_and(|t| t == "_tensogram_descriptor" || t == "_tensogram_message")
+    };
+    let kept = || {
+        Entries::of(meta)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !reserved(k))
+    };
+    let mut out = Vec::with_capacity(meta.len() + 64);
+    encode_head(&mut out, 5, kept().count() as u64 + 2);
+    for (key, value) in kept() {
+        out.extend_from_slice(key);
+        out.extend_from_slice(value);
+    }
+    cbor::encode(&Value::Text("_tensogram_descriptor".into()), &mut out);
+    cbor::encode(desc, &mut out);
+    cbor::encode(&Value::Text("_tensogram_message".into()), &mut out);
+    encode_head(&mut out, 0, message as u64);
+    attributes_of(out)
 }
 
 /// The file attributes: the global metadata of a single message, else
-/// `{"messages": [map, ...]}`.
-pub(super) fn file_attributes(messages: Vec<Message>) -> Result<Option<Attributes>> {
-    // Moved out of the messages, not copied: a metadata tree may be large.
-    let attributes = if messages.len() > 1 {
-        let list = messages.into_iter().map(Message::into_metadata).collect();
-        Some(Value::Map(vec![(
-            Value::Text("messages".into()),
-            Value::Array(list),
-        )]))
-    } else {
-        messages.into_iter().next().map(Message::into_metadata)
-    };
-    attributes.map(|v| attributes_of(&v)).transpose()
+/// `{"messages": [map, ...]}` (each a deterministic CBOR map).
+pub(super) fn file_attributes(messages: Vec<Message<'_>>) -> Result<Option<Attributes>> {
+    if messages.len() > 1 {
+        let mut out = Vec::new();
+        encode_head(&mut out, 5, 1);
+        cbor::encode(&Value::Text("messages".into()), &mut out);
+        encode_head(&mut out, 4, messages.len() as u64);
+        for m in messages {
+            out.extend_from_slice(m.metadata());
+        }
+        return attributes_of(out).map(Some);
+    }
+    // Kept without a copy when it was read into memory of its own.
+    messages
+        .into_iter()
+        .next()
+        .map(|m| attributes_of(m.into_metadata().into_owned()))
+        .transpose()
 }
 
-/// Encodes an attribute map, checking it decodes back within the attribute depth bound.
-fn attributes_of(v: &Value) -> Result<Attributes> {
-    let bytes = cbor::to_vec(v);
+/// Keeps deterministic CBOR bytes as attributes, checking they decode back within the
+/// attribute depth bound.
+fn attributes_of(bytes: Vec<u8>) -> Result<Attributes> {
     cbor::validate_prefix(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
         err!(
             Limit,
             "metadata nests too deeply to keep as attributes: {e}"
         )
     })?;
-    Ok(Attributes::from_cbor(&bytes))
+    Ok(Attributes::from_vec(bytes))
 }
 
-/// An object's metadata: `base[i]` with a preceder's keys overriding (shallow merge).
-fn merged_metadata(base: Option<&Value>, preceder: Option<&Value>) -> Vec<(Value, Value)> {
-    let mut out: Vec<(Value, Value)> = base.and_then(Value::as_map).unwrap_or(&[]).to_vec();
-    if let Some(entries) = preceder.and_then(Value::as_map) {
+/// An object's metadata (a deterministic CBOR map): `base[i]` with a preceder's keys
+/// overriding (shallow merge). Without a preceder it is `base[i]` as it is; with one, the
+/// two small maps are merged as trees.
+fn merged_metadata<'m>(
+    base: Option<&'m [u8]>,
+    preceder: Option<&'m [u8]>,
+) -> Result<Cow<'m, [u8]>> {
+    const EMPTY: &[u8] = &[0xa0];
+    let Some(preceder) = preceder else {
+        return Ok(Cow::Borrowed(base.unwrap_or(EMPTY)));
+    };
+    let tree = |bytes: &[u8]| {
+        cbor::decode_within(
+            bytes,
+            MAX_CBOR_DEPTH,
+            super::frames::tree_budget(bytes.len()),
+        )
+        .map(|(v, _)| v)
+        .map_err(|e| err!(Limit, "metadata: {}", e.message))
+    };
+    let mut out = match base {
+        Some(b) => tree(b)?,
+        None => Value::Map(Vec::new()),
+    };
+    let Value::Map(out_entries) = &mut out else {
+        unreachable!("base entries are maps")
+    };
+    if let Value::Map(entries) = tree(preceder)? {
         for (k, v) in entries {
-            match out.iter_mut().find(|(ok, _)| ok == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => out.push((k.clone(), v.clone())),
+            match out_entries.iter_mut().find(|(ok, _)| *ok == k) {
+                Some(slot) => slot.1 = v,
+                None => out_entries.push((k, v)),
             }
         }
     }
-    out
+    Ok(Cow::Owned(cbor::to_vec(&out)))
 }
