@@ -320,7 +320,7 @@ impl<'a> Reader<'a> {
     }
 
     fn parse(source: &Source<'_>, options: &OpenOptions) -> Result<Model> {
-        let read = |offset: u64, len: u64| source.region_checked(offset, len);
+        let read = |offset: u64, len: u64| source.parse_region(offset, len);
         formats::read_model(&read, source.size(), &options.limits)
     }
 

@@ -368,6 +368,21 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// `region_checked` for a format's parser: a piece of at most `PARSE_PREAD_MAX` bytes
+    /// is read with `pread` even from a mapped file (`fetch`), so that a header read in
+    /// pieces (GGUF's, 64 KiB at a time) costs the pieces, not every one of its pages
+    /// mapped into the process; a larger one (a whole manifest) is borrowed from the
+    /// mapping.
+    pub(crate) fn parse_region(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        if len <= PARSE_PREAD_MAX
+            && matches!(self.kind, Kind::Map(..))
+            && offset.checked_add(len).is_some_and(|end| end <= self.size)
+        {
+            return self.fetch(offset, len);
+        }
+        self.region_checked(offset, len)
+    }
+
     /// Passes `[offset, offset + len)` to `f` in pieces: all at once from memory, else in
     /// 1 MiB reads (for hashing a region without holding it).
     pub(crate) fn for_each_piece(
@@ -643,6 +658,9 @@ impl Place {
         }
     }
 }
+
+/// The largest piece `parse_region` reads with `pread` from a mapped file.
+const PARSE_PREAD_MAX: u64 = 1 << 20;
 
 /// The files a reader reads: one, or the shards of a set, each opened and mapped when
 /// one of its components is first read (or at open, `Shards::open_all`). Blobs say which

@@ -292,7 +292,7 @@ fn gguf_many(name: &str, n: usize, kvs: usize) -> (Scratch, u64) {
 #[test]
 fn gguf_open_memory_is_a_small_multiple_of_the_header() {
     for (what, n, kvs, mode, bound) in [
-        ("GGUF 1M tensors", 1_000_000, 0, "open", 4.0),
+        ("GGUF 1M tensors", 1_000_000, 0, "open", 3.0),
         ("GGUF 1M tensors, not mapped", 1_000_000, 0, "pread", 3.0),
         ("GGUF 1M key/values", 1, 1_000_000, "json", 3.0),
     ] {
@@ -301,8 +301,9 @@ fn gguf_open_memory_is_a_small_multiple_of_the_header() {
         let ratio = o.peak as f64 / header as f64;
         println!("{what}: header {:.1} MiB, {ratio:.2}x", mib(header));
         // A minimal tensor info takes 58.5 bytes here; its object 128, its name 32 (in
-        // the arena) and its slot in the name index 9: 2.9x the header. Mapped, the
-        // header's own pages count too (1x): 3.9x. Key/values stay CBOR bytes.
+        // the arena) and its slot in the name index 9: 2.9x the header. Mapped or not,
+        // the header is parsed from 64 KiB preads, so its own pages don't count.
+        // Key/values stay CBOR bytes.
         assert!(ratio <= bound, "{what}: {ratio:.2}x the header");
         if mode == "json" {
             // Rendering streams the CBOR into the JSON text: its memory is the output's.

@@ -768,7 +768,7 @@ fn parse_shard(
                 .map_err(|e| e.context(format_args!("shard {name}")))?
         }
     };
-    let read = |offset: u64, len: u64| source.region_checked(offset, len);
+    let read = |offset: u64, len: u64| source.parse_region(offset, len);
     let model =
         super::read_model(&read, source.size(), limits).map_err(|e| e.context(path.display()))?;
     let size = source.size();
