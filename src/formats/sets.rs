@@ -168,7 +168,7 @@ fn pipelined<'t>(
         for _ in workers..cores.min(found.files.len()) {
             scope.spawn(|| pipe.work());
         }
-        match read {
+        let metadata = match read {
             Some((metadata, weight_map)) if found.refused.is_none() => {
                 let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
                 let _ = pipe.read.set(grouped);
@@ -179,7 +179,13 @@ fn pipelined<'t>(
                 pipe.update(|s| (s.closed, s.failed) = (true, true));
                 read.map(|(metadata, _)| metadata)
             }
+        };
+        // Then this thread parses shards too: the last shards left to one worker would
+        // leave a core idle.
+        if remote.is_none() {
+            pipe.work();
         }
+        metadata
     })?;
     if let Some((name, file, why)) = found.refused {
         return Some(Err(err!(
