@@ -63,15 +63,23 @@ pub(crate) fn all(
     if workers <= 1 || bytes < 16 << 20 {
         return work.iter().try_for_each(|&(oi, ci)| check(oi, ci));
     }
-    // Each worker takes the next unclaimed component.
+    // Each worker takes the next unclaimed component, the largest first (so that no worker
+    // is left hashing a large one alone at the end); failures keep their file order.
+    let mut order: Vec<usize> = (0..work.len()).collect();
+    order.sort_by_key(|&i| {
+        let (oi, ci) = work[i];
+        std::cmp::Reverse(model.digest_region(oi, ci).1)
+    });
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
                 loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(oi, ci)) = work.get(i) else { break };
+                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        break;
+                    };
+                    let (oi, ci) = work[i];
                     if let Err(e) = check(oi, ci) {
                         failures
                             .lock()

@@ -1046,3 +1046,38 @@ fn writer_refuses_a_directory_up_front() {
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
+
+/// `verify` hashes the largest components first on several threads, yet reports the
+/// failure a pass in file order would meet first.
+#[test]
+fn verify_reports_the_first_failure_in_file_order() {
+    let mut w = Writer::new(Vec::new()).unwrap();
+    let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
+    for (name, mib) in [("a", 4usize), ("b", 4), ("c", 12)] {
+        let data: Vec<u8> = (0..mib << 20).map(|i| (i % 251) as u8).collect();
+        w.add(name, DType::U8, &[data.len() as u64], &data, &sha)
+            .unwrap();
+    }
+    let mut bytes = w.finish().unwrap();
+    let r = Reader::from_slice(&bytes).unwrap();
+    let at = |name: &str| {
+        let o = r.object(r.find(name).unwrap()).unwrap();
+        o.components()[0].offset() as usize
+    };
+    let (a, c) = (at("a"), at("c"));
+    drop(r);
+    bytes[c + 5] ^= 1;
+    let r = Reader::from_slice(&bytes).unwrap();
+    let e = r.verify().unwrap_err();
+    assert!(e.message().contains("'c'"), "{e}");
+    drop(r);
+    bytes[a + 7] ^= 1;
+    let r = Reader::from_slice(&bytes).unwrap();
+    for _ in 0..5 {
+        let e = r.verify().unwrap_err();
+        assert!(
+            e.message().contains("'a'") && !e.message().contains("'c'"),
+            "{e}"
+        );
+    }
+}
