@@ -8,21 +8,23 @@ fn a_batch_equals_single_reads_whatever_the_threads() {
     let mut w = Writer::new(Vec::new()).unwrap();
     let mut expected = Vec::new();
     for i in 0..200u32 {
-        let values: Vec<u8> = (0..4096u32).map(|k| (k * 7 + i) as u8).collect();
+        // 1.6 MiB in all: past the size a batch runs in parallel from.
+        let values: Vec<u8> = (0..8192u32).map(|k| (k * 7 + i) as u8).collect();
         let opts = if i % 3 == 0 {
             WriteOptions::zstd(1)
         } else {
             WriteOptions::default()
         };
-        w.add(&format!("t{i}"), DType::U8, &[4096], &values, &opts)
+        w.add(&format!("t{i}"), DType::U8, &[8192], &values, &opts)
             .unwrap();
         expected.push(values);
     }
     let file = w.finish().unwrap();
     let r = Reader::from_slice(&file).unwrap();
     for threads in [0, 1, 2, 7] {
-        let mut bufs: Vec<Vec<u8>> = (0..200).map(|_| vec![0u8; 4096]).collect();
-        let mut wide = vec![0u8; 4096 * 2];
+        let mut bufs: Vec<Vec<u8>> = (0..200).map(|_| vec![0u8; 8192]).collect();
+        let mut wide = vec![0u8; 8192 * 2];
+        let mut nothing = vec![0u8; 8192];
         let mut piece = vec![0u8; 100];
         let mut requests: Vec<LoadRequest<'_>> = bufs
             .iter_mut()
@@ -46,17 +48,33 @@ fn a_batch_equals_single_reads_whatever_the_threads() {
             object: 6,
             component: 0,
             dst: &mut piece,
-            offset: Some(4000),
+            offset: Some(8100),
             convert: None,
         });
+        // A request for an object that doesn't exist, among the others.
+        requests.insert(
+            100,
+            LoadRequest {
+                object: 999,
+                component: 0,
+                dst: &mut nothing,
+                offset: None,
+                convert: None,
+            },
+        );
         let results = r.load_batch(&mut requests, threads);
-        assert_eq!(results.len(), 202);
-        // A range past the end fails alone.
+        assert_eq!(results.len(), 203);
+        // The missing object and a range past the end fail alone, where they were asked.
         assert_eq!(
-            results[201].as_ref().unwrap_err().kind(),
+            results[100].as_ref().unwrap_err().kind(),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            results[202].as_ref().unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
-        assert!(results[..201].iter().all(|r| r.is_ok()), "{threads}");
+        let ok = |r: &[ztensor::Result<()>]| r.iter().all(|r| r.is_ok());
+        assert!(ok(&results[..100]) && ok(&results[101..202]), "{threads}");
         drop(requests);
         assert_eq!(bufs, expected);
         let widened: Vec<u8> = expected[3]
