@@ -804,7 +804,8 @@ ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t o
 
 /**
  * Carries out `count` reads at once, in parallel across components on a bounded pool of
- * threads (`options->threads`), the largest first: each a whole read, a range read
+ * threads (`options->threads`), large requests first and small neighbouring ones
+ * together, in request order (file order reads fastest): each a whole read, a range read
  * (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
  * the same rules and results as the single calls. Every request's `status` is set, and
  * a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the

@@ -1,7 +1,7 @@
 //! Loading many components in one call: each request is a read, a range read or a
 //! converted read into the caller's buffer, and the requests run on a bounded pool of
-//! threads, largest first, each with its own result. What a runtime loading a whole model
-//! calls once instead of once per tensor.
+//! threads, large ones first and small neighbours together, each with its own result.
+//! What a runtime loading a whole model calls once instead of once per tensor.
 
 use std::sync::Mutex;
 
@@ -36,8 +36,9 @@ const RUN: usize = 256;
 impl Reader<'_> {
     /// Carries out every request, in parallel on at most `threads` threads (0: as many
     /// as the machine has cores, at most 16; for a remote object, as many as its requests
-    /// in flight, `RemoteOptions::max_concurrency`), the largest first, and returns each
-    /// request's result in request order. A failed request leaves its buffer in an
+    /// in flight, `RemoteOptions::max_concurrency`), large requests first and small
+    /// neighbouring ones together in request order, and returns each request's result in
+    /// request order. A failed request leaves its buffer in an
     /// unspecified state and doesn't stop the others. Blocks until all are done.
     pub fn load_batch(&self, requests: &mut [LoadRequest<'_>], threads: usize) -> Vec<Result<()>> {
         let bytes: u64 = requests.iter().map(|r| r.dst.len() as u64).sum();
