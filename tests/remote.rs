@@ -149,6 +149,20 @@ fn big_model(dir: &Path) -> PathBuf {
     path
 }
 
+/// Writes a file of one u8 tensor `a` holding `data` at `path`.
+fn one_tensor(path: &Path, data: &[u8]) {
+    let mut w = Writer::create(path).unwrap();
+    w.add(
+        "a",
+        DType::U8,
+        &[data.len() as u64],
+        data,
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+}
+
 fn component(r: &Reader<'_>, name: &str) -> (usize, ztensor::Component) {
     let o = r.find(name).unwrap();
     (o, r.objects()[o].components()[0].clone())
@@ -390,16 +404,7 @@ fn c_programs() -> Vec<String> {
 #[test]
 fn injected_faults_are_statuses_that_name_the_url() {
     let dir = common::temp_dir("remote_faults");
-    let mut w = Writer::create(dir.join("m.zt")).unwrap();
-    w.add(
-        "a",
-        DType::U8,
-        &[200_000],
-        &common::bytes(3, 200_000),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.finish().unwrap();
+    one_tensor(&dir.join("m.zt"), &common::bytes(3, 200_000));
     let server = Server::start(&dir, "");
     let url = server.url("m.zt");
     let read = |kind: &str| {
@@ -461,16 +466,7 @@ fn injected_faults_are_statuses_that_name_the_url() {
     // The object changes after the open: a Format error, never other bytes.
     let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let mut w = Writer::create(dir.join("m.zt")).unwrap();
-    w.add(
-        "a",
-        DType::U8,
-        &[200_000],
-        &common::bytes(4, 200_000),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.finish().unwrap();
+    one_tensor(&dir.join("m.zt"), &common::bytes(4, 200_000));
     let e = r.read_to_vec(0, 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Format, "{e}");
     assert!(e.message().contains("changed"), "{e}");
@@ -480,10 +476,7 @@ fn injected_faults_are_statuses_that_name_the_url() {
 fn retries_recover_from_a_dropped_connection() {
     let dir = common::temp_dir("remote_retry");
     let data = common::bytes(5, 300_000);
-    let mut w = Writer::create(dir.join("m.zt")).unwrap();
-    w.add("a", DType::U8, &[300_000], &data, &WriteOptions::default())
-        .unwrap();
-    w.finish().unwrap();
+    one_tensor(&dir.join("m.zt"), &data);
     let server = Server::start(&dir, "");
     let r = Reader::open(server.url("m.zt")).unwrap();
     server.fault("drop", 1);
@@ -503,10 +496,7 @@ fn a_bearer_token_and_headers_reach_the_server() {
     let dir = common::temp_dir("remote_token");
     std::fs::create_dir_all(dir.join("private")).unwrap();
     let data = common::bytes(6, 1000);
-    let mut w = Writer::create(dir.join("private/m.zt")).unwrap();
-    w.add("a", DType::U8, &[1000], &data, &WriteOptions::default())
-        .unwrap();
-    w.finish().unwrap();
+    one_tensor(&dir.join("private/m.zt"), &data);
     let server = Server::start(&dir, "s3cr3t");
     let url = server.url("private/m.zt");
     let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
@@ -543,10 +533,7 @@ fn a_presigned_url_keeps_its_query() {
     let dir = common::temp_dir("remote_signed");
     std::fs::create_dir_all(dir.join("signed")).unwrap();
     let data = common::bytes(11, 300_000);
-    let mut w = Writer::create(dir.join("signed/m.zt")).unwrap();
-    w.add("a", DType::U8, &[300_000], &data, &WriteOptions::default())
-        .unwrap();
-    w.finish().unwrap();
+    one_tensor(&dir.join("signed/m.zt"), &data);
     let server = Server::start(&dir, "s3cr3t");
     let url = server.url("signed/m.zt");
     let r = Reader::open_url(&format!("{url}?sig=s3cr3t"), &opts(), &no_retry()).unwrap();
