@@ -272,23 +272,7 @@ impl std::error::Error for JsonError {}
 /// Integers map to `Unsigned`/`Negative` when in range, other numbers to `Float`; an object that is exactly
 /// `{"$bytes":"<even-length hex>"}` becomes `Bytes`; duplicate keys and lone surrogates are errors.
 pub fn from_json(text: &str, max_depth: usize) -> Result<Value, JsonError> {
-    let context = Context {
-        text,
-        max_depth,
-        numbers_seen: Cell::new(0),
-        scanner: Cell::new((0, 0)),
-        broken: Cell::new(None),
-    };
-    let mut de = serde_json::Deserializer::from_str(text);
-    // The depth is bounded by `max_depth` below, which is what keeps the stack bounded.
-    de.disable_recursion_limit();
-    let seed = Seed {
-        context: &context,
-        depth: 0,
-    };
-    seed.deserialize(&mut de)
-        .and_then(|value| de.end().map(|()| value))
-        .map_err(|e| context.error(&e))
+    stream(text, max_depth, |top, de| top.deserialize(de))
 }
 
 /// Streams one JSON document through `parse`, which gets the top level (depth 0) and
@@ -311,6 +295,7 @@ pub(crate) fn stream<'t, T>(
         broken: Cell::new(None),
     };
     let mut de = serde_json::Deserializer::from_str(text);
+    // The depth is bounded by `max_depth` (`Seed`), which is what keeps the stack bounded.
     de.disable_recursion_limit();
     let level = Seed {
         context: &context,
