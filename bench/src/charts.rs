@@ -152,11 +152,8 @@ fn ratio_text(r: &Rec) -> String {
     s
 }
 
-/// The chart of one row: a horizontal bar per contender, lengths proportional to the value.
-pub fn row_svg(r: &Rec) -> String {
-    let bars = bars(r);
-    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
-    let height = TOP + bars.len() as f64 * (BAR + GAP) + 26.0;
+/// The start of a chart `height` high: the SVG element, a white background, the title.
+fn svg_start(height: f64, title: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -172,10 +169,18 @@ pub fn row_svg(r: &Rec) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">{} ({})</text>"#,
-        esc(&r.metric),
-        esc(&r.workload)
+        r#"<text x="10" y="20" font-size="14" font-weight="bold">{}</text>"#,
+        esc(title)
     );
+    s
+}
+
+/// The chart of one row: a horizontal bar per contender, lengths proportional to the value.
+pub fn row_svg(r: &Rec) -> String {
+    let bars = bars(r);
+    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    let height = TOP + bars.len() as f64 * (BAR + GAP) + 26.0;
+    let mut s = svg_start(height, &format!("{} ({})", r.metric, r.workload));
     let _ = writeln!(
         s,
         r##"<text x="10" y="38" fill="#4b5563">{}</text>"##,
@@ -242,23 +247,7 @@ pub fn overview_svg(rows: &[Rec]) -> String {
     let per_row = 2.0 * 12.0 + 10.0;
     let height = TOP + rows.len() as f64 * per_row + 30.0;
     let scale = BAR_MAX / OVERVIEW_CAP;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#,
-        w = n(WIDTH),
-        h = n(height)
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect width="{}" height="{}" fill="white"/>"#,
-        n(WIDTH),
-        n(height)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="10" y="20" font-size="14" font-weight="bold">ztensor against the best peer and the limit</text>"#
-    );
+    let mut s = svg_start(height, "ztensor against the best peer and the limit");
     let _ = writeln!(
         s,
         r##"<text x="10" y="38" fill="#4b5563">other / ours: right of the 1x line ours is ahead; <tspan fill="{OURS}">vs best peer</tspan>, <tspan fill="{LIMIT}">vs limit</tspan></text>"##

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{Ctx, Runs, Section};
 use crate::Res;
 use crate::files::{Files, warm};
-use crate::harness::{case, measure, names_of, row_from};
+use crate::harness::{case, listing, measure, names_of, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;
 
@@ -75,19 +75,6 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     row = row.target("<= the shards one by one", met);
     rows.push(row);
     Ok(())
-}
-
-fn listing(r: &ztensor::Reader<'_>) -> u64 {
-    let mut acc = 0u64;
-    for o in r.objects() {
-        acc = acc.wrapping_add(o.name().len() as u64);
-        for &d in o.shape() {
-            acc ^= d;
-        }
-        let c = &o.components()[0];
-        acc = acc.wrapping_add(c.dtype() as u64 + c.offset() + u64::from(c.file()));
-    }
-    acc
 }
 
 fn list_set(index: &Path) -> Res<()> {
