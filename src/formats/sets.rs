@@ -106,7 +106,7 @@ pub(crate) fn open_index(
             Some(result) => result?,
             None => {
                 let file = &found.files[i];
-                let (model, shard) = parse_shard(file, dir.join(file), options, limits, None)?;
+                let (model, shard) = parse_shard(file, dir.join(file), options, limits)?;
                 (model, shard, None)
             }
         };
@@ -346,7 +346,7 @@ impl<'t> Pipeline<'_, 't> {
                 .expect("openable shards only, before a failure");
             drop(state);
             let path = self.dir.join(&file);
-            let parsed = parse_shard(&file, path, self.options, self.limits, None);
+            let parsed = parse_shard(&file, path, self.options, self.limits);
             let result = parsed.map(|(model, shard)| {
                 let agrees = self.agrees(i, &model);
                 (model, shard, agrees)
@@ -698,82 +698,63 @@ fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
     Ok(())
 }
 
-/// Parses every shard of `jobs` (name, path), on up to as many threads as there are
-/// cores: the results in the jobs' order, up to the first failure (shards after it may
-/// be left out).
-fn parse_shards(
-    jobs: &[(&str, PathBuf)],
-    options: SetOptions,
+/// Parses the shards `names` (relative to `dir`) on the workers `open_index` uses, all
+/// known at once: each result in `names`' order, `None` for a shard left after a failure
+/// (the caller parses it when it gets there, so that its error is the first in order).
+fn parse_listed(
+    dir: &Path,
+    names: &[&str],
+    options: SetOptions<'_>,
     limits: &Limits,
-) -> Vec<Result<(Model, Shard)>> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    // Remote shards wait on the network, not on cores: as many as requests in flight.
-    let threads = (options.place.parallel_opens())
+) -> Vec<Option<Result<(Model, Shard)>>> {
+    let pipe = Pipeline {
+        dir,
+        options,
+        limits,
+        state: Mutex::new(PipeState {
+            files: names.iter().map(|n| Some((*n).to_owned())).collect(),
+            closed: true,
+            ..PipeState::default()
+        }),
+        wake: Condvar::new(),
+        read: OnceLock::new(),
+    };
+    let workers = (options.place.parallel_opens())
         .unwrap_or_else(crate::codec::threads)
-        .min(jobs.len());
-    if threads <= 1 {
-        return jobs
-            .iter()
-            .map(|(name, path)| parse_shard(name, path.clone(), options, limits, None))
-            .collect();
-    }
-    type Slot = Mutex<Option<Result<(Model, Shard)>>>;
-    let results: Vec<Slot> = jobs.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    // After a failure no new shard is started: every shard before the failed one was
-    // started (they are taken in order) and finishes, so a caller taking the results in
-    // order meets an error before any shard left out.
-    let failed = std::sync::atomic::AtomicBool::new(false);
+        .min(names.len());
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some((name, path)) = jobs.get(i) else {
-                        break;
-                    };
-                    let r = parse_shard(name, path.clone(), options, limits, None);
-                    if r.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                }
-            });
+        for _ in 1..workers {
+            scope.spawn(|| pipe.work());
         }
+        pipe.work();
     });
+    let mut results = pipe
+        .state
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .results;
+    results.resize_with(names.len(), || None);
     results
         .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .unwrap_or_else(|p| p.into_inner())
-                .unwrap_or_else(|| Err(err!(Internal, "a shard after a failed one was not parsed")))
-        })
+        .map(|r| r.map(|r| r.map(|(model, shard, _)| (model, shard))))
         .collect()
 }
 
 /// Opens one shard and parses it: closed again unless the set keeps its shards open.
-/// `opened` is a source the caller already has for it.
 fn parse_shard(
     name: &str,
     path: PathBuf,
     options: SetOptions,
     limits: &Limits,
-    opened: Option<Source<'static>>,
 ) -> Result<(Model, Shard)> {
-    let source = match opened {
-        Some(source) => source,
-        // Parsing reads the header only: without a mapping unless the shard stays open.
-        None => {
-            let mapping = if options.eager {
-                options.mapping
-            } else {
-                Mapping::None
-            };
-            (options.place.open(&path, mapping))
-                .map_err(|e| e.context(format_args!("shard {name}")))?
-        }
+    // Parsing reads the header only: without a mapping unless the shard stays open.
+    let mapping = if options.eager {
+        options.mapping
+    } else {
+        Mapping::None
     };
+    let source = (options.place.open(&path, mapping))
+        .map_err(|e| e.context(format_args!("shard {name}")))?;
     let read = |offset: u64, len: u64| source.parse_region(offset, len);
     let model =
         super::read_model(&read, source.size(), limits).map_err(|e| e.context(path.display()))?;
@@ -849,11 +830,12 @@ pub(crate) fn open_split(
         })
         .collect();
     // The other splits, parsed in parallel.
-    let jobs: Vec<(&str, PathBuf)> = (0..split.count as usize)
+    let others: Vec<&str> = (0..split.count as usize)
         .filter(|&no| no as u64 != split.no)
-        .map(|no| (names[no].as_str(), files[no].clone()))
+        .map(|no| names[no].as_str())
         .collect();
-    let mut parsed = parse_shards(&jobs, options, limits).into_iter();
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut parsed = parse_listed(dir, &others, options, limits).into_iter();
     for no in 0..split.count {
         let (file, name) = (&files[no as usize], &names[no as usize]);
         let (part, shard) = if no == split.no {
@@ -864,7 +846,10 @@ pub(crate) fn open_split(
                 Shard::new(name, file.clone(), size, options.mapping, Some(source)),
             )
         } else {
-            parsed.next().expect("one result per job")?
+            match parsed.next().expect("one result per other split") {
+                Some(result) => result?,
+                None => parse_shard(name, file.clone(), options, limits)?,
+            }
         };
         match part.split {
             Some(s) if s.no == no && s.count == split.count && s.tensors == split.tensors => {}
