@@ -424,6 +424,20 @@ fn several_messages_prefix_and_dedupe_names() {
     // A single message with no names.
     let r = Reader::from_slice(&b).unwrap();
     assert_eq!(r.objects()[0].name(), "object_0");
+    // A suffixed name that another object was given already is suffixed again, in order;
+    // the attributes keep the names as given.
+    let objs: Vec<Obj> = (1..=4).map(|v| Obj::new(&[1], "int8", vec![v])).collect();
+    let c = message(&names(&["a", "a_1", "a", "a"]), &objs, BUFFERED);
+    let r = Reader::from_slice(&c).unwrap();
+    let got: Vec<&str> = r.objects().iter().map(|o| o.name()).collect();
+    assert_eq!(got, ["a", "a_1", "a_2", "a_3"]);
+    let c = message(&names(&["a", "a", "a_1"]), &objs[..3], BUFFERED);
+    let r = Reader::from_slice(&c).unwrap();
+    let got: Vec<&str> = r.objects().iter().map(|o| o.name()).collect();
+    assert_eq!(got, ["a", "a_1", "a_1_1"]);
+    let given = r.objects()[2].attributes().unwrap();
+    assert_eq!(given.get("name").and_then(Value::as_text), Some("a_1"));
+    assert_eq!(r.read_to_vec(2, 0).unwrap(), [3]);
     // Trailing bytes that are not a message.
     let mut bad = a.clone();
     bad.extend_from_slice(b"garbage!");

@@ -19,7 +19,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
-use crate::model::{Attributes, Model, NameIndex, Object};
+use crate::model::{Attributes, DigestRegions, Model, NameIndex, Object};
 use crate::source::{Mapping, Place, Shard, Shards, Source};
 
 /// How a set's shards are opened.
@@ -909,7 +909,7 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
     let mut parts = parts;
     let mut objects: Vec<Object> = std::mem::take(&mut parts[0].objects);
     objects.reserve_exact(total - objects.len());
-    let mut regions = HashMap::new();
+    let mut regions = DigestRegions::default();
     let mut starts = Vec::with_capacity(parts.len());
     for (i, part) in parts.into_iter().enumerate() {
         if part.container != container {
@@ -925,8 +925,8 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         // The first shard's objects are in place already (its blobs say file 0).
         let base = if i == 0 { 0 } else { objects.len() };
         starts.push(base);
-        for ((o, c), region) in part.digest_regions {
-            regions.insert((base + o, c), region);
+        for ((o, c), region) in part.digest_regions.iter() {
+            regions.push(base + o, c, region);
         }
         for mut o in part.objects {
             for c in o.components.iter_mut() {

@@ -4,6 +4,7 @@
 //! index. `schema` holds the rules of each object kind; `validate` the structural checks
 //! every model passes before a reader exists.
 
+use std::ptr::NonNull;
 use crate::cbor::Value;
 use crate::codec::digest;
 use crate::dtype::DType;
@@ -16,7 +17,7 @@ mod validate;
 
 pub(crate) use steps::{FormatStep, Step, Steps, check_steps};
 pub use text::CText;
-pub(crate) use text::TextArena;
+pub(crate) use text::{CBytes, TextArena};
 
 pub(crate) use validate::{check_name, check_name_text, validate};
 
@@ -170,9 +171,16 @@ impl Component {
 
 /// Attributes as their CBOR bytes (a map), validated when the file was opened and decoded
 /// only on request, so that opening never builds trees of metadata nobody asked for.
-/// One pointer, so that objects without attributes pay 8 bytes for having none.
-#[derive(Clone, PartialEq)]
-pub struct Attributes(Box<AttrBytes>);
+/// Either their own allocation, or an entry in a block shared with other objects'
+/// attributes (`Attributes::in_arena`: a file of many small objects pays no allocation
+/// per object's attributes). One pointer either way, told apart by its lowest bit (a
+/// box of `AttrBytes` is 8-aligned, an entry's bytes 2-aligned; the bit is set for a box).
+pub struct Attributes(NonNull<u8>);
+
+// SAFETY: both forms are immutable once made and shared as Arc and Box are.
+unsafe impl Send for Attributes {}
+// SAFETY: as above.
+unsafe impl Sync for Attributes {}
 
 #[derive(Clone, PartialEq)]
 struct AttrBytes {
@@ -182,26 +190,91 @@ struct AttrBytes {
     widths: Option<Box<[u8]>>,
 }
 
+/// The two forms, borrowed.
+enum AttrRef<'a> {
+    Own(&'a AttrBytes),
+    Shared(&'a [u8]),
+}
+
 impl Attributes {
+    /// The form `self` holds.
+    fn form(&self) -> AttrRef<'_> {
+        let p = self.0.as_ptr();
+        if p.addr() & 1 == 1 {
+            // SAFETY: a set bit marks a pointer from `Box::into_raw` (plus one) that
+            // `self` owns.
+            AttrRef::Own(unsafe { &*p.wrapping_sub(1).cast::<AttrBytes>() })
+        } else {
+            // SAFETY: else it is a `CBytes` that `self` holds a reference to; the bytes
+            // live as long as that reference. Read without taking it over.
+            let shared = std::mem::ManuallyDrop::new(unsafe { CBytes::from_raw(self.0) });
+            let bytes = shared.as_bytes();
+            // SAFETY: as above: the bytes outlive the borrow of `self`.
+            AttrRef::Shared(unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) })
+        }
+    }
+}
+
+impl Clone for Attributes {
+    fn clone(&self) -> Attributes {
+        match self.form() {
+            AttrRef::Own(own) => Attributes::boxed(own.clone()),
+            AttrRef::Shared(_) => {
+                // SAFETY: a `CBytes` that `self` holds; cloned, then both kept as raw.
+                let shared = std::mem::ManuallyDrop::new(unsafe { CBytes::from_raw(self.0) });
+                Attributes((*shared).clone().into_raw())
+            }
+        }
+    }
+}
+
+impl Drop for Attributes {
+    fn drop(&mut self) {
+        let p = self.0.as_ptr();
+        if p.addr() & 1 == 1 {
+            // SAFETY: the box `self` owns (see `form`), dropped once.
+            drop(unsafe { Box::from_raw(p.wrapping_sub(1).cast::<AttrBytes>()) });
+        } else {
+            // SAFETY: the reference `self` holds, given back once.
+            drop(unsafe { CBytes::from_raw(self.0) });
+        }
+    }
+}
+
+impl PartialEq for Attributes {
+    fn eq(&self, other: &Attributes) -> bool {
+        self.as_cbor() == other.as_cbor() && self.widths() == other.widths()
+    }
+}
+
+impl Attributes {
+    fn boxed(bytes: AttrBytes) -> Attributes {
+        let p = Box::into_raw(Box::new(bytes)).cast::<u8>();
+        debug_assert_eq!(p.addr() & 1, 0);
+        // SAFETY: a box's pointer is non-null; plus one (it is 8-aligned) is the tag.
+        Attributes(unsafe { NonNull::new_unchecked(p.wrapping_add(1)) })
+    }
+    fn own(cbor: Box<[u8]>, widths: Option<Box<[u8]>>) -> Attributes {
+        Attributes::boxed(AttrBytes { cbor, widths })
+    }
     pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
-        Attributes(Box::new(AttrBytes {
-            cbor: bytes.into(),
-            widths: None,
-        }))
+        Attributes::own(bytes.into(), None)
     }
     /// Keeps CBOR bytes already in a vector (no copy when its capacity fits).
     pub(crate) fn from_vec(bytes: Vec<u8>) -> Attributes {
-        Attributes(Box::new(AttrBytes {
-            cbor: bytes.into_boxed_slice(),
-            widths: None,
-        }))
+        Attributes::own(bytes.into_boxed_slice(), None)
     }
     /// `from_vec` with the widths of the top-level values.
     pub(crate) fn from_vec_with_widths(bytes: Vec<u8>, widths: Vec<u8>) -> Attributes {
-        Attributes(Box::new(AttrBytes {
-            cbor: bytes.into_boxed_slice(),
-            widths: Some(widths.into_boxed_slice()),
-        }))
+        Attributes::own(bytes.into_boxed_slice(), Some(widths.into_boxed_slice()))
+    }
+    /// Copies CBOR bytes into `arena` when they are short enough to share a block, else
+    /// into an allocation of their own.
+    pub(crate) fn in_arena(arena: &mut TextArena, bytes: &[u8]) -> Attributes {
+        match arena.bytes(bytes) {
+            Some(shared) => Attributes(shared.into_raw()),
+            None => Attributes::from_cbor(bytes),
+        }
     }
     /// Encodes a value (the writer checks it is a map).
     pub(crate) fn from_value(v: &Value) -> Attributes {
@@ -209,21 +282,27 @@ impl Attributes {
     }
     /// The CBOR encoding of the attribute map.
     pub fn as_cbor(&self) -> &[u8] {
-        &self.0.cbor
+        match self.form() {
+            AttrRef::Own(own) => &own.cbor,
+            AttrRef::Shared(bytes) => bytes,
+        }
     }
     /// The widths stream of the top-level values, when the format has widths.
     pub(crate) fn widths(&self) -> Option<&[u8]> {
-        self.0.widths.as_deref()
+        match self.form() {
+            AttrRef::Own(own) => own.widths.as_deref(),
+            AttrRef::Shared(_) => None,
+        }
     }
     /// Decodes the attribute map (allocates the tree).
     pub fn value(&self) -> Value {
-        crate::cbor::decode(&self.0.cbor, crate::limits::MAX_CBOR_DEPTH)
+        crate::cbor::decode(self.as_cbor(), crate::limits::MAX_CBOR_DEPTH)
             .expect("validated when the file was opened")
     }
     /// The attribute map as compact JSON (the mapping of `json::write_json`), rendered
     /// straight from the CBOR bytes without building a tree: memory is the output's.
     pub fn to_json(&self) -> Result<String> {
-        crate::json::cbor_to_json(&self.0.cbor)
+        crate::json::cbor_to_json(self.as_cbor())
             .map_err(|e| crate::error::err!(Format, "attributes: {e}"))
     }
 }
@@ -490,7 +569,7 @@ pub struct Model {
     /// File regions `(offset, length)` that digests cover when that is not the
     /// component's blob, by (object, component) index: Tensogram's frame hashes cover
     /// a frame's whole body (payload, NaN/Inf masks and descriptor). Empty for zTensor.
-    pub(crate) digest_regions: std::collections::HashMap<(usize, usize), (u64, u64)>,
+    pub(crate) digest_regions: DigestRegions,
     /// The file offset the format's own tensor offsets count from: where GGUF's data
     /// section and safetensors' byte buffer begin; 0 for formats that record absolute
     /// offsets (zTensor, Tensogram). Set by the format after `new`.
@@ -518,6 +597,20 @@ impl Model {
         objects: Vec<Object>,
     ) -> Result<Model> {
         let by_name = NameIndex::build(&objects)?;
+        Ok(Model::with_index(
+            container, traits, version, attributes, objects, by_name,
+        )?)
+    }
+
+    /// `new` with the name index of `objects` already built.
+    pub(crate) fn with_index(
+        container: Container,
+        traits: Traits,
+        version: &str,
+        attributes: Option<Attributes>,
+        objects: Vec<Object>,
+        by_name: NameIndex,
+    ) -> Result<Model> {
         Ok(Model {
             container,
             traits,
@@ -532,15 +625,43 @@ impl Model {
     }
 
     /// The stored region `(offset, length)` a component's digest covers: its blob,
-    /// unless the format hashes a larger region (see `digest_regions`). A map lookup.
+    /// unless the format hashes a larger region (see `digest_regions`). A binary search.
     pub(crate) fn digest_region(&self, object: usize, component: usize) -> (u64, u64) {
-        match self.digest_regions.get(&(object, component)) {
-            Some(&region) => region,
+        match self.digest_regions.get(object, component) {
+            Some(region) => region,
             None => {
                 let blob = &self.objects[object].components[component].blob;
                 (blob.offset, blob.length)
             }
         }
+    }
+}
+
+/// The regions `(offset, length)` digests cover where that is not the component's blob,
+/// by (object, component) index, in that order: a sorted list (24 bytes a region, where a
+/// hash map took three times that for a message of many small objects).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DigestRegions(Vec<(u32, u32, u64, u64)>);
+
+impl DigestRegions {
+    /// Adds the region of a component after every one added so far.
+    pub(crate) fn push(&mut self, object: usize, component: usize, (offset, length): (u64, u64)) {
+        let key = (object as u32, component as u32);
+        debug_assert!(self.0.last().is_none_or(|&(o, c, ..)| (o, c) < key));
+        self.0.push((key.0, key.1, offset, length));
+    }
+    /// The region of a component, if it has one.
+    pub(crate) fn get(&self, object: usize, component: usize) -> Option<(u64, u64)> {
+        let key = (u32::try_from(object).ok()?, u32::try_from(component).ok()?);
+        let at = self.0.binary_search_by(|&(o, c, ..)| (o, c).cmp(&key)).ok()?;
+        let (_, _, offset, length) = self.0[at];
+        Some((offset, length))
+    }
+    /// Every region: ((object, component), (offset, length)), in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = ((usize, usize), (u64, u64))> + '_ {
+        self.0
+            .iter()
+            .map(|&(o, c, offset, length)| ((o as usize, c as usize), (offset, length)))
     }
 }
 
@@ -629,5 +750,57 @@ impl NameIndex {
             }
             at = self.next(at);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_regions_found_by_object_and_component() {
+        let mut r = DigestRegions::default();
+        r.push(0, 1, (10, 5));
+        r.push(3, 0, (100, 50));
+        r.push(3, 2, (200, 7));
+        r.push(70_000, 0, (1 << 40, 1 << 33));
+        assert_eq!(r.get(0, 1), Some((10, 5)));
+        assert_eq!(r.get(3, 0), Some((100, 50)));
+        assert_eq!(r.get(3, 2), Some((200, 7)));
+        assert_eq!(r.get(70_000, 0), Some((1 << 40, 1 << 33)));
+        assert_eq!(r.get(0, 0), None);
+        assert_eq!(r.get(3, 1), None);
+        assert_eq!(r.get(usize::MAX, 0), None);
+        let all: Vec<_> = r.iter().collect();
+        assert_eq!(all[1], ((3, 0), (100, 50)));
+        assert_eq!(all.len(), 4);
+    }
+
+    #[test]
+    fn attributes_shared_or_own_read_and_compare_alike() {
+        let cbor = crate::cbor::to_vec(&Value::Map(vec![(
+            Value::Text("k".into()),
+            Value::Bytes(vec![0, 1, 0]),
+        )]));
+        let mut arena = TextArena::default();
+        let shared = Attributes::in_arena(&mut arena, &cbor);
+        let own = Attributes::from_cbor(&cbor);
+        assert!(matches!(shared.form(), AttrRef::Shared(_)));
+        assert_eq!(shared.as_cbor(), &cbor[..]);
+        assert!(shared == own);
+        assert_eq!(shared.to_json().unwrap(), own.to_json().unwrap());
+        assert_eq!(shared.widths(), None);
+        // Too long to share a block: its own allocation.
+        let long = crate::cbor::to_vec(&Value::Bytes(vec![7; 20_000]));
+        let a = Attributes::in_arena(&mut arena, &long);
+        assert!(matches!(a.form(), AttrRef::Own(_)));
+        assert_eq!(std::mem::size_of::<Option<Attributes>>(), 8);
+        let (a2, s2) = (a.clone(), shared.clone());
+        assert_eq!(a.as_cbor(), &long[..]);
+        drop((a, shared, arena));
+        assert_eq!(a2.as_cbor(), &long[..]);
+        assert_eq!(s2.as_cbor(), &cbor[..]);
+        let with_widths = Attributes::from_vec_with_widths(cbor.clone(), vec![1]);
+        assert!(with_widths != own);
     }
 }

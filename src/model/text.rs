@@ -70,22 +70,28 @@ impl Block {
 
     /// Appends an entry for `s` (which must fit) and returns its `CText`.
     fn push(&mut self, s: &str) -> CText {
+        CText(self.push_entry(s.as_bytes()))
+    }
+
+    /// Appends an entry holding `b` and a NUL (which must fit) and returns it, holding a
+    /// reference to the block.
+    fn push_entry(&mut self, b: &[u8]) -> Entry {
         let at = self.used;
         // SAFETY: the entry fits in the block (checked by the callers), `at` is 2-aligned
         // inside it and at most BLOCK from its start (a block of its own has one entry,
-        // right after the header), and no `CText` refers to bytes past `used`.
+        // right after the header), and no `Entry` refers to bytes past `used`.
         unsafe {
             let entry = self.start.as_ptr().add(at);
-            let len = u16::try_from(s.len()).unwrap_or(LEN_UNKNOWN);
+            let len = u16::try_from(b.len()).unwrap_or(LEN_UNKNOWN);
             entry.cast::<u16>().write(len);
             entry.add(2).cast::<u16>().write((at + 4) as u16);
-            let text = entry.add(4);
-            std::ptr::copy_nonoverlapping(s.as_ptr(), text, s.len());
-            text.add(s.len()).write(0);
-            self.used = (at + ENTRY_OVERHEAD + s.len()).next_multiple_of(2);
-            let text = NonNull::new_unchecked(text);
-            CText::header_of(text).acquire();
-            CText(text)
+            let bytes = entry.add(4);
+            std::ptr::copy_nonoverlapping(b.as_ptr(), bytes, b.len());
+            bytes.add(b.len()).write(0);
+            self.used = (at + ENTRY_OVERHEAD + b.len()).next_multiple_of(2);
+            let bytes = NonNull::new_unchecked(bytes);
+            Entry::header_of(bytes).acquire();
+            Entry(bytes)
         }
     }
 
@@ -120,14 +126,69 @@ unsafe fn release(start: NonNull<u8>) {
     }
 }
 
+/// One entry of a block: a pointer to its bytes, holding one reference to the block.
+/// Immutable once made; clones share it.
+struct Entry(NonNull<u8>);
+
+// SAFETY: the bytes are immutable once made and the block's count is atomic, as in Arc.
+unsafe impl Send for Entry {}
+// SAFETY: as above.
+unsafe impl Sync for Entry {}
+
+impl Entry {
+    /// The header of the block holding the entry whose bytes are at `bytes`.
+    ///
+    /// # Safety
+    /// `bytes` are the bytes of a live entry.
+    unsafe fn header_of<'a>(bytes: NonNull<u8>) -> &'a Header {
+        // SAFETY: an entry's back distance leads to its block's header.
+        unsafe { Self::block_of(bytes).cast::<Header>().as_ref() }
+    }
+
+    /// # Safety
+    /// `bytes` are the bytes of a live entry.
+    unsafe fn block_of(bytes: NonNull<u8>) -> NonNull<u8> {
+        // SAFETY: the back distance is the 2 bytes before the bytes (2-aligned).
+        unsafe {
+            let back = bytes.sub(2).cast::<u16>().read() as usize;
+            bytes.sub(back)
+        }
+    }
+
+    /// The bytes without the terminator; O(1) under 64 KiB, else found by the NUL.
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `self` keeps the entry alive; its length field (the 2 bytes before the
+        // back distance, 2-aligned) is the bytes' length, or LEN_UNKNOWN and a NUL ends
+        // them (only texts, which hold no NUL, are that long).
+        unsafe {
+            match self.0.as_ptr().sub(4).cast::<u16>().read() {
+                LEN_UNKNOWN => std::ffi::CStr::from_ptr(self.0.as_ptr().cast()).to_bytes(),
+                len => std::slice::from_raw_parts(self.0.as_ptr(), usize::from(len)),
+            }
+        }
+    }
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Entry {
+        // SAFETY: `self` keeps the entry alive.
+        unsafe { Self::header_of(self.0) }.acquire();
+        Entry(self.0)
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: `self` owns one reference to its live block.
+        unsafe { release(Self::block_of(self.0)) }
+    }
+}
+
 /// A UTF-8 string stored with a trailing NUL so the C API can lend it out without copying.
 /// It never contains an interior NUL. Clones share the text (one pointer each).
-pub struct CText(NonNull<u8>);
-
-// SAFETY: the text is immutable once made and the block's count is atomic, as in Arc<str>.
-unsafe impl Send for CText {}
-// SAFETY: as above.
-unsafe impl Sync for CText {}
+#[derive(Clone)]
+pub struct CText(Entry);
 
 impl CText {
     /// Copies `s`, refusing interior NUL bytes. One allocation.
@@ -139,64 +200,22 @@ impl CText {
         Ok(text)
     }
 
-    /// The header of the block holding the entry whose text is at `text`.
-    ///
-    /// # Safety
-    /// `text` is the text of a live entry.
-    unsafe fn header_of<'a>(text: NonNull<u8>) -> &'a Header {
-        // SAFETY: an entry's back distance leads to its block's header.
-        unsafe { Self::block_of(text).cast::<Header>().as_ref() }
-    }
-
-    /// # Safety
-    /// `text` is the text of a live entry.
-    unsafe fn block_of(text: NonNull<u8>) -> NonNull<u8> {
-        // SAFETY: the back distance is the 2 bytes before the text (2-aligned).
-        unsafe {
-            let back = text.sub(2).cast::<u16>().read() as usize;
-            text.sub(back)
-        }
-    }
-
     /// The text without the terminator.
     #[inline]
     pub fn as_str(&self) -> &str {
-        // SAFETY: `self` keeps the entry alive: a text copied from a `str` without NULs,
-        // then a NUL.
+        // SAFETY: `self` keeps the entry alive: a text copied from a `str` without NULs.
         unsafe { std::str::from_utf8_unchecked(self.as_bytes()) }
     }
 
     /// The text's bytes without the terminator; O(1) for texts under 64 KiB.
     #[inline]
     pub(crate) fn as_bytes(&self) -> &[u8] {
-        // SAFETY: `self` keeps the entry alive; its length field (the 2 bytes before the
-        // back distance, 2-aligned) is the text's length, or LEN_UNKNOWN and a NUL ends it.
-        unsafe {
-            match self.0.as_ptr().sub(4).cast::<u16>().read() {
-                LEN_UNKNOWN => std::ffi::CStr::from_ptr(self.as_ptr()).to_bytes(),
-                len => std::slice::from_raw_parts(self.0.as_ptr(), usize::from(len)),
-            }
-        }
+        self.0.as_bytes()
     }
 
     /// A NUL-terminated pointer, valid as long as `self`.
     pub fn as_ptr(&self) -> *const c_char {
-        self.0.as_ptr().cast()
-    }
-}
-
-impl Clone for CText {
-    fn clone(&self) -> CText {
-        // SAFETY: `self` keeps the entry alive.
-        unsafe { Self::header_of(self.0) }.acquire();
-        CText(self.0)
-    }
-}
-
-impl Drop for CText {
-    fn drop(&mut self) {
-        // SAFETY: `self` owns one reference to its live block.
-        unsafe { release(Self::block_of(self.0)) }
+        self.0.0.as_ptr().cast()
     }
 }
 
@@ -224,6 +243,31 @@ impl std::borrow::Borrow<str> for CText {
 impl std::fmt::Debug for CText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// Bytes of any value (NULs included) shorter than 64 KiB, kept side by side in a
+/// `TextArena`'s blocks like its texts: one pointer, no allocation of their own. For the
+/// attributes of a file's many small objects.
+#[derive(Clone)]
+pub(crate) struct CBytes(Entry);
+
+impl CBytes {
+    /// The bytes.
+    #[inline]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+    /// The pointer to the bytes, 2-aligned, keeping the reference `self` held.
+    pub(crate) fn into_raw(self) -> NonNull<u8> {
+        std::mem::ManuallyDrop::new(self).0.0
+    }
+    /// Takes back the reference `into_raw` kept.
+    ///
+    /// # Safety
+    /// `ptr` came from `into_raw`, and its reference is taken back once.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<u8>) -> CBytes {
+        CBytes(Entry(ptr))
     }
 }
 
@@ -274,13 +318,24 @@ impl TextArena {
             return CText::new(s);
         }
         check_no_nul(s)?;
-        let need = ENTRY_OVERHEAD + s.len();
-        if self.block.as_ref().is_none_or(|b| b.room() < need)
+        Ok(CText(self.entry(s.as_bytes())))
+    }
+
+    /// Copies `b` into the arena, or None when it is too long for an entry (64 KiB or
+    /// more, or more than a block's eighth): the caller keeps such bytes otherwise.
+    pub(crate) fn bytes(&mut self, b: &[u8]) -> Option<CBytes> {
+        (b.len() <= LONG).then(|| CBytes(self.entry(b)))
+    }
+
+    /// Appends an entry of at most `LONG` bytes, starting a block when this one is full.
+    fn entry(&mut self, b: &[u8]) -> Entry {
+        let need = ENTRY_OVERHEAD + b.len();
+        if self.block.as_ref().is_none_or(|bl| bl.room() < need)
             && let Some(full) = self.block.replace(Block::new(BLOCK))
         {
             full.release();
         }
-        Ok(self.block.as_mut().expect("made above").push(s))
+        self.block.as_mut().expect("made above").push_entry(b)
     }
 }
 
@@ -325,6 +380,31 @@ mod tests {
         assert!(TextArena::default().text("a\0b").is_err());
         assert!(CText::new("a\0b").is_err());
         assert_eq!(std::mem::size_of::<Option<CText>>(), 8);
+    }
+
+    #[test]
+    fn bytes_keep_nuls_and_lengths_beside_texts() {
+        let mut arena = TextArena::default();
+        let mut kept = Vec::new();
+        for i in 0..5_000usize {
+            let b: Vec<u8> = (0..i % 300).map(|k| (k * 7 + i) as u8).collect();
+            let name = arena.text(&format!("t{i}")).unwrap();
+            kept.push((arena.bytes(&b).unwrap(), b, name));
+        }
+        let nuls = arena.bytes(&[0, 0, 1, 0]).unwrap();
+        assert!(arena.bytes(&vec![9; LONG + 1]).is_none());
+        let edge = arena.bytes(&vec![9; LONG]).unwrap();
+        drop(arena);
+        for (i, (bytes, b, name)) in kept.iter().enumerate() {
+            assert_eq!(bytes.as_bytes(), &b[..], "{i}");
+            assert_eq!(name.as_str(), format!("t{i}"));
+        }
+        assert_eq!(nuls.as_bytes(), [0, 0, 1, 0]);
+        assert_eq!(edge.as_bytes().len(), LONG);
+        let copy = kept[4_999].0.clone();
+        drop(kept);
+        assert_eq!(copy.as_bytes().len(), 4_999 % 300);
+        assert_eq!(std::mem::size_of::<CBytes>(), 8);
     }
 
     #[test]

@@ -36,31 +36,31 @@ const MAX_PADDING: u64 = 7;
 /// The frame type of a data object (`NTensorFrame`).
 const DATA_OBJECT: u16 = 9;
 
-/// One data-object frame as found in the message.
-pub(super) struct DataFrame<'s> {
+/// One data-object frame as found in the message: where it and its descriptor are. The
+/// descriptor was validated by the walk and is read again when its object is built, so
+/// that a message of many small objects never holds every descriptor at once.
+pub(super) struct DataFrame {
     /// Absolute offset of the frame's `FR`.
     pub(super) offset: u64,
     /// Frame length, header to `ENDF`.
     pub(super) length: u64,
-    flags: u16,
     /// The inline hash slot.
     pub(super) hash: u64,
     /// Absolute start and end of the CBOR descriptor.
     cbor: (u64, u64),
-    /// The descriptor's CBOR (a map, validated), decoded when its object is built.
-    desc: Cow<'s, [u8]>,
-    /// The nesting limit it was validated with.
-    depth: usize,
-    /// The single `base` entry of a preceder metadata frame, if one came before: a CBOR
-    /// map in the deterministic encoding.
-    pub(super) preceder: Option<Cow<'s, [u8]>>,
+    flags: u16,
 }
 
-impl DataFrame<'_> {
-    /// The descriptor's tree (within the tree budget of its bytes): one at a time, for
-    /// the object being built.
-    pub(super) fn descriptor(&self) -> Result<Value> {
-        decode_cbor(&self.desc, self.cbor.0, self.depth, "descriptor")
+impl DataFrame {
+    /// The descriptor's tree (within the tree budget of its bytes), read again: one at a
+    /// time, for the object being built.
+    pub(super) fn descriptor(&self, read: &ReadAt<'_>, depth: usize) -> Result<Value> {
+        let (start, end) = self.cbor;
+        let bytes = read(start, end - start)?;
+        if bytes.len() as u64 != end - start {
+            bail!(Format, "the descriptor at offset {start} is truncated");
+        }
+        decode_cbor(&bytes, start, depth, "descriptor")
     }
     /// Absolute start of the frame body (after the 16-byte header).
     pub(super) fn body_start(&self) -> u64 {
@@ -81,6 +81,48 @@ impl DataFrame<'_> {
     }
 }
 
+/// A message's data-object frames in order, in chunks that are freed one by one as the
+/// objects are built (`into_iter`): the records and the objects made of them are never
+/// all held at once.
+#[derive(Default)]
+pub(super) struct Frames {
+    chunks: Vec<Vec<DataFrame>>,
+    len: usize,
+}
+
+impl Frames {
+    /// Frames per chunk (96 KiB).
+    const CHUNK: usize = 2048;
+
+    fn push(&mut self, frame: DataFrame) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < Self::CHUNK => last.push(frame),
+            _ => {
+                let mut chunk = Vec::with_capacity(Self::CHUNK);
+                chunk.push(frame);
+                self.chunks.push(chunk);
+            }
+        }
+        self.len += 1;
+    }
+    /// How many frames there are.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+    fn iter(&self) -> impl Iterator<Item = &DataFrame> {
+        self.chunks.iter().flatten()
+    }
+}
+
+impl IntoIterator for Frames {
+    type Item = DataFrame;
+    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Vec<DataFrame>>>;
+    /// The frames in order; each chunk is freed once its last frame is taken.
+    fn into_iter(self) -> Self::IntoIter {
+        self.chunks.into_iter().flatten()
+    }
+}
+
 /// One message: where it is and what its frames hold. Metadata maps are their CBOR
 /// bytes in the deterministic encoding (`metadata::deterministic`).
 pub(super) struct Message<'s> {
@@ -92,7 +134,11 @@ pub(super) struct Message<'s> {
     flags: u16,
     header_meta: Option<Cow<'s, [u8]>>,
     footer_meta: Option<Cow<'s, [u8]>>,
-    pub(super) objects: Vec<DataFrame<'s>>,
+    /// The data-object frames (taken out when their objects are built).
+    pub(super) objects: Frames,
+    /// The single `base` entry of each preceder metadata frame (a CBOR map in the
+    /// deterministic encoding), with the index of the data-object frame it precedes.
+    pub(super) preceders: Vec<(usize, Cow<'s, [u8]>)>,
 }
 
 impl<'s> Message<'s> {
@@ -113,10 +159,11 @@ impl<'s> Message<'s> {
             .or(self.header_meta)
             .expect("a message has a metadata frame (checked by walk_message)")
     }
-    /// The `base` entries (maps, as their bytes), at most one per object.
-    pub(super) fn base(&self) -> Result<Vec<&[u8]>> {
+    /// Checks that the metadata's `base` (when there is one) is an array of maps, at most
+    /// one per data object.
+    pub(super) fn check_base(&self) -> Result<()> {
         let Some(base) = meta::get(self.metadata(), "base") else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let Some(items) = Items::of(base) else {
             bail!(
@@ -125,15 +172,7 @@ impl<'s> Message<'s> {
                 meta::type_name(base)
             );
         };
-        let count = Items::of(base).expect("an array").count();
-        if count > self.objects.len() {
-            bail!(
-                Format,
-                "metadata base has {count} entries but the message holds {} objects",
-                self.objects.len()
-            );
-        }
-        let mut out = Vec::with_capacity(count);
+        let mut count = 0;
         for (i, item) in items.enumerate() {
             if meta::expect_map(item, "").is_err() {
                 bail!(
@@ -142,9 +181,23 @@ impl<'s> Message<'s> {
                     meta::type_name(item)
                 );
             }
-            out.push(item);
+            count += 1;
         }
-        Ok(out)
+        if count > self.objects.len() {
+            bail!(
+                Format,
+                "metadata base has {count} entries but the message holds {} objects",
+                self.objects.len()
+            );
+        }
+        Ok(())
+    }
+    /// The `base` entries (maps, as their bytes), one per object from the first, once
+    /// `check_base` has checked them.
+    pub(super) fn entries(&self) -> Items<'_> {
+        meta::get(self.metadata(), "base")
+            .and_then(Items::of)
+            .unwrap_or_else(|| Items::of(&[0x80]).expect("an empty array"))
     }
 }
 
@@ -215,7 +268,8 @@ pub(super) fn walk_message<'s>(
             flags,
             header_meta: None,
             footer_meta: None,
-            objects: Vec::new(),
+            objects: Frames::default(),
+            preceders: Vec::new(),
         },
         phase: Phase::Header,
         preceder: None,
@@ -385,8 +439,10 @@ impl<'s> Walk<'_, 's> {
         self.enter(&head).map_err(ctx)?;
         if head.ftype == DATA_OBJECT {
             let frame = data_frame(self.read, &head, self.limits, self.depth).map_err(ctx)?;
-            let preceder = self.preceder.take().map(|(_, v)| v);
-            self.msg.objects.push(DataFrame { preceder, ..frame });
+            if let Some((_, entry)) = self.preceder.take() {
+                self.msg.preceders.push((self.msg.objects.len(), entry));
+            }
+            self.msg.objects.push(frame);
         } else {
             let body = head.length - FRAME_HEADER - COMMON_FOOTER;
             if body > self.limits.max_manifest_size {
@@ -396,7 +452,7 @@ impl<'s> Walk<'_, 's> {
                     self.limits.max_manifest_size
                 )));
             }
-            let bytes = (self.read)(at + FRAME_HEADER, body)?;
+            let bytes = read_kept(self.read, at + FRAME_HEADER, body)?;
             let cbor_at = at + FRAME_HEADER;
             meta::validate(&bytes, cbor_at, self.depth, "frame").map_err(ctx)?;
             meta::expect_map(&bytes, "frame").map_err(ctx)?;
@@ -527,6 +583,29 @@ impl<'s> Walk<'_, 's> {
     }
 }
 
+/// Reads `len` bytes at `offset` that the model will keep (a metadata frame becomes the
+/// file attributes): into memory of their own, a piece at a time, rather than borrowed
+/// from a mapping and copied, which would hold the file's pages and the copy at once.
+fn read_kept<'s>(read: &ReadAt<'s>, offset: u64, len: u64) -> Result<Cow<'s, [u8]>> {
+    const PIECE: u64 = 1 << 20;
+    if len <= PIECE {
+        return read(offset, len);
+    }
+    let mut out = Vec::new();
+    let mut done = 0;
+    while done < len {
+        let piece = read(offset + done, PIECE.min(len - done))?;
+        if piece.is_empty() {
+            bail!(Format, "the frame at offset {offset} is truncated");
+        }
+        out.try_reserve(piece.len())
+            .map_err(|_| err!(Limit, "no memory for a frame of {len} bytes"))?;
+        out.extend_from_slice(&piece);
+        done += piece.len() as u64;
+    }
+    Ok(Cow::Owned(out))
+}
+
 /// Puts `value` in an empty `slot`; a full one means a second frame of that `kind`.
 fn set_once<T>(slot: &mut Option<T>, value: T, kind: &str) -> Result<()> {
     if slot.replace(value).is_some() {
@@ -535,13 +614,14 @@ fn set_once<T>(slot: &mut Option<T>, value: T, kind: &str) -> Result<()> {
     Ok(())
 }
 
-/// Reads a data-object frame's descriptor (bounded by `limits.max_manifest_size`).
-fn data_frame<'s>(
-    read: &ReadAt<'s>,
+/// Reads and validates a data-object frame's descriptor (bounded by
+/// `limits.max_manifest_size`), and finds where it ends.
+fn data_frame(
+    read: &ReadAt<'_>,
     head: &FrameHead,
     limits: &Limits,
     depth: usize,
-) -> Result<DataFrame<'s>> {
+) -> Result<DataFrame> {
     let (at, cbor_offset) = (head.at, head.cbor_offset);
     let body_end = head.length - DATA_FOOTER;
     if cbor_offset < FRAME_HEADER || cbor_offset > body_end {
@@ -552,7 +632,7 @@ fn data_frame<'s>(
     }
     let region = body_end - cbor_offset;
     let cap = limits.max_manifest_size;
-    let (desc, cbor_end) = if head.flags & CBOR_AFTER_PAYLOAD != 0 {
+    let (desc, used) = if head.flags & CBOR_AFTER_PAYLOAD != 0 {
         if region > cap {
             bail!(
                 Limit,
@@ -561,36 +641,31 @@ fn data_frame<'s>(
         }
         let bytes = read(at + cbor_offset, region)?;
         meta::validate(&bytes, at + cbor_offset, depth, "descriptor")?;
-        (bytes, at + body_end)
+        let used = bytes.len();
+        (bytes, used)
     } else {
-        // Descriptor first: its length is what one CBOR item takes.
+        // Descriptor first: its length is what one CBOR item takes, found by a
+        // validation pass (no allocation); the payload after it is not part of it (nor
+        // does it widen the tree budget).
         let bytes = read(at + cbor_offset, region.min(cap))?;
-        // The descriptor's length is what a validation pass (no allocation) finds; the
-        // payload after it is not kept (nor does it widen the tree budget).
         let used = cbor::validate_prefix(&bytes, depth)
             .map_err(|e| e.positioned("descriptor", at + cbor_offset))?;
-        let desc = match bytes {
-            Cow::Borrowed(b) => Cow::Borrowed(&b[..used]),
-            Cow::Owned(b) => Cow::Owned(b[..used].to_vec()),
-        };
-        (desc, at + cbor_offset + used as u64)
+        (bytes, used)
     };
-    if meta::expect_map(&desc, "").is_err() {
+    if meta::expect_map(&desc[..used], "").is_err() {
         bail!(
             Format,
             "the descriptor is {}, expected a map",
-            meta::type_name(&desc)
+            meta::type_name(&desc[..used])
         );
     }
+    let start = at + cbor_offset;
     Ok(DataFrame {
         offset: at,
         length: head.length,
-        flags: head.flags,
         hash: head.hash,
-        cbor: (at + cbor_offset, cbor_end),
-        desc,
-        depth,
-        preceder: None,
+        cbor: (start, start + used as u64),
+        flags: head.flags,
     })
 }
 

@@ -104,8 +104,8 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         messages.push(msg);
     }
     let mut objects = Objects::new(messages.len() > 1, limits)?;
-    for msg in &messages {
-        objects.add_message(msg)?;
+    for msg in &mut messages {
+        objects.add_message(msg, read, depth)?;
     }
     let model = objects.into_model(file_attributes(messages)?)?;
     Ok((model, size))

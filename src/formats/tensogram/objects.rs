@@ -8,10 +8,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cbor::{self, Value, encode_head};
-use crate::error::{Error, Result, err};
+use crate::error::{Error, ErrorKind, Result, err};
+use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
-    Attributes, Blob, CText, Component, Container, Encoding, Model, Object, Step, TextArena,
+    Attributes, Blob, CText, Component, Container, DigestRegions, Encoding, Model, NameIndex,
+    Object, Step, TextArena,
     check_name_text,
 };
 
@@ -27,8 +29,6 @@ pub(super) struct Objects<'l> {
     /// Whether the file holds several messages (names are then prefixed `message_<m>/`).
     several: bool,
     limits: &'l Limits,
-    /// The names given so far (in `arena`).
-    taken: HashSet<CText>,
     /// Names and digests side by side.
     arena: TextArena,
     /// "data", "dense" and the logical types, shared by every object.
@@ -36,8 +36,10 @@ pub(super) struct Objects<'l> {
     dense: CText,
     logical: Vec<(&'static str, CText)>,
     objects: Vec<Object>,
-    /// Object index and (offset, length) of the region its data digest covers.
-    regions: Vec<(usize, (u64, u64))>,
+    /// The (offset, length) of the region each data digest covers.
+    regions: DigestRegions,
+    /// The attributes being written.
+    scratch: Vec<u8>,
 }
 
 impl<'l> Objects<'l> {
@@ -46,13 +48,13 @@ impl<'l> Objects<'l> {
         Ok(Objects {
             several,
             limits,
-            taken: HashSet::new(),
             arena: TextArena::default(),
             data: CText::new("data")?,
             dense: CText::new("dense")?,
             logical: Vec::new(),
             objects: Vec::new(),
-            regions: Vec::new(),
+            regions: DigestRegions::default(),
+            scratch: Vec::new(),
         })
     }
 
@@ -68,49 +70,78 @@ impl<'l> Objects<'l> {
 
     /// The model of the objects added, with the file `attributes`.
     pub(super) fn into_model(self, attributes: Option<Attributes>) -> Result<Model> {
-        let mut model = Model::new(
+        let Objects {
+            mut objects,
+            regions,
+            mut arena,
+            limits,
+            ..
+        } = self;
+        // Names are rarely taken twice: they are made unique only when the index finds
+        // that one is, instead of every name going through a set of them as it is made.
+        let by_name = match NameIndex::build(&objects) {
+            Ok(index) => index,
+            Err(e) if e.kind() == ErrorKind::Format => {
+                make_unique(&mut objects, &mut arena, limits)?;
+                NameIndex::build(&objects)?
+            }
+            Err(e) => return Err(e),
+        };
+        let mut model = Model::with_index(
             Container::Tensogram,
             super::TRAITS,
             "3",
             attributes,
-            self.objects,
+            objects,
+            by_name,
         )?;
-        for (object, region) in self.regions {
-            model.digest_regions.insert((object, 0), region);
-        }
+        model.digest_regions = regions;
         Ok(model)
     }
 
-    /// Adds an object for every data-object frame of `msg`.
-    pub(super) fn add_message(&mut self, msg: &Message<'_>) -> Result<()> {
+    /// Adds an object for every data-object frame of `msg` (taking the frames out of
+    /// it, each descriptor read again with `read`, validated within `depth`).
+    pub(super) fn add_message(
+        &mut self,
+        msg: &mut Message<'_>,
+        read: &ReadAt<'_>,
+        depth: usize,
+    ) -> Result<()> {
         let ctx = |e: Error| e.context(format!("Tensogram message {}", msg.index));
-        let base = msg.base().map_err(ctx)?;
-        for (k, frame) in msg.objects.iter().enumerate() {
+        msg.check_base().map_err(ctx)?; // While the frames are still counted.
+        let frames = std::mem::take(&mut msg.objects);
+        let preceders = std::mem::take(&mut msg.preceders);
+        let mut preceders = preceders.iter().peekable();
+        let msg = &*msg;
+        let mut base = msg.entries();
+        self.objects.reserve_exact(frames.len());
+        for (k, frame) in frames.into_iter().enumerate() {
             let octx = |e: Error| {
                 e.context(format!(
                     "Tensogram message {} object {k} (frame at offset {})",
                     msg.index, frame.offset
                 ))
             };
-            let meta =
-                merged_metadata(base.get(k).copied(), frame.preceder.as_deref()).map_err(octx)?;
-            self.add_object(msg, k, frame, &meta).map_err(octx)?;
+            let preceder = preceders.next_if(|(i, _)| *i == k).map(|(_, p)| &**p);
+            let meta = merged_metadata(base.next(), preceder).map_err(octx)?;
+            let desc = frame.descriptor(read, depth).map_err(octx)?;
+            self.add_object(msg, k, &frame, &desc, &meta).map_err(octx)?;
         }
         Ok(())
     }
 
-    /// Adds the object of data-object frame `k` of `msg`, whose metadata is `meta`, and
-    /// when the message has hashes, the region its digest covers.
+    /// Adds the object of data-object frame `k` of `msg`, whose descriptor is `desc` and
+    /// metadata `meta`, and when the message has hashes, the region its digest covers.
     fn add_object(
         &mut self,
         msg: &Message<'_>,
         k: usize,
-        frame: &DataFrame<'_>,
+        frame: &DataFrame,
+        desc: &Value,
         meta: &[u8],
     ) -> Result<()> {
-        let desc = frame.descriptor()?;
-        let layout = Layout::read(&desc, self.limits)?;
-        let (blob, steps) = self.data_blob(frame, &desc, &layout)?;
+        let layout = Layout::read(desc, self.limits)?;
+        let (blob, steps) = self.data_blob(frame, desc, &layout)?;
         let hashed = msg.hashed();
         let digest = if hashed {
             Some(self.arena.text(&format!("xxh3:{:016x}", frame.hash))?)
@@ -126,12 +157,12 @@ impl<'l> Objects<'l> {
             digest,
             steps: steps.into(),
         };
-        let name = self.unique_name(msg, k, meta)?;
-        let attributes = object_attributes(meta, &desc, msg.index)?;
+        let name = self.name(msg, k, meta)?;
+        let attributes = self.object_attributes(meta, desc, msg.index)?;
         if hashed {
             let (start, end) = (frame.body_start(), frame.body_end());
             self.regions
-                .push((self.objects.len(), (start, end - start)));
+                .push(self.objects.len(), 0, (start, end - start));
         }
         self.objects.push(Object {
             name,
@@ -143,12 +174,42 @@ impl<'l> Objects<'l> {
         Ok(())
     }
 
+    /// An object's attributes: its metadata (a deterministic CBOR map), then
+    /// `_tensogram_descriptor` (the descriptor as written) and `_tensogram_message` (the
+    /// message index). Written as `cbor::encode` writes the tree of them, without one,
+    /// into the arena beside the names (no allocation per object).
+    fn object_attributes(&mut self, meta: &[u8], desc: &Value, message: usize) -> Result<Attributes> {
+        let reserved = |key: &[u8]| {
+            meta::text(key)
+                .is_some_and(|t| t == "_tensogram_descriptor" || t == "_tensogram_message")
+        };
+        let kept = || {
+            Entries::of(meta)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| !reserved(k))
+        };
+        let out = &mut self.scratch;
+        out.clear();
+        encode_head(out, 5, kept().count() as u64 + 2);
+        for (key, value) in kept() {
+            out.extend_from_slice(key);
+            out.extend_from_slice(value);
+        }
+        cbor::encode(&Value::Text("_tensogram_descriptor".into()), out);
+        cbor::encode(desc, out);
+        cbor::encode(&Value::Text("_tensogram_message".into()), out);
+        encode_head(out, 0, message as u64);
+        check_attribute_depth(out)?;
+        Ok(Attributes::in_arena(&mut self.arena, out))
+    }
+
     /// The blob of a frame's data and how it is decoded: the payload itself when no stage
     /// changes it (zero-copy, byte-swapped if big-endian), else the payload and its mask
     /// blobs, decoded by a `TgmPipeline` step.
     fn data_blob(
         &mut self,
-        frame: &DataFrame<'_>,
+        frame: &DataFrame,
         desc: &Value,
         layout: &Layout<'_>,
     ) -> Result<(Blob, Vec<Step>)> {
@@ -191,59 +252,44 @@ impl<'l> Objects<'l> {
     }
 
     /// The name of object `k` of `msg`: its `name` metadata or `object_<k>`, prefixed
-    /// `message_<m>/` in a file of several messages, with `_1`, `_2` ... appended when
-    /// taken.
-    fn unique_name(&mut self, msg: &Message<'_>, k: usize, meta: &[u8]) -> Result<CText> {
+    /// `message_<m>/` in a file of several messages (made unique by `into_model`).
+    fn name(&mut self, msg: &Message<'_>, k: usize, meta: &[u8]) -> Result<CText> {
         let given = meta::get(meta, "name")
             .and_then(meta::text)
-            .filter(|s| !s.is_empty())
-            .map(Cow::into_owned);
-        let local = given.unwrap_or_else(|| format!("object_{k}"));
-        let base_name = if self.several {
-            format!("message_{}/{local}", msg.index)
-        } else {
-            local
+            .filter(|s| !s.is_empty());
+        let name = match (given, self.several) {
+            (Some(given), false) => given,
+            (Some(given), true) => Cow::Owned(format!("message_{}/{given}", msg.index)),
+            (None, false) => Cow::Owned(format!("object_{k}")),
+            (None, true) => Cow::Owned(format!("message_{}/object_{k}", msg.index)),
         };
-        let mut name = base_name.clone();
-        let mut n = 0u64;
-        while self.taken.contains(name.as_str()) {
-            n += 1;
-            name = format!("{base_name}_{n}");
-        }
         check_name_text("object", &name, self.limits.max_name_length)?;
-        let name_c = self
-            .arena
+        self.arena
             .text(&name)
-            .map_err(|e| e.context("object name"))?;
-        self.taken.insert(name_c.clone());
-        Ok(name_c)
+            .map_err(|e| e.context("object name"))
     }
 }
 
-/// An object's attributes: its metadata (a deterministic CBOR map), then
-/// `_tensogram_descriptor` (the descriptor as written) and `_tensogram_message` (the
-/// message index). Written as `cbor::encode` writes the tree of them, without one.
-fn object_attributes(meta: &[u8], desc: &Value, message: usize) -> Result<Attributes> {
-    let reserved = |key: &[u8]| {
-        meta::text(key).is_some_and(|t| t == "_tensogram_descriptor" || t == "_tensogram_message")
-    };
-    let kept = || {
-        Entries::of(meta)
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !reserved(k))
-    };
-    let mut out = Vec::with_capacity(meta.len() + 64);
-    encode_head(&mut out, 5, kept().count() as u64 + 2);
-    for (key, value) in kept() {
-        out.extend_from_slice(key);
-        out.extend_from_slice(value);
+/// Makes the objects' names unique, in order: a name already taken gets `_1`, `_2` ...
+/// appended (as Tensogram's own Zarr layer does).
+fn make_unique(objects: &mut [Object], arena: &mut TextArena, limits: &Limits) -> Result<()> {
+    let mut taken: HashSet<CText> = HashSet::with_capacity(objects.len());
+    for o in objects.iter_mut() {
+        if taken.contains(o.name.as_str()) {
+            let mut n = 0u64;
+            let name = loop {
+                n += 1;
+                let name = format!("{}_{n}", o.name.as_str());
+                if !taken.contains(name.as_str()) {
+                    break name;
+                }
+            };
+            check_name_text("object", &name, limits.max_name_length)?;
+            o.name = arena.text(&name).map_err(|e| e.context("object name"))?;
+        }
+        taken.insert(o.name.clone());
     }
-    cbor::encode(&Value::Text("_tensogram_descriptor".into()), &mut out);
-    cbor::encode(desc, &mut out);
-    cbor::encode(&Value::Text("_tensogram_message".into()), &mut out);
-    encode_head(&mut out, 0, message as u64);
-    attributes_of(out)
+    Ok(())
 }
 
 /// The file attributes: the global metadata of a single message, else
@@ -270,13 +316,19 @@ pub(super) fn file_attributes(messages: Vec<Message<'_>>) -> Result<Option<Attri
 /// Keeps deterministic CBOR bytes as attributes, checking they decode back within the
 /// attribute depth bound.
 fn attributes_of(bytes: Vec<u8>) -> Result<Attributes> {
-    cbor::validate_prefix(&bytes, MAX_CBOR_DEPTH).map_err(|e| {
+    check_attribute_depth(&bytes)?;
+    Ok(Attributes::from_vec(bytes))
+}
+
+/// Checks that attribute bytes decode back within the attribute depth bound.
+fn check_attribute_depth(bytes: &[u8]) -> Result<()> {
+    cbor::validate_prefix(bytes, MAX_CBOR_DEPTH).map_err(|e| {
         err!(
             Limit,
             "metadata nests too deeply to keep as attributes: {e}"
         )
     })?;
-    Ok(Attributes::from_vec(bytes))
+    Ok(())
 }
 
 /// An object's metadata (a deterministic CBOR map): `base[i]` with a preceder's keys
