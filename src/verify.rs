@@ -75,10 +75,7 @@ pub(crate) fn all(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                loop {
-                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (oi, ci) = work[i];
                     if let Err(e) = check(oi, ci) {
                         failures

@@ -631,7 +631,14 @@ fn tgm_objects(n: usize, hashed: bool, footer: bool) -> (Vec<u8>, u64, u64) {
         m.extend(&desc);
         m.extend(17u64.to_be_bytes()); // cbor_offset
         // The slot is read, not checked, at open.
-        m.extend(if hashed { 0x9e37_79b9_7f4a_7c15u64 ^ i as u64 } else { 0 }.to_be_bytes());
+        m.extend(
+            if hashed {
+                0x9e37_79b9_7f4a_7c15u64 ^ i as u64
+            } else {
+                0
+            }
+            .to_be_bytes(),
+        );
         m.extend(b"ENDF");
         cbor += desc.len() as u64;
     }

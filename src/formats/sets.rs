@@ -122,12 +122,16 @@ pub(crate) fn open_index(
     Ok((model, Shards::new(shards)))
 }
 
+/// A shard parsed by a worker: its model, the shard, and whether it agreed with the
+/// index's entries for it (None when the index was not read yet when it was parsed).
+type Parsed = (Model, Shard, Option<bool>);
+
 /// What `pipelined` gives: the index's metadata text, the shards found, their parsed
 /// models (by number as found) and the weight map.
 struct Run<'t> {
     metadata: Option<&'t str>,
     found: Found,
-    results: Vec<Option<Result<(Model, Shard, Option<bool>)>>>,
+    results: Vec<Option<Result<Parsed>>>,
     grouped: Grouped<'t>,
 }
 
@@ -318,7 +322,7 @@ struct PipeState {
     closed: bool,
     /// A shard or the index failed: no new shard is started.
     failed: bool,
-    results: Vec<Option<Result<(Model, Shard, Option<bool>)>>>,
+    results: Vec<Option<Result<Parsed>>>,
 }
 
 impl<'t> Pipeline<'_, 't> {

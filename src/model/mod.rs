@@ -4,11 +4,11 @@
 //! index. `schema` holds the rules of each object kind; `validate` the structural checks
 //! every model passes before a reader exists.
 
-use std::ptr::NonNull;
 use crate::cbor::Value;
 use crate::codec::digest;
 use crate::dtype::DType;
 use crate::error::{Result, bail};
+use std::ptr::NonNull;
 
 pub mod schema;
 mod steps;
@@ -597,9 +597,7 @@ impl Model {
         objects: Vec<Object>,
     ) -> Result<Model> {
         let by_name = NameIndex::build(&objects)?;
-        Ok(Model::with_index(
-            container, traits, version, attributes, objects, by_name,
-        )?)
+        Model::with_index(container, traits, version, attributes, objects, by_name)
     }
 
     /// `new` with the name index of `objects` already built.
@@ -653,7 +651,10 @@ impl DigestRegions {
     /// The region of a component, if it has one.
     pub(crate) fn get(&self, object: usize, component: usize) -> Option<(u64, u64)> {
         let key = (u32::try_from(object).ok()?, u32::try_from(component).ok()?);
-        let at = self.0.binary_search_by(|&(o, c, ..)| (o, c).cmp(&key)).ok()?;
+        let at = self
+            .0
+            .binary_search_by(|&(o, c, ..)| (o, c).cmp(&key))
+            .ok()?;
         let (_, _, offset, length) = self.0[at];
         Some((offset, length))
     }

@@ -13,8 +13,7 @@ use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
     Attributes, Blob, CText, Component, Container, DigestRegions, Encoding, Model, NameIndex,
-    Object, Step, TextArena,
-    check_name_text,
+    Object, Step, TextArena, check_name_text,
 };
 
 use super::descriptors::Layout;
@@ -125,7 +124,8 @@ impl<'l> Objects<'l> {
             let preceder = preceders.next_if(|(i, _)| *i == k).map(|(_, p)| &**p);
             let meta = merged_metadata(base.next(), preceder).map_err(octx)?;
             let desc = frame.descriptor(read, depth).map_err(octx)?;
-            self.add_object(msg, k, &frame, &desc, &meta).map_err(octx)?;
+            self.add_object(msg, k, &frame, &desc, &meta)
+                .map_err(octx)?;
         }
         Ok(())
     }
@@ -178,7 +178,12 @@ impl<'l> Objects<'l> {
     /// `_tensogram_descriptor` (the descriptor as written) and `_tensogram_message` (the
     /// message index). Written as `cbor::encode` writes the tree of them, without one,
     /// into the arena beside the names (no allocation per object).
-    fn object_attributes(&mut self, meta: &[u8], desc: &Value, message: usize) -> Result<Attributes> {
+    fn object_attributes(
+        &mut self,
+        meta: &[u8],
+        desc: &Value,
+        message: usize,
+    ) -> Result<Attributes> {
         let reserved = |key: &[u8]| {
             meta::text(key)
                 .is_some_and(|t| t == "_tensogram_descriptor" || t == "_tensogram_message")
@@ -264,9 +269,7 @@ impl<'l> Objects<'l> {
             (None, true) => Cow::Owned(format!("message_{}/object_{k}", msg.index)),
         };
         check_name_text("object", &name, self.limits.max_name_length)?;
-        self.arena
-            .text(&name)
-            .map_err(|e| e.context("object name"))
+        self.arena.text(&name).map_err(|e| e.context("object name"))
     }
 }
 
