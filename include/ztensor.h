@@ -1039,9 +1039,10 @@ ZT_API enum zt_status zt_object_validate(const struct zt_reader *reader, size_t 
 
 /**
  * Attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
- * {"$tag":n,"value":v}), borrowed until `zt_close`; rendered once on first request.
- * `object == SIZE_MAX` gives the file-level attributes; "{}" when there are none.
- * Thread-safe.
+ * {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
+ * "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
+ * rendered once on first request. `object == SIZE_MAX` gives the file-level attributes;
+ * "{}" when there are none. Thread-safe.
  */
 ZT_API
 enum zt_status zt_attributes_json(const struct zt_reader *reader,

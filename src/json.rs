@@ -29,6 +29,12 @@ pub fn to_json(value: &Value) -> String {
 
 /// Appends compact JSON: bytes as `{"$bytes":hex}`, tags as `{"$tag":n,"value":v}`, simple values as
 /// `{"$simple":n}`, undefined and non-finite floats as null, non-text map keys as their JSON text.
+///
+/// A non-text key that holds a map with a non-text key of its own is written as
+/// `"$cbor:<hex>"`, the hex of its CBOR encoding, instead: a key's JSON text is escaped
+/// once more for every key it sits in, so keys nested in keys would double the output at
+/// each level (an 838-byte file rendered to gigabytes). This way every byte of input
+/// costs a bounded number of bytes of output.
 pub fn write_json(value: &Value, out: &mut String) {
     let mut bytes = std::mem::take(out).into_bytes();
     let start = bytes.len();
@@ -44,15 +50,26 @@ pub fn write_json(value: &Value, out: &mut String) {
 /// its bytes: no tree is built, so memory is the output's. The bytes are checked as they
 /// are read (nesting at most `crate::limits::MAX_CBOR_DEPTH`).
 pub fn cbor_to_json(bytes: &[u8]) -> Result<String, DecodeError> {
+    Ok(stream_json(bytes, false)?.expect("only a key's rendering stops at a key in it"))
+}
+
+/// `cbor_to_json`; for the CBOR of a map key (`in_key`), None when a map in it has a key
+/// that is not text (the key is then written as `$cbor:<hex>`, see [`write_json`]).
+fn stream_json(bytes: &[u8], in_key: bool) -> Result<Option<String>, DecodeError> {
     let cursor = RefCell::new(Cursor::new(bytes, crate::limits::MAX_CBOR_DEPTH));
     let failure = Cell::new(None);
+    let key_in_key = Cell::new(false);
     let mut out = Vec::new();
     let stream = Stream {
         cursor: &cursor,
         failure: &failure,
+        in_key: in_key.then_some(&key_in_key),
         depth: 0,
     };
     if let Err(e) = render(&stream, &mut out) {
+        if key_in_key.get() {
+            return Ok(None);
+        }
         // Only decoding fails (writing into memory can't); keep its error.
         return Err(failure.take().unwrap_or(DecodeError {
             offset: 0,
@@ -62,7 +79,15 @@ pub fn cbor_to_json(bytes: &[u8]) -> Result<String, DecodeError> {
     }
     cursor.borrow().finish()?;
     // SAFETY: serde_json writes only UTF-8.
-    Ok(unsafe { String::from_utf8_unchecked(out) })
+    Ok(Some(unsafe { String::from_utf8_unchecked(out) }))
+}
+
+/// The JSON text of a map key that is not text, from its CBOR (see [`write_json`]).
+fn key_json(key: &[u8]) -> Result<String, DecodeError> {
+    Ok(match stream_json(key, true)? {
+        Some(text) => text,
+        None => format!("$cbor:{}", Hex(key)),
+    })
 }
 
 fn render(value: &impl Serialize, out: &mut Vec<u8>) -> serde_json::Result<()> {
@@ -100,13 +125,35 @@ impl Serialize for Json<'_> {
                 for (key, val) in pairs {
                     match key {
                         Value::Text(t) => map.serialize_key(t)?,
-                        other => map.serialize_key(&to_json(other))?,
+                        other => map.serialize_key(&key_text(other))?,
                     }
                     map.serialize_value(&Json(val))?;
                 }
                 map.end()
             }
         }
+    }
+}
+
+/// A map key that is not text, as the key's JSON text: its JSON, or `$cbor:<hex>` when a
+/// map inside it has a key that is not text (see [`write_json`]).
+fn key_text(key: &Value) -> String {
+    if holds_non_text_key(key) {
+        format!("$cbor:{}", Hex(&crate::cbor::to_vec(key)))
+    } else {
+        to_json(key)
+    }
+}
+
+/// Whether a map in `v` (or `v` itself) has a key that is not text.
+fn holds_non_text_key(v: &Value) -> bool {
+    match v {
+        Value::Map(pairs) => pairs
+            .iter()
+            .any(|(k, v)| !matches!(k, Value::Text(_)) || holds_non_text_key(v)),
+        Value::Array(items) => items.iter().any(holds_non_text_key),
+        Value::Tag(_, inner) => holds_non_text_key(inner),
+        _ => false,
     }
 }
 
@@ -155,6 +202,9 @@ struct Stream<'c, 'a> {
     cursor: &'c RefCell<Cursor<'a>>,
     /// The decoding error that stopped the output, for `cbor_to_json` to return.
     failure: &'c Cell<Option<DecodeError>>,
+    /// Inside a map key: set when a map in it has a key that is not text, which stops
+    /// the output (the key is written as hex instead).
+    in_key: Option<&'c Cell<bool>>,
     depth: usize,
 }
 
@@ -174,6 +224,7 @@ impl<'a> Stream<'_, 'a> {
         Stream {
             cursor: self.cursor,
             failure: self.failure,
+            in_key: self.in_key,
             depth: self.depth + 1,
         }
     }
@@ -226,9 +277,13 @@ impl Serialize for Stream<'_, '_> {
                     match self.text()? {
                         Some(key) => map.serialize_key(&key)?,
                         None => {
+                            if let Some(stop) = self.in_key {
+                                stop.set(true);
+                                return Err(ser::Error::custom("a key in a key"));
+                            }
                             let depth = self.depth + 1;
                             let key = self.step(|c| c.capture(depth))?;
-                            map.serialize_key(&self.step(|_| cbor_to_json(key))?)?;
+                            map.serialize_key(&self.step(|_| key_json(key))?)?;
                         }
                     }
                     map.serialize_value(&self.nested())?;
@@ -766,6 +821,38 @@ mod tests {
         let mut out = String::from("x=");
         write_json(&Value::Bool(false), &mut out);
         assert_eq!(out, "x=false");
+    }
+
+    #[test]
+    fn keys_in_keys_render_as_hex_and_output_stays_linear() {
+        use Value::*;
+        let one = || Map(vec![(text("a"), Unsigned(1))]);
+        // A key with text keys only: its JSON text, escaped once.
+        let flat = Map(vec![(one(), text("v"))]);
+        assert_eq!(to_json(&flat), r#"{"{\"a\":1}":"v"}"#);
+        // A key holding a map key: the hex of its CBOR (a1 a1 61 61 01 01).
+        let nested = Map(vec![(Map(vec![(one(), Unsigned(1))]), text("v"))]);
+        assert_eq!(to_json(&nested), r#"{"$cbor:a1a161610101":"v"}"#);
+        // Also when the map with the map key is deeper inside the key.
+        let deeper = Map(vec![(Array(vec![Tag(7, Box::new(flat.clone()))]), Null)]);
+        let hex = crate::cbor::to_vec(&Array(vec![Tag(7, Box::new(flat.clone()))]))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        assert_eq!(to_json(&deeper), format!(r#"{{"$cbor:{hex}":null}}"#));
+        for v in [&flat, &nested, &deeper] {
+            assert_eq!(cbor_to_json(&crate::cbor::to_vec(v)).unwrap(), to_json(v));
+        }
+        // Keys 40 deep in keys (the fuzzer's 838-byte file rendered to gigabytes).
+        let mut key = one();
+        for _ in 0..40 {
+            key = Map(vec![(key, Unsigned(1))]);
+        }
+        let deep = Map(vec![(key, text("v"))]);
+        let bytes = crate::cbor::to_vec(&deep);
+        let json = cbor_to_json(&bytes).unwrap();
+        assert_eq!(json, to_json(&deep));
+        assert_eq!(json.len(), 2 * (bytes.len() - 3) + 14, "{json}");
     }
 
     #[test]

@@ -604,9 +604,10 @@ pub unsafe extern "C" fn zt_object_validate(reader: *const zt_reader, object: us
 }
 
 /// Attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
-/// {"$tag":n,"value":v}), borrowed until `zt_close`; rendered once on first request.
-/// `object == SIZE_MAX` gives the file-level attributes; "{}" when there are none.
-/// Thread-safe.
+/// {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
+/// "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
+/// rendered once on first request. `object == SIZE_MAX` gives the file-level attributes;
+/// "{}" when there are none. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_attributes_json(
     reader: *const zt_reader,

@@ -741,6 +741,14 @@ def lenient_ok():
         ("ctrl", "quote\" backslash\\ nl\n nul-free \x01\x1f"), ("emoji", "\U0001F600"),
     ])), O("attributes"), {"bits": 4, "list": Arr([1, 2], indef=True)})),
        "control: every CBOR type in attributes")
+    # A map key holding a map with a map key, 40 deep: its JSON text would be escaped again
+    # at every level (2^40 bytes); keys in keys render as "$cbor:<hex>".
+    key = Map([("a", 1)])
+    for _ in range(40):
+        key = Map([(key, 1)])
+    ok("v12_ok_attributes_keys_in_keys", dense_file(edit(m, ("attributes",), Map([(key, "v")]))),
+       "regression (found by fuzz/manifest): map keys nested 40 deep in map keys; rendering their JSON "
+       "escaped each level again, doubling the output per level")
     ok("v12_ok_attributes_duplicate_keys", dense_file(edit(m, ("attributes",), Map([("dup", 1), ("dup", 2)]))),
        "control: attributes are user data, not manifest keys: a repeated attribute key is passed through")
     ok("v12_ok_aligned_manifest", dense_file(pad_to=128), "control: manifest padded to a 64-byte boundary")
