@@ -87,7 +87,6 @@ impl DataFrame {
 #[derive(Default)]
 pub(super) struct Frames {
     chunks: Vec<Vec<DataFrame>>,
-    len: usize,
 }
 
 impl Frames {
@@ -103,11 +102,12 @@ impl Frames {
                 self.chunks.push(chunk);
             }
         }
-        self.len += 1;
     }
-    /// How many frames there are.
+    /// How many frames there are (every chunk but the last is full).
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.chunks
+            .last()
+            .map_or(0, |last| (self.chunks.len() - 1) * Self::CHUNK + last.len())
     }
     fn iter(&self) -> impl Iterator<Item = &DataFrame> {
         self.chunks.iter().flatten()
