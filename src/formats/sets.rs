@@ -939,25 +939,18 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
             objects.push(o);
         }
     }
-    // The name index is built once; only a refused set pays for finding which shards
-    // the duplicate is in.
-    let by_name = match NameIndex::build(&objects) {
+    // The name index is built once; a repeated name says which shards hold it.
+    let by_name = match NameIndex::try_build(&objects)? {
         Ok(index) => index,
-        Err(e) => {
+        Err((before, at)) => {
             let shard_of = |at: usize| names[starts.partition_point(|&s| s <= at) - 1];
-            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(objects.len());
-            for (at, o) in objects.iter().enumerate() {
-                if let Some(before) = seen.insert(o.name(), at) {
-                    bail!(
-                        Format,
-                        "tensor '{}' is in both {} and {}",
-                        o.name(),
-                        shard_of(before),
-                        shard_of(at)
-                    );
-                }
-            }
-            return Err(e);
+            bail!(
+                Format,
+                "tensor '{}' is in both {} and {}",
+                objects[at].name(),
+                shard_of(before),
+                shard_of(at)
+            );
         }
     };
     Ok(Model {

@@ -685,6 +685,18 @@ pub(crate) struct NameIndex {
 impl NameIndex {
     /// Indexes `objects` by name, refusing a duplicate name (a `Format` error).
     pub(crate) fn build(objects: &[Object]) -> Result<NameIndex> {
+        match NameIndex::try_build(objects)? {
+            Ok(index) => Ok(index),
+            Err((_, at)) => bail!(Format, "duplicate object name '{}'", objects[at].name()),
+        }
+    }
+
+    /// Indexes `objects` by name; `Ok(Err((before, i)))` when object `i` is the first to
+    /// repeat a name, object `before`'s (for callers that rename repeats, or say where
+    /// both are).
+    pub(crate) fn try_build(
+        objects: &[Object],
+    ) -> Result<std::result::Result<NameIndex, (usize, usize)>> {
         if objects.len() >= u32::MAX as usize / 2 {
             bail!(
                 Limit,
@@ -710,12 +722,12 @@ impl NameIndex {
                     break;
                 }
                 if index.tags[at] == tag && objects[entry as usize - 1].name.as_bytes() == name {
-                    bail!(Format, "duplicate object name '{}'", o.name());
+                    return Ok(Err((entry as usize - 1, i)));
                 }
                 at = index.next(at);
             }
         }
-        Ok(index)
+        Ok(Ok(index))
     }
 
     /// The first slot to look at for `name` (from the hash's high bits), and its tag (low).

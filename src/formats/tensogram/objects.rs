@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cbor::{self, Value, encode_head};
-use crate::error::{Error, ErrorKind, Result, err};
+use crate::error::{Error, Result, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{
@@ -78,13 +78,12 @@ impl<'l> Objects<'l> {
         } = self;
         // Names are rarely taken twice: they are made unique only when the index finds
         // that one is, instead of every name going through a set of them as it is made.
-        let by_name = match NameIndex::build(&objects) {
+        let by_name = match NameIndex::try_build(&objects)? {
             Ok(index) => index,
-            Err(e) if e.kind() == ErrorKind::Format => {
+            Err(_) => {
                 make_unique(&mut objects, &mut arena, limits)?;
                 NameIndex::build(&objects)?
             }
-            Err(e) => return Err(e),
         };
         let mut model = Model::with_index(
             Container::Tensogram,
