@@ -394,4 +394,28 @@ mod tests {
         assert_eq!((e.kind(), e.message()), (ErrorKind::Io, "disk full"));
         drop(p);
     }
+
+    /// Pipelines whose callers are the pool's own threads, every one of them busy
+    /// writing, with a window of one frame: each caller compresses the frames no thread
+    /// has started, so none waits for a thread that is itself waiting.
+    #[test]
+    fn writers_on_every_pool_thread_finish() {
+        let a = noise(5 * ZSTD_FRAME_SIZE / 2, 4);
+        let writers = crate::pool::threads() + 1;
+        let sizes = crate::pool::map((0..writers).collect(), writers, |_| {
+            let mut p = FramePipeline::<()>::new(1);
+            let mut total = 0;
+            let mut out = |o: Out<'_, ()>| {
+                if let Out::Frame { decoded, .. } = o {
+                    total += decoded;
+                }
+                Ok(())
+            };
+            p.write(1, &a, &mut out).unwrap();
+            p.end_frames(1, &mut out).unwrap();
+            p.drain(&mut out).unwrap();
+            total
+        });
+        assert_eq!(sizes, vec![a.len(); writers]);
+    }
 }
