@@ -22,8 +22,14 @@ use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
 use crate::error::{Result, bail, err};
 
-/// The pool in use, built on first use (`None` until then, and after a failed build).
-static POOL: Mutex<Option<Arc<ThreadPool>>> = Mutex::new(None);
+/// The pool in use, built on first use (`None` until then, and after a failed build). On
+/// a cache line of its own: every parallel call takes this lock, and the values read on
+/// every call of other paths (`SIZE`, the C API's error count) must not share its line.
+static POOL: CacheLine<Mutex<Option<Arc<ThreadPool>>>> = CacheLine(Mutex::new(None));
+
+/// A value alone on its cache line (128 bytes: x86 prefetches 64-byte lines in pairs).
+#[repr(align(128))]
+struct CacheLine<T>(T);
 
 /// The size asked for with `set_threads` (0: one thread per core).
 static ASKED: AtomicUsize = AtomicUsize::new(0);
@@ -79,7 +85,7 @@ pub fn set_threads(threads: usize) -> Result<()> {
         );
     }
     let size = if threads == 0 { cores() } else { threads };
-    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
     if pool.is_some() {
         let new = build(size)?;
         *pool = Some(Arc::new(new));
@@ -92,7 +98,7 @@ pub fn set_threads(threads: usize) -> Result<()> {
 /// The pool, built on first use; `None` when its threads can't be started (callers then
 /// run their work on the calling thread).
 fn pool() -> Option<Arc<ThreadPool>> {
-    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
     if pool.is_none() {
         *pool = build(threads()).ok().map(Arc::new);
     }
