@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 
 use crate::charts::Rec;
 
-const W: f64 = 760.0;
+const W: f64 = 900.0;
 const H: f64 = 420.0;
 const LEFT: f64 = 60.0;
-const RIGHT: f64 = 250.0;
+const RIGHT: f64 = 330.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 50.0;
 const COLORS: [&str; 6] = [

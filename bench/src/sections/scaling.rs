@@ -7,15 +7,16 @@
 
 use std::cell::RefCell;
 use std::fs::{self, File};
-use std::hint::black_box;
 use std::io::Read;
 
-use sha2::Digest as _;
-
+use super::batch::{batch_into, order_of};
 use super::{Ctx, Runs, Section};
 use crate::Res;
-use crate::files::{Files, map, stored_ranges};
-use crate::formats::{read_all_ref, write_ours, write_ref};
+use crate::files::{Files, stored_ranges};
+use crate::formats::{
+    read_all_ref, safetensors_copy, sha2_ranges, write_ours, write_ref, zstd_compress_all,
+    zstd_decode_all,
+};
 use crate::harness::{Case, Timing, caller_buffers, case, filled_right, measure};
 use crate::report::Row;
 use crate::workloads::Workload;
@@ -51,18 +52,31 @@ fn ours_cases<'a>(ctx: &Ctx, mut make: impl FnMut(usize) -> Case<'a>) -> Vec<Cas
         .collect()
 }
 
-/// The rows of one metric: `t` holds the limit, then `peers`, then ours per thread
-/// count. `target`: (at this many threads or more, the least speed-up over the limit).
-#[allow(clippy::too_many_arguments)]
+/// Ours: one `load_batch` of every tensor into `bufs` per pool size, checked.
+fn batch_cases<'a>(
+    ctx: &Ctx,
+    w: &'a Workload,
+    r: &'a ztensor::Reader<'_>,
+    bufs: &'a RefCell<Vec<Vec<u8>>>,
+    order: &'a [usize],
+) -> Vec<Case<'a>> {
+    ours_cases(ctx, |_| {
+        case("ours load_batch", move || {
+            batch_into(r, &mut bufs.borrow_mut(), order)
+        })
+        .check(filled_right(w, bufs, "batch"))
+    })
+}
+
+/// The rows of one metric (name, workload, bytes): `t` holds the limit, then the peers
+/// (`against`: the limit's and the peers' names), then ours per pool size. `target`: (at
+/// this many threads or more, the least speed-up over the limit).
 fn push_rows(
     ctx: &Ctx,
     rows: &mut Vec<Row>,
-    metric: &str,
-    wl: &str,
-    bytes: u64,
-    limit: &str,
-    peers: &[&str],
     t: &[Timing],
+    (metric, wl, bytes): (&str, &str, u64),
+    (limit, peers): (&str, &[&str]),
     target: Option<(usize, f64)>,
 ) {
     for (k, &threads) in ctx.args.scaling.iter().enumerate() {
@@ -95,34 +109,6 @@ fn push_rows(
     }
 }
 
-fn order_of(r: &ztensor::Reader<'_>, w: &Workload) -> Res<Vec<usize>> {
-    w.tensors
-        .iter()
-        .map(|t| {
-            r.find(&t.name)
-                .ok_or_else(|| format!("no tensor '{}'", t.name).into())
-        })
-        .collect()
-}
-
-fn batch_into(r: &ztensor::Reader<'_>, bufs: &mut [Vec<u8>], order: &[usize]) -> Res<()> {
-    let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
-        .iter_mut()
-        .enumerate()
-        .map(|(i, dst)| ztensor::LoadRequest {
-            object: order[i],
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
-        .collect();
-    for result in r.load_batch(&mut requests, 0) {
-        result?;
-    }
-    Ok(())
-}
-
 fn batch_load(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     eprintln!("W1: scaling of the batch load");
     let r = ztensor::Reader::open(&f.ours)?;
@@ -136,33 +122,19 @@ fn batch_load(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()
             Ok(())
         }),
         case("safetensors mmap+copy (with open)", || {
-            let m = map(st)?;
-            let s = safetensors::SafeTensors::deserialize(&m)?;
-            let mut b = bufs.borrow_mut();
-            for (name, v) in s.iter() {
-                b[w.by_name[name]].copy_from_slice(v.data());
-            }
-            Ok(())
+            safetensors_copy(w, st, &mut bufs.borrow_mut())
         }),
     ];
-    cases.extend(ours_cases(ctx, |_| {
-        case("ours load_batch", || {
-            batch_into(&r, &mut bufs.borrow_mut(), &order)
-        })
-        .check(filled_right(w, &bufs, "batch"))
-    }));
+    cases.extend(batch_cases(ctx, w, &r, &bufs, &order));
     let t = measure(ctx.args.runs, cases)?;
     let peers = ["safetensors mmap+copy (with open)"];
     let limit = "read() whole file, 1 thread";
     push_rows(
         ctx,
         rows,
-        "batch load",
-        w.id,
-        w.total(),
-        limit,
-        &peers,
         &t,
+        ("batch load", w.id, w.total()),
+        (limit, &peers),
         None,
     );
     Ok(())
@@ -172,15 +144,7 @@ fn verify(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     eprintln!("W1: scaling of verify");
     let path = f.ours_sha.as_ref().expect("W1 has a sha256 copy");
     let ranges = stored_ranges(path)?;
-    let mut cases = vec![case("sha2 1 thread", || {
-        let m = map(path)?;
-        let mut acc = 0u8;
-        for &(off, len) in &ranges {
-            acc ^= sha2::Sha256::digest(&m[off..off + len])[0];
-        }
-        black_box(acc);
-        Ok(())
-    })];
+    let mut cases = vec![case("sha2 1 thread", || sha2_ranges(path, &ranges))];
     cases.extend(ours_cases(ctx, |_| {
         case("ours verify", || {
             ztensor::Reader::open(path)?.verify()?;
@@ -192,12 +156,9 @@ fn verify(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     push_rows(
         ctx,
         rows,
-        "verify sha256",
-        w.id,
-        w.total(),
-        "sha2 1 thread",
-        &[],
         &t,
+        ("verify sha256", w.id, w.total()),
+        ("sha2 1 thread", &[]),
         target,
     );
     Ok(())
@@ -229,17 +190,8 @@ fn dequant(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
     let t = measure(ctx.args.runs, cases)?;
     let wl = if ctx.args.quick { "1Kx4K" } else { "4Kx4K" };
     let bytes = (values * 4) as u64;
-    push_rows(
-        ctx,
-        rows,
-        "dequantize Q4_K",
-        wl,
-        bytes,
-        "ours, 1 thread",
-        &[],
-        &t,
-        None,
-    );
+    let what = ("dequantize Q4_K", wl, bytes);
+    push_rows(ctx, rows, &t, what, ("ours, 1 thread", &[]), None);
     Ok(())
 }
 
@@ -252,40 +204,18 @@ fn zstd_load(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()>
     let names = w.names();
     let mut cases = vec![
         case("zstd 1-thread decode, same frames", || {
-            let m = map(&f.ours)?;
-            let mut d = zstd::bulk::Decompressor::new()?;
-            for (i, b) in bufs.borrow_mut().iter_mut().enumerate() {
-                let (off, len) = stored[order[i]];
-                if d.decompress_to_buffer(&m[off..off + len], &mut b[..])? != b.len() {
-                    return Err("short zstd decode".into());
-                }
-            }
-            Ok(())
+            zstd_decode_all(&f.ours, &stored, &order, &mut bufs.borrow_mut())
         }),
         case("ztensor-1.2.3 read() (allocates)", || {
             read_all_ref(&f.reference, &names)
         }),
     ];
-    cases.extend(ours_cases(ctx, |_| {
-        case("ours load_batch", || {
-            batch_into(&r, &mut bufs.borrow_mut(), &order)
-        })
-        .check(filled_right(w, &bufs, "zstd batch"))
-    }));
+    cases.extend(batch_cases(ctx, w, &r, &bufs, &order));
     let t = measure(ctx.args.runs, cases)?;
     let peers = ["ztensor-1.2.3 read() (allocates)"];
     let limit = "zstd 1-thread decode, same frames";
-    push_rows(
-        ctx,
-        rows,
-        "zstd load (batch, ours-written)",
-        w.id,
-        w.total(),
-        limit,
-        &peers,
-        &t,
-        None,
-    );
+    let what = ("zstd load (batch, ours-written)", w.id, w.total());
+    push_rows(ctx, rows, &t, what, (limit, &peers), None);
     Ok(())
 }
 
@@ -301,12 +231,7 @@ fn zstd_write(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     let opts = ztensor::WriteOptions::zstd(3);
     let mut cases = vec![
         case("zstd::bulk::compress 1 thread (memory only)", || {
-            let mut acc = 0usize;
-            for i in 0..w.tensors.len() {
-                acc += zstd::bulk::compress(w.bytes(i), 3)?.len();
-            }
-            black_box(acc);
-            Ok(())
+            zstd_compress_all(w, 3)
         }),
         // Each writes over its last output (ours renames its new file over it).
         case("ztensor-1.2.3 Writer zstd(3)", || {
@@ -324,12 +249,9 @@ fn zstd_write(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     push_rows(
         ctx,
         rows,
-        "zstd-3 write (durable)",
-        w.id,
-        w.total(),
-        limit,
-        &peers,
         &t,
+        ("zstd-3 write (durable)", w.id, w.total()),
+        (limit, &peers),
         target,
     );
     Ok(())
