@@ -7,7 +7,8 @@
 #   bash bench/device/run16.sh [OUT]     # OUT: results, table, charts (default $OUT, else /tmp/zt16)
 #
 # About 6-9 minutes on 16 cores (the data, ~6 GiB, is generated first in $ZT_DATA, default
-# /tmp/zt16-data). Environment: ZT_RUNS (default 3), ZT_SECTIONS (default the issue's).
+# /tmp/zt16-data). Environment: ZT_RUNS (default 3), ZT_SECTIONS (default the issue's),
+# ZT_QUICK=1 (workloads ~16x smaller: a smoke test of the script).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin="$here/ztensor-bench"
@@ -27,7 +28,9 @@ mkdir -p "$out" "$data"
   echo "disk: $(df -h "$data" | tail -1)"
 } | tee "$out/machine.txt"
 start=$(date +%s)
-"$bin" --dir "$data" --runs "$runs" --only "$sections" --out "$out/results-16.json" \
+quick=()
+if [[ "${ZT_QUICK:-0}" == 1 ]]; then quick=(--quick); fi
+"$bin" "${quick[@]}" --dir "$data" --runs "$runs" --only "$sections" --out "$out/results-16.json" \
   2> >(tee "$out/progress.log" >&2) | tee "$out/table-16.txt"
 "$bin" charts --in "$out/results-16.json" --dir "$out/charts"
 echo "run16.sh: done in $(( $(date +%s) - start )) s; results in $out"
