@@ -25,7 +25,20 @@ use crate::error::{Result, bail, err};
 /// The pool in use, built on first use (`None` until then, and after a failed build). On
 /// a cache line of its own: every parallel call takes this lock, and the values read on
 /// every call of other paths (`SIZE`, the C API's error count) must not share its line.
-static POOL: CacheLine<Mutex<Option<Arc<ThreadPool>>>> = CacheLine(Mutex::new(None));
+static POOL: CacheLine<Mutex<Option<Arc<Pool>>>> = CacheLine(Mutex::new(None));
+
+/// The pools of a parent process, in a child it forked: their threads don't exist here
+/// (fork copies only the calling thread), so they are never used again, only kept
+/// reachable (a leak checker then sees what they hold as still in use, not as lost).
+static FORKED_AWAY: Mutex<Vec<Arc<Pool>>> = Mutex::new(Vec::new());
+
+/// A pool, the process that started its threads, and their handles (kept, so that what
+/// each thread owns is reachable from here).
+struct Pool {
+    pool: ThreadPool,
+    pid: u32,
+    _threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+}
 
 /// A value alone on its cache line (128 bytes: x86 prefetches 64-byte lines in pairs).
 #[repr(align(128))]
@@ -59,15 +72,28 @@ pub fn threads() -> usize {
     }
 }
 
-fn build(threads: usize) -> Result<ThreadPool> {
-    ThreadPoolBuilder::new()
+fn build(threads: usize) -> Result<Pool> {
+    let handles = Arc::new(Mutex::new(Vec::with_capacity(threads)));
+    let kept = handles.clone();
+    let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
-        .thread_name(|i| format!("ztensor-{i}"))
+        .spawn_handler(move |t| {
+            let h = std::thread::Builder::new()
+                .name(format!("ztensor-{}", t.index()))
+                .spawn(|| t.run())?;
+            kept.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+            Ok(())
+        })
         // A panic in detached work is reported by that work (it catches it); one that
         // still reaches the pool must not abort the host process.
         .panic_handler(|_| {})
         .build()
-        .map_err(|e| err!(Io, "starting {threads} threads: {e}"))
+        .map_err(|e| err!(Io, "starting {threads} threads: {e}"))?;
+    Ok(Pool {
+        pool,
+        pid: std::process::id(),
+        _threads: handles,
+    })
 }
 
 /// Sets the number of threads of the library's pool: `threads` (at most 1024), or 0 for
@@ -88,21 +114,39 @@ pub fn set_threads(threads: usize) -> Result<()> {
     let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
     if pool.is_some() {
         let new = build(size)?;
-        *pool = Some(Arc::new(new));
+        if let Some(old) = pool.replace(Arc::new(new)) {
+            forked_away(old);
+        }
     }
     ASKED.store(threads, Ordering::Relaxed);
     SIZE.store(size, Ordering::Relaxed);
     Ok(())
 }
 
-/// The pool, built on first use; `None` when its threads can't be started (callers then
-/// run their work on the calling thread).
-fn pool() -> Option<Arc<ThreadPool>> {
+/// The pool, built on first use, and again in a child process that a fork made after it
+/// was built (the parent's threads aren't in the child: work handed to them would wait
+/// forever); `None` when its threads can't be started (callers then run their work on
+/// the calling thread).
+fn pool() -> Option<Arc<Pool>> {
     let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
+    if pool.as_ref().is_some_and(|p| p.pid != std::process::id()) {
+        forked_away(pool.take().expect("checked"));
+    }
     if pool.is_none() {
         *pool = build(threads()).ok().map(Arc::new);
     }
     pool.clone()
+}
+
+/// Drops a replaced pool, or keeps a parent's pool in a forked child (see FORKED_AWAY):
+/// dropping it there would signal threads that don't exist.
+fn forked_away(old: Arc<Pool>) {
+    if old.pid != std::process::id() {
+        FORKED_AWAY
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(old);
+    }
 }
 
 /// How many items run at once when at most `width` are asked for (0: the pool's size):
@@ -145,7 +189,7 @@ where
             slot.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(r);
         }
     };
-    pool.in_place_scope(|scope| {
+    pool.pool.in_place_scope(|scope| {
         for _ in 1..width {
             scope.spawn(|_| take());
         }
@@ -167,7 +211,7 @@ pub(crate) fn scope<'s, R>(
     body: impl FnOnce(&mut dyn FnMut(Box<dyn FnOnce() + Send + 's>)) -> R,
 ) -> R {
     match pool() {
-        Some(pool) => pool.in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
+        Some(pool) => (pool.pool).in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
         None => body(&mut |job| job()),
     }
 }
@@ -178,7 +222,7 @@ pub(crate) fn scope<'s, R>(
 /// panics. Without a pool (its threads couldn't start), runs `work` here.
 pub(crate) fn spawn(work: impl FnOnce() + Send + 'static) {
     match pool() {
-        Some(pool) => pool.spawn(work),
+        Some(pool) => pool.pool.spawn(work),
         None => work(),
     }
 }
