@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use ztensor::{DType, LoadRequest, Reader, WriteOptions, Writer, pool};
+mod common;
+
+use ztensor::{DType, Reader, WriteOptions, Writer, pool};
 
 /// Threads of this process now.
 fn tasks() -> usize {
@@ -79,17 +81,7 @@ fn nested_work_runs_on_the_pool_alone() {
         })
     };
     let mut outs: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; values * 4]).collect();
-    let mut requests: Vec<LoadRequest<'_>> = outs
-        .iter_mut()
-        .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: i,
-            component: 0,
-            dst,
-            offset: None,
-            convert: Some(DType::F32),
-        })
-        .collect();
+    let mut requests = common::whole_loads(&mut outs, Some(DType::F32));
     for _ in 0..3 {
         for result in r.load_batch(&mut requests, 0) {
             result.unwrap();
