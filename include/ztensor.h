@@ -407,7 +407,9 @@ typedef struct zt_load_request {
  */
 typedef struct zt_batch_options {
   /**
-   * Most threads to use; 0 = one per core (at most 16).
+   * Most threads to use, this one included; 0 = the library's pool size
+   * (`zt_pool_thread_count`). Nested work (decoding, dequantizing) runs on the same
+   * threads.
    */
   uint32_t threads;
 } zt_batch_options;
@@ -818,6 +820,28 @@ enum zt_status zt_load_batch(const struct zt_reader *reader,
                              struct zt_load_request *requests,
                              size_t count,
                              const struct zt_batch_options *options);
+
+/**
+ * Sets the number of threads of the library's thread pool: `threads`, or 0 for one per
+ * core (the default). Every parallel piece of work runs on this one pool (batch loads,
+ * zstd compression and decoding, digest checks, dequantization, the shards of a set
+ * parsed at open), and work nested inside it (a batch request decoding its frames in
+ * parallel) runs on the same threads, so the library never runs more threads than this
+ * (plus the threads calling it, which work too; a remote object's requests wait on
+ * threads of their own, as many as its requests in flight). Takes effect at once: a
+ * pool already running is replaced, its threads ending once the work they have is done.
+ * Optional: without it the pool starts, one thread per core, on first use.
+ *
+ * @return `ZT_OK`; `ZT_ERR_INVALID_ARGUMENT` for more than 1024 threads; `ZT_ERR_IO`
+ * when the threads can't be started (the pool in use then stays). Thread-safe.
+ */
+ZT_API enum zt_status zt_pool_set_threads(size_t threads);
+
+/**
+ * The number of threads of the library's thread pool: what `zt_pool_set_threads` set,
+ * else one per core (the CPUs this process may run on). Starts nothing. Thread-safe.
+ */
+ZT_API size_t zt_pool_thread_count(void);
 
 /**
  * Describes a block-quantized object: its ggml type (id and name), block size, type

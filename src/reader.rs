@@ -1015,7 +1015,7 @@ impl<'a> Reader<'a> {
         match plan {
             Plan::Copy => dst.copy_from_slice(src),
             Plan::Elements => crate::convert::convert(c.dtype, c.logical_type(), src, to, dst),
-            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::codec::threads)
+            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::pool::threads)
                 .map_err(self.ctx(obj, c))?,
         }
         Ok(())

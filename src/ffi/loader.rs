@@ -141,7 +141,9 @@ pub struct zt_load_request {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_batch_options {
-    /// Most threads to use; 0 = one per core (at most 16).
+    /// Most threads to use, this one included; 0 = the library's pool size
+    /// (`zt_pool_thread_count`). Nested work (decoding, dequantizing) runs on the same
+    /// threads.
     pub threads: u32,
 }
 

@@ -5,6 +5,7 @@
 
 mod dtype;
 mod loader;
+mod pool;
 mod quant;
 mod read;
 mod sets;
@@ -27,6 +28,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use dtype::*;
 pub use loader::*;
+pub use pool::*;
 pub use quant::*;
 pub use read::*;
 pub use sets::*;
@@ -144,13 +146,21 @@ thread_local! {
 /// While it is 0, no thread has a message to clear, so a call needn't look at its own
 /// thread-local state at all: most programs' calls succeed, and a thread-local access from
 /// a shared library is a function call (`__tls_get_addr`).
-static THREADS_WITH_ERROR: AtomicUsize = AtomicUsize::new(0);
+/// On a cache line of its own: every call reads it, and a neighbour that another thread
+/// writes (the pool's lock, a writer's counter) would turn each read into a cache miss on
+/// a machine of many cores.
+static THREADS_WITH_ERROR: CacheLine<AtomicUsize> = CacheLine(AtomicUsize::new(0));
+
+/// A value alone on its cache line (128 bytes: two 64-byte lines, which x86 prefetches in
+/// pairs).
+#[repr(align(128))]
+struct CacheLine<T>(T);
 
 fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "?")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
     if !HAS_ERROR.replace(true) {
-        THREADS_WITH_ERROR.fetch_add(1, Ordering::Relaxed);
+        THREADS_WITH_ERROR.0.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -158,7 +168,7 @@ fn set_last_error(message: &str) {
 fn clear_last_error() {
     // Relaxed: a thread's own increment is always visible to itself, so a 0 here means
     // this thread has no message; other threads' counts only make this look further.
-    if THREADS_WITH_ERROR.load(Ordering::Relaxed) != 0 {
+    if THREADS_WITH_ERROR.0.load(Ordering::Relaxed) != 0 {
         clear_own_error();
     }
 }
@@ -169,7 +179,7 @@ fn clear_last_error() {
 fn clear_own_error() {
     if HAS_ERROR.get() {
         HAS_ERROR.set(false);
-        THREADS_WITH_ERROR.fetch_sub(1, Ordering::Relaxed);
+        THREADS_WITH_ERROR.0.fetch_sub(1, Ordering::Relaxed);
         LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
     }
 }

@@ -127,6 +127,8 @@ impl ShardedWriter {
         }
         let max = self.max_shard_bytes;
         let w = self.current()?;
+        // zstd frames still being compressed count too.
+        w.settle()?;
         let full = w.position().saturating_add(size) > max || w.position() >= max;
         if !w.open_object && !w.objects.is_empty() && full {
             let w = self.current.take().expect("checked");

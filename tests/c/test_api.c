@@ -3569,6 +3569,8 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_component_location",    /* test_shards.c */
     "zt_shard_mapping",         /* test_shards.c */
     "zt_writer_create_sharded", /* test_shards.c */
+    "zt_pool_set_threads",      /* test_pool.c */
+    "zt_pool_thread_count",     /* test_pool.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -154,3 +154,18 @@ pub fn pinned_python(requirements: &str, name: &str) -> std::path::PathBuf {
     std::fs::write(&marker, wanted).unwrap();
     python
 }
+
+/// One batch request per buffer: object i's first component, whole, converted to
+/// `convert` when given.
+pub fn whole_loads(bufs: &mut [Vec<u8>], convert: Option<DType>) -> Vec<ztensor::LoadRequest<'_>> {
+    bufs.iter_mut()
+        .enumerate()
+        .map(|(object, dst)| ztensor::LoadRequest {
+            object,
+            component: 0,
+            dst,
+            offset: None,
+            convert,
+        })
+        .collect()
+}
