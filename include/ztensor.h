@@ -820,6 +820,22 @@ enum zt_status zt_load_batch(const struct zt_reader *reader,
                              const struct zt_batch_options *options);
 
 /**
+ * Every object's name in file order, in one block the reader keeps: name 0, a NUL byte,
+ * name 1, a NUL, ... (names never contain a NUL). `*out_size` is the block's length,
+ * every NUL included; for a file without objects it is 0 and `*out_names` points to an
+ * empty string. The block is made on the first call (one allocation, the size of the
+ * names) and every later call returns the same pointer; borrowed until `zt_close`.
+ *
+ * For bindings that pay for each call (Python's cffi and ctypes, cgo, JNI): the names of
+ * 50,000 objects in one call instead of 50,000 `zt_object_info_get` calls. Thread-safe.
+ * `ZT_ERR_LIMIT` when the block can't be allocated.
+ */
+ZT_API
+enum zt_status zt_file_get_names(const struct zt_reader *reader,
+                                 const char **out_names,
+                                 size_t *out_size);
+
+/**
  * Describes a block-quantized object: its ggml type (id and name), block size, type
  * size, row size and row count, without parsing attributes. `ZT_ERR_NOT_FOUND` for an
  * object that is not block-quantized (dense, sparse ... objects, and GGUF tensors of

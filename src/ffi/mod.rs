@@ -5,6 +5,7 @@
 
 mod dtype;
 mod loader;
+mod names;
 mod quant;
 mod read;
 mod sets;
@@ -27,6 +28,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use dtype::*;
 pub use loader::*;
+pub use names::*;
 pub use quant::*;
 pub use read::*;
 pub use sets::*;

@@ -23,6 +23,8 @@ pub struct zt_reader {
     json: Mutex<HashMap<usize, CString>>,
     /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
     pub(super) paths: Box<[Option<CString>]>,
+    /// Every name in one block (`zt_file_get_names`), made on first request.
+    pub(super) names: super::names::Names,
 }
 
 impl zt_reader {
@@ -133,6 +135,7 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
             reader,
             json,
             paths,
+            names: Default::default(),
         })),
     );
 }
