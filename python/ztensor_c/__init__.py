@@ -16,6 +16,7 @@ The import name is ztensor_c (distribution ztensor-c) so it never shadows the re
 """
 
 from . import _lib
+from . import numpy  # noqa: F401  (ztensor_c.numpy after `import ztensor_c`; torch is imported on demand)
 from ._lib import (
     BufferTooSmallError,
     ChecksumError,

@@ -38,7 +38,7 @@ def _struct(ctype, *fields):
     views = {8: raw.cast("Q"), 4: raw.cast("I")}
     out = []
     for name in fields:
-        size = ffi.sizeof(ffi.typeof(cdata[0]).fields[[f for f, _ in ffi.typeof(cdata[0]).fields].index(name)][1].type)
+        size = ffi.sizeof(dict(ffi.typeof(ctype).fields)[name].type)
         offset = ffi.offsetof(ctype, name)
         if size not in views or offset % size:
             raise AssertionError(f"{ctype}.{name}: {size} bytes at {offset}")

@@ -18,13 +18,18 @@ import re
 from ._native import ffi, lib
 
 
+SYMBOLS = {}  # function -> the C name it was found under
+
+
 def _fn(new, old=None):
     try:
-        return getattr(lib, new)
+        f, name = getattr(lib, new), new
     except AttributeError:
         if old is None:
             raise
-        return getattr(lib, old)
+        f, name = getattr(lib, old), old
+    SYMBOLS[f] = name
+    return f
 
 
 # --- library ------------------------------------------------------------------------
