@@ -46,6 +46,29 @@ def _struct(ctype, *fields):
     return cdata, out
 
 
+class _Role:
+    """What Handle.view needs of a component: its role (and index)."""
+
+    __slots__ = ("role", "index")
+
+    def __init__(self, role, index):
+        self.role = role
+        self.index = index
+
+
+_DATA = _Role("data", 0)
+
+
+def _checked(shape, count):
+    """`shape` when it holds `count` elements, else None (one dimension of them)."""
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return shape if n == count else None
+
+
 def view_array(buffer, dtype, shape, offset):
     """A read-only array of `shape` over `buffer` (a read-only memoryview) at `offset`.
     np.frombuffer keeps the memoryview as the array's base, so the array can't be made
@@ -378,83 +401,110 @@ class Handle:
         return {c.role: self.component_array(index, c, obj.shape if c.role == "data" else (), copy)
                 for c in obj.components}
 
-    def load_dense(self, names_wanted=None, copy=False):
-        """{name: value} of every object (or of `names_wanted`), in file order: dense raw
-        components as views (zero-copy), other dense ones decoded in one parallel batch
-        load, the rest through `value`. The fast path of numpy.load_file: three C calls
-        per tensor, their results read through memoryviews of the structs (a cdata
-        field access costs more than the call)."""
-        names = self.names()
+    def _whole_mapping(self):
+        """(start, memoryview) of the file's mapping when raw components can be read at
+        mapping + their offset, as the C API documents for a mapped file ("a component's
+        stored bytes are at base + offset"): one file, in a format whose raw data is
+        stored little-endian, as NumPy reads it (zTensor 1.x, safetensors, GGUF; not
+        legacy v0.1, which may be big-endian, nor Tensogram). None otherwise."""
+        if self.kind != "mapped" or _lib.shard_count(self.ptr) != 1:
+            return None
+        fmt = self.format
+        if not (fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))):
+            return None
+        base = ffi.new("const void **")
+        size = ffi.new("uint64_t *")
+        if _lib.shard_get_mapping(self.ptr, 0, base, size) != _OK or size[0] == 0:
+            return None
+        start = _address(base[0])
+        return self._region(start, 0, 0)
+
+    def indices(self, names_wanted=None):
+        """Object indices in file order: all, or those of the names given."""
         if names_wanted is None:
-            indices = range(len(names))
-        else:
-            indices = sorted({self.index_of(n) for n in names_wanted})
+            return range(self.count())
+        return sorted({self.index_of(n) for n in names_wanted})
+
+    def dense_entries(self, indices):
+        """For each object: (index, name, shape, zt dtype, logical type pointer, encoding,
+        offset, decoded length) of a dense object of one component, its shape None when
+        it has one dimension (the element count says it); (index, name, False, ...) for
+        any other object. Two C calls per object, their results read through memoryviews
+        of the structs (a cdata field access costs more than the call): the loop of
+        numpy.load_file and torch.load_file, which turn each entry into a tensor."""
+        names = self.names()
         ptr = self.ptr
         oi, ((o8, o_format), (_, o_ndim), (_, o_count)) = _struct(
             "zt_object_info", "format", "ndim", "component_count")
-        ci, ((c4, c_dtype), (c8, c_type), (_, c_encoding), (_, c_decoded)) = _struct(
-            "zt_component_info", "dtype", "type", "encoding", "decoded_length")
-        v, ((v8, v_data), (_, v_size)) = _struct("zt_view", "data", "size")
+        ci, ((c4, c_dtype), (c8, c_type), (_, c_encoding), (_, c_offset), (_, c_decoded)) = _struct(
+            "zt_component_info", "dtype", "type", "encoding", "offset", "decoded_length")
         get_object, get_component = _lib.object_get_info, _lib.component_get_info
-        view = _lib.component_view
-        numpy_dtype = _dtypes.numpy_dtype
-        frombuffer = np.frombuffer
-        regions = self._regions
         dense_formats = {}  # format pointer -> is "dense"
-        dtypes = {}  # (dtype, type pointer) -> NumPy dtype
-        views = self.views and not copy
-        out = {}
-        pending = []  # (index, array) decoded by one batch load
-        data_role = b"data"
+        unpack = ffi.unpack
         for i in indices:
             if get_object(ptr, i, oi) != _OK:
                 _lib.check(get_object(ptr, i, oi))
-            name = names[i]
-            dense = dense_formats.get(o8[o_format])
+            fmt = o8[o_format]
+            dense = dense_formats.get(fmt)
             if dense is None:
-                dense = dense_formats[o8[o_format]] = ffi.string(oi.format) == b"dense"
+                dense = dense_formats[fmt] = ffi.string(oi.format) == b"dense"
             if not dense or o8[o_count] != 1:
-                out[name] = self.value(i, copy)
+                yield i, names[i], False, 0, 0, 0, 0, 0
                 continue
             nd = o8[o_ndim]
             if nd == 1:
-                shape = (oi.shape[0],)
-                numel = shape[0]
-            elif nd == 0:
-                shape = ()
-                numel = 1
+                shape = None
+            elif nd == 2:
+                sp = oi.shape
+                shape = (sp[0], sp[1])
             else:
-                shape = tuple(ffi.unpack(oi.shape, nd))
-                numel = 1
-                for d in shape:
-                    numel *= d
+                shape = tuple(unpack(oi.shape, nd)) if nd else ()
             if get_component(ptr, i, 0, ci) != _OK:
                 _lib.check(get_component(ptr, i, 0, ci))
-            key = (c4[c_dtype], c8[c_type])
-            np_dtype = dtypes.get(key)
-            if np_dtype is None:
-                logical = None if key[1] == 0 else ffi.string(ci.type).decode()
-                np_dtype = dtypes[key] = numpy_dtype(ci.dtype, logical)[0]
-            decoded = c8[c_decoded]
-            if numel * np_dtype.itemsize != decoded:
-                shape = (decoded // np_dtype.itemsize,)
-            if views and c4[c_encoding] == _RAW:
-                if view(ptr, i, data_role, v) != _OK:
-                    _lib.check(view(ptr, i, data_role, v))
-                address = v8[v_data]
-                for start, end, mv in regions:
-                    if start <= address < end:
-                        break
-                else:
-                    mv, offset = self.memory(address, v8[v_size], i, 0)
-                    start = address - offset
-                    regions = self._regions
-                arr = frombuffer(mv, np_dtype, decoded // np_dtype.itemsize, address - start)
-                if len(shape) != 1:
-                    arr = arr.reshape(shape)
-                out[name] = arr
+            yield i, names[i], shape, c4[c_dtype], c8[c_type], c4[c_encoding], c8[c_offset], c8[c_decoded]
+
+    @staticmethod
+    def type_name(pointer):
+        """The logical type at `pointer` (an address from dense_entries; 0: none)."""
+        return ffi.string(ffi.cast("const char *", pointer)).decode() if pointer else None
+
+    def load_dense(self, names_wanted=None, copy=False):
+        """{name: value} of every object (or of `names_wanted`), in file order: dense raw
+        components as views (zero-copy), other dense ones decoded in one parallel batch
+        load, the rest through `value`. The fast path of numpy.load_file."""
+        numpy_dtype = _dtypes.numpy_dtype
+        frombuffer = np.frombuffer
+        views = self.views and not copy
+        whole = self._whole_mapping() if views else None
+        whole_buffer = whole[1] if whole is not None else None
+        dtypes = {}  # (dtype, type pointer) -> NumPy dtype
+        last = None  # the (dtype, type pointer) of the previous tensor: mostly the same
+        out = {}
+        pending = []  # (index, array) decoded by one batch load
+        for i, name, shape, code, tptr, encoding, offset, decoded in self.dense_entries(self.indices(names_wanted)):
+            if shape is False:
+                out[name] = self.value(i, copy)
+                continue
+            if (code, tptr) != last:
+                last = (code, tptr)
+                np_dtype = dtypes.get(last)
+                if np_dtype is None:
+                    np_dtype = dtypes[last] = numpy_dtype(code, self.type_name(tptr))[0]
+                itemsize = np_dtype.itemsize
+            count = decoded // itemsize
+            if shape is not None and (shape[0] * shape[1] != count if len(shape) == 2 else
+                                      _checked(shape, count) is None):
+                shape = None  # a size the shape doesn't give: the elements, one dimension
+            if views and encoding == _RAW:
+                if whole is not None:  # the bytes are at mapping + offset
+                    arr = frombuffer(whole_buffer, np_dtype, count, offset)
+                else:  # the library says where
+                    address, size, _dtype, _zero = self.view(i, _DATA)
+                    buffer, at = self.memory(address, size, i, 0)
+                    arr = frombuffer(buffer, np_dtype, count, at)
+                out[name] = arr if shape is None else arr.reshape(shape)
             else:
-                arr = np.empty(shape, np_dtype)
+                arr = np.empty((count,) if shape is None else shape, np_dtype)
                 out[name] = arr
                 pending.append((i, arr))
         if pending:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from . import _dtypes, _lib
+from ._handle import _DATA, _checked
 from ._lib import ffi
 
 _OK = _lib.OK
@@ -65,75 +66,89 @@ def raw_of(t):
 
 
 class _Storages:
-    """Copy-on-write torch storages of the files of one reader, one per file."""
+    """Copy-on-write torch storages of the files of one reader, one per file, and a flat
+    tensor of each dtype over each (what torch.as_strided cuts tensors from)."""
 
     def __init__(self):
         self._by_path = {}
 
-    def get(self, path):
-        s = self._by_path.get(path)
-        if s is None:
+    def flat(self, path, dtype):
+        entry = self._by_path.get(path)
+        if entry is None:
             size = os.path.getsize(path)
-            s = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
-            self._by_path[path] = s
-        return s
+            storage = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
+            entry = self._by_path[path] = (storage, size, {})
+        storage, size, flats = entry
+        flat = flats.get(dtype)
+        if flat is None:
+            flat = flats[dtype] = torch.empty((0,), dtype=dtype).set_(storage, 0, (size // dtype.itemsize,))
+        return flat
+
+
+def _strides(shape):
+    strides = []
+    step = 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
 
 
 def load(handle, names, device="cpu", copy=False, storages=None):
     """{name: torch tensor} of the named objects of `handle`, in file order."""
-    indices = sorted(handle.index_of(n) for n in names)
     storages = storages if storages is not None else _Storages()
     ptr = handle.ptr
-    oi = ffi.new("zt_object_info *")
-    ci = ffi.new("zt_component_info *")
-    v = ffi.new("zt_view *")
     loc = ffi.new("zt_location *")
     path_c = ffi.new("const char **")
+    mapped = handle.kind == "mapped" and not copy
+    whole = handle._whole_mapping() is not None if mapped else False
+    whole_path = handle.shard_paths()[0] if whole else None
+    dtypes = {}  # (zt dtype, type pointer) -> torch dtype (or uint8 for packed bytes)
     paths = {}
+    strides = {}
+    as_strided = torch.as_strided
     out = {}
     pending = []
-    all_names = handle.names()
-    mapped = handle.kind == "mapped" and not copy
-    for i in indices:
-        _lib.check(_lib.object_get_info(ptr, i, oi))
-        name = all_names[i]
-        if oi.component_count != 1 or ffi.string(oi.format) != b"dense":
+    for i, name, shape, code, tptr, encoding, offset, decoded in handle.dense_entries(handle.indices(names)):
+        if shape is False:
             out[name] = _other(handle, i)
             continue
-        shape = tuple(ffi.unpack(oi.shape, oi.ndim)) if oi.ndim else ()
-        _lib.check(_lib.component_get_info(ptr, i, 0, ci))
-        logical = None if ci.type == ffi.NULL else ffi.string(ci.type).decode()
-        dtype = torch_dtype(ci.dtype, logical)
-        if dtype is None:  # packed sub-byte values: their bytes
-            dtype, shape = torch.uint8, (ci.decoded_length,)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        count = ci.decoded_length // itemsize
-        n = 1
-        for d in shape:
-            n *= d
-        if n != count:
+        dtype = dtypes.get((code, tptr))
+        if dtype is None:
+            dtype = dtypes[code, tptr] = torch_dtype(code, handle.type_name(tptr)) or torch.uint8
+        itemsize = dtype.itemsize
+        count = decoded // itemsize
+        shape = _checked(shape, count)
+        if shape is None:
             shape = (count,)
-        if mapped and ci.encoding == _lib.ENCODING_RAW:
-            _lib.check(_lib.component_view(ptr, i, b"data", v))
-            if v.zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK \
-                    and loc.offset % itemsize == 0:
-                path = paths.get(loc.shard)
-                if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
-                    path = paths[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
-                if path is not None:
-                    t = torch.empty((0,), dtype=dtype)
-                    t.set_(storages.get(path), loc.offset // itemsize, shape)
-                    out[name] = t if device == "cpu" else t.to(device)
-                    continue
+        if mapped and encoding == _lib.ENCODING_RAW:
+            path = None
+            if whole:
+                path = whole_path
+            else:
+                address, _size, _dtype, zero_copy = handle.view(i, _DATA)
+                if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
+                    offset = loc.offset
+                    path = paths.get(loc.shard)
+                    if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
+                        path = paths[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
+            if path is not None and offset % itemsize == 0:
+                st = strides.get(shape)
+                if st is None:
+                    st = strides[shape] = _strides(shape)
+                t = as_strided(storages.flat(path, dtype), shape, st, offset // itemsize)
+                out[name] = t if device == "cpu" else t.to(device)
+                continue
         t = torch.empty(shape, dtype=dtype)
         out[name] = t
         pending.append((i, t))
     if pending:
         _batch_read(handle, pending)
         if device != "cpu":
+            names = handle.names()
             for i, t in pending:
-                out[all_names[i]] = t.to(device)
-    return {all_names[i]: out[all_names[i]] for i in indices}
+                out[names[i]] = t.to(device)
+    return out
 
 
 def _batch_read(handle, pending):
