@@ -429,39 +429,47 @@ class Handle:
         """For each object: (index, name, shape, zt dtype, logical type pointer, encoding,
         offset, decoded length) of a dense object of one component, its shape None when
         it has one dimension (the element count says it); (index, name, False, ...) for
-        any other object. Two C calls per object, their results read through memoryviews
-        of the structs (a cdata field access costs more than the call): the loop of
-        numpy.load_file and torch.load_file, which turn each entry into a tensor."""
+        any other object. The loop of numpy.load_file and torch.load_file, which turn each
+        entry into a tensor: one C call describes every object (zt_file_get_objects), and
+        the entries are read through memoryviews of their bytes (a cdata field access
+        costs more than a C call)."""
         names = self.names()
-        ptr = self.ptr
-        oi, ((o8, o_format), (_, o_ndim), (_, o_count)) = _struct(
-            "zt_object_info", "format", "ndim", "component_count")
-        ci, ((c4, c_dtype), (c8, c_type), (_, c_encoding), (_, c_offset), (_, c_decoded)) = _struct(
-            "zt_component_info", "dtype", "type", "encoding", "offset", "decoded_length")
-        get_object, get_component = _lib.object_get_info, _lib.component_get_info
+        n = len(names)
+        if n == 0:
+            return
+        entries = ffi.new("zt_object_entry[]", n)
+        _lib.check(_lib.file_get_objects(self.ptr, 0, entries, n))
+        raw = memoryview(ffi.buffer(entries))
+        q, d = raw.cast("Q"), raw.cast("I")
+        stride = ffi.sizeof("zt_object_entry")
+        f = {name: ffi.offsetof("zt_object_entry", name) for name in (
+            "format", "ndim", "component_count", "dtype", "encoding", "type", "offset", "decoded_length")}
+        q_format, q_ndim, q_count, q_type, q_offset, q_decoded = (
+            f[k] // 8 for k in ("format", "ndim", "component_count", "type", "offset", "decoded_length"))
+        d_dtype, d_encoding = f["dtype"] // 4, f["encoding"] // 4
+        qs, ds = stride // 8, stride // 4
         dense_formats = {}  # format pointer -> is "dense"
         unpack = ffi.unpack
         for i in indices:
-            if get_object(ptr, i, oi) != _OK:
-                _lib.check(get_object(ptr, i, oi))
-            fmt = o8[o_format]
+            b = i * qs
+            fmt = q[b + q_format]
             dense = dense_formats.get(fmt)
             if dense is None:
-                dense = dense_formats[fmt] = ffi.string(oi.format) == b"dense"
-            if not dense or o8[o_count] != 1:
+                dense = dense_formats[fmt] = ffi.string(entries[i].format) == b"dense"
+            if not dense or q[b + q_count] != 1:
                 yield i, names[i], False, 0, 0, 0, 0, 0
                 continue
-            nd = o8[o_ndim]
+            nd = q[b + q_ndim]
             if nd == 1:
                 shape = None
             elif nd == 2:
-                sp = oi.shape
+                sp = entries[i].shape
                 shape = (sp[0], sp[1])
             else:
-                shape = tuple(unpack(oi.shape, nd)) if nd else ()
-            if get_component(ptr, i, 0, ci) != _OK:
-                _lib.check(get_component(ptr, i, 0, ci))
-            yield i, names[i], shape, c4[c_dtype], c8[c_type], c4[c_encoding], c8[c_offset], c8[c_decoded]
+                shape = tuple(unpack(entries[i].shape, nd)) if nd else ()
+            c = i * ds
+            yield (i, names[i], shape, d[c + d_dtype], q[b + q_type], d[c + d_encoding],
+                   q[b + q_offset], q[b + q_decoded])
 
     @staticmethod
     def type_name(pointer):

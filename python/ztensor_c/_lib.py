@@ -50,6 +50,7 @@ close = lib.zt_close
 file_format = lib.zt_file_format
 file_version = lib.zt_file_version
 file_get_names = lib.zt_file_get_names
+file_get_objects = lib.zt_file_get_objects
 object_count = lib.zt_object_count
 object_find = lib.zt_object_find
 object_get_info = _fn("zt_object_get_info", "zt_object_info_get")

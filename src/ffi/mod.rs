@@ -4,8 +4,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod dtype;
+mod listing;
 mod loader;
-mod names;
 mod quant;
 mod read;
 mod sets;
@@ -27,8 +27,8 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use dtype::*;
+pub use listing::*;
 pub use loader::*;
-pub use names::*;
 pub use quant::*;
 pub use read::*;
 pub use sets::*;

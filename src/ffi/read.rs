@@ -24,7 +24,7 @@ pub struct zt_reader {
     /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
     pub(super) paths: Box<[Option<CString>]>,
     /// Every name in one block (`zt_file_get_names`), made on first request.
-    pub(super) names: super::names::Names,
+    pub(super) names: super::listing::Names,
 }
 
 impl zt_reader {
