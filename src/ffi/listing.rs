@@ -138,16 +138,13 @@ pub unsafe extern "C" fn zt_file_get_objects(
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
         for (k, o) in objects[first..end].iter().enumerate() {
             let c = o.components().first();
+            let info = super::read::object_info(o);
             let entry = zt_object_entry {
-                name: o.name_c().as_ptr(),
-                format: o.format_c().as_ptr(),
-                shape: if o.shape().is_empty() {
-                    std::ptr::null()
-                } else {
-                    o.shape().as_ptr()
-                },
-                ndim: o.shape().len(),
-                component_count: o.components().len(),
+                name: info.name,
+                format: info.format,
+                shape: info.shape,
+                ndim: info.ndim,
+                component_count: info.component_count,
                 dtype: c.map_or(0, |c| c.dtype() as u32),
                 encoding: c.map_or(0, |c| c.encoding() as u32),
                 r#type: c.map_or(std::ptr::null(), |c| opt(c.logical_type_c())),

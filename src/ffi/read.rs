@@ -300,23 +300,24 @@ pub unsafe extern "C" fn zt_object_info_get(
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out, "out")?;
-        let o = r.reader.object(index)?;
-        put(
-            out,
-            zt_object_info {
-                name: o.name_c().as_ptr(),
-                format: o.format_c().as_ptr(),
-                shape: if o.shape().is_empty() {
-                    std::ptr::null()
-                } else {
-                    o.shape().as_ptr()
-                },
-                ndim: o.shape().len(),
-                component_count: o.components().len(),
-            },
-        );
+        put(out, object_info(r.reader.object(index)?));
         Ok(())
     })
+}
+
+/// What `zt_object_info_get` says of an object (and `zt_file_get_objects`, of many).
+pub(super) fn object_info(o: &crate::model::Object) -> zt_object_info {
+    zt_object_info {
+        name: o.name_c().as_ptr(),
+        format: o.format_c().as_ptr(),
+        shape: if o.shape().is_empty() {
+            std::ptr::null()
+        } else {
+            o.shape().as_ptr()
+        },
+        ndim: o.shape().len(),
+        component_count: o.components().len(),
+    }
 }
 
 /// One component of an object. Strings are borrowed until `zt_close`.
