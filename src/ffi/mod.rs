@@ -4,6 +4,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod dtype;
+mod listing;
 mod loader;
 mod pool;
 mod quant;
@@ -27,6 +28,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use dtype::*;
+pub use listing::*;
 pub use loader::*;
 pub use pool::*;
 pub use quant::*;

@@ -23,6 +23,8 @@ pub struct zt_reader {
     json: Mutex<HashMap<usize, CString>>,
     /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
     pub(super) paths: Box<[Option<CString>]>,
+    /// Every name in one block (`zt_file_get_names`), made on first request.
+    pub(super) names: super::listing::Names,
 }
 
 impl zt_reader {
@@ -133,6 +135,7 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
             reader,
             json,
             paths,
+            names: Default::default(),
         })),
     );
 }
@@ -297,23 +300,24 @@ pub unsafe extern "C" fn zt_object_info_get(
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out, "out")?;
-        let o = r.reader.object(index)?;
-        put(
-            out,
-            zt_object_info {
-                name: o.name_c().as_ptr(),
-                format: o.format_c().as_ptr(),
-                shape: if o.shape().is_empty() {
-                    std::ptr::null()
-                } else {
-                    o.shape().as_ptr()
-                },
-                ndim: o.shape().len(),
-                component_count: o.components().len(),
-            },
-        );
+        put(out, object_info(r.reader.object(index)?));
         Ok(())
     })
+}
+
+/// What `zt_object_info_get` says of an object (and `zt_file_get_objects`, of many).
+pub(super) fn object_info(o: &crate::model::Object) -> zt_object_info {
+    zt_object_info {
+        name: o.name_c().as_ptr(),
+        format: o.format_c().as_ptr(),
+        shape: if o.shape().is_empty() {
+            std::ptr::null()
+        } else {
+            o.shape().as_ptr()
+        },
+        ndim: o.shape().len(),
+        component_count: o.components().len(),
+    }
 }
 
 /// One component of an object. Strings are borrowed until `zt_close`.

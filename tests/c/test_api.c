@@ -3526,6 +3526,8 @@ static const char *const TESTED[] = {
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_copy_object", /* test_copy.c */
+    "zt_file_get_names",     /* test_listing.c */
+    "zt_file_get_objects",   /* test_listing.c */
     "zt_open_url",           /* test_remote.c */
     "zt_remote_stats",       /* test_remote.c */
     "zt_open_fd",            /* test_loader.c */
