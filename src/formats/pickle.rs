@@ -184,7 +184,7 @@ fn global(module: &str, name: &str) -> Result<Global> {
         ("torch._utils", "_rebuild_tensor_v3") => Global::RebuildTensorV3,
         ("torch._utils", "_rebuild_parameter") => Global::RebuildParameter,
         ("torch._utils", "_rebuild_parameter_with_state") => Global::RebuildParameterWithState,
-        ("torch", "UntypedStorage") => Global::Storage(None),
+        ("torch" | "torch.storage", "UntypedStorage") => Global::Storage(None),
         ("torch", n) if TorchType::of_storage(n).is_some() => {
             Global::Storage(TorchType::of_storage(n))
         }

@@ -174,6 +174,9 @@ impl Walk<'_> {
         let name = |path: &str| if path.is_empty() { "tensor".to_owned() } else { path.to_owned() };
         match self.pickle.get(id) {
             Node::Tensor(_) => self.tensors.push((name(path), id)),
+            Node::Dict(items) if items.is_empty() && !path.is_empty() => {
+                self.attributes.push((Value::Text(path.clone()), Value::Map(Vec::new())));
+            }
             Node::Dict(items) => {
                 for &(k, v) in items {
                     let key = match self.pickle.get(k) {

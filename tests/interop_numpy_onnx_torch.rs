@@ -1,6 +1,14 @@
-//! NumPy `.npy`/`.npz` files written by numpy itself and ONNX models written by the `onnx`
-//! package are read exactly: every dtype and byte order, Fortran order, stored and
-//! deflated npz members, raw_data and typed fields of every ONNX type, external data.
+//! NumPy `.npy`/`.npz` files written by numpy itself, ONNX models written by the `onnx`
+//! package and PyTorch checkpoints written by `torch.save` are read exactly: every dtype
+//! and byte order, Fortran order, stored and deflated npz members, raw_data and typed
+//! fields of every ONNX type, external data; every torch dtype, views into shared
+//! storages, nested dicts, a sharded checkpoint with its index.
+//!
+//! torch is not installed where the tests run (PyPI's torch pulls gigabytes of CUDA
+//! libraries): `tests/vectors/torch/` holds checkpoints made once by
+//! `tests/interop/make_torch_fixtures.py` with its expected.json, checked without torch;
+//! `fresh_fixtures_from_torch` remakes them where a python with torch is found
+//! (`ZT_TORCH_PYTHON`, else `python3`) and says why it skips otherwise.
 //!
 //! `tests/vectors/{numpy,onnx}/` hold files made by
 //! `tests/interop/make_numpy_onnx_vectors.py` with `expected.json` (what the generator
@@ -59,9 +67,9 @@ fn check(r: &Reader<'_>, want: &Value, ctx: &str, mapped: bool) {
             .map(|d| d.as_u64().unwrap())
             .collect();
         assert_eq!(o.shape(), &shape[..], "{octx}: shape");
-        match w.get("attributes").unwrap() {
-            Value::Null => assert!(o.attributes().is_none(), "{octx}: attributes"),
-            a => assert!(same(&o.attributes().unwrap(), a), "{octx}: attributes"),
+        match w.get("attributes") {
+            None | Some(Value::Null) => assert!(o.attributes().is_none(), "{octx}: attributes"),
+            Some(a) => assert!(same(&o.attributes().unwrap(), a), "{octx}: attributes"),
         }
         let c = &o.components()[0];
         assert_eq!(Some(c.dtype().name()), w.get("dtype").unwrap().as_text(), "{octx}");
@@ -96,6 +104,7 @@ fn check_dir(dir: &Path) -> usize {
         let file = dir.join(file.as_text().unwrap());
         let ctx = file.display().to_string();
         let bytes = std::fs::read(&file).unwrap();
+        let index = file.to_str().unwrap().ends_with(".index.json");
         let external = std::fs::read_dir(dir).unwrap().any(|e| {
             let p = e.unwrap().path();
             p.file_stem() == file.file_stem() && p.extension().is_some_and(|x| x == "weights")
@@ -104,7 +113,9 @@ fn check_dir(dir: &Path) -> usize {
             ("mmap", Reader::open(&file), true),
             ("pread", Reader::open_with(&file, &no_mmap), false),
         ];
-        if !external {
+        if index {
+            // A set's index opens its shards by path only.
+        } else if !external {
             opened.push(("memory", Reader::from_slice(&bytes), true));
         } else {
             // Without a path there is no directory to find the external file in.
@@ -137,6 +148,44 @@ fn committed_vectors_read_exactly() {
     assert!(n >= 40, "only {n} numpy vectors");
     let n = check_dir(&repo().join("tests/vectors/onnx"));
     assert!(n >= 5, "only {n} onnx vectors");
+    let n = check_dir(&repo().join("tests/vectors/torch"));
+    assert!(n >= 11, "only {n} torch vectors");
+}
+
+/// A python that imports torch, or why there is none.
+fn torch_python() -> Result<String, String> {
+    let python = std::env::var("ZT_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    match Command::new(&python).args(["-c", "import torch"]).output() {
+        Ok(out) if out.status.success() => Ok(python),
+        Ok(out) => Err(format!(
+            "{python} can't import torch ({})",
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        )),
+        Err(e) => Err(format!("{python}: {e}")),
+    }
+}
+
+#[test]
+fn fresh_fixtures_from_torch() {
+    let python = match torch_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!(
+                "fresh_fixtures_from_torch: skipped: {why}; set ZT_TORCH_PYTHON to a python \
+                 with torch (the committed tests/vectors/torch/ are checked regardless)"
+            );
+            return;
+        }
+    };
+    let out = common::temp_dir("interop_torch");
+    common::run_ok(
+        Command::new(&python)
+            .arg(repo().join("tests/interop/make_torch_fixtures.py"))
+            .arg(&out),
+    );
+    let n = check_dir(&out);
+    assert!(n >= 11, "only {n} fresh torch checkpoints");
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]
