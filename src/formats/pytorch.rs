@@ -187,9 +187,7 @@ impl Walk<'_> {
                     self.child(v, path, &key, depth)?;
                 }
             }
-            Node::List(items) | Node::Tuple(items)
-                if items.iter().any(|&i| self.holds_tensors(i, depth)) =>
-            {
+            Node::List(items) | Node::Tuple(items) if self.any_holds_tensors(items, depth)? => {
                 for (i, &v) in items.iter().enumerate() {
                     self.child(v, path, &i.to_string(), depth)?;
                 }
@@ -216,15 +214,25 @@ impl Walk<'_> {
         r
     }
 
-    /// Whether a list item is (or holds) a tensor or a dict, so that the list is walked.
-    fn holds_tensors(&self, id: Id, depth: usize) -> bool {
-        match self.pickle.get(id) {
-            Node::Tensor(_) | Node::Dict(_) => true,
-            Node::List(v) | Node::Tuple(v) if depth < MAX_DEPTH => {
-                v.iter().any(|&i| self.holds_tensors(i, depth + 1))
+    /// Whether a list's items are (or hold) a tensor or a dict, so that the list is
+    /// walked by index; each value looked at counts as a visit (a list that holds
+    /// itself, or the same list twice at every level, is bounded so).
+    fn any_holds_tensors(&mut self, items: &[Id], depth: usize) -> Result<bool> {
+        for &i in items {
+            self.visits += 1;
+            if self.visits > MAX_VISITS || depth > MAX_DEPTH {
+                bail!(Limit, "the checkpoint's lists nest too deep or hold too many values");
             }
-            _ => false,
+            let found = match self.pickle.get(i) {
+                Node::Tensor(_) | Node::Dict(_) => true,
+                Node::List(v) | Node::Tuple(v) => self.any_holds_tensors(v, depth + 1)?,
+                _ => false,
+            };
+            if found {
+                return Ok(true);
+            }
         }
+        Ok(false)
     }
 
     /// A value that is not a tensor, as an attribute value.
