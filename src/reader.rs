@@ -271,8 +271,8 @@ impl Reader<'static> {
             let source = place.open_object()?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
             if !model.external.is_empty() {
-                let (model, shards) = sets::open_external(path, source, model, set)
-                    .map_err(|e| e.context(&name))?;
+                let (model, shards) =
+                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;

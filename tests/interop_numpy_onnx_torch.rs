@@ -49,7 +49,9 @@ fn check(r: &Reader<'_>, want: &Value, ctx: &str, mapped: bool) {
     match want.get("attributes") {
         None | Some(Value::Null) => assert!(r.attributes().is_none(), "{ctx}: attributes"),
         Some(a) => {
-            let ours = r.attributes().unwrap_or_else(|| panic!("{ctx}: no attributes"));
+            let ours = r
+                .attributes()
+                .unwrap_or_else(|| panic!("{ctx}: no attributes"));
             assert!(same(&ours, a), "{ctx}: attributes {ours:?}, expected {a:?}");
         }
     }
@@ -72,12 +74,30 @@ fn check(r: &Reader<'_>, want: &Value, ctx: &str, mapped: bool) {
             Some(a) => assert!(same(&o.attributes().unwrap(), a), "{octx}: attributes"),
         }
         let c = &o.components()[0];
-        assert_eq!(Some(c.dtype().name()), w.get("dtype").unwrap().as_text(), "{octx}");
-        assert_eq!(c.logical_type(), w.get("type").unwrap().as_text(), "{octx}: type");
-        assert_eq!(Some(c.decoded_length()), w.get("nbytes").unwrap().as_u64(), "{octx}");
+        assert_eq!(
+            Some(c.dtype().name()),
+            w.get("dtype").unwrap().as_text(),
+            "{octx}"
+        );
+        assert_eq!(
+            c.logical_type(),
+            w.get("type").unwrap().as_text(),
+            "{octx}: type"
+        );
+        assert_eq!(
+            Some(c.decoded_length()),
+            w.get("nbytes").unwrap().as_u64(),
+            "{octx}"
+        );
         let sha = w.get("sha256").unwrap().as_text();
-        let read = r.read_to_vec(oi, 0).unwrap_or_else(|e| panic!("{octx}: {e}"));
-        assert_eq!(Some(hex_lower(&Sha256::digest(&read)).as_str()), sha, "{octx}: read bytes");
+        let read = r
+            .read_to_vec(oi, 0)
+            .unwrap_or_else(|e| panic!("{octx}: {e}"));
+        assert_eq!(
+            Some(hex_lower(&Sha256::digest(&read)).as_str()),
+            sha,
+            "{octx}: read bytes"
+        );
         let view = r.view(oi, 0).unwrap();
         assert_eq!(view.data, &read[..], "{octx}: view");
         // A plain component of a mapped file is zero-copy where its offset is aligned to
@@ -159,7 +179,10 @@ fn torch_python() -> Result<String, String> {
         Ok(out) if out.status.success() => Ok(python),
         Ok(out) => Err(format!(
             "{python} can't import torch ({})",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         )),
         Err(e) => Err(format!("{python}: {e}")),
     }
@@ -190,7 +213,10 @@ fn fresh_fixtures_from_torch() {
 
 #[test]
 fn fresh_vectors_from_the_pinned_packages() {
-    let python = common::pinned_python("tests/interop/numpy-onnx-requirements.txt", "numpy-onnx-venv");
+    let python = common::pinned_python(
+        "tests/interop/numpy-onnx-requirements.txt",
+        "numpy-onnx-venv",
+    );
     let out = common::temp_dir("interop_numpy_onnx");
     common::run_ok(
         Command::new(&python)

@@ -104,7 +104,11 @@ pub(crate) fn parse_header(bytes: &[u8], limits: &Limits) -> Result<Header> {
         bail!(Format, "not a .npy array: no \\x93NUMPY magic");
     }
     let (version, dict_at, dict_len) = match (bytes[6], bytes[7]) {
-        (1, 0) => ("1.0", 10, u64::from(u16::from_le_bytes([bytes[8], bytes[9]]))),
+        (1, 0) => (
+            "1.0",
+            10,
+            u64::from(u16::from_le_bytes([bytes[8], bytes[9]])),
+        ),
         (major @ (2 | 3), 0) if bytes.len() >= 12 => (
             if major == 2 { "2.0" } else { "3.0" },
             12,
@@ -116,15 +120,17 @@ pub(crate) fn parse_header(bytes: &[u8], limits: &Limits) -> Result<Header> {
         ),
     };
     if dict_len > MAX_HEADER {
-        bail!(Limit, ".npy header of {dict_len} bytes is over the limit of {MAX_HEADER}");
+        bail!(
+            Limit,
+            ".npy header of {dict_len} bytes is over the limit of {MAX_HEADER}"
+        );
     }
     let end = dict_at + dict_len as usize;
     let Some(dict) = bytes.get(dict_at..end) else {
         bail!(Format, ".npy header of {dict_len} bytes is cut short");
     };
     // Versions 1 and 2 are latin-1: a byte outside ASCII can't be in a header numpy wrote.
-    let text = std::str::from_utf8(dict)
-        .map_err(|_| err!(Format, ".npy header is not text"))?;
+    let text = std::str::from_utf8(dict).map_err(|_| err!(Format, ".npy header is not text"))?;
     if text.contains("'descr': [") {
         bail!(
             Unsupported,
@@ -132,13 +138,26 @@ pub(crate) fn parse_header(bytes: &[u8], limits: &Limits) -> Result<Header> {
              element type are read"
         );
     }
-    let fields = Literal { s: text.as_bytes(), at: 0 }
-        .dict()
-        .map_err(|m| err!(Format, ".npy header {}: {m}", super::printable(&dict[..dict.len().min(120)])))?;
+    let fields = Literal {
+        s: text.as_bytes(),
+        at: 0,
+    }
+    .dict()
+    .map_err(|m| {
+        err!(
+            Format,
+            ".npy header {}: {m}",
+            super::printable(&dict[..dict.len().min(120)])
+        )
+    })?;
     let (descr, fortran, array_shape) = fields;
     let mut h = descr_of(&descr)?;
     if array_shape.len() + usize::from(h.extra.is_some()) > limits.max_rank {
-        bail!(Limit, ".npy shape {array_shape:?} has more dimensions than the limit of {}", limits.max_rank);
+        bail!(
+            Limit,
+            ".npy shape {array_shape:?} has more dimensions than the limit of {}",
+            limits.max_rank
+        );
     }
     let mut shape = array_shape.clone();
     if let Some(n) = h.extra {
@@ -489,13 +508,22 @@ mod tests {
 
     #[test]
     fn headers_as_numpy_writes_them() {
-        let h = header("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }      \n")
-            .unwrap();
-        assert_eq!((h.dtype, &h.shape[..], h.fortran), (DType::F32, &[3u64, 4][..], false));
+        let h =
+            header("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }      \n").unwrap();
+        assert_eq!(
+            (h.dtype, &h.shape[..], h.fortran),
+            (DType::F32, &[3u64, 4][..], false)
+        );
         let h = header("{'descr': '>c16', 'fortran_order': True, 'shape': (5,), }").unwrap();
-        assert_eq!((h.dtype, h.logical, h.swap), (DType::F64, Some("complex128"), 8));
+        assert_eq!(
+            (h.dtype, h.logical, h.swap),
+            (DType::F64, Some("complex128"), 8)
+        );
         let h = header("{'descr': '<U3', 'fortran_order': False, 'shape': (), }").unwrap();
-        assert_eq!((h.dtype, &h.shape[..], h.swap), (DType::U32, &[3u64][..], 0));
+        assert_eq!(
+            (h.dtype, &h.shape[..], h.swap),
+            (DType::U32, &[3u64][..], 0)
+        );
         assert_eq!(h.descr_attr.as_deref(), Some("<U3"));
         let e = header("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }").unwrap_err();
         assert_eq!(e.kind(), crate::error::ErrorKind::Unsupported);

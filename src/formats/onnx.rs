@@ -36,17 +36,48 @@ use crate::formats::ReadAt;
 use crate::formats::protobuf::{Fields, Wire, each_field, varint};
 use crate::limits::Limits;
 use crate::model::{
-    Attributes, Blob, CText, Component, Components, Container, Encoding, FormatStep, Model,
-    Object, Step, TextArena, check_name_text,
+    Attributes, Blob, CText, Component, Components, Container, Encoding, FormatStep, Model, Object,
+    Step, TextArena, check_name_text,
 };
 
 /// True for the first bytes of a ModelProto as the `onnx` package writes it:
-/// `ir_version` (field 1, a small varint) first, then another ModelProto field.
+/// `ir_version` (field 1, a small varint) first, then another ModelProto field, and the
+/// bytes shown are well-formed fields as far as they go. (A safetensors header length
+/// can start with the same three bytes; its zero bytes after them are no field.)
 pub(crate) fn detect(head: &[u8]) -> bool {
-    head.len() >= 4
-        && head[0] == 0x08
-        && (1..=64).contains(&head[1])
-        && matches!(head[2], 0x12 | 0x1a | 0x22 | 0x28 | 0x32 | 0x3a | 0x42 | 0x72 | 0xa2 | 0xca)
+    if head.len() < 4
+        || head[0] != 0x08
+        || !(1..=64).contains(&head[1])
+        || !matches!(
+            head[2],
+            0x12 | 0x1a | 0x22 | 0x28 | 0x32 | 0x3a | 0x42 | 0x72 | 0xa2 | 0xca
+        )
+    {
+        return false;
+    }
+    let mut at = 2;
+    while at < head.len() {
+        // A varint cut by the end of the bytes shown: nothing wrong so far.
+        let Some((key, n)) = varint(&head[at..]) else {
+            return true;
+        };
+        if key >> 3 == 0 {
+            return false;
+        }
+        at += n;
+        let skip = match key & 7 {
+            0 => varint(&head[at..]).map(|(_, m)| m as u64),
+            2 => varint(&head[at..]).map(|(len, m)| m as u64 + len),
+            1 => Some(8),
+            5 => Some(4),
+            _ => return false,
+        };
+        match skip {
+            Some(skip) => at = at.saturating_add(usize::try_from(skip).unwrap_or(usize::MAX)),
+            None => return true,
+        }
+    }
+    true
 }
 
 /// Longest text field read into an attribute.
@@ -320,7 +351,10 @@ impl Graph<'_, '_> {
                 }
                 (8, Wire::Bytes { at, len }) => {
                     if len > self.limits.max_name_length as u64 {
-                        bail!(Limit, "an initializer name of {len} bytes is over the name limit");
+                        bail!(
+                            Limit,
+                            "an initializer name of {len} bytes is over the name limit"
+                        );
                     }
                     let b = (self.read)(at, len)?;
                     t.name = Some(
@@ -331,7 +365,8 @@ impl Graph<'_, '_> {
                 }
                 (9, Wire::Bytes { at, len }) => t.raw = Some((at, len)),
                 (13, Wire::Bytes { at, len }) => {
-                    if let Some((Value::Text(k), Value::Text(v))) = string_pair(self.read, at, len)? {
+                    if let Some((Value::Text(k), Value::Text(v))) = string_pair(self.read, at, len)?
+                    {
                         t.external.push((k, v));
                     }
                 }
@@ -427,7 +462,10 @@ impl Graph<'_, '_> {
             if n == 0 {
                 return Ok((raw(0, start, 0), Vec::new()));
             }
-            bail!(Format, "no raw_data, typed field or external data holds its {n} values");
+            bail!(
+                Format,
+                "no raw_data, typed field or external data holds its {n} values"
+            );
         };
         if field != l.field {
             bail!(
@@ -438,7 +476,8 @@ impl Graph<'_, '_> {
             );
         }
         // One packed run of fixed-width floats is the bytes themselves.
-        if let (false, 1, 4 | 10, Wire::Bytes { at, len: stored }) = (t.unpacked, runs, field, first)
+        if let (false, 1, 4 | 10, Wire::Bytes { at, len: stored }) =
+            (t.unpacked, runs, field, first)
             && stored == len
         {
             return Ok((raw(0, at, len), Vec::new()));
@@ -458,11 +497,19 @@ impl Graph<'_, '_> {
             pack6: l.bits == 6,
             len,
         };
-        Ok((raw(0, start, end - start), vec![Step::Format(Arc::new(step))]))
+        Ok((
+            raw(0, start, end - start),
+            vec![Step::Format(Arc::new(step))],
+        ))
     }
 
     fn external_data(&mut self, t: &TensorFields, len: u64) -> Result<Blob> {
-        let get = |k: &str| t.external.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| {
+            t.external
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
         let Some(location) = get("location") else {
             bail!(Format, "external data without a location");
         };
@@ -511,7 +558,11 @@ impl Graph<'_, '_> {
 
 fn push_dim(dims: &mut Vec<u64>, d: u64, limits: &Limits) -> Result<()> {
     if dims.len() >= limits.max_rank {
-        bail!(Limit, "a tensor has more dimensions than the limit of {}", limits.max_rank);
+        bail!(
+            Limit,
+            "a tensor has more dimensions than the limit of {}",
+            limits.max_rank
+        );
     }
     if d > i64::MAX as u64 {
         bail!(Format, "a negative dimension");
@@ -538,7 +589,11 @@ impl FormatStep for Typed {
         let mut got = 0u64;
         let mut put = |v: u64, out: &mut [u8]| -> Result<()> {
             if got >= self.values {
-                bail!(Format, "the typed field holds more than the {} values of its shape", self.values);
+                bail!(
+                    Format,
+                    "the typed field holds more than the {} values of its shape",
+                    self.values
+                );
             }
             if self.pack6 {
                 let bit = got * 6;
@@ -606,5 +661,21 @@ impl FormatStep for Typed {
     }
     fn output_len(&self) -> u64 {
         self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_models_not_safetensors_lengths() {
+        // ir_version 10, producer_name "pytorch" ...
+        assert!(detect(b"\x08\x0a\x12\x07pytorch\x1a\x052.15"));
+        assert!(detect(b"\x08\x08\x3a\xff\xff\x03\x0a\x01"));
+        // A safetensors header of 0x123a08 bytes: the same first three bytes, then zeros.
+        assert!(!detect(b"\x08\x3a\x12\x00\x00\x00\x00\x00{\"a\":{"));
+        assert!(!detect(b"\x08\x05\x3a\x01\x00\x00\x00\x00{\"__me"));
+        assert!(!detect(b"\x08\x0a\x13\x00"));
     }
 }

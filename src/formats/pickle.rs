@@ -368,7 +368,12 @@ impl Vm<'_> {
         let id = u32::try_from(key)
             .ok()
             .and_then(|k| self.memo.get(&k).copied())
-            .ok_or_else(|| err!(Format, "the pickle reads memo entry {key}, which it never stored"))?;
+            .ok_or_else(|| {
+                err!(
+                    Format,
+                    "the pickle reads memo entry {key}, which it never stored"
+                )
+            })?;
         self.push(id)
     }
     fn text(&mut self, n: u64) -> Result<()> {
@@ -454,9 +459,16 @@ impl Vm<'_> {
                     self.push_new(Node::Int(v as i64))?
                 }
                 0x8a | 0x8b => {
-                    let n = if op == 0x8a { u64::from(self.u8()?) } else { self.le(4)? };
+                    let n = if op == 0x8a {
+                        u64::from(self.u8()?)
+                    } else {
+                        self.le(4)?
+                    };
                     if n > 8 {
-                        bail!(Unsupported, "a pickle integer of {n} bytes (at most 8 are read)");
+                        bail!(
+                            Unsupported,
+                            "a pickle integer of {n} bytes (at most 8 are read)"
+                        );
                     }
                     let bytes = self.take(n)?;
                     let mut v = bytes
@@ -513,7 +525,10 @@ impl Vm<'_> {
                 0x85..=0x87 => {
                     let n = usize::from(op - 0x84);
                     if self.stack.len() < n + self.marks.last().copied().unwrap_or(0) {
-                        bail!(Format, "the pickle makes a tuple of {n} from a shorter stack");
+                        bail!(
+                            Format,
+                            "the pickle makes a tuple of {n} from a shorter stack"
+                        );
                     }
                     let items = self.stack.split_off(self.stack.len() - n);
                     self.push_new(Node::Tuple(items))?
@@ -527,7 +542,8 @@ impl Vm<'_> {
                     let v = self.pop()?;
                     let list = self.top()?;
                     let l = self.list_mut(list)?;
-                    l.try_reserve(1).map_err(|_| err!(Limit, "no memory for a list"))?;
+                    l.try_reserve(1)
+                        .map_err(|_| err!(Limit, "no memory for a list"))?;
                     l.push(v);
                 }
                 b'e' => {
@@ -586,7 +602,10 @@ impl Vm<'_> {
                     let state = self.pop()?;
                     let target = self.top()?;
                     match (self.get(target), self.get(state)) {
-                        (Node::Dict(_) | Node::Tensor(_), Node::Dict(_) | Node::None | Node::Tuple(_)) => {}
+                        (
+                            Node::Dict(_) | Node::Tensor(_),
+                            Node::Dict(_) | Node::None | Node::Tuple(_),
+                        ) => {}
                         _ => bail!(
                             Unsupported,
                             "the pickle sets the state of a value that is not a dict or a tensor"
@@ -661,7 +680,10 @@ impl Vm<'_> {
         };
         match self.get(items[0]) {
             Node::Str(s) if &**s == "storage" => {}
-            other => bail!(Unsupported, "a persistent id of kind {other:?} (only storages are read)"),
+            other => bail!(
+                Unsupported,
+                "a persistent id of kind {other:?} (only storages are read)"
+            ),
         }
         let Node::Global(Global::Storage(dtype)) = self.get(items[1]) else {
             bail!(Format, "a storage whose class is not a torch storage class");
@@ -682,7 +704,10 @@ impl Vm<'_> {
     /// What an allowed callable builds from its arguments.
     fn reduce(&self, f: Id, args: Id) -> Result<Node> {
         let Node::Global(g) = self.get(f) else {
-            bail!(Unsupported, "the pickle calls something that is not an allowed global");
+            bail!(
+                Unsupported,
+                "the pickle calls something that is not an allowed global"
+            );
         };
         let args = self.args(args)?;
         match g {
@@ -709,7 +734,12 @@ impl Vm<'_> {
                 let size = self.ints(args[2], "a tensor's size")?;
                 let stride = self.ints(args[3], "a tensor's stride")?;
                 if size.len() != stride.len() {
-                    bail!(Format, "a tensor of {} dimensions with {} strides", size.len(), stride.len());
+                    bail!(
+                        Format,
+                        "a tensor of {} dimensions with {} strides",
+                        size.len(),
+                        stride.len()
+                    );
                 }
                 Ok(Node::Tensor(Tensor {
                     storage: args[0],
@@ -720,7 +750,9 @@ impl Vm<'_> {
                 }))
             }
             Global::RebuildParameter | Global::RebuildParameterWithState => match args.first() {
-                Some(&data) if matches!(self.get(data), Node::Tensor(_)) => Ok(self.get(data).clone()),
+                Some(&data) if matches!(self.get(data), Node::Tensor(_)) => {
+                    Ok(self.get(data).clone())
+                }
                 _ => bail!(Format, "a parameter that holds no tensor"),
             },
             Global::Storage(_) | Global::DType(_) => {
@@ -739,17 +771,25 @@ mod tests {
         // {'a': [1, -2, 3.5], 'b': 'x'} at protocol 2, with memo.
         let p = b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01]q\x02(K\x01J\xfe\xff\xff\xffG@\x0c\x00\x00\x00\x00\x00\x00eX\x01\x00\x00\x00bq\x03h\x03u.";
         let v = load(p).unwrap();
-        let Node::Dict(items) = v.get(v.root) else { panic!() };
+        let Node::Dict(items) = v.get(v.root) else {
+            panic!()
+        };
         assert_eq!(items.len(), 2);
-        let Node::List(l) = v.get(items[0].1) else { panic!() };
+        let Node::List(l) = v.get(items[0].1) else {
+            panic!()
+        };
         assert!(matches!(v.get(l[1]), Node::Int(-2)));
         assert!(matches!(v.get(l[2]), Node::Float(f) if *f == 3.5));
-        let e = load(b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00lsR.").err().unwrap();
+        let e = load(b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00lsR.")
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), crate::error::ErrorKind::Unsupported);
         assert!(e.message().contains("os.system"), "{e}");
         let e = load(b"\x80\x02j\xff\xff\xff\x7f.").err().unwrap();
         assert!(e.message().contains("memo entry 2147483647"), "{e}");
-        let e = load(b"\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f.").err().unwrap();
+        let e = load(b"\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f.")
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), crate::error::ErrorKind::Format);
         assert!(load(b"\x80\x02N").is_err());
         assert!(load(b"\x80\x02(((N.").is_ok());

@@ -14,7 +14,10 @@ pub(crate) enum Wire {
     Fixed64(u64),
     Fixed32(u32),
     /// `len` bytes at file offset `at`.
-    Bytes { at: u64, len: u64 },
+    Bytes {
+        at: u64,
+        len: u64,
+    },
 }
 
 /// The fields of the message in file bytes `[at, end)`.
@@ -48,12 +51,16 @@ impl<'a, 'r> Fields<'a, 'r> {
                 Wire::Varint(v)
             }
             1 => {
-                let b = head.get(used..used + 8).ok_or_else(|| self.bad("8 bytes"))?;
+                let b = head
+                    .get(used..used + 8)
+                    .ok_or_else(|| self.bad("8 bytes"))?;
                 used += 8;
                 Wire::Fixed64(u64::from_le_bytes(b.try_into().expect("8")))
             }
             5 => {
-                let b = head.get(used..used + 4).ok_or_else(|| self.bad("4 bytes"))?;
+                let b = head
+                    .get(used..used + 4)
+                    .ok_or_else(|| self.bad("4 bytes"))?;
                 used += 4;
                 Wire::Fixed32(u32::from_le_bytes(b.try_into().expect("4")))
             }
@@ -83,7 +90,11 @@ impl<'a, 'r> Fields<'a, 'r> {
     }
 
     fn bad(&self, what: &str) -> crate::error::Error {
-        err!(Format, "protobuf message cut short or malformed: {what} at offset {}", self.at)
+        err!(
+            Format,
+            "protobuf message cut short or malformed: {what} at offset {}",
+            self.at
+        )
     }
 }
 
@@ -102,12 +113,11 @@ pub(crate) fn varint(b: &[u8]) -> Option<(u64, usize)> {
 
 /// The fields of a message already in memory: (number, value) with `Bytes` offsets
 /// relative to `b`.
-pub(crate) fn each_field(
-    b: &[u8],
-    mut f: impl FnMut(u32, Wire) -> Result<()>,
-) -> Result<()> {
+pub(crate) fn each_field(b: &[u8], mut f: impl FnMut(u32, Wire) -> Result<()>) -> Result<()> {
     let read = |at: u64, len: u64| -> Result<std::borrow::Cow<'_, [u8]>> {
-        Ok(std::borrow::Cow::Borrowed(&b[at as usize..(at + len) as usize]))
+        Ok(std::borrow::Cow::Borrowed(
+            &b[at as usize..(at + len) as usize],
+        ))
     };
     let mut fields = Fields::new(&read, 0, b.len() as u64);
     while let Some((n, w)) = fields.next_field()? {

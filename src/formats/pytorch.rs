@@ -70,11 +70,7 @@ pub(crate) fn prefix_of(archive: &Archive) -> Option<&str> {
 const MAX_DEPTH: usize = 64;
 const MAX_VISITS: u64 = 1 << 24;
 
-pub(crate) fn parse(
-    read: &ReadAt<'_>,
-    archive: &Archive,
-    limits: &Limits,
-) -> Result<(Model, u64)> {
+pub(crate) fn parse(read: &ReadAt<'_>, archive: &Archive, limits: &Limits) -> Result<(Model, u64)> {
     let dir = prefix_of(archive).expect("checked by the caller");
     let join = |name: &str| {
         if dir.is_empty() {
@@ -135,7 +131,8 @@ pub(crate) fn parse(
         limits,
     };
     let objects = builder.objects(&pickle, tensors)?;
-    let attributes = (!attributes.is_empty()).then(|| Attributes::from_value(&Value::Map(attributes)));
+    let attributes =
+        (!attributes.is_empty()).then(|| Attributes::from_value(&Value::Map(attributes)));
     let version = match archive.find(&join("version")) {
         Some(e) => {
             let v = archive.prefix(read, e, 16)?;
@@ -148,8 +145,14 @@ pub(crate) fn parse(
     } else {
         version
     };
-    let model = Model::new(Container::PyTorch, super::UNALIGNED, &version, attributes, objects)
-        .map_err(|e| e.context("PyTorch checkpoint"))?;
+    let model = Model::new(
+        Container::PyTorch,
+        super::UNALIGNED,
+        &version,
+        attributes,
+        objects,
+    )
+    .map_err(|e| e.context("PyTorch checkpoint"))?;
     Ok((model, archive.data_end))
 }
 
@@ -166,16 +169,29 @@ impl Walk<'_> {
     fn value(&mut self, id: Id, path: &mut String, depth: usize) -> Result<()> {
         self.visits += 1;
         if self.visits > MAX_VISITS {
-            bail!(Limit, "the checkpoint's tree has more than {MAX_VISITS} values");
+            bail!(
+                Limit,
+                "the checkpoint's tree has more than {MAX_VISITS} values"
+            );
         }
         if depth > MAX_DEPTH {
-            bail!(Limit, "the checkpoint nests dicts and lists deeper than {MAX_DEPTH}");
+            bail!(
+                Limit,
+                "the checkpoint nests dicts and lists deeper than {MAX_DEPTH}"
+            );
         }
-        let name = |path: &str| if path.is_empty() { "tensor".to_owned() } else { path.to_owned() };
+        let name = |path: &str| {
+            if path.is_empty() {
+                "tensor".to_owned()
+            } else {
+                path.to_owned()
+            }
+        };
         match self.pickle.get(id) {
             Node::Tensor(_) => self.tensors.push((name(path), id)),
             Node::Dict(items) if items.is_empty() && !path.is_empty() => {
-                self.attributes.push((Value::Text(path.clone()), Value::Map(Vec::new())));
+                self.attributes
+                    .push((Value::Text(path.clone()), Value::Map(Vec::new())));
             }
             Node::Dict(items) => {
                 for &(k, v) in items {
@@ -221,7 +237,10 @@ impl Walk<'_> {
         for &i in items {
             self.visits += 1;
             if self.visits > MAX_VISITS || depth > MAX_DEPTH {
-                bail!(Limit, "the checkpoint's lists nest too deep or hold too many values");
+                bail!(
+                    Limit,
+                    "the checkpoint's lists nest too deep or hold too many values"
+                );
             }
             let found = match self.pickle.get(i) {
                 Node::Tensor(_) | Node::Dict(_) => true,
@@ -239,7 +258,10 @@ impl Walk<'_> {
     fn plain(&mut self, id: Id, depth: usize) -> Result<Value> {
         self.visits += 1;
         if self.visits > MAX_VISITS || depth > MAX_DEPTH {
-            bail!(Limit, "the checkpoint's values nest too deep or are too many");
+            bail!(
+                Limit,
+                "the checkpoint's values nest too deep or are too many"
+            );
         }
         Ok(match self.pickle.get(id) {
             Node::None => Value::Null,
@@ -256,7 +278,10 @@ impl Walk<'_> {
                     .collect::<Result<_>>()?,
             ),
             Node::Global(pickle::Global::DType(t)) => Value::Text(format!("torch.{}", t.name())),
-            other => bail!(Unsupported, "a value {other:?} that is neither a tensor nor plain data"),
+            other => bail!(
+                Unsupported,
+                "a value {other:?} that is neither a tensor nor plain data"
+            ),
         })
     }
 }
@@ -289,8 +314,12 @@ impl Builder<'_, '_> {
             .try_reserve_exact(tensors.len())
             .map_err(|_| err!(Limit, "no memory for {} tensors", tensors.len()))?;
         for (name, id) in tensors {
-            let Node::Tensor(t) = pickle.get(id) else { unreachable!("walked as a tensor") };
-            let Node::Storage { key, .. } = pickle.get(t.storage) else { unreachable!() };
+            let Node::Tensor(t) = pickle.get(id) else {
+                unreachable!("walked as a tensor")
+            };
+            let Node::Storage { key, .. } = pickle.get(t.storage) else {
+                unreachable!()
+            };
             let (first, end) = span(t).map_err(|e| e.context(format_args!("tensor '{name}'")))?;
             placed.push(Placed {
                 name,
@@ -304,7 +333,14 @@ impl Builder<'_, '_> {
         // storage through a step.
         let mut by_storage: Vec<(&str, u64, u64, bool)> = placed
             .iter()
-            .map(|p| (p.key, p.first, p.end, is_row_major(&p.tensor.size, &p.tensor.stride)))
+            .map(|p| {
+                (
+                    p.key,
+                    p.first,
+                    p.end,
+                    is_row_major(&p.tensor.size, &p.tensor.stride),
+                )
+            })
             .filter(|&(_, first, end, _)| end > first)
             .collect();
         by_storage.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
@@ -327,7 +363,9 @@ impl Builder<'_, '_> {
 
     fn object(&mut self, p: &Placed<'_>, whole: bool, pickle: &Pickle) -> Result<Object> {
         let t = p.tensor;
-        let Node::Storage { dtype, numel, .. } = pickle.get(t.storage) else { unreachable!() };
+        let Node::Storage { dtype, numel, .. } = pickle.get(t.storage) else {
+            unreachable!()
+        };
         let (dtype_z, logical, width) = t.dtype.layout();
         // An untyped storage counts bytes; a typed one elements of its dtype.
         let storage_bytes = match dtype {
@@ -335,9 +373,10 @@ impl Builder<'_, '_> {
             None => Some(*numel),
         }
         .ok_or_else(|| err!(Format, "storage size overflows"))?;
-        let entry = self.storages.get(p.key).ok_or_else(|| {
-            err!(Format, "its storage data/{} is not in the archive", p.key)
-        })?;
+        let entry = self
+            .storages
+            .get(p.key)
+            .ok_or_else(|| err!(Format, "its storage data/{} is not in the archive", p.key))?;
         if entry.size < storage_bytes {
             bail!(
                 Format,
@@ -386,11 +425,20 @@ impl Builder<'_, '_> {
             blob.offset += p.first * width;
             blob.length = (p.end - p.first) * width;
             blob.decoded_length = blob.length;
-            let g = Strided::new(width as usize, &t.size, &t.stride, t.offset - p.first, p.end - p.first)?;
+            let g = Strided::new(
+                width as usize,
+                &t.size,
+                &t.stride,
+                t.offset - p.first,
+                p.end - p.first,
+            )?;
             steps.push(Step::Format(Arc::new(g)));
         } else {
             if entry.size != storage_bytes {
-                steps.push(Step::Slice { start: 0, len: storage_bytes });
+                steps.push(Step::Slice {
+                    start: 0,
+                    len: storage_bytes,
+                });
             }
             let g = Strided::new(width as usize, &t.size, &t.stride, t.offset, elements)?;
             steps.push(Step::Format(Arc::new(g)));
@@ -406,7 +454,11 @@ impl Builder<'_, '_> {
         let mut shape = t.size.clone();
         if t.dtype == pickle::TorchType::F4E2M1FNx2 {
             match shape.last_mut() {
-                Some(d) => *d = d.checked_mul(2).ok_or_else(|| err!(Format, "shape overflows"))?,
+                Some(d) => {
+                    *d = d
+                        .checked_mul(2)
+                        .ok_or_else(|| err!(Format, "shape overflows"))?
+                }
                 None => shape.push(2),
             }
         }
@@ -439,7 +491,14 @@ fn span(t: &Tensor) -> Result<(u64, u64)> {
         last = (d - 1)
             .checked_mul(s)
             .and_then(|r| r.checked_add(last))
-            .ok_or_else(|| err!(Format, "size {:?} and stride {:?} overflow", t.size, t.stride))?;
+            .ok_or_else(|| {
+                err!(
+                    Format,
+                    "size {:?} and stride {:?} overflow",
+                    t.size,
+                    t.stride
+                )
+            })?;
     }
     Ok((t.offset, last + 1))
 }

@@ -908,7 +908,11 @@ pub(crate) fn open_external(
     let dir = path.parent().unwrap_or(Path::new(""));
     let local = options.place.parallel_opens().is_none();
     let real_dir = if local {
-        let shown = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        let shown = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
         Some(
             shown
                 .canonicalize()
@@ -931,9 +935,9 @@ pub(crate) fn open_external(
         }
         let file = dir.join(&**name);
         if let Some(real_dir) = &real_dir {
-            let real = file
-                .canonicalize()
-                .map_err(|e| crate::error::Error::io(format_args!("external data file {}", file.display()), e))?;
+            let real = file.canonicalize().map_err(|e| {
+                crate::error::Error::io(format_args!("external data file {}", file.display()), e)
+            })?;
             if !real.starts_with(real_dir) {
                 bail!(
                     Format,
@@ -943,7 +947,11 @@ pub(crate) fn open_external(
                 );
             }
         }
-        let mapping = if options.eager { options.mapping } else { Mapping::None };
+        let mapping = if options.eager {
+            options.mapping
+        } else {
+            Mapping::None
+        };
         let opened = (options.place.open(&file, mapping))
             .map_err(|e| e.context(format_args!("external data file {name}")))?;
         let size = opened.size();
@@ -957,7 +965,10 @@ pub(crate) fn open_external(
                 continue;
             }
             let shard = &shards[b.file as usize];
-            if b.offset.checked_add(b.length).is_none_or(|end| end > shard.size()) {
+            if b.offset
+                .checked_add(b.length)
+                .is_none_or(|end| end > shard.size())
+            {
                 bail!(
                     Format,
                     "tensor '{}': bytes [{}, {} + {}) of external data file {} reach past its end ({} bytes)",

@@ -104,8 +104,17 @@ fn find_end(read: &ReadAt<'_>, size: u64) -> Result<u64> {
     let at = (0..=tail.len() - 22)
         .rev()
         .find(|&i| &tail[i..i + 4] == END && i + 22 + u16_at(&tail, i + 20) as usize == tail.len())
-        .or_else(|| (0..=tail.len() - 22).rev().find(|&i| &tail[i..i + 4] == END))
-        .ok_or_else(|| err!(Format, "zip archive without an end of central directory record"))?;
+        .or_else(|| {
+            (0..=tail.len() - 22)
+                .rev()
+                .find(|&i| &tail[i..i + 4] == END)
+        })
+        .ok_or_else(|| {
+            err!(
+                Format,
+                "zip archive without an end of central directory record"
+            )
+        })?;
     Ok(size - tail_len + at as u64)
 }
 
@@ -127,11 +136,17 @@ pub(crate) fn read_archive(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Res
         }
         let loc = read(end - 20, 20)?;
         if &loc[..4] != LOCATOR64 {
-            bail!(Format, "zip64 archive without its locator before the end record");
+            bail!(
+                Format,
+                "zip64 archive without its locator before the end record"
+            );
         }
         let at = u64_at(&loc, 8);
         if at.checked_add(56).is_none_or(|e| e > end - 20) {
-            bail!(Format, "the zip64 end record at {at} lies outside the archive");
+            bail!(
+                Format,
+                "the zip64 end record at {at} lies outside the archive"
+            );
         }
         let rec64 = read(at, 56)?;
         if &rec64[..4] != END64 {
@@ -276,7 +291,10 @@ impl Archive {
     /// before the central directory.
     pub(crate) fn data_offset(&self, read: &ReadAt<'_>, e: &Entry) -> Result<u64> {
         let ctx = |m: String| err!(Format, "zip entry '{}': {m}", e.name);
-        if e.header.checked_add(30).is_none_or(|end| end > self.data_end) {
+        if e.header
+            .checked_add(30)
+            .is_none_or(|end| end > self.data_end)
+        {
             return Err(ctx(format!("local header at {} is out of range", e.header)));
         }
         let h = read(e.header, 30)?;
@@ -379,7 +397,9 @@ fn inflate_prefix(
             if n == 0 {
                 return Err("the deflate stream ends early".into());
             }
-            input = read(offset + taken, n).map_err(|e| e.message().to_owned())?.into_owned();
+            input = read(offset + taken, n)
+                .map_err(|e| e.message().to_owned())?
+                .into_owned();
             taken += n;
             used = 0;
         }
@@ -417,7 +437,9 @@ impl FormatStep for Inflate {
         let (status, _, wrote) = decompress(&mut state, input, out, 0, flags);
         match status {
             TINFLStatus::Done if wrote == out.len() => {}
-            TINFLStatus::Done | TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress => {
+            TINFLStatus::Done
+            | TINFLStatus::NeedsMoreInput
+            | TINFLStatus::FailedCannotMakeProgress => {
                 bail!(
                     Format,
                     "the deflate stream makes {wrote} bytes, not the {} the archive declares",
@@ -454,7 +476,11 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
         for i in 0..256u32 {
             let mut c = i;
             for _ in 0..8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
             }
             t[0][i as usize] = c;
         }
@@ -498,7 +524,11 @@ mod tests {
         let slow = long.iter().fold(!0u32, |mut c, &b| {
             c ^= u32::from(b);
             for _ in 0..8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
             }
             c
         });
