@@ -57,6 +57,8 @@ while IFS= read -r f; do
       fi ;;
     writer) ;;
     pytorch|npy)
+      # Only archives (pytorch) and .npy files (npy) are worth starting python for.
+      { [[ $target == pytorch && $m == PK* ]] || [[ $target == npy && $m == *NUMPY* ]]; } || continue
       python3 - "$target" "$f" "$out/$base" <<'PY' || true
 import sys, zipfile
 target, src, dst = sys.argv[1:]

@@ -1119,7 +1119,7 @@ fn missing_and_unreadable_files_exit_1() {
         ),
         (
             &["info", "junk.zt"],
-            "cannot open 'junk.zt': ZT_ERR_FORMAT: not a zTensor, safetensors, GGUF or Tensogram file: the header magic is \"definite\"",
+            "cannot open 'junk.zt': ZT_ERR_FORMAT: not a zTensor, safetensors, GGUF, Tensogram, PyTorch, NumPy or ONNX file: the header magic is \"definite\"",
         ),
     ];
     for (args, message) in cases {

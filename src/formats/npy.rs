@@ -378,17 +378,26 @@ impl Literal<'_> {
     }
 }
 
-/// The first bytes of a `.npy` header that say how long it is, then the whole header.
-fn read_header(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<Header> {
-    let first = read(0, size.min(12))?;
+/// How many bytes the header whose first 12 bytes (or fewer) are `first` takes, at most
+/// `MAX_HEADER + 12` (`parse_header` refuses longer ones); None when `first` can't say.
+fn header_span(first: &[u8]) -> Option<u64> {
     let len = match first.get(6) {
         Some(1) if first.len() >= 10 => 10 + u64::from(u16::from_le_bytes([first[8], first[9]])),
         Some(2 | 3) if first.len() >= 12 => {
             12 + u64::from(u32::from_le_bytes(first[8..12].try_into().expect("4")))
         }
-        _ => return parse_header(&first, limits),
+        _ => return None,
     };
-    let bytes = read(0, len.min(size).min(MAX_HEADER + 12))?;
+    Some(len.min(MAX_HEADER + 12))
+}
+
+/// The first bytes of a `.npy` header that say how long it is, then the whole header.
+fn read_header(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<Header> {
+    let first = read(0, size.min(12))?;
+    let Some(len) = header_span(&first) else {
+        return parse_header(&first, limits);
+    };
+    let bytes = read(0, len.min(size))?;
     parse_header(&bytes, limits)
 }
 
@@ -467,7 +476,13 @@ pub(crate) fn parse_npz(
     for e in &archive.entries {
         let ctx = |er: crate::error::Error| er.context(format_args!("npz member '{}'", e.name));
         let name = e.name.strip_suffix(".npy").expect("checked by the caller");
-        let head = archive.prefix(read, e, MAX_HEADER + 12).map_err(ctx)?;
+        // The first 12 bytes say how long the header is; only that much is read (or
+        // inflated), not the array.
+        let first = archive.prefix(read, e, 12).map_err(ctx)?;
+        let head = match header_span(&first) {
+            Some(len) => archive.prefix(read, e, len).map_err(ctx)?,
+            None => first,
+        };
         let h = parse_header(&head, limits).map_err(ctx)?;
         let len = h.data_len().map_err(ctx)?;
         if h.len.checked_add(len).is_none_or(|end| end > e.size) {

@@ -66,9 +66,19 @@ pub(crate) fn prefix_of(archive: &Archive) -> Option<&str> {
     })
 }
 
-/// The deepest nesting of dicts and lists walked, and the most values visited.
+/// The deepest nesting of dicts and lists walked, and the most values visited: a tree
+/// of `n` values is walked in at most about 3n visits (a list's items are looked at
+/// once to see whether it holds tensors, then once more), so 8 per value the pickle made
+/// stops a pickle whose values share lists (2^60 paths through 60 lists) at once.
 const MAX_DEPTH: usize = 64;
 const MAX_VISITS: u64 = 1 << 24;
+
+fn visit_budget(values: usize) -> u64 {
+    (values as u64)
+        .saturating_mul(8)
+        .saturating_add(4096)
+        .min(MAX_VISITS)
+}
 
 pub(crate) fn parse(read: &ReadAt<'_>, archive: &Archive, limits: &Limits) -> Result<(Model, u64)> {
     let dir = prefix_of(archive).expect("checked by the caller");
@@ -112,6 +122,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, archive: &Archive, limits: &Limits) -> Re
         tensors: Vec::new(),
         attributes: Vec::new(),
         visits: 0,
+        budget: visit_budget(pickle.nodes.len()),
         limits,
     };
     walk.value(pickle.root, &mut String::new(), 0)?;
@@ -162,16 +173,18 @@ struct Walk<'p> {
     tensors: Vec<(String, Id)>,
     attributes: Vec<(Value, Value)>,
     visits: u64,
+    budget: u64,
     limits: &'p Limits,
 }
 
 impl Walk<'_> {
     fn value(&mut self, id: Id, path: &mut String, depth: usize) -> Result<()> {
         self.visits += 1;
-        if self.visits > MAX_VISITS {
+        if self.visits > self.budget {
             bail!(
                 Limit,
-                "the checkpoint's tree has more than {MAX_VISITS} values"
+                "the checkpoint's tree takes more than {} visits to walk",
+                self.budget
             );
         }
         if depth > MAX_DEPTH {
@@ -236,7 +249,7 @@ impl Walk<'_> {
     fn any_holds_tensors(&mut self, items: &[Id], depth: usize) -> Result<bool> {
         for &i in items {
             self.visits += 1;
-            if self.visits > MAX_VISITS || depth > MAX_DEPTH {
+            if self.visits > self.budget || depth > MAX_DEPTH {
                 bail!(
                     Limit,
                     "the checkpoint's lists nest too deep or hold too many values"
@@ -257,7 +270,7 @@ impl Walk<'_> {
     /// A value that is not a tensor, as an attribute value.
     fn plain(&mut self, id: Id, depth: usize) -> Result<Value> {
         self.visits += 1;
-        if self.visits > MAX_VISITS || depth > MAX_DEPTH {
+        if self.visits > self.budget || depth > MAX_DEPTH {
             bail!(
                 Limit,
                 "the checkpoint's values nest too deep or are too many"
