@@ -39,6 +39,7 @@ pub(crate) const UNALIGNED: Traits = Traits {
     blob_alignment: 1,
     view_alignment: 0,
     digest_kinds: &[],
+    shared_blobs: false,
 };
 
 /// A format's entry points. `parse` returns the model and the end of the region its

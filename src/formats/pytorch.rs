@@ -11,8 +11,7 @@
 //! - A tensor whose view is row-major (contiguous) is its storage's bytes from its
 //!   offset: zero-copy when aligned. A non-contiguous view (a transpose, a step) is
 //!   gathered into row-major order on read (a copy). Tensors that share a storage share
-//!   its bytes; where their views overlap partially, each reads from the whole storage
-//!   (a copy), since blobs may only coincide exactly.
+//!   its bytes, overlapping or not (the format's blobs may overlap).
 //! - dtypes: every torch dtype with a plain layout: floats, ints, uints, bool, bfloat16,
 //!   complex32/64/128 (f16/f32/f64 + the complex logical type), the float8 types (u8 +
 //!   the fp8 logical type), float4_e2m1fn_x2 (u8 + `f4_e2m1fn_x2`, its shape counting
@@ -35,7 +34,7 @@ use crate::formats::zip::{Archive, Entry};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Step,
-    TextArena, check_name_text,
+    TextArena, Traits, check_name_text,
 };
 
 /// The start of a legacy (pre-1.6) checkpoint: protocol 2, then the magic number
@@ -156,14 +155,13 @@ pub(crate) fn parse(read: &ReadAt<'_>, archive: &Archive, limits: &Limits) -> Re
     } else {
         version
     };
-    let model = Model::new(
-        Container::PyTorch,
-        super::UNALIGNED,
-        &version,
-        attributes,
-        objects,
-    )
-    .map_err(|e| e.context("PyTorch checkpoint"))?;
+    // Views of one storage may overlap (a tensor and a slice of it): blobs may too.
+    let traits = Traits {
+        shared_blobs: true,
+        ..super::UNALIGNED
+    };
+    let model = Model::new(Container::PyTorch, traits, &version, attributes, objects)
+        .map_err(|e| e.context("PyTorch checkpoint"))?;
     Ok((model, archive.data_end))
 }
 
@@ -342,39 +340,17 @@ impl Builder<'_, '_> {
                 end,
             });
         }
-        // Storages whose views overlap partially: every view of them reads the whole
-        // storage through a step.
-        let mut by_storage: Vec<(&str, u64, u64, bool)> = placed
-            .iter()
-            .map(|p| {
-                (
-                    p.key,
-                    p.first,
-                    p.end,
-                    is_row_major(&p.tensor.size, &p.tensor.stride),
-                )
-            })
-            .filter(|&(_, first, end, _)| end > first)
-            .collect();
-        by_storage.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        let mut shared: Vec<&str> = by_storage
-            .windows(2)
-            .filter(|w| w[0].0 == w[1].0 && w[1].1 < w[0].2 && (w[0].1, w[0].2) != (w[1].1, w[1].2))
-            .map(|w| w[0].0)
-            .collect();
-        shared.dedup();
         let mut objects = Vec::with_capacity(placed.len());
         for p in &placed {
-            let whole = shared.binary_search(&p.key).is_ok();
             let o = self
-                .object(p, whole, pickle)
+                .object(p, pickle)
                 .map_err(|e| e.context(format_args!("tensor '{}'", p.name)))?;
             objects.push(o);
         }
         Ok(objects)
     }
 
-    fn object(&mut self, p: &Placed<'_>, whole: bool, pickle: &Pickle) -> Result<Object> {
+    fn object(&mut self, p: &Placed<'_>, pickle: &Pickle) -> Result<Object> {
         let t = p.tensor;
         let Node::Storage { dtype, numel, .. } = pickle.get(t.storage) else {
             unreachable!()
@@ -424,7 +400,7 @@ impl Builder<'_, '_> {
                 ..blob
             };
             steps.clear();
-        } else if contiguous && !whole && steps.is_empty() {
+        } else if contiguous && steps.is_empty() {
             blob.offset += t.offset * width;
             blob.length = len;
             blob.decoded_length = len;
@@ -433,7 +409,7 @@ impl Builder<'_, '_> {
                 start: t.offset * width,
                 len,
             });
-        } else if !whole && steps.is_empty() {
+        } else if steps.is_empty() {
             // The span the view touches, gathered from.
             blob.offset += p.first * width;
             blob.length = (p.end - p.first) * width;

@@ -558,6 +558,9 @@ pub(crate) struct Traits {
     pub(crate) view_alignment: usize,
     /// The digest algorithms the format defines (others are reported as unsupported).
     pub(crate) digest_kinds: &'static [digest::Kind],
+    /// Blobs may overlap partially: views into one shared storage (PyTorch). Elsewhere
+    /// a partial overlap is a corrupt file.
+    pub(crate) shared_blobs: bool,
 }
 
 impl Traits {

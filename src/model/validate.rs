@@ -82,7 +82,7 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
         }
         schema::check_sizes(obj).map_err(ctx)?;
     }
-    if in_order {
+    if in_order || model.traits.shared_blobs {
         return Ok(());
     }
     check_overlap(model)
