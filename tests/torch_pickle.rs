@@ -228,3 +228,16 @@ fn refusals_name_the_global_and_run_nothing() {
     .unwrap_err();
     assert!(e.message().contains("torch.QInt8Storage"), "{e}");
 }
+
+#[test]
+fn an_entry_merely_ending_in_data_pkl_is_no_checkpoint() {
+    // Found by fuzzing: "xdata.pkl" was taken for the pickle of directory "x", whose
+    // "x/data.pkl" then wasn't there (a panic).
+    let file = zip(&[("xdata.pkl", b"\x80\x02}.", false)]);
+    let e = Reader::from_slice(&file).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    // At the top of the archive, data.pkl is a checkpoint's.
+    let file = zip(&[("data.pkl", b"\x80\x02}.", false)]);
+    let r = Reader::from_slice(&file).unwrap();
+    assert_eq!((r.container().name(), r.objects().len()), ("pytorch", 0));
+}

@@ -67,7 +67,7 @@ pub(crate) fn detect(head: &[u8]) -> bool {
         at += n;
         let skip = match key & 7 {
             0 => varint(&head[at..]).map(|(_, m)| m as u64),
-            2 => varint(&head[at..]).map(|(len, m)| m as u64 + len),
+            2 => varint(&head[at..]).map(|(len, m)| len.saturating_add(m as u64)),
             1 => Some(8),
             5 => Some(4),
             _ => return false,
@@ -677,5 +677,9 @@ mod tests {
         assert!(!detect(b"\x08\x3a\x12\x00\x00\x00\x00\x00{\"a\":{"));
         assert!(!detect(b"\x08\x05\x3a\x01\x00\x00\x00\x00{\"__me"));
         assert!(!detect(b"\x08\x0a\x13\x00"));
+        // A length of nearly 2^64 (found by fuzzing: the skip overflowed).
+        assert!(detect(
+            b"\x08\x0a\x12\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00"
+        ));
     }
 }

@@ -56,12 +56,14 @@ pub(crate) fn parse_legacy(_: &ReadAt<'_>, _: u64, _: &Limits) -> Result<(Model,
     )
 }
 
-/// The archive's directory when it holds `<dir>/data.pkl`.
+/// The archive's directory when it holds `<dir>/data.pkl` (or `data.pkl` at its top).
 pub(crate) fn prefix_of(archive: &Archive) -> Option<&str> {
     archive.entries.iter().find_map(|e| {
-        let dir = e.name.strip_suffix("data.pkl")?;
-        let dir = dir.strip_suffix('/').unwrap_or(dir);
-        (!dir.contains('/')).then_some(dir)
+        if e.name == "data.pkl" {
+            return Some("");
+        }
+        let dir = e.name.strip_suffix("/data.pkl")?;
+        (!dir.is_empty() && !dir.contains('/')).then_some(dir)
     })
 }
 
