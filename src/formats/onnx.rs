@@ -622,7 +622,7 @@ impl FormatStep for Typed {
                     let mut b = &input[at as usize..(at + len) as usize];
                     match self.field {
                         4 => {
-                            if b.len() % 4 != 0 {
+                            if !b.len().is_multiple_of(4) {
                                 bail!(Format, "packed floats of {} bytes", b.len());
                             }
                             for c in b.chunks_exact(4) {
@@ -630,7 +630,7 @@ impl FormatStep for Typed {
                             }
                         }
                         10 => {
-                            if b.len() % 8 != 0 {
+                            if !b.len().is_multiple_of(8) {
                                 bail!(Format, "packed doubles of {} bytes", b.len());
                             }
                             for c in b.chunks_exact(8) {

@@ -393,7 +393,7 @@ impl Vm<'_> {
         }
     }
     fn set_items(&mut self, dict: Id, items: &[Id]) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             bail!(Format, "the pickle sets a dict item without its value");
         }
         let Node::Dict(d) = &mut self.nodes[dict as usize] else {
