@@ -195,6 +195,11 @@ struct Descr {
 
 fn descr_of(descr: &str) -> Result<Descr> {
     let unsupported = |why: &str| err!(Unsupported, ".npy dtype {descr:?}: {why}");
+    // Every descr numpy writes is ASCII (found by fuzzing: a multi-byte character where
+    // the type code is split off panicked).
+    if !descr.is_ascii() {
+        return Err(unsupported("not a dtype this reader knows"));
+    }
     let (order, code) = match descr.as_bytes().first() {
         Some(b'<' | b'=' | b'|') => (false, &descr[1..]),
         Some(b'>') => (true, &descr[1..]),
@@ -548,5 +553,8 @@ mod tests {
         assert!(header("{'descr': '<f4', 'shape': (2,), }").is_err());
         assert!(header("{'descr': '<f4', 'fortran_order': False, 'shape': (2,x), }").is_err());
         assert!(header("{'descr': '<f16', 'fortran_order': False, 'shape': (2,), }").is_err());
+        let e =
+            header("{'descr': '\u{12a}4', 'fortran_order': False, 'shape': (2,), }").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Unsupported);
     }
 }
