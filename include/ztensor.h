@@ -974,9 +974,12 @@ enum zt_status zt_component_read_as_range(const struct zt_reader *reader,
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
- * v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
- * `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
- * tensor data. `*out` is set only on success; free it with `zt_close`.
+ * v0.1), safetensors, GGUF v2/v3, Tensogram v3, a PyTorch checkpoint (`torch.save`'s zip
+ * format; its pickle is read, never run), NumPy `.npy`/`.npz` or an ONNX model's
+ * initializers, recognised by its first bytes (see `zt_file_format`). Maps it, decodes
+ * and validates the manifest or header; reads no tensor data. An ONNX model with external
+ * data opens the files it names beside it (only by path: `zt_open_memory` refuses it with
+ * ZT_ERR_UNSUPPORTED). `*out` is set only on success; free it with `zt_close`.
  */
 ZT_API enum zt_status zt_open(const char *path, struct zt_reader **out);
 
@@ -1016,8 +1019,8 @@ ZT_API void zt_close(struct zt_reader *reader);
 ZT_API const char *zt_file_version(const struct zt_reader *reader);
 
 /**
- * The container format the file was read from: "zt", "safetensors", "gguf" or
- * "tensogram"; static. "" for NULL.
+ * The container format the file was read from: "zt", "safetensors", "gguf",
+ * "tensogram", "pytorch", "numpy" or "onnx"; static. "" for NULL.
  */
 ZT_API const char *zt_file_format(const struct zt_reader *reader);
 

@@ -220,7 +220,11 @@ impl Reader<'static> {
         } else {
             let source = Source::open(path, options.mapping())?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) = sets::open_external(path, source, model, set)
+                    .map_err(|e| e.context(path.display()))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
@@ -266,7 +270,11 @@ impl Reader<'static> {
             // The object itself by its whole URL (a presigned one keeps its query).
             let source = place.open_object()?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) =
+                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
@@ -316,6 +324,7 @@ impl<'a> Reader<'a> {
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
         let model = Reader::parse(&source, options)?;
+        sets::refuse_external(&model)?;
         Reader::new(Files::One(source), model, options)
     }
 

@@ -141,9 +141,12 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
 }
 
 /// Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
-/// v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
-/// `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
-/// tensor data. `*out` is set only on success; free it with `zt_close`.
+/// v0.1), safetensors, GGUF v2/v3, Tensogram v3, a PyTorch checkpoint (`torch.save`'s zip
+/// format; its pickle is read, never run), NumPy `.npy`/`.npz` or an ONNX model's
+/// initializers, recognised by its first bytes (see `zt_file_format`). Maps it, decodes
+/// and validates the manifest or header; reads no tensor data. An ONNX model with external
+/// data opens the files it names beside it (only by path: `zt_open_memory` refuses it with
+/// ZT_ERR_UNSUPPORTED). `*out` is set only on success; free it with `zt_close`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_open(path: *const c_char, out: *mut *mut zt_reader) -> zt_status {
     // SAFETY: forwarded contract.
@@ -233,8 +236,8 @@ pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_c
     })
 }
 
-/// The container format the file was read from: "zt", "safetensors", "gguf" or
-/// "tensogram"; static. "" for NULL.
+/// The container format the file was read from: "zt", "safetensors", "gguf",
+/// "tensogram", "pytorch", "numpy" or "onnx"; static. "" for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_char {
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {

@@ -498,18 +498,28 @@ pub enum Container {
     Gguf,
     /// ECMWF Tensogram v3 (`.tgm`).
     Tensogram,
+    /// PyTorch checkpoints (`torch.save`'s zip format: `pytorch_model.bin`, `.pt`).
+    PyTorch,
+    /// NumPy `.npy` and `.npz`.
+    NumPy,
+    /// ONNX models' initializers (`.onnx`).
+    Onnx,
 }
 
 impl Container {
     /// Every format.
-    pub const ALL: [Container; 4] = [
+    pub const ALL: [Container; 7] = [
         Container::ZTensor,
         Container::Safetensors,
         Container::Gguf,
         Container::Tensogram,
+        Container::PyTorch,
+        Container::NumPy,
+        Container::Onnx,
     ];
 
-    /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram".
+    /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram", "pytorch",
+    /// "numpy", "onnx".
     pub fn name(self) -> &'static str {
         self.names().0.to_str().expect("ASCII")
     }
@@ -530,6 +540,9 @@ impl Container {
             Container::Safetensors => (c"safetensors", "safetensors"),
             Container::Gguf => (c"gguf", "GGUF"),
             Container::Tensogram => (c"tensogram", "Tensogram"),
+            Container::PyTorch => (c"pytorch", "PyTorch"),
+            Container::NumPy => (c"numpy", "NumPy"),
+            Container::Onnx => (c"onnx", "ONNX"),
         }
     }
 }
@@ -545,6 +558,9 @@ pub(crate) struct Traits {
     pub(crate) view_alignment: usize,
     /// The digest algorithms the format defines (others are reported as unsupported).
     pub(crate) digest_kinds: &'static [digest::Kind],
+    /// Blobs may overlap partially: views into one shared storage (PyTorch). Elsewhere
+    /// a partial overlap is a corrupt file.
+    pub(crate) shared_blobs: bool,
 }
 
 impl Traits {
@@ -576,6 +592,10 @@ pub struct Model {
     pub(crate) data_offset: u64,
     /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
     pub(crate) split: Option<Split>,
+    /// Other files the model's blobs are in (ONNX external data), relative to the
+    /// file's directory: blobs with `file` k > 0 are in `external[k - 1]`. The reader
+    /// opens them as a set (`sets::open_external`).
+    pub(crate) external: Box<[Box<str>]>,
 }
 
 /// A file's place in a set it declares itself part of: GGUF's `split.no` (from 0),
@@ -619,6 +639,7 @@ impl Model {
             digest_regions: Default::default(),
             data_offset: 0,
             split: None,
+            external: Box::default(),
         })
     }
 

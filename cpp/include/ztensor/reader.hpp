@@ -447,7 +447,8 @@ class Reader {
   /// The file's format version: "1.2.0", "1.1.0", "0.1.0" for zTensor, the container's own
   /// for other formats (e.g. "3" for GGUF v3); "" when closed.
   std::string_view version() const noexcept { return detail::sv(zt_file_version(handle_.get())); }
-  /// The container format: "zt", "safetensors", "gguf" or "tensogram"; "" when closed.
+  /// The container format: "zt", "safetensors", "gguf", "tensogram", "pytorch", "numpy" or
+  /// "onnx"; "" when closed.
   std::string_view file_format() const noexcept { return detail::sv(zt_file_format(handle_.get())); }
 
   object_iterator begin() const noexcept { return object_iterator(handle_.get(), 0); }
