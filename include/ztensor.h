@@ -56,6 +56,22 @@
 #endif /* _WIN32, __GNUC__ */
 #endif /* ZT_API */
 
+/*
+ * ZT_DEPRECATED(msg) marks the old names of renamed functions (kept, exported, through
+ * the 0.x series; see the end of this header), so that compilers warn where one is
+ * called, naming the new one. Declaring them warns nowhere. Define it before including
+ * this header to override it (e.g. empty, to silence the warnings).
+ */
+#ifndef ZT_DEPRECATED
+#if defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5))
+#define ZT_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define ZT_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define ZT_DEPRECATED(msg)
+#endif /* __GNUC__, _MSC_VER */
+#endif /* ZT_DEPRECATED */
+
 /**
  * Major version of this header. Compare with `zt_version()` at run time to catch a
  * header/library mismatch.
@@ -109,7 +125,7 @@
 #define ZT_OPEN_POPULATE 64
 
 /**
- * `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
+ * `zt_open_fd_with` only: the reader takes over the descriptor and closes it at `zt_close`
  * (without it, the reader works on its own duplicate and the caller keeps, and may
  * close, theirs).
  */
@@ -296,11 +312,11 @@ typedef enum zt_value_type {
   ZT_VALUE_MAP = 15,
   /**
    * No typed equivalent: a CBOR simple value other than false, true, null and
-   * undefined, or an integer below -2^63 (`zt_attributes_json` renders it).
+   * undefined, or an integer below -2^63 (`zt_file_get_attributes_json` renders it).
    */
   ZT_VALUE_OTHER = 16,
   /**
-   * Only from `zt_value_array_type`: elements of more than one type, or an empty array
+   * Only from `zt_value_get_array_type`: elements of more than one type, or an empty array
    * whose format declares no element type.
    */
   ZT_VALUE_MIXED = 255,
@@ -362,7 +378,7 @@ typedef struct zt_open_options {
 } zt_open_options;
 
 /**
- * One read of a batch (`zt_load_batch`). A zero-filled request (with object, dst and
+ * One read of a batch (`zt_batch_load`). A zero-filled request (with object, dst and
  * dst_size set) reads the whole "data" component.
  */
 typedef struct zt_load_request {
@@ -403,7 +419,7 @@ typedef struct zt_load_request {
 } zt_load_request;
 
 /**
- * Options of `zt_load_batch`; zero-filled or NULL for the defaults.
+ * Options of `zt_batch_load`; zero-filled or NULL for the defaults.
  */
 typedef struct zt_batch_options {
   /**
@@ -567,11 +583,11 @@ typedef struct zt_view {
 } zt_view;
 
 /**
- * Where a component's stored bytes are (`zt_component_location`).
+ * Where a component's stored bytes are (`zt_component_get_location`).
  */
 typedef struct zt_location {
   /**
-   * The file holding them: an index for `zt_shard_path` (0 for a single file).
+   * The file holding them: an index for `zt_shard_get_path` (0 for a single file).
    */
   uint32_t shard;
   /**
@@ -671,7 +687,7 @@ typedef struct zt_frame_info {
 } zt_frame_info;
 
 /**
- * What a remote open needs that the environment can't say (`zt_open_url`). A
+ * What a remote open needs that the environment can't say (`zt_open_url_with`). A
  * zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
  * otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
  */
@@ -749,7 +765,7 @@ ZT_API const char *zt_last_error(void);
  * `*out_size`. `ZT_ERR_INVALID_ARGUMENT` for a value outside `zt_dtype` (the size is never
  * 0, so there is no "unknown" size to return instead). No allocation; thread-safe.
  */
-ZT_API enum zt_status zt_dtype_size(uint32_t dtype, size_t *out_size);
+ZT_API enum zt_status zt_dtype_get_size(uint32_t dtype, size_t *out_size);
 
 /**
  * The name of a storage dtype as the format spells it: "f64", "f32", "f16", "bf16",
@@ -764,7 +780,7 @@ ZT_API const char *zt_dtype_name(uint32_t dtype);
  * `ZT_BF16`) into `*out`. Names are exact and lower case; anything else (including the
  * legacy spellings such as "float32") is `ZT_ERR_INVALID_ARGUMENT`. Thread-safe.
  */
-ZT_API enum zt_status zt_dtype_from_name(const char *name, uint32_t *out);
+ZT_API enum zt_status zt_dtype_find(const char *name, uint32_t *out);
 
 /**
  * Opens a file from a descriptor the caller opened (read access, a regular file; its
@@ -774,18 +790,9 @@ ZT_API enum zt_status zt_dtype_from_name(const char *name, uint32_t *out);
  * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
  */
 ZT_API
-enum zt_status zt_open_fd(int32_t fd,
-                          const struct zt_open_options *options,
-                          struct zt_reader **out);
-
-/**
- * The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
- * the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
- * bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
- * `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote object (it
- * has no mapping), and for a set (each shard has its own: `zt_shard_mapping`).
- */
-ZT_API enum zt_status zt_mapping(const struct zt_reader *reader, const void **base, uint64_t *size);
+enum zt_status zt_open_fd_with(int32_t fd,
+                               const struct zt_open_options *options,
+                               struct zt_reader **out);
 
 /**
  * Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
@@ -814,7 +821,7 @@ ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t o
  * (the requests' buffers must not overlap).
  */
 ZT_API
-enum zt_status zt_load_batch(const struct zt_reader *reader,
+enum zt_status zt_batch_load(const struct zt_reader *reader,
                              struct zt_load_request *requests,
                              size_t count,
                              const struct zt_batch_options *options);
@@ -829,7 +836,7 @@ enum zt_status zt_load_batch(const struct zt_reader *reader,
  * allocation. Thread-safe.
  */
 ZT_API
-enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
+enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
                                         size_t object,
                                         struct zt_quant_info *out);
 
@@ -837,7 +844,7 @@ enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
  * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
  */
 ZT_API
-enum zt_status zt_file_layout_get(const struct zt_reader *reader,
+enum zt_status zt_file_get_layout(const struct zt_reader *reader,
                                   struct zt_file_layout *out);
 
 /**
@@ -927,7 +934,7 @@ enum zt_status zt_object_find(const struct zt_reader *reader,
  * Describes object `index`. O(1), no allocation.
  */
 ZT_API
-enum zt_status zt_object_info_get(const struct zt_reader *reader,
+enum zt_status zt_object_get_info(const struct zt_reader *reader,
                                   size_t index,
                                   struct zt_object_info *out);
 
@@ -935,7 +942,7 @@ enum zt_status zt_object_info_get(const struct zt_reader *reader,
  * Describes component `component` of object `object`. O(1), no allocation.
  */
 ZT_API
-enum zt_status zt_component_info_get(const struct zt_reader *reader,
+enum zt_status zt_component_get_info(const struct zt_reader *reader,
                                      size_t object,
                                      size_t component,
                                      struct zt_component_info *out);
@@ -978,7 +985,7 @@ enum zt_status zt_component_read(const struct zt_reader *reader,
  * Decodes a component converting each element to `dtype`: floats among f64/f32/f16/bf16
  * (fp8 logical types read as their values), integers and bools widened to integer types
  * that hold every value, small integers to floats that hold them exactly. Block-quantized
- * components (ggml types, see `zt_object_quant_info_get`) are dequantized to `ZT_F32`,
+ * components (ggml types, see `zt_object_get_quant_info`) are dequantized to `ZT_F32`,
  * `ZT_F16` or `ZT_BF16` (exactly as ggml and gguf-py do, on several threads when large),
  * or read as their `ZT_U8` bytes; never converted byte by byte. A lossy or meaningless
  * conversion, a ggml type without a dequantizer, or bytes of a logical type this build
@@ -997,7 +1004,7 @@ enum zt_status zt_component_read_as(const struct zt_reader *reader,
 /**
  * Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
  * outside the component is `ZT_ERR_INVALID_ARGUMENT`. zstd components are read through
- * their frame index (see `zt_component_frame_count`, built on the first call): only the
+ * their frame index (see `zt_component_get_frame_count`, built on the first call): only the
  * frames overlapping the range are read and decoded (this library writes frames of
  * 4 MiB and a seek table), a frame the range covers in part is decoded only up to the
  * end of the range, and a component of one large frame (as the reference implementation
@@ -1028,7 +1035,7 @@ enum zt_status zt_component_verify(const struct zt_reader *reader,
  * Checks every component that has a digest; returns the first failure, `ZT_OK` when all
  * match or none has a digest. Thread-safe.
  */
-ZT_API enum zt_status zt_verify(const struct zt_reader *reader);
+ZT_API enum zt_status zt_file_verify(const struct zt_reader *reader);
 
 /**
  * Checks an object's values beyond the manifest: sparse structure (indptr starts at 0,
@@ -1038,16 +1045,24 @@ ZT_API enum zt_status zt_verify(const struct zt_reader *reader);
 ZT_API enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object);
 
 /**
- * Attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
+ * The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
  * {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
  * "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
- * rendered once on first request. `object == SIZE_MAX` gives the file-level attributes;
- * "{}" when there are none. Thread-safe.
+ * rendered once on first request; "{}" when there are none. Thread-safe.
  */
 ZT_API
-enum zt_status zt_attributes_json(const struct zt_reader *reader,
-                                  size_t object,
-                                  const char **out_json);
+enum zt_status zt_file_get_attributes_json(const struct zt_reader *reader,
+                                           const char **out_json);
+
+/**
+ * Object `object`'s attributes as JSON text, as `zt_file_get_attributes_json` gives the
+ * file's; "{}" when there are none. `ZT_ERR_NOT_FOUND` for an object index out of range.
+ * Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_get_attributes_json(const struct zt_reader *reader,
+                                             size_t object,
+                                             const char **out_json);
 
 /**
  * How many files the reader reads: the shards of a set, 1 for a single file; 0 for
@@ -1063,33 +1078,35 @@ ZT_API size_t zt_shard_count(const struct zt_reader *reader);
  * from memory or a descriptor.
  */
 ZT_API
-enum zt_status zt_shard_path(const struct zt_reader *reader,
-                             size_t index,
-                             const char **path);
+enum zt_status zt_shard_get_path(const struct zt_reader *reader,
+                                 size_t index,
+                                 const char **path);
 
 /**
  * Which file holds component `component` of object `object`, and where in it: the
- * shard index (for `zt_shard_path` / `zt_shard_mapping`) and the absolute offset and
+ * shard index (for `zt_shard_get_path` / `zt_shard_get_mapping`) and the absolute offset and
  * length of the stored bytes there. O(1), opens nothing.
  */
 ZT_API
-enum zt_status zt_component_location(const struct zt_reader *reader,
-                                     size_t object,
-                                     size_t component,
-                                     struct zt_location *out);
+enum zt_status zt_component_get_location(const struct zt_reader *reader,
+                                         size_t object,
+                                         size_t component,
+                                         struct zt_location *out);
 
 /**
- * File `index`'s mapping, as `zt_mapping` gives a single file's (which, for a set, is
- * `ZT_ERR_NOT_FOUND`): `*base` is the file's byte 0, `*size` its length; a component
- * `zt_component_location` places in this file is at `base + offset`. A shard not open
- * yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for an
- * index out of range or a reader opened with `ZT_OPEN_NO_MMAP`.
+ * File `index`'s mapping: `*base` is the file's byte 0 in the mapping (or the caller's
+ * memory for `zt_open_memory`), `*size` its length; a component's stored bytes are at
+ * `base + offset` in the file `zt_component_get_location` names (for a single file,
+ * file 0 is the file itself, and `zt_component_info`'s offset is enough). A shard not
+ * open yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for
+ * an index out of range, and for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote
+ * object (it has no mapping). Thread-safe.
  */
 ZT_API
-enum zt_status zt_shard_mapping(const struct zt_reader *reader,
-                                size_t index,
-                                const void **base,
-                                uint64_t *size);
+enum zt_status zt_shard_get_mapping(const struct zt_reader *reader,
+                                    size_t index,
+                                    const void **base,
+                                    uint64_t *size);
 
 /**
  * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
@@ -1123,10 +1140,10 @@ enum zt_status zt_writer_create_with(const char *path,
  * `base` that names no file. Free with `zt_writer_free`.
  */
 ZT_API
-enum zt_status zt_writer_create_sharded(const char *base,
-                                        uint64_t max_shard_bytes,
-                                        const struct zt_writer_options *options,
-                                        struct zt_writer **out);
+enum zt_status zt_writer_create_sharded_with(const char *base,
+                                             uint64_t max_shard_bytes,
+                                             const struct zt_writer_options *options,
+                                             struct zt_writer **out);
 
 /**
  * Adds a dense object with one "data" component. `size` must be the element count of
@@ -1254,17 +1271,17 @@ ZT_API void zt_writer_free(struct zt_writer *w);
  * another format's pipeline, legacy byte-swapped data). Thread-safe.
  */
 ZT_API
-enum zt_status zt_component_frame_count(const struct zt_reader *reader,
-                                        size_t object,
-                                        const char *role,
-                                        size_t *out_count);
+enum zt_status zt_component_get_frame_count(const struct zt_reader *reader,
+                                            size_t object,
+                                            const char *role,
+                                            size_t *out_count);
 
 /**
- * Describes frame `frame` (`0 .. zt_component_frame_count - 1`) of a zstd component;
+ * Describes frame `frame` (`0 .. zt_component_get_frame_count - 1`) of a zstd component;
  * `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
  */
 ZT_API
-enum zt_status zt_component_frame_get(const struct zt_reader *reader,
+enum zt_status zt_component_get_frame(const struct zt_reader *reader,
                                       size_t object,
                                       const char *role,
                                       size_t frame,
@@ -1276,18 +1293,18 @@ enum zt_status zt_component_frame_get(const struct zt_reader *reader,
  * format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
  * environment's settings only. Opening costs a few range requests (the size and last
  * 64 KiB, then the header or manifest), never the whole object; reads fetch only their
- * bytes; views are copies the reader keeps (under `max_total_cached`); `zt_mapping` is
+ * bytes; views are copies the reader keeps (under `max_total_cached`); `zt_shard_get_mapping` is
  * `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
  * the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
  * the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
  * The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
- * same location (unless `ZT_OPEN_ONE_FILE`); `zt_remote_stats` then counts every file.
+ * same location (unless `ZT_OPEN_ONE_FILE`); `zt_file_get_remote_stats` then counts every file.
  */
 ZT_API
-enum zt_status zt_open_url(const char *url,
-                           const struct zt_open_options *options,
-                           const struct zt_remote_options *remote,
-                           struct zt_reader **out);
+enum zt_status zt_open_url_with(const char *url,
+                                const struct zt_open_options *options,
+                                const struct zt_remote_options *remote,
+                                struct zt_reader **out);
 
 /**
  * What a reader of a remote object has transferred so far: GET requests answered and
@@ -1295,20 +1312,27 @@ enum zt_status zt_open_url(const char *url,
  * Thread-safe.
  */
 ZT_API
-enum zt_status zt_remote_stats(const struct zt_reader *reader_,
-                               uint64_t *requests,
-                               uint64_t *bytes);
+enum zt_status zt_file_get_remote_stats(const struct zt_reader *reader_,
+                                        uint64_t *requests,
+                                        uint64_t *bytes);
 
 /**
- * The typed attribute map of the file (`object == SIZE_MAX`) or of an object: an empty
- * map when there are none. The first call for a map builds its values (16 bytes per
- * item; strings are not copied); every later call and every `zt_value_*` call allocates
- * nothing. `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+ * The file's typed attribute map: an empty map when there are none. The first call for
+ * a map builds its values (16 bytes per item; strings are not copied); every later call
+ * and every `zt_value_*` call allocates nothing. Thread-safe.
  */
 ZT_API
-enum zt_status zt_attributes(const struct zt_reader *reader,
-                             size_t object,
-                             const struct zt_value **out);
+enum zt_status zt_file_get_attributes(const struct zt_reader *reader,
+                                      const struct zt_value **out);
+
+/**
+ * Object `object`'s typed attribute map, as `zt_file_get_attributes` gives the file's.
+ * `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_get_attributes(const struct zt_reader *reader,
+                                        size_t object,
+                                        const struct zt_value **out);
 
 /**
  * One file attribute by key, e.g. "llama.block_count", "general.alignment" (GGUF
@@ -1316,19 +1340,19 @@ enum zt_status zt_attributes(const struct zt_reader *reader,
  * attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
  */
 ZT_API
-enum zt_status zt_file_attribute(const struct zt_reader *reader,
-                                 const char *key,
-                                 const struct zt_value **out);
+enum zt_status zt_file_get_attribute(const struct zt_reader *reader,
+                                     const char *key,
+                                     const struct zt_value **out);
 
 /**
  * One attribute of an object by key. `ZT_ERR_NOT_FOUND` naming the key when absent, or
  * for an object index out of range. Thread-safe.
  */
 ZT_API
-enum zt_status zt_object_attribute(const struct zt_reader *reader,
-                                   size_t object,
-                                   const char *key,
-                                   const struct zt_value **out);
+enum zt_status zt_object_get_attribute(const struct zt_reader *reader,
+                                       size_t object,
+                                       const char *key,
+                                       const struct zt_value **out);
 
 /**
  * The type of a value (a `zt_value_type`). Thread-safe.
@@ -1408,61 +1432,61 @@ ZT_API enum zt_status zt_value_get_f64(const struct zt_value *v, double *out);
  * non-NULL even for "". `ZT_ERR_INVALID_ARGUMENT` for another type. Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_string(const struct zt_value *v,
-                               const char **out_data,
-                               size_t *out_len);
+enum zt_status zt_value_get_string(const struct zt_value *v,
+                                   const char **out_data,
+                                   size_t *out_len);
 
 /**
  * A byte string: its bytes and length, borrowed until `zt_close`. Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_bytes(const struct zt_value *v,
-                              const uint8_t **out_data,
-                              size_t *out_len);
+enum zt_status zt_value_get_bytes(const struct zt_value *v,
+                                  const uint8_t **out_data,
+                                  size_t *out_len);
 
 /**
  * The number of elements of an array or entries of a map. Thread-safe.
  */
-ZT_API enum zt_status zt_value_count(const struct zt_value *v, size_t *out_count);
+ZT_API enum zt_status zt_value_get_count(const struct zt_value *v, size_t *out_count);
 
 /**
  * The element type of an array (GGUF's declared one, or the type all elements share);
  * `ZT_VALUE_MIXED` when they differ, or for an empty array with no declared type.
  * Thread-safe.
  */
-ZT_API enum zt_status zt_value_array_type(const struct zt_value *v, uint32_t *out_type);
+ZT_API enum zt_status zt_value_get_array_type(const struct zt_value *v, uint32_t *out_type);
 
 /**
  * The elements of an array of one numeric type or of bools, contiguous in memory and
  * aligned for their type: cast `*out_data` to `const uint32_t *` for `ZT_VALUE_U32`
- * (`zt_value_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
+ * (`zt_value_get_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
  * `zt_close`; never NULL. `ZT_ERR_INVALID_ARGUMENT` for arrays of strings, arrays, maps
  * or mixed types (read those by index) and for non-arrays. Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_array_data(const struct zt_value *v,
-                                   const void **out_data,
-                                   size_t *out_count);
+enum zt_status zt_value_get_array_data(const struct zt_value *v,
+                                       const void **out_data,
+                                       size_t *out_count);
 
 /**
  * Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
  * range or a non-array. (The first call on a numeric array makes its element values: 16
- * bytes each; `zt_value_array_data` needs none.) Thread-safe.
+ * bytes each; `zt_value_get_array_data` needs none.) Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_array_get(const struct zt_value *v,
-                                  size_t index,
-                                  const struct zt_value **out);
+enum zt_status zt_value_get_element(const struct zt_value *v,
+                                    size_t index,
+                                    const struct zt_value **out);
 
 /**
  * Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
- * `zt_value_string` gives it, in one call. Thread-safe.
+ * `zt_value_get_string` gives it, in one call. Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_array_string(const struct zt_value *v,
-                                     size_t index,
-                                     const char **out_data,
-                                     size_t *out_len);
+enum zt_status zt_value_get_element_string(const struct zt_value *v,
+                                           size_t index,
+                                           const char **out_data,
+                                           size_t *out_len);
 
 /**
  * Entry `index` of a map, in the file's order: its key and value (either out pointer
@@ -1470,7 +1494,7 @@ enum zt_status zt_value_array_string(const struct zt_value *v,
  * others. Thread-safe.
  */
 ZT_API
-enum zt_status zt_value_map_entry(const struct zt_value *v,
+enum zt_status zt_value_get_entry(const struct zt_value *v,
                                   size_t index,
                                   const struct zt_value **out_key,
                                   const struct zt_value **out_value);
@@ -1480,9 +1504,296 @@ enum zt_status zt_value_map_entry(const struct zt_value *v,
  * naming it when absent. Linear in the map's size. Thread-safe.
  */
 ZT_API
+enum zt_status zt_value_find(const struct zt_value *v,
+                             const char *key,
+                             const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_open_fd_with`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_open_fd_with")
+enum zt_status zt_open_fd(int32_t fd,
+                          const struct zt_open_options *options,
+                          struct zt_reader **out);
+
+/**
+ * Deprecated: the old name of `zt_open_url_with`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_open_url_with")
+enum zt_status zt_open_url(const char *url,
+                           const struct zt_open_options *options,
+                           const struct zt_remote_options *remote,
+                           struct zt_reader **out);
+
+/**
+ * Deprecated: the old name of `zt_file_get_layout`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_file_get_layout")
+enum zt_status zt_file_layout_get(const struct zt_reader *reader,
+                                  struct zt_file_layout *out);
+
+/**
+ * Deprecated: the old name of `zt_file_get_remote_stats`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_file_get_remote_stats")
+enum zt_status zt_remote_stats(const struct zt_reader *reader,
+                               uint64_t *requests,
+                               uint64_t *bytes);
+
+/**
+ * Deprecated: the old name of `zt_shard_get_path`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_shard_get_path")
+enum zt_status zt_shard_path(const struct zt_reader *reader,
+                             size_t index,
+                             const char **path);
+
+/**
+ * Deprecated: the old name of `zt_shard_get_mapping`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_shard_get_mapping")
+enum zt_status zt_shard_mapping(const struct zt_reader *reader,
+                                size_t index,
+                                const void **base,
+                                uint64_t *size);
+
+/**
+ * Deprecated: the mapping of a single file, as `zt_shard_get_mapping(reader, 0, base,
+ * size)` gives it; unlike that call, `ZT_ERR_NOT_FOUND` for a set.
+ */
+ZT_API
+ZT_DEPRECATED("use zt_shard_get_mapping of file 0")
+enum zt_status zt_mapping(const struct zt_reader *reader,
+                          const void **base,
+                          uint64_t *size);
+
+/**
+ * Deprecated: the old name of `zt_object_get_info`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_object_get_info")
+enum zt_status zt_object_info_get(const struct zt_reader *reader,
+                                  size_t index,
+                                  struct zt_object_info *out);
+
+/**
+ * Deprecated: the old name of `zt_object_get_quant_info`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_object_get_quant_info")
+enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
+                                        size_t object,
+                                        struct zt_quant_info *out);
+
+/**
+ * Deprecated: the old name of `zt_component_get_info`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_component_get_info")
+enum zt_status zt_component_info_get(const struct zt_reader *reader,
+                                     size_t object,
+                                     size_t component,
+                                     struct zt_component_info *out);
+
+/**
+ * Deprecated: the old name of `zt_component_get_location`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_component_get_location")
+enum zt_status zt_component_location(const struct zt_reader *reader,
+                                     size_t object,
+                                     size_t component,
+                                     struct zt_location *out);
+
+/**
+ * Deprecated: the old name of `zt_component_get_frame_count`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_component_get_frame_count")
+enum zt_status zt_component_frame_count(const struct zt_reader *reader,
+                                        size_t object,
+                                        const char *role,
+                                        size_t *out_count);
+
+/**
+ * Deprecated: the old name of `zt_component_get_frame`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_component_get_frame")
+enum zt_status zt_component_frame_get(const struct zt_reader *reader,
+                                      size_t object,
+                                      const char *role,
+                                      size_t frame,
+                                      struct zt_frame_info *out);
+
+/**
+ * Deprecated: the old name of `zt_batch_load`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_batch_load")
+enum zt_status zt_load_batch(const struct zt_reader *reader,
+                             struct zt_load_request *requests,
+                             size_t count,
+                             const struct zt_batch_options *options);
+
+/**
+ * Deprecated: the old name of `zt_file_verify`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_file_verify")
+enum zt_status zt_verify(const struct zt_reader *reader);
+
+/**
+ * Deprecated: `zt_file_get_attributes_json` when `object` is `SIZE_MAX`, else
+ * `zt_object_get_attributes_json`.
+ */
+ZT_API
+ZT_DEPRECATED("use zt_file_get_attributes_json or zt_object_get_attributes_json")
+enum zt_status zt_attributes_json(const struct zt_reader *reader,
+                                  size_t object,
+                                  const char **out_json);
+
+/**
+ * Deprecated: `zt_file_get_attributes` when `object` is `SIZE_MAX`, else
+ * `zt_object_get_attributes`.
+ */
+ZT_API
+ZT_DEPRECATED("use zt_file_get_attributes or zt_object_get_attributes")
+enum zt_status zt_attributes(const struct zt_reader *reader,
+                             size_t object,
+                             const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_file_get_attribute`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_file_get_attribute")
+enum zt_status zt_file_attribute(const struct zt_reader *reader,
+                                 const char *key,
+                                 const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_object_get_attribute`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_object_get_attribute")
+enum zt_status zt_object_attribute(const struct zt_reader *reader,
+                                   size_t object,
+                                   const char *key,
+                                   const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_value_get_string`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_string")
+enum zt_status zt_value_string(const struct zt_value *v,
+                               const char **out_data,
+                               size_t *out_len);
+
+/**
+ * Deprecated: the old name of `zt_value_get_bytes`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_bytes")
+enum zt_status zt_value_bytes(const struct zt_value *v,
+                              const uint8_t **out_data,
+                              size_t *out_len);
+
+/**
+ * Deprecated: the old name of `zt_value_get_count`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_count")
+enum zt_status zt_value_count(const struct zt_value *v,
+                              size_t *out_count);
+
+/**
+ * Deprecated: the old name of `zt_value_get_array_type`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_array_type")
+enum zt_status zt_value_array_type(const struct zt_value *v,
+                                   uint32_t *out_type);
+
+/**
+ * Deprecated: the old name of `zt_value_get_array_data`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_array_data")
+enum zt_status zt_value_array_data(const struct zt_value *v,
+                                   const void **out_data,
+                                   size_t *out_count);
+
+/**
+ * Deprecated: the old name of `zt_value_get_element`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_element")
+enum zt_status zt_value_array_get(const struct zt_value *v,
+                                  size_t index,
+                                  const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_value_get_element_string`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_element_string")
+enum zt_status zt_value_array_string(const struct zt_value *v,
+                                     size_t index,
+                                     const char **out_data,
+                                     size_t *out_len);
+
+/**
+ * Deprecated: the old name of `zt_value_get_entry`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_get_entry")
+enum zt_status zt_value_map_entry(const struct zt_value *v,
+                                  size_t index,
+                                  const struct zt_value **out_key,
+                                  const struct zt_value **out_value);
+
+/**
+ * Deprecated: the old name of `zt_value_find`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_value_find")
 enum zt_status zt_value_map_find(const struct zt_value *v,
                                  const char *key,
                                  const struct zt_value **out);
+
+/**
+ * Deprecated: the old name of `zt_writer_create_sharded_with`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_writer_create_sharded_with")
+enum zt_status zt_writer_create_sharded(const char *base,
+                                        uint64_t max_shard_bytes,
+                                        const struct zt_writer_options *options,
+                                        struct zt_writer **out);
+
+/**
+ * Deprecated: the old name of `zt_dtype_get_size`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_dtype_get_size")
+enum zt_status zt_dtype_size(uint32_t dtype,
+                             size_t *out_size);
+
+/**
+ * Deprecated: the old name of `zt_dtype_find`, which it calls.
+ */
+ZT_API
+ZT_DEPRECATED("renamed zt_dtype_find")
+enum zt_status zt_dtype_from_name(const char *name,
+                                  uint32_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

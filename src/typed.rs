@@ -51,7 +51,7 @@ pub enum ValueType {
     Array = 14,
     Map = 15,
     /// A CBOR simple value other than false/true/null/undefined, or an integer below
-    /// -2^63: no typed equivalent (`zt_attributes_json` renders it).
+    /// -2^63: no typed equivalent (`zt_file_get_attributes_json` renders it).
     Other = 16,
 }
 

@@ -40,9 +40,9 @@ pub enum zt_value_type {
     ZT_VALUE_ARRAY = 14,
     ZT_VALUE_MAP = 15,
     /// No typed equivalent: a CBOR simple value other than false, true, null and
-    /// undefined, or an integer below -2^63 (`zt_attributes_json` renders it).
+    /// undefined, or an integer below -2^63 (`zt_file_get_attributes_json` renders it).
     ZT_VALUE_OTHER = 16,
-    /// Only from `zt_value_array_type`: elements of more than one type, or an empty array
+    /// Only from `zt_value_get_array_type`: elements of more than one type, or an empty array
     /// whose format declares no element type.
     ZT_VALUE_MIXED = 255,
 }
@@ -58,30 +58,45 @@ fn handle_of(v: AttrValue<'_>) -> *const zt_value {
     v.as_ptr().cast()
 }
 
-/// The typed attribute map of the file (`object == SIZE_MAX`) or of an object: an empty
-/// map when there are none. The first call for a map builds its values (16 bytes per
-/// item; strings are not copied); every later call and every `zt_value_*` call allocates
-/// nothing. `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+/// The file's typed attribute map: an empty map when there are none. The first call for
+/// a map builds its values (16 bytes per item; strings are not copied); every later call
+/// and every `zt_value_*` call allocates nothing. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_attributes(
+pub unsafe extern "C" fn zt_file_get_attributes(
+    reader: *const super::zt_reader,
+    out: *mut *const zt_value,
+) -> zt_status {
+    guard(|| attributes(reader, None, out))
+}
+
+/// Object `object`'s typed attribute map, as `zt_file_get_attributes` gives the file's.
+/// `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_attributes(
     reader: *const super::zt_reader,
     object: usize,
     out: *mut *const zt_value,
 ) -> zt_status {
-    guard(|| {
-        let r = handle(reader)?;
-        need_out(out, "out")?;
-        let object = (object != usize::MAX).then_some(object);
-        put(out, handle_of(r.inner().typed_attributes(object)?));
-        Ok(())
-    })
+    guard(|| attributes(reader, Some(object), out))
+}
+
+/// The typed attribute map of `object` (None: the file's).
+pub(super) fn attributes(
+    reader: *const super::zt_reader,
+    object: Option<usize>,
+    out: *mut *const zt_value,
+) -> Result<()> {
+    let r = handle(reader)?;
+    need_out(out, "out")?;
+    put(out, handle_of(r.inner().typed_attributes(object)?));
+    Ok(())
 }
 
 /// One file attribute by key, e.g. "llama.block_count", "general.alignment" (GGUF
 /// key/values), a safetensors `__metadata__` entry, a zTensor or Tensogram file
 /// attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_file_attribute(
+pub unsafe extern "C" fn zt_file_get_attribute(
     reader: *const super::zt_reader,
     key: *const c_char,
     out: *mut *const zt_value,
@@ -98,7 +113,7 @@ pub unsafe extern "C" fn zt_file_attribute(
 /// One attribute of an object by key. `ZT_ERR_NOT_FOUND` naming the key when absent, or
 /// for an object index out of range. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_attribute(
+pub unsafe extern "C" fn zt_object_get_attribute(
     reader: *const super::zt_reader,
     object: usize,
     key: *const c_char,
@@ -224,7 +239,7 @@ pub unsafe extern "C" fn zt_value_get_f64(v: *const zt_value, out: *mut f64) -> 
 /// string may contain NUL); UTF-8 except a GGUF string that was not. The pointer is
 /// non-NULL even for "". `ZT_ERR_INVALID_ARGUMENT` for another type. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_string(
+pub unsafe extern "C" fn zt_value_get_string(
     v: *const zt_value,
     out_data: *mut *const c_char,
     out_len: *mut usize,
@@ -251,7 +266,7 @@ fn nonnull(s: &[u8]) -> *const u8 {
 
 /// A byte string: its bytes and length, borrowed until `zt_close`. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_bytes(
+pub unsafe extern "C" fn zt_value_get_bytes(
     v: *const zt_value,
     out_data: *mut *const u8,
     out_len: *mut usize,
@@ -269,7 +284,10 @@ pub unsafe extern "C" fn zt_value_bytes(
 
 /// The number of elements of an array or entries of a map. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_count(v: *const zt_value, out_count: *mut usize) -> zt_status {
+pub unsafe extern "C" fn zt_value_get_count(
+    v: *const zt_value,
+    out_count: *mut usize,
+) -> zt_status {
     guard(|| {
         let v = value(v)?;
         need_out(out_count, "out_count")?;
@@ -282,7 +300,10 @@ pub unsafe extern "C" fn zt_value_count(v: *const zt_value, out_count: *mut usiz
 /// `ZT_VALUE_MIXED` when they differ, or for an empty array with no declared type.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_type(v: *const zt_value, out_type: *mut u32) -> zt_status {
+pub unsafe extern "C" fn zt_value_get_array_type(
+    v: *const zt_value,
+    out_type: *mut u32,
+) -> zt_status {
     guard(|| {
         let v = value(v)?;
         need_out(out_type, "out_type")?;
@@ -297,11 +318,11 @@ pub unsafe extern "C" fn zt_value_array_type(v: *const zt_value, out_type: *mut 
 
 /// The elements of an array of one numeric type or of bools, contiguous in memory and
 /// aligned for their type: cast `*out_data` to `const uint32_t *` for `ZT_VALUE_U32`
-/// (`zt_value_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
+/// (`zt_value_get_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
 /// `zt_close`; never NULL. `ZT_ERR_INVALID_ARGUMENT` for arrays of strings, arrays, maps
 /// or mixed types (read those by index) and for non-arrays. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_data(
+pub unsafe extern "C" fn zt_value_get_array_data(
     v: *const zt_value,
     out_data: *mut *const c_void,
     out_count: *mut usize,
@@ -324,9 +345,9 @@ pub unsafe extern "C" fn zt_value_array_data(
 
 /// Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
 /// range or a non-array. (The first call on a numeric array makes its element values: 16
-/// bytes each; `zt_value_array_data` needs none.) Thread-safe.
+/// bytes each; `zt_value_get_array_data` needs none.) Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_get(
+pub unsafe extern "C" fn zt_value_get_element(
     v: *const zt_value,
     index: usize,
     out: *mut *const zt_value,
@@ -340,9 +361,9 @@ pub unsafe extern "C" fn zt_value_array_get(
 }
 
 /// Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
-/// `zt_value_string` gives it, in one call. Thread-safe.
+/// `zt_value_get_string` gives it, in one call. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_string(
+pub unsafe extern "C" fn zt_value_get_element_string(
     v: *const zt_value,
     index: usize,
     out_data: *mut *const c_char,
@@ -363,7 +384,7 @@ pub unsafe extern "C" fn zt_value_array_string(
 /// may be NULL when not wanted). Keys are strings in every format but CBOR maps may have
 /// others. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_map_entry(
+pub unsafe extern "C" fn zt_value_get_entry(
     v: *const zt_value,
     index: usize,
     out_key: *mut *const zt_value,
@@ -385,7 +406,7 @@ pub unsafe extern "C" fn zt_value_map_entry(
 /// The value of a map's first entry whose key is the string `key`; `ZT_ERR_NOT_FOUND`
 /// naming it when absent. Linear in the map's size. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_map_find(
+pub unsafe extern "C" fn zt_value_find(
     v: *const zt_value,
     key: *const c_char,
     out: *mut *const zt_value,

@@ -37,7 +37,7 @@ pub struct zt_frame_info {
 /// `ZT_ERR_INVALID_ARGUMENT` for a component that is not zstd frames of its bytes (raw,
 /// another format's pipeline, legacy byte-swapped data). Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_frame_count(
+pub unsafe extern "C" fn zt_component_get_frame_count(
     reader: *const super::zt_reader,
     object: usize,
     role: *const c_char,
@@ -52,10 +52,10 @@ pub unsafe extern "C" fn zt_component_frame_count(
     })
 }
 
-/// Describes frame `frame` (`0 .. zt_component_frame_count - 1`) of a zstd component;
+/// Describes frame `frame` (`0 .. zt_component_get_frame_count - 1`) of a zstd component;
 /// `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_frame_get(
+pub unsafe extern "C" fn zt_component_get_frame(
     reader: *const super::zt_reader,
     object: usize,
     role: *const c_char,

@@ -17,6 +17,9 @@ mod remote;
 // Typed attributes, after the frame calls.
 mod attrs;
 
+// The old names of renamed functions, last.
+mod deprecated;
+
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -36,6 +39,8 @@ pub use frames::*;
 pub use remote::*;
 
 pub use attrs::*;
+
+pub use deprecated::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.
@@ -354,8 +359,8 @@ mod tests {
                 .to_owned()
         };
         let mut size = 0usize;
-        let fail = |size: &mut usize| unsafe { zt_dtype_size(13, size) };
-        let succeed = |size: &mut usize| unsafe { zt_dtype_size(DType::F32 as u32, size) };
+        let fail = |size: &mut usize| unsafe { zt_dtype_get_size(13, size) };
+        let succeed = |size: &mut usize| unsafe { zt_dtype_get_size(DType::F32 as u32, size) };
         assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
         assert_eq!(last(), "unknown dtype value 13");
         // Another thread: its own calls, its own message, none of ours.

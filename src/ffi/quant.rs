@@ -44,7 +44,7 @@ pub struct zt_quant_info {
 /// `ZT_ERR_FORMAT` when the bytes are not the shape in whole blocks. O(components), no
 /// allocation. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_quant_info_get(
+pub unsafe extern "C" fn zt_object_get_quant_info(
     reader: *const super::zt_reader,
     object: usize,
     out: *mut zt_quant_info,
@@ -88,7 +88,7 @@ pub struct zt_file_layout {
 
 /// The file's data-section offset and alignment, for any format. O(1). Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_file_layout_get(
+pub unsafe extern "C" fn zt_file_get_layout(
     reader: *const super::zt_reader,
     out: *mut zt_file_layout,
 ) -> zt_status {

@@ -21,7 +21,7 @@ pub struct zt_reader {
     /// Attribute JSON rendered on first request, by object index (the file's after the
     /// objects'): kept until `zt_close`, and only for what was asked.
     json: Mutex<HashMap<usize, CString>>,
-    /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
+    /// The path of each file the reader reads (`zt_shard_get_path`); None when unknown.
     pub(super) paths: Box<[Option<CString>]>,
 }
 
@@ -45,7 +45,7 @@ pub const ZT_OPEN_VERIFY: u32 = 2;
 /// Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
 /// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
 pub const ZT_OPEN_POPULATE: u32 = 64;
-/// `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
+/// `zt_open_fd_with` only: the reader takes over the descriptor and closes it at `zt_close`
 /// (without it, the reader works on its own duplicate and the caller keeps, and may
 /// close, theirs).
 pub const ZT_OPEN_TAKE_FD: u32 = 128;
@@ -289,7 +289,7 @@ pub struct zt_object_info {
 
 /// Describes object `index`. O(1), no allocation.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_info_get(
+pub unsafe extern "C" fn zt_object_get_info(
     reader: *const zt_reader,
     index: usize,
     out: *mut zt_object_info,
@@ -340,7 +340,7 @@ pub struct zt_component_info {
 
 /// Describes component `component` of object `object`. O(1), no allocation.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_info_get(
+pub unsafe extern "C" fn zt_component_get_info(
     reader: *const zt_reader,
     object: usize,
     component: usize,
@@ -520,7 +520,7 @@ pub unsafe extern "C" fn zt_component_read(
 /// Decodes a component converting each element to `dtype`: floats among f64/f32/f16/bf16
 /// (fp8 logical types read as their values), integers and bools widened to integer types
 /// that hold every value, small integers to floats that hold them exactly. Block-quantized
-/// components (ggml types, see `zt_object_quant_info_get`) are dequantized to `ZT_F32`,
+/// components (ggml types, see `zt_object_get_quant_info`) are dequantized to `ZT_F32`,
 /// `ZT_F16` or `ZT_BF16` (exactly as ggml and gguf-py do, on several threads when large),
 /// or read as their `ZT_U8` bytes; never converted byte by byte. A lossy or meaningless
 /// conversion, a ggml type without a dequantizer, or bytes of a logical type this build
@@ -547,7 +547,7 @@ pub unsafe extern "C" fn zt_component_read_as(
 
 /// Reads the decoded bytes `[offset, offset + size)` of a component into `dst`. A range
 /// outside the component is `ZT_ERR_INVALID_ARGUMENT`. zstd components are read through
-/// their frame index (see `zt_component_frame_count`, built on the first call): only the
+/// their frame index (see `zt_component_get_frame_count`, built on the first call): only the
 /// frames overlapping the range are read and decoded (this library writes frames of
 /// 4 MiB and a seek table), a frame the range covers in part is decoded only up to the
 /// end of the range, and a component of one large frame (as the reference implementation
@@ -591,7 +591,7 @@ pub unsafe extern "C" fn zt_component_verify(
 /// Checks every component that has a digest; returns the first failure, `ZT_OK` when all
 /// match or none has a digest. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_verify(reader: *const zt_reader) -> zt_status {
+pub unsafe extern "C" fn zt_file_verify(reader: *const zt_reader) -> zt_status {
     guard(|| self::reader(reader)?.reader.verify())
 }
 
@@ -603,36 +603,52 @@ pub unsafe extern "C" fn zt_object_validate(reader: *const zt_reader, object: us
     guard(|| self::reader(reader)?.reader.validate_values(object))
 }
 
-/// Attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
+/// The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
 /// {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
 /// "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
-/// rendered once on first request. `object == SIZE_MAX` gives the file-level attributes;
-/// "{}" when there are none. Thread-safe.
+/// rendered once on first request; "{}" when there are none. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_attributes_json(
+pub unsafe extern "C" fn zt_file_get_attributes_json(
+    reader: *const zt_reader,
+    out_json: *mut *const c_char,
+) -> zt_status {
+    guard(|| attributes_json(self::reader(reader)?, None, out_json))
+}
+
+/// Object `object`'s attributes as JSON text, as `zt_file_get_attributes_json` gives the
+/// file's; "{}" when there are none. `ZT_ERR_NOT_FOUND` for an object index out of range.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_attributes_json(
     reader: *const zt_reader,
     object: usize,
     out_json: *mut *const c_char,
 ) -> zt_status {
-    guard(|| {
-        let r = self::reader(reader)?;
-        need_out(out_json, "out_json")?;
-        let (slot, attrs) = if object == usize::MAX {
-            (r.reader.objects().len(), r.reader.raw_attributes())
-        } else {
-            (object, r.reader.object(object)?.raw_attributes())
-        };
-        let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(text) = rendered().get(&slot) {
-            put(out_json, text.as_ptr());
-            return Ok(());
-        }
-        // Rendered without the lock; a thread that rendered the same first wins.
-        let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
-        // JSON escapes every control character, so there is no NUL inside.
-        let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
-        // The text stays where it is (a CString owns its bytes) until zt_close.
-        put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
-        Ok(())
-    })
+    guard(|| attributes_json(self::reader(reader)?, Some(object), out_json))
+}
+
+/// The attributes of `object` (None: the file's) as JSON, rendered once and kept until
+/// `zt_close`.
+pub(super) fn attributes_json(
+    r: &zt_reader,
+    object: Option<usize>,
+    out_json: *mut *const c_char,
+) -> Result<()> {
+    need_out(out_json, "out_json")?;
+    let (slot, attrs) = match object {
+        None => (r.reader.objects().len(), r.reader.raw_attributes()),
+        Some(object) => (object, r.reader.object(object)?.raw_attributes()),
+    };
+    let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(text) = rendered().get(&slot) {
+        put(out_json, text.as_ptr());
+        return Ok(());
+    }
+    // Rendered without the lock; a thread that rendered the same first wins.
+    let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+    // JSON escapes every control character, so there is no NUL inside.
+    let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
+    // The text stays where it is (a CString owns its bytes) until zt_close.
+    put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
+    Ok(())
 }

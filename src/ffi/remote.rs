@@ -1,4 +1,4 @@
-//! C ABI: opening remote objects by URL (`zt_open_url`), with the settings the
+//! C ABI: opening remote objects by URL (`zt_open_url_with`), with the settings the
 //! environment can't give, and what a remote reader has transferred.
 
 use std::ffi::c_char;
@@ -17,7 +17,7 @@ pub const ZT_REMOTE_NO_RETRY: u32 = 2;
 
 const REMOTE_FLAGS: u32 = ZT_REMOTE_ALLOW_HTTP | ZT_REMOTE_NO_RETRY;
 
-/// What a remote open needs that the environment can't say (`zt_open_url`). A
+/// What a remote open needs that the environment can't say (`zt_open_url_with`). A
 /// zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
 /// otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[repr(C)]
@@ -116,14 +116,14 @@ fn remote_options(options: *const zt_remote_options) -> Result<RemoteOptions> {
 /// format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
 /// environment's settings only. Opening costs a few range requests (the size and last
 /// 64 KiB, then the header or manifest), never the whole object; reads fetch only their
-/// bytes; views are copies the reader keeps (under `max_total_cached`); `zt_mapping` is
+/// bytes; views are copies the reader keeps (under `max_total_cached`); `zt_shard_get_mapping` is
 /// `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
 /// the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
 /// the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
 /// The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
-/// same location (unless `ZT_OPEN_ONE_FILE`); `zt_remote_stats` then counts every file.
+/// same location (unless `ZT_OPEN_ONE_FILE`); `zt_file_get_remote_stats` then counts every file.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_open_url(
+pub unsafe extern "C" fn zt_open_url_with(
     url: *const c_char,
     options: *const zt_open_options,
     remote: *const zt_remote_options,
@@ -142,7 +142,7 @@ pub unsafe extern "C" fn zt_open_url(
 /// body bytes received. `ZT_ERR_NOT_FOUND` for a reader of a local file or memory.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_remote_stats(
+pub unsafe extern "C" fn zt_file_get_remote_stats(
     reader_: *const zt_reader,
     requests: *mut u64,
     bytes: *mut u64,

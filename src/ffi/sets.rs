@@ -7,11 +7,11 @@ use super::read::{reader, zt_reader};
 use super::{guard, need_out, put, zt_status};
 use crate::error::err;
 
-/// Where a component's stored bytes are (`zt_component_location`).
+/// Where a component's stored bytes are (`zt_component_get_location`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_location {
-    /// The file holding them: an index for `zt_shard_path` (0 for a single file).
+    /// The file holding them: an index for `zt_shard_get_path` (0 for a single file).
     pub shard: u32,
     /// Absolute offset of the stored bytes in that file.
     pub offset: u64,
@@ -35,7 +35,7 @@ pub unsafe extern "C" fn zt_shard_count(reader: *const zt_reader) -> usize {
 /// `zt_close`. `ZT_ERR_NOT_FOUND` for an index out of range, or a single file opened
 /// from memory or a descriptor.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_shard_path(
+pub unsafe extern "C" fn zt_shard_get_path(
     reader: *const zt_reader,
     index: usize,
     path: *mut *const c_char,
@@ -56,10 +56,10 @@ pub unsafe extern "C" fn zt_shard_path(
 }
 
 /// Which file holds component `component` of object `object`, and where in it: the
-/// shard index (for `zt_shard_path` / `zt_shard_mapping`) and the absolute offset and
+/// shard index (for `zt_shard_get_path` / `zt_shard_get_mapping`) and the absolute offset and
 /// length of the stored bytes there. O(1), opens nothing.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_location(
+pub unsafe extern "C" fn zt_component_get_location(
     reader: *const zt_reader,
     object: usize,
     component: usize,
@@ -88,13 +88,15 @@ pub unsafe extern "C" fn zt_component_location(
     })
 }
 
-/// File `index`'s mapping, as `zt_mapping` gives a single file's (which, for a set, is
-/// `ZT_ERR_NOT_FOUND`): `*base` is the file's byte 0, `*size` its length; a component
-/// `zt_component_location` places in this file is at `base + offset`. A shard not open
-/// yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for an
-/// index out of range or a reader opened with `ZT_OPEN_NO_MMAP`.
+/// File `index`'s mapping: `*base` is the file's byte 0 in the mapping (or the caller's
+/// memory for `zt_open_memory`), `*size` its length; a component's stored bytes are at
+/// `base + offset` in the file `zt_component_get_location` names (for a single file,
+/// file 0 is the file itself, and `zt_component_info`'s offset is enough). A shard not
+/// open yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for
+/// an index out of range, and for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote
+/// object (it has no mapping). Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_shard_mapping(
+pub unsafe extern "C" fn zt_shard_get_mapping(
     reader: *const zt_reader,
     index: usize,
     base: *mut *const c_void,
@@ -107,7 +109,7 @@ pub unsafe extern "C" fn zt_shard_mapping(
         let map = r.inner().shard_mapping(index)?.ok_or_else(|| {
             err!(
                 NotFound,
-                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP"
+                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP, or is of a remote object"
             )
         })?;
         put(base, map.as_ptr().cast());

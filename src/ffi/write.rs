@@ -154,7 +154,7 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
 /// `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
 /// `base` that names no file. Free with `zt_writer_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_create_sharded(
+pub unsafe extern "C" fn zt_writer_create_sharded_with(
     base: *const c_char,
     max_shard_bytes: u64,
     options: *const zt_writer_options,

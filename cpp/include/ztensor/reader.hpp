@@ -31,26 +31,28 @@ inline result<tensor_view> view(const zt_reader* r, std::size_t object, const ch
   if (st != ZT_OK) return last_failure(st);
   return result<tensor_view>(tensor_view(v));
 }
-inline result<std::string_view> attributes(const zt_reader* r, std::size_t object) {
+/// Attributes as JSON: an object's, or with no index the file's.
+inline result<std::string_view> attributes(const zt_reader* r, std::optional<std::size_t> object) {
   const char* json = nullptr;
-  zt_status st = zt_attributes_json(r, object, &json);
+  zt_status st = object ? zt_object_get_attributes_json(r, *object, &json) : zt_file_get_attributes_json(r, &json);
   if (st != ZT_OK) return last_failure(st);
   return result<std::string_view>(sv(json));
 }
-inline result<value> typed_attributes(const zt_reader* r, std::size_t object) {
+/// The typed attribute map: an object's, or with no index the file's.
+inline result<value> typed_attributes(const zt_reader* r, std::optional<std::size_t> object) {
   const zt_value* v = nullptr;
-  zt_status st = zt_attributes(r, object, &v);
+  zt_status st = object ? zt_object_get_attributes(r, *object, &v) : zt_file_get_attributes(r, &v);
   if (st != ZT_OK) return last_failure(st);
   return result<value>(value(v));
 }
 inline zt_object_info object_info(const zt_reader* r, std::size_t index) noexcept {
   zt_object_info info{};
-  if (zt_object_info_get(r, index, &info) != ZT_OK) info = zt_object_info{};
+  if (zt_object_get_info(r, index, &info) != ZT_OK) info = zt_object_info{};
   return info;
 }
 inline zt_component_info component_info(const zt_reader* r, std::size_t object, std::size_t index) noexcept {
   zt_component_info info{};
-  if (zt_component_info_get(r, object, index, &info) != ZT_OK) info = zt_component_info{};
+  if (zt_component_get_info(r, object, index, &info) != ZT_OK) info = zt_component_info{};
   return info;
 }
 }  // namespace detail
@@ -82,10 +84,10 @@ class Component {
   std::size_t object_index() const noexcept { return object_; }
   const zt_component_info& info() const noexcept { return info_; }
   /// Which file of a set holds the stored bytes (`shard`, 0 for a single file) and where
-  /// in that file (`offset`, `length`): zt_component_location.
+  /// in that file (`offset`, `length`): zt_component_get_location.
   ret<zt_location> location() const {
     zt_location loc{};
-    zt_status st = zt_component_location(reader_, object_, index_, &loc);
+    zt_status st = zt_component_get_location(reader_, object_, index_, &loc);
     if (st != ZT_OK) return detail::unwrap(result<zt_location>(detail::last_failure(st)));
     return detail::unwrap(result<zt_location>(loc));
   }
@@ -278,7 +280,7 @@ class Object {
     std::size_t i = 0;
     zt_component_info ci{};
     if (!role.valid() || zt_component_find(reader_, index_, role.c_str(), &i) != ZT_OK ||
-        zt_component_info_get(reader_, index_, i, &ci) != ZT_OK)
+        zt_component_get_info(reader_, index_, i, &ci) != ZT_OK)
       return std::nullopt;
     return Component(reader_, index_, i, ci);
   }
@@ -342,7 +344,7 @@ class Object {
 
   result<Component> try_component_at(std::size_t i) const {
     zt_component_info ci{};
-    zt_status st = zt_component_info_get(reader_, index_, i, &ci);
+    zt_status st = zt_component_get_info(reader_, index_, i, &ci);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<Component>(Component(reader_, index_, i, ci));
   }
@@ -367,7 +369,7 @@ class Object {
   result<void> try_verify() const {
     for (std::size_t i = 0; i < info_.component_count; ++i) {
       zt_component_info ci{};
-      zt_status st = zt_component_info_get(reader_, index_, i, &ci);
+      zt_status st = zt_component_get_info(reader_, index_, i, &ci);
       if (st == ZT_OK && ci.digest != nullptr) st = zt_component_verify(reader_, index_, ci.role);
       if (st != ZT_OK) return detail::last_failure(st);
     }
@@ -463,25 +465,25 @@ class Reader {
     std::size_t index = 0;
     zt_object_info info{};
     if (!name.valid() || zt_object_find(handle_.get(), name.c_str(), &index) != ZT_OK ||
-        zt_object_info_get(handle_.get(), index, &info) != ZT_OK)
+        zt_object_get_info(handle_.get(), index, &info) != ZT_OK)
       return std::nullopt;
     return Object(handle_.get(), index, info);
   }
   bool contains(const string_arg& name) const noexcept { return find(name).has_value(); }
 
-  /// Opens a file from a descriptor (zt_open_fd): the reader works on its own duplicate,
+  /// Opens a file from a descriptor (zt_open_fd_with): the reader works on its own duplicate,
   /// so the caller may close `fd` at once; with options.take_fd it takes `fd` over and
   /// closes it when closed (after a failed open `fd` is still the caller's).
   static ret<Reader> open_fd(int fd, const open_options& options = {}) {
     const zt_open_options o = options.to_c();
     zt_reader* raw = nullptr;
-    zt_status st = zt_open_fd(fd, &o, &raw);
+    zt_status st = zt_open_fd_with(fd, &o, &raw);
     if (st != ZT_OK) return detail::unwrap(result<Reader>(detail::last_failure(st)));
     return detail::unwrap(result<Reader>(Reader(raw)));
   }
 
   /// Carries out every request of a contiguous container of zt_load_request
-  /// (std::vector, std::array, zt::span ...) in one zt_load_batch call, in parallel on at
+  /// (std::vector, std::array, zt::span ...) in one zt_batch_load call, in parallel on at
   /// most `threads` threads (0: one per core). Each request's `status` is set; the result
   /// is the first failure (its message names the request), or success.
   template <class Requests>
@@ -490,7 +492,7 @@ class Reader {
                   "load_batch(): a contiguous container of zt_load_request");
     zt_batch_options o{};
     o.threads = threads;
-    return detail::unwrap(detail::check(zt_load_batch(handle_.get(), std::data(requests), std::size(requests), &o)));
+    return detail::unwrap(detail::check(zt_batch_load(handle_.get(), std::data(requests), std::size(requests), &o)));
   }
 
   /// Starts reading object `object`'s stored bytes in, in the background (zt_object_prefetch).
@@ -502,45 +504,45 @@ class Reader {
   ret<void> release(std::size_t object) const {
     return detail::unwrap(detail::check(zt_object_release(handle_.get(), object)));
   }
-  /// The whole file as mapped (zt_mapping): a component's stored bytes are at
-  /// `offset()` in it. not_found without a mapping (no_mmap) and for a set (see
-  /// shard_mapping).
+  /// The whole file as mapped (zt_shard_get_mapping of file 0): a component's stored
+  /// bytes are at `offset()` in it. not_found without a mapping (no_mmap, a remote
+  /// object) and for a set of several files (each has its own: shard_mapping).
   ret<span<const std::byte>> mapping() const {
-    const void* base = nullptr;
-    std::uint64_t size = 0;
-    zt_status st = zt_mapping(handle_.get(), &base, &size);
-    if (st != ZT_OK) return detail::unwrap(result<span<const std::byte>>(detail::last_failure(st)));
-    return detail::unwrap(result<span<const std::byte>>(
-        span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
+    const std::size_t files = shard_count();
+    if (files > 1)
+      return detail::unwrap(result<span<const std::byte>>(detail::fail(
+          ZT_ERR_NOT_FOUND, "the reader reads a set of " + std::to_string(files) +
+                                " files, each mapped on its own: see shard_mapping()")));
+    return shard_mapping(0);
   }
 
   /// How many files the reader reads: a set's shards, 1 for a single file, 0 when closed.
   std::size_t shard_count() const noexcept { return zt_shard_count(handle_.get()); }
-  /// The path of file `index` (zt_shard_path); not_found past the end, or for a file
+  /// The path of file `index` (zt_shard_get_path); not_found past the end, or for a file
   /// opened from memory or a descriptor.
   ret<std::string_view> shard_path(std::size_t index) const {
     const char* path = nullptr;
-    zt_status st = zt_shard_path(handle_.get(), index, &path);
+    zt_status st = zt_shard_get_path(handle_.get(), index, &path);
     if (st != ZT_OK) return detail::unwrap(result<std::string_view>(detail::last_failure(st)));
     return detail::unwrap(result<std::string_view>(detail::sv(path)));
   }
-  /// File `index`'s mapping (zt_shard_mapping; opens a set's shard if needed).
+  /// File `index`'s mapping (zt_shard_get_mapping; opens a set's shard if needed).
   ret<span<const std::byte>> shard_mapping(std::size_t index) const {
     const void* base = nullptr;
     std::uint64_t size = 0;
-    zt_status st = zt_shard_mapping(handle_.get(), index, &base, &size);
+    zt_status st = zt_shard_get_mapping(handle_.get(), index, &base, &size);
     if (st != ZT_OK) return detail::unwrap(result<span<const std::byte>>(detail::last_failure(st)));
     return detail::unwrap(result<span<const std::byte>>(
         span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
   }
 
   /// Checks every component that has a digest; the first failure is reported.
-  ret<void> verify() const { return detail::unwrap(detail::check(zt_verify(handle_.get()))); }
+  ret<void> verify() const { return detail::unwrap(detail::check(zt_file_verify(handle_.get()))); }
   /// The file's attributes as JSON ("{}" when none).
-  ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(handle_.get(), SIZE_MAX)); }
+  ret<std::string_view> attributes_json() const { return detail::unwrap(detail::attributes(handle_.get(), std::nullopt)); }
   /// The file's attributes as a typed map (empty when none), without JSON; built once,
   /// then every call is a lookup: attributes()["llama.block_count"].as<std::uint32_t>().
-  ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(handle_.get(), SIZE_MAX)); }
+  ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(handle_.get(), std::nullopt)); }
 
  private:
   struct closer {
@@ -566,7 +568,7 @@ class Reader {
   }
   result<Object> try_at(std::size_t index) const {
     zt_object_info info{};
-    zt_status st = zt_object_info_get(handle_.get(), index, &info);
+    zt_status st = zt_object_get_info(handle_.get(), index, &info);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<Object>(Object(handle_.get(), index, info));
   }

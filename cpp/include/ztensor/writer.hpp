@@ -220,7 +220,7 @@ class Writer {
   Writer() noexcept = default;
 
   static ret<Writer> create(const string_arg& path) { return detail::unwrap(try_create(path)); }
-  /// A writer of a sharded set at `base` (zt_writer_create_sharded): zTensor shards
+  /// A writer of a sharded set at `base` (zt_writer_create_sharded_with): zTensor shards
   /// `<base>-0000k-of-0000n.zt` of about `max_shard_bytes` each and the index
   /// `<base>.zt.index.json`, which Reader::open opens as one reader. Every member works
   /// on it as on one file; nothing appears under a final name before finish().
@@ -295,7 +295,7 @@ class Writer {
     zt_writer_options o{};
     o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
     zt_writer* raw = nullptr;
-    zt_status st = zt_writer_create_sharded(base.c_str(), max_shard_bytes, &o, &raw);
+    zt_status st = zt_writer_create_sharded_with(base.c_str(), max_shard_bytes, &o, &raw);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<Writer>(Writer(raw));
   }
