@@ -96,17 +96,6 @@
 #define ZT_VERSION_NUMBER (((ZT_VERSION_MAJOR * 10000) + (ZT_VERSION_MINOR * 100)) + ZT_VERSION_PATCH)
 
 /**
- * `zt_load_request.flags`: read the decoded bytes from `offset` on (a range the size of
- * `dst_size`) instead of the whole component.
- */
-#define ZT_LOAD_RANGE 1
-
-/**
- * `zt_load_request.flags`: convert each element into `dtype` (as `zt_component_read_as`).
- */
-#define ZT_LOAD_CONVERT 2
-
-/**
  * Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
  * truncated or rewritten by another process while open can't crash the program (with a
  * mapping, touching vanished pages raises SIGBUS).
@@ -145,6 +134,28 @@
 #define ZT_OPEN_ONE_FILE 512
 
 /**
+ * Allow plain `http://` endpoints for S3, GCS and Azure (an `http://` URL is always
+ * allowed: it says so itself).
+ */
+#define ZT_REMOTE_ALLOW_HTTP 1
+
+/**
+ * Never retry a failed request (`retries` is then ignored).
+ */
+#define ZT_REMOTE_NO_RETRY 2
+
+/**
+ * `zt_load_request.flags`: read the decoded bytes from `offset` on (a range the size of
+ * `dst_size`) instead of the whole component.
+ */
+#define ZT_LOAD_RANGE 1
+
+/**
+ * `zt_load_request.flags`: convert each element into `dtype` (as `zt_component_read_as`).
+ */
+#define ZT_LOAD_CONVERT 2
+
+/**
  * `zt_writer_options.flags`: don't make the file durable. `zt_writer_finish` then
  * neither fsyncs the file nor its directory and returns as soon as the file is renamed
  * into place (still atomically: readers never see half a file). After a crash or power
@@ -163,17 +174,6 @@
  * one's algorithm.
  */
 #define ZT_COPY_DIGEST 2
-
-/**
- * Allow plain `http://` endpoints for S3, GCS and Azure (an `http://` URL is always
- * allowed: it says so itself).
- */
-#define ZT_REMOTE_ALLOW_HTTP 1
-
-/**
- * Never retry a failed request (`retries` is then ignored).
- */
-#define ZT_REMOTE_NO_RETRY 2
 
 /**
  * Status of every fallible call. `ZT_OK` is 0; the values are stable.
@@ -378,6 +378,249 @@ typedef struct zt_open_options {
 } zt_open_options;
 
 /**
+ * What a remote open needs that the environment can't say (`zt_open_url_with`). A
+ * zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
+ * otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+ */
+typedef struct zt_remote_options {
+  /**
+   * Sent as `Authorization: Bearer <token>`; NULL for none.
+   */
+  const char *bearer_token;
+  /**
+   * `header_count` strings "Name: value", sent with every request.
+   */
+  const char *const *headers;
+  size_t header_count;
+  /**
+   * `config_count` strings "key=value": settings of the store as object_store names
+   * them ("aws_access_key_id", "aws_region", "aws_skip_signature" ...), over the
+   * environment's. Unknown keys are ignored.
+   */
+  const char *const *config;
+  size_t config_count;
+  /**
+   * The endpoint of an S3- or Azure-compatible service; NULL for the environment's.
+   */
+  const char *endpoint;
+  /**
+   * `ZT_REMOTE_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * Requests in flight at most per reader; 0 for 8.
+   */
+  uint32_t max_concurrency;
+  /**
+   * Retries of a failed request; 0 for 3 (`ZT_REMOTE_NO_RETRY` for none).
+   */
+  uint32_t retries;
+  /**
+   * Timeout of one request in milliseconds; 0 for 30 seconds.
+   */
+  uint32_t timeout_ms;
+} zt_remote_options;
+
+/**
+ * Where a file's data section is, for loaders that map or read the file themselves.
+ */
+typedef struct zt_file_layout {
+  /**
+   * The file offset the format's own tensor offsets count from: GGUF's data section
+   * (`gguf_get_data_offset`), safetensors' byte buffer (8 + header length); 0 for
+   * zTensor and Tensogram files, whose offsets are absolute. `zt_component_info`'s
+   * `offset` is always absolute.
+   */
+  uint64_t data_offset;
+  /**
+   * Every component's `offset - data_offset` is a multiple of this: GGUF's
+   * `general.alignment` (`gguf_get_alignment`, 32 by default), 64 for zTensor, 1 where
+   * the format promises nothing (safetensors, Tensogram).
+   */
+  uint64_t alignment;
+} zt_file_layout;
+
+/**
+ * Describes one object: name, format and shape (all borrowed until `zt_close`),
+ * component count. `ZT_ERR_NOT_FOUND` for an index past the end.
+ */
+typedef struct zt_object_info {
+  /**
+   * Borrowed.
+   */
+  const char *name;
+  /**
+   * "dense", "sparse_csr", "sparse_coo", "quantized_group", or as stored; borrowed.
+   */
+  const char *format;
+  /**
+   * `ndim` entries, borrowed; NULL when `ndim` is 0.
+   */
+  const uint64_t *shape;
+  /**
+   * Number of dimensions; 0 for a scalar.
+   */
+  size_t ndim;
+  /**
+   * Number of components.
+   */
+  size_t component_count;
+} zt_object_info;
+
+/**
+ * How a block-quantized object is laid out (every GGUF tensor of a quantized ggml type,
+ * and zTensor objects converted from them): fixed-size blocks of values, whole blocks
+ * per row. Strings are static (`name`) or borrowed until `zt_close` (`role`).
+ */
+typedef struct zt_quant_info {
+  /**
+   * The ggml type id, as in ggml.h's `enum ggml_type` (`GGML_TYPE_Q4_0` = 2 ...).
+   */
+  uint32_t ggml_type;
+  /**
+   * The name after `GGML_TYPE_`: "Q4_0", "Q4_K", "IQ2_XXS", "MXFP4" ...; static.
+   */
+  const char *name;
+  /**
+   * The role of the component holding the blocks ("data" in GGUF files); borrowed.
+   */
+  const char *role;
+  /**
+   * Values per block.
+   */
+  uint64_t block_size;
+  /**
+   * Bytes per block.
+   */
+  uint64_t type_size;
+  /**
+   * Bytes of one row: the last dimension of the shape (ggml's ne[0]) / `block_size`
+   * x `type_size`.
+   */
+  uint64_t row_size;
+  /**
+   * Rows: the element count / the last dimension (ne[1] x ne[2] x ne[3] in ggml).
+   * The blocks component holds `row_count` x `row_size` bytes.
+   */
+  uint64_t row_count;
+  /**
+   * true when `zt_component_read_as` dequantizes it to `ZT_F32`, `ZT_F16` or
+   * `ZT_BF16`; false for the few ggml types without a dequantizer (Q8_1, the removed
+   * interleaved Q4_0_4_4 family), which read only as bytes.
+   */
+  bool dequantizable;
+} zt_quant_info;
+
+/**
+ * One component of an object. Strings are borrowed until `zt_close`.
+ */
+typedef struct zt_component_info {
+  /**
+   * "data", "values", "indices", ...
+   */
+  const char *role;
+  /**
+   * A `zt_dtype` value.
+   */
+  uint32_t dtype;
+  /**
+   * Logical type ("f8_e4m3fn", "complex64" ...), or NULL when absent.
+   */
+  const char *type;
+  /**
+   * A `zt_encoding` value.
+   */
+  uint32_t encoding;
+  /**
+   * Absolute file offset of the stored bytes.
+   */
+  uint64_t offset;
+  /**
+   * Stored (possibly compressed) bytes.
+   */
+  uint64_t length;
+  /**
+   * Bytes after decoding.
+   */
+  uint64_t decoded_length;
+  /**
+   * "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
+   */
+  const char *digest;
+} zt_component_info;
+
+/**
+ * Where a component's stored bytes are (`zt_component_get_location`).
+ */
+typedef struct zt_location {
+  /**
+   * The file holding them: an index for `zt_shard_get_path` (0 for a single file).
+   */
+  uint32_t shard;
+  /**
+   * Absolute offset of the stored bytes in that file.
+   */
+  uint64_t offset;
+  /**
+   * Stored (possibly compressed) bytes.
+   */
+  uint64_t length;
+} zt_location;
+
+/**
+ * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
+ * of consecutive frames): where its stored bytes are in the file and which decoded bytes
+ * of the component they hold. The stored bytes `[offset, offset + length)` decode on their
+ * own, with any zstd decoder's one-shot call (`ZSTD_decompress`), to exactly
+ * `decoded_length` bytes, which are the component's bytes
+ * `[decoded_offset, decoded_offset + decoded_length)`, when the file is sound.
+ */
+typedef struct zt_frame_info {
+  /**
+   * Absolute file offset of the frame's stored bytes.
+   */
+  uint64_t offset;
+  /**
+   * Stored (compressed) bytes of the frame.
+   */
+  uint64_t length;
+  /**
+   * Where the frame's decoded bytes start in the decoded component.
+   */
+  uint64_t decoded_offset;
+  /**
+   * Decoded bytes of the frame (0 for a skippable frame).
+   */
+  uint64_t decoded_length;
+} zt_frame_info;
+
+/**
+ * A view of a component's decoded bytes.
+ */
+typedef struct zt_view {
+  /**
+   * Borrowed until `zt_close`. May be non-NULL for size 0. 64-byte aligned for zTensor
+   * files and for every decoded copy; a zero-copy view into a file of another format
+   * (safetensors, GGUF) is aligned to at least its dtype's size (data the file leaves
+   * misaligned is copied into an aligned buffer, and `zero_copy` is false).
+   */
+  const void *data;
+  /**
+   * Bytes.
+   */
+  uint64_t size;
+  /**
+   * A `zt_dtype` value.
+   */
+  uint32_t dtype;
+  /**
+   * true: points into the mapped file (or the caller's memory); false: a decoded copy
+   * owned by the reader.
+   */
+  bool zero_copy;
+} zt_view;
+
+/**
  * One read of a batch (`zt_batch_load`). A zero-filled request (with object, dst and
  * dst_size set) reads the whole "data" component.
  */
@@ -427,178 +670,6 @@ typedef struct zt_batch_options {
    */
   uint32_t threads;
 } zt_batch_options;
-
-/**
- * How a block-quantized object is laid out (every GGUF tensor of a quantized ggml type,
- * and zTensor objects converted from them): fixed-size blocks of values, whole blocks
- * per row. Strings are static (`name`) or borrowed until `zt_close` (`role`).
- */
-typedef struct zt_quant_info {
-  /**
-   * The ggml type id, as in ggml.h's `enum ggml_type` (`GGML_TYPE_Q4_0` = 2 ...).
-   */
-  uint32_t ggml_type;
-  /**
-   * The name after `GGML_TYPE_`: "Q4_0", "Q4_K", "IQ2_XXS", "MXFP4" ...; static.
-   */
-  const char *name;
-  /**
-   * The role of the component holding the blocks ("data" in GGUF files); borrowed.
-   */
-  const char *role;
-  /**
-   * Values per block.
-   */
-  uint64_t block_size;
-  /**
-   * Bytes per block.
-   */
-  uint64_t type_size;
-  /**
-   * Bytes of one row: the last dimension of the shape (ggml's ne[0]) / `block_size`
-   * x `type_size`.
-   */
-  uint64_t row_size;
-  /**
-   * Rows: the element count / the last dimension (ne[1] x ne[2] x ne[3] in ggml).
-   * The blocks component holds `row_count` x `row_size` bytes.
-   */
-  uint64_t row_count;
-  /**
-   * true when `zt_component_read_as` dequantizes it to `ZT_F32`, `ZT_F16` or
-   * `ZT_BF16`; false for the few ggml types without a dequantizer (Q8_1, the removed
-   * interleaved Q4_0_4_4 family), which read only as bytes.
-   */
-  bool dequantizable;
-} zt_quant_info;
-
-/**
- * Where a file's data section is, for loaders that map or read the file themselves.
- */
-typedef struct zt_file_layout {
-  /**
-   * The file offset the format's own tensor offsets count from: GGUF's data section
-   * (`gguf_get_data_offset`), safetensors' byte buffer (8 + header length); 0 for
-   * zTensor and Tensogram files, whose offsets are absolute. `zt_component_info`'s
-   * `offset` is always absolute.
-   */
-  uint64_t data_offset;
-  /**
-   * Every component's `offset - data_offset` is a multiple of this: GGUF's
-   * `general.alignment` (`gguf_get_alignment`, 32 by default), 64 for zTensor, 1 where
-   * the format promises nothing (safetensors, Tensogram).
-   */
-  uint64_t alignment;
-} zt_file_layout;
-
-/**
- * Describes one object: name, format and shape (all borrowed until `zt_close`),
- * component count. `ZT_ERR_NOT_FOUND` for an index past the end.
- */
-typedef struct zt_object_info {
-  /**
-   * Borrowed.
-   */
-  const char *name;
-  /**
-   * "dense", "sparse_csr", "sparse_coo", "quantized_group", or as stored; borrowed.
-   */
-  const char *format;
-  /**
-   * `ndim` entries, borrowed; NULL when `ndim` is 0.
-   */
-  const uint64_t *shape;
-  /**
-   * Number of dimensions; 0 for a scalar.
-   */
-  size_t ndim;
-  /**
-   * Number of components.
-   */
-  size_t component_count;
-} zt_object_info;
-
-/**
- * One component of an object. Strings are borrowed until `zt_close`.
- */
-typedef struct zt_component_info {
-  /**
-   * "data", "values", "indices", ...
-   */
-  const char *role;
-  /**
-   * A `zt_dtype` value.
-   */
-  uint32_t dtype;
-  /**
-   * Logical type ("f8_e4m3fn", "complex64" ...), or NULL when absent.
-   */
-  const char *type;
-  /**
-   * A `zt_encoding` value.
-   */
-  uint32_t encoding;
-  /**
-   * Absolute file offset of the stored bytes.
-   */
-  uint64_t offset;
-  /**
-   * Stored (possibly compressed) bytes.
-   */
-  uint64_t length;
-  /**
-   * Bytes after decoding.
-   */
-  uint64_t decoded_length;
-  /**
-   * "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
-   */
-  const char *digest;
-} zt_component_info;
-
-/**
- * A view of a component's decoded bytes.
- */
-typedef struct zt_view {
-  /**
-   * Borrowed until `zt_close`. May be non-NULL for size 0. 64-byte aligned for zTensor
-   * files and for every decoded copy; a zero-copy view into a file of another format
-   * (safetensors, GGUF) is aligned to at least its dtype's size (data the file leaves
-   * misaligned is copied into an aligned buffer, and `zero_copy` is false).
-   */
-  const void *data;
-  /**
-   * Bytes.
-   */
-  uint64_t size;
-  /**
-   * A `zt_dtype` value.
-   */
-  uint32_t dtype;
-  /**
-   * true: points into the mapped file (or the caller's memory); false: a decoded copy
-   * owned by the reader.
-   */
-  bool zero_copy;
-} zt_view;
-
-/**
- * Where a component's stored bytes are (`zt_component_get_location`).
- */
-typedef struct zt_location {
-  /**
-   * The file holding them: an index for `zt_shard_get_path` (0 for a single file).
-   */
-  uint32_t shard;
-  /**
-   * Absolute offset of the stored bytes in that file.
-   */
-  uint64_t offset;
-  /**
-   * Stored (possibly compressed) bytes.
-   */
-  uint64_t length;
-} zt_location;
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
@@ -659,214 +730,11 @@ typedef struct zt_copy_options {
   const char *name;
 } zt_copy_options;
 
-/**
- * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
- * of consecutive frames): where its stored bytes are in the file and which decoded bytes
- * of the component they hold. The stored bytes `[offset, offset + length)` decode on their
- * own, with any zstd decoder's one-shot call (`ZSTD_decompress`), to exactly
- * `decoded_length` bytes, which are the component's bytes
- * `[decoded_offset, decoded_offset + decoded_length)`, when the file is sound.
- */
-typedef struct zt_frame_info {
-  /**
-   * Absolute file offset of the frame's stored bytes.
-   */
-  uint64_t offset;
-  /**
-   * Stored (compressed) bytes of the frame.
-   */
-  uint64_t length;
-  /**
-   * Where the frame's decoded bytes start in the decoded component.
-   */
-  uint64_t decoded_offset;
-  /**
-   * Decoded bytes of the frame (0 for a skippable frame).
-   */
-  uint64_t decoded_length;
-} zt_frame_info;
-
-/**
- * What a remote open needs that the environment can't say (`zt_open_url_with`). A
- * zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
- * otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
- */
-typedef struct zt_remote_options {
-  /**
-   * Sent as `Authorization: Bearer <token>`; NULL for none.
-   */
-  const char *bearer_token;
-  /**
-   * `header_count` strings "Name: value", sent with every request.
-   */
-  const char *const *headers;
-  size_t header_count;
-  /**
-   * `config_count` strings "key=value": settings of the store as object_store names
-   * them ("aws_access_key_id", "aws_region", "aws_skip_signature" ...), over the
-   * environment's. Unknown keys are ignored.
-   */
-  const char *const *config;
-  size_t config_count;
-  /**
-   * The endpoint of an S3- or Azure-compatible service; NULL for the environment's.
-   */
-  const char *endpoint;
-  /**
-   * `ZT_REMOTE_*` flags, or-ed.
-   */
-  uint32_t flags;
-  /**
-   * Requests in flight at most per reader; 0 for 8.
-   */
-  uint32_t max_concurrency;
-  /**
-   * Retries of a failed request; 0 for 3 (`ZT_REMOTE_NO_RETRY` for none).
-   */
-  uint32_t retries;
-  /**
-   * Timeout of one request in milliseconds; 0 for 30 seconds.
-   */
-  uint32_t timeout_ms;
-} zt_remote_options;
-
 
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.
- */
-ZT_API const char *zt_version(void);
-
-/**
- * The library's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, the run-time
- * counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
- */
-ZT_API unsigned int zt_version_number(void);
-
-/**
- * The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
- * outside the enum. Never NULL; static storage. Thread-safe.
- */
-ZT_API const char *zt_status_name(uint32_t status);
-
-/**
- * A human-readable message for the last failing `zt_` call on this thread, with context
- * (file, object, component, offset). Never NULL; "" after a successful call. Valid until
- * the next `zt_` call on this thread. Thread-safe (each thread has its own).
- */
-ZT_API const char *zt_last_error(void);
-
-/**
- * The size of one element of a storage dtype in bytes (`ZT_F32`: 4, `ZT_BOOL`: 1) into
- * `*out_size`. `ZT_ERR_INVALID_ARGUMENT` for a value outside `zt_dtype` (the size is never
- * 0, so there is no "unknown" size to return instead). No allocation; thread-safe.
- */
-ZT_API enum zt_status zt_dtype_get_size(uint32_t dtype, size_t *out_size);
-
-/**
- * The name of a storage dtype as the format spells it: "f64", "f32", "f16", "bf16",
- * "i64" ... "u8", "bool"; "unknown" for a value outside `zt_dtype` (no dtype has that
- * name). Never NULL; static storage. Thread-safe; does not change `zt_last_error()`, so
- * it can be called while reporting an error.
- */
-ZT_API const char *zt_dtype_name(uint32_t dtype);
-
-/**
- * The `zt_dtype` value of a dtype name as `zt_dtype_name` gives it ("bf16" is
- * `ZT_BF16`) into `*out`. Names are exact and lower case; anything else (including the
- * legacy spellings such as "float32") is `ZT_ERR_INVALID_ARGUMENT`. Thread-safe.
- */
-ZT_API enum zt_status zt_dtype_find(const char *name, uint32_t *out);
-
-/**
- * Opens a file from a descriptor the caller opened (read access, a regular file; its
- * offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
- * the caller keeps `fd` and may close it as soon as this returns; with
- * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
- * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
- */
-ZT_API
-enum zt_status zt_open_fd_with(int32_t fd,
-                               const struct zt_open_options *options,
-                               struct zt_reader **out);
-
-/**
- * Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
- * `POSIX_FADV_WILLNEED` with `ZT_OPEN_NO_MMAP`), e.g. the next layers while this one
- * computes. Returns at once. Thread-safe.
- */
-ZT_API enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t object);
-
-/**
- * Drops object `object`'s stored bytes from the process's memory (`MADV_DONTNEED` on
- * the shared read-only mapping), e.g. once it is uploaded to a GPU. Views stay valid:
- * touching them again reads the pages back from the file. Decoded copies the reader
- * owns are not affected. Thread-safe.
- */
-ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
-
-/**
- * Carries out `count` reads at once, in parallel across components on a bounded pool of
- * threads (`options->threads`), large requests first and small neighbouring ones
- * together, in request order (file order reads fastest): each a whole read, a range read
- * (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
- * the same rules and results as the single calls. Every request's `status` is set, and
- * a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the
- * status of the first failed request in array order, whose message `zt_last_error()`
- * gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
- * (the requests' buffers must not overlap).
- */
-ZT_API
-enum zt_status zt_batch_load(const struct zt_reader *reader,
-                             struct zt_load_request *requests,
-                             size_t count,
-                             const struct zt_batch_options *options);
-
-/**
- * Describes a block-quantized object: its ggml type (id and name), block size, type
- * size, row size and row count, without parsing attributes. `ZT_ERR_NOT_FOUND` for an
- * object that is not block-quantized (dense, sparse ... objects, and GGUF tensors of
- * F32, F16, BF16, F64 or integer types, which are dense objects of that dtype);
- * `ZT_ERR_UNSUPPORTED` naming the id for a ggml type this build doesn't know;
- * `ZT_ERR_FORMAT` when the bytes are not the shape in whole blocks. O(components), no
- * allocation. Thread-safe.
- */
-ZT_API
-enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
-                                        size_t object,
-                                        struct zt_quant_info *out);
-
-/**
- * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
- */
-ZT_API
-enum zt_status zt_file_get_layout(const struct zt_reader *reader,
-                                  struct zt_file_layout *out);
-
-/**
- * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
- * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
- * dequantized or converted. Values are counted as `zt_component_read_as` counts them
- * (a block-quantized object's elements; a plain component's storage elements). For
- * block-quantized components the range must start and end on block boundaries
- * (multiples of `block_size`; whole rows always are). Only the bytes the range needs
- * are read (for zstd, only the frames that hold them). `dst_size` must be whole values;
- * a range outside the component, not block-aligned, or a `dst_size` that is not whole
- * values is `ZT_ERR_INVALID_ARGUMENT`, and a refused call leaves `dst` untouched.
- * Large dequantizations run on several threads. Thread-safe.
- */
-ZT_API
-enum zt_status zt_component_read_as_range(const struct zt_reader *reader,
-                                          size_t object,
-                                          const char *role,
-                                          uint32_t dtype,
-                                          uint64_t first_element,
-                                          void *dst,
-                                          size_t dst_size);
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
@@ -900,10 +768,47 @@ enum zt_status zt_open_memory_with(const void *data,
                                    struct zt_reader **out);
 
 /**
+ * Opens a file from a descriptor the caller opened (read access, a regular file; its
+ * offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
+ * the caller keeps `fd` and may close it as soon as this returns; with
+ * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
+ * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+ */
+ZT_API
+enum zt_status zt_open_fd_with(int32_t fd,
+                               const struct zt_open_options *options,
+                               struct zt_reader **out);
+
+/**
+ * Opens a remote object by URL: `s3://bucket/key`, `gs://bucket/key`,
+ * `az://container/blob` (also `abfs://`, `azure://`), `http://` or `https://`; any
+ * format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
+ * environment's settings only. Opening costs a few range requests (the size and last
+ * 64 KiB, then the header or manifest), never the whole object; reads fetch only their
+ * bytes; views are copies the reader keeps (under `max_total_cached`); `zt_shard_get_mapping` is
+ * `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
+ * the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
+ * the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
+ * The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
+ * same location (unless `ZT_OPEN_ONE_FILE`); `zt_file_get_remote_stats` then counts every file.
+ */
+ZT_API
+enum zt_status zt_open_url_with(const char *url,
+                                const struct zt_open_options *options,
+                                const struct zt_remote_options *remote,
+                                struct zt_reader **out);
+
+/**
  * Closes a reader and frees everything it lent out. NULL is a no-op. Not thread-safe
  * with other calls on the same reader.
  */
 ZT_API void zt_close(struct zt_reader *reader);
+
+/**
+ * The container format the file was read from: "zt", "safetensors", "gguf" or
+ * "tensogram"; static. "" for NULL.
+ */
+ZT_API const char *zt_file_format(const struct zt_reader *reader);
 
 /**
  * The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
@@ -912,10 +817,54 @@ ZT_API void zt_close(struct zt_reader *reader);
 ZT_API const char *zt_file_version(const struct zt_reader *reader);
 
 /**
- * The container format the file was read from: "zt", "safetensors", "gguf" or
- * "tensogram"; static. "" for NULL.
+ * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
  */
-ZT_API const char *zt_file_format(const struct zt_reader *reader);
+ZT_API
+enum zt_status zt_file_get_layout(const struct zt_reader *reader,
+                                  struct zt_file_layout *out);
+
+/**
+ * How many files the reader reads: the shards of a set, 1 for a single file; 0 for
+ * NULL. O(1).
+ */
+ZT_API size_t zt_shard_count(const struct zt_reader *reader);
+
+/**
+ * The path of file `index` (< `zt_shard_count`): a set's shard as the reader opens it
+ * (the index's directory joined with the name in `weight_map`, or the split's path next
+ * to the one opened); for a single file, the path it was opened from. Borrowed until
+ * `zt_close`. `ZT_ERR_NOT_FOUND` for an index out of range, or a single file opened
+ * from memory or a descriptor.
+ */
+ZT_API
+enum zt_status zt_shard_get_path(const struct zt_reader *reader,
+                                 size_t index,
+                                 const char **path);
+
+/**
+ * File `index`'s mapping: `*base` is the file's byte 0 in the mapping (or the caller's
+ * memory for `zt_open_memory`), `*size` its length; a component's stored bytes are at
+ * `base + offset` in the file `zt_component_get_location` names (for a single file,
+ * file 0 is the file itself, and `zt_component_info`'s offset is enough). A shard not
+ * open yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for
+ * an index out of range, and for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote
+ * object (it has no mapping). Thread-safe.
+ */
+ZT_API
+enum zt_status zt_shard_get_mapping(const struct zt_reader *reader,
+                                    size_t index,
+                                    const void **base,
+                                    uint64_t *size);
+
+/**
+ * What a reader of a remote object has transferred so far: GET requests answered and
+ * body bytes received. `ZT_ERR_NOT_FOUND` for a reader of a local file or memory.
+ * Thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_get_remote_stats(const struct zt_reader *reader_,
+                                        uint64_t *requests,
+                                        uint64_t *bytes);
 
 /**
  * Number of objects; 0 for NULL. O(1).
@@ -939,13 +888,18 @@ enum zt_status zt_object_get_info(const struct zt_reader *reader,
                                   struct zt_object_info *out);
 
 /**
- * Describes component `component` of object `object`. O(1), no allocation.
+ * Describes a block-quantized object: its ggml type (id and name), block size, type
+ * size, row size and row count, without parsing attributes. `ZT_ERR_NOT_FOUND` for an
+ * object that is not block-quantized (dense, sparse ... objects, and GGUF tensors of
+ * F32, F16, BF16, F64 or integer types, which are dense objects of that dtype);
+ * `ZT_ERR_UNSUPPORTED` naming the id for a ggml type this build doesn't know;
+ * `ZT_ERR_FORMAT` when the bytes are not the shape in whole blocks. O(components), no
+ * allocation. Thread-safe.
  */
 ZT_API
-enum zt_status zt_component_get_info(const struct zt_reader *reader,
-                                     size_t object,
-                                     size_t component,
-                                     struct zt_component_info *out);
+enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
+                                        size_t object,
+                                        struct zt_quant_info *out);
 
 /**
  * Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
@@ -955,6 +909,55 @@ enum zt_status zt_component_find(const struct zt_reader *reader,
                                  size_t object,
                                  const char *role,
                                  size_t *out_component);
+
+/**
+ * Describes component `component` of object `object`. O(1), no allocation.
+ */
+ZT_API
+enum zt_status zt_component_get_info(const struct zt_reader *reader,
+                                     size_t object,
+                                     size_t component,
+                                     struct zt_component_info *out);
+
+/**
+ * Which file holds component `component` of object `object`, and where in it: the
+ * shard index (for `zt_shard_get_path` / `zt_shard_get_mapping`) and the absolute offset and
+ * length of the stored bytes there. O(1), opens nothing.
+ */
+ZT_API
+enum zt_status zt_component_get_location(const struct zt_reader *reader,
+                                         size_t object,
+                                         size_t component,
+                                         struct zt_location *out);
+
+/**
+ * The number of frames of a zstd component (see `zt_frame_info`). The frame index is
+ * built on the first call that needs it (this or a range read) and kept until
+ * `zt_close`: from the seek table this library writes at the end of every component of
+ * several frames (zstd's seekable format), or, without one, by reading the frame and block
+ * headers (a few bytes per block; nothing is decoded). A frame whose headers don't state
+ * its decoded size (the reference implementation writes one such frame per component) is
+ * the last entry, holding the rest of the component. The seek table itself is not a
+ * frame. `ZT_ERR_FORMAT` for a seek table that disagrees with the component;
+ * `ZT_ERR_INVALID_ARGUMENT` for a component that is not zstd frames of its bytes (raw,
+ * another format's pipeline, legacy byte-swapped data). Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_get_frame_count(const struct zt_reader *reader,
+                                            size_t object,
+                                            const char *role,
+                                            size_t *out_count);
+
+/**
+ * Describes frame `frame` (`0 .. zt_component_get_frame_count - 1`) of a zstd component;
+ * `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_get_frame(const struct zt_reader *reader,
+                                      size_t object,
+                                      const char *role,
+                                      size_t frame,
+                                      struct zt_frame_info *out);
 
 /**
  * A view of a component's bytes. Raw little-endian components of a mapped file are
@@ -1022,6 +1025,27 @@ enum zt_status zt_component_read_range(const struct zt_reader *reader,
                                        size_t size);
 
 /**
+ * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
+ * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
+ * dequantized or converted. Values are counted as `zt_component_read_as` counts them
+ * (a block-quantized object's elements; a plain component's storage elements). For
+ * block-quantized components the range must start and end on block boundaries
+ * (multiples of `block_size`; whole rows always are). Only the bytes the range needs
+ * are read (for zstd, only the frames that hold them). `dst_size` must be whole values;
+ * a range outside the component, not block-aligned, or a `dst_size` that is not whole
+ * values is `ZT_ERR_INVALID_ARGUMENT`, and a refused call leaves `dst` untouched.
+ * Large dequantizations run on several threads. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_component_read_as_range(const struct zt_reader *reader,
+                                          size_t object,
+                                          const char *role,
+                                          uint32_t dtype,
+                                          uint64_t first_element,
+                                          void *dst,
+                                          size_t dst_size);
+
+/**
  * Checks one component's stored digest: `ZT_ERR_CHECKSUM` on mismatch,
  * `ZT_ERR_UNSUPPORTED` for an algorithm this build doesn't know, `ZT_ERR_NOT_FOUND`
  * when it has none. Reads every stored byte once. Thread-safe.
@@ -1045,6 +1069,38 @@ ZT_API enum zt_status zt_file_verify(const struct zt_reader *reader);
 ZT_API enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object);
 
 /**
+ * Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
+ * `POSIX_FADV_WILLNEED` with `ZT_OPEN_NO_MMAP`), e.g. the next layers while this one
+ * computes. Returns at once. Thread-safe.
+ */
+ZT_API enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t object);
+
+/**
+ * Drops object `object`'s stored bytes from the process's memory (`MADV_DONTNEED` on
+ * the shared read-only mapping), e.g. once it is uploaded to a GPU. Views stay valid:
+ * touching them again reads the pages back from the file. Decoded copies the reader
+ * owns are not affected. Thread-safe.
+ */
+ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
+
+/**
+ * Carries out `count` reads at once, in parallel across components on a bounded pool of
+ * threads (`options->threads`), large requests first and small neighbouring ones
+ * together, in request order (file order reads fastest): each a whole read, a range read
+ * (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
+ * the same rules and results as the single calls. Every request's `status` is set, and
+ * a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the
+ * status of the first failed request in array order, whose message `zt_last_error()`
+ * gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
+ * (the requests' buffers must not overlap).
+ */
+ZT_API
+enum zt_status zt_batch_load(const struct zt_reader *reader,
+                             struct zt_load_request *requests,
+                             size_t count,
+                             const struct zt_batch_options *options);
+
+/**
  * The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
  * {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
  * "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
@@ -1063,258 +1119,6 @@ ZT_API
 enum zt_status zt_object_get_attributes_json(const struct zt_reader *reader,
                                              size_t object,
                                              const char **out_json);
-
-/**
- * How many files the reader reads: the shards of a set, 1 for a single file; 0 for
- * NULL. O(1).
- */
-ZT_API size_t zt_shard_count(const struct zt_reader *reader);
-
-/**
- * The path of file `index` (< `zt_shard_count`): a set's shard as the reader opens it
- * (the index's directory joined with the name in `weight_map`, or the split's path next
- * to the one opened); for a single file, the path it was opened from. Borrowed until
- * `zt_close`. `ZT_ERR_NOT_FOUND` for an index out of range, or a single file opened
- * from memory or a descriptor.
- */
-ZT_API
-enum zt_status zt_shard_get_path(const struct zt_reader *reader,
-                                 size_t index,
-                                 const char **path);
-
-/**
- * Which file holds component `component` of object `object`, and where in it: the
- * shard index (for `zt_shard_get_path` / `zt_shard_get_mapping`) and the absolute offset and
- * length of the stored bytes there. O(1), opens nothing.
- */
-ZT_API
-enum zt_status zt_component_get_location(const struct zt_reader *reader,
-                                         size_t object,
-                                         size_t component,
-                                         struct zt_location *out);
-
-/**
- * File `index`'s mapping: `*base` is the file's byte 0 in the mapping (or the caller's
- * memory for `zt_open_memory`), `*size` its length; a component's stored bytes are at
- * `base + offset` in the file `zt_component_get_location` names (for a single file,
- * file 0 is the file itself, and `zt_component_info`'s offset is enough). A shard not
- * open yet is opened and mapped now. Borrowed until `zt_close`. `ZT_ERR_NOT_FOUND` for
- * an index out of range, and for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote
- * object (it has no mapping). Thread-safe.
- */
-ZT_API
-enum zt_status zt_shard_get_mapping(const struct zt_reader *reader,
-                                    size_t index,
-                                    const void **base,
-                                    uint64_t *size);
-
-/**
- * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
- * nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
- * stays intact until then. Free with `zt_writer_free` in every case.
- */
-ZT_API enum zt_status zt_writer_create(const char *path, struct zt_writer **out);
-
-/**
- * `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
- * need not survive a crash.
- */
-ZT_API
-enum zt_status zt_writer_create_with(const char *path,
-                                     const struct zt_writer_options *options,
-                                     struct zt_writer **out);
-
-/**
- * Creates a writer of a sharded set at `base` (a path without extension, or ending in
- * ".zt", which is dropped): zTensor shards `<base>-0000k-of-0000n.zt` and the index
- * `<base>.zt.index.json` in Hugging Face's shape (`metadata` with `total_size`,
- * `weight_map` from object name to file), which `zt_open` opens as one reader. Objects
- * go to the current shard until adding one would take it past `max_shard_bytes` (a
- * streamed object, whose size is unknown when it begins, goes to the current shard
- * unless that is already at the limit); an object larger than the limit gets a shard of
- * its own. Every `zt_writer_*` call works on it as on a single file; the file's
- * attributes become the index's `metadata`; an object's attributes can only be set
- * while its shard is being written. Nothing appears under a final name until
- * `zt_writer_finish`, which names every shard and writes the index last (durably, unless
- * `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
- * `base` that names no file. Free with `zt_writer_free`.
- */
-ZT_API
-enum zt_status zt_writer_create_sharded_with(const char *base,
-                                             uint64_t max_shard_bytes,
-                                             const struct zt_writer_options *options,
-                                             struct zt_writer **out);
-
-/**
- * Adds a dense object with one "data" component. `size` must be the element count of
- * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
- * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
- */
-ZT_API
-enum zt_status zt_writer_add(struct zt_writer *w,
-                             const char *name,
-                             uint32_t dtype,
-                             const uint64_t *shape,
-                             size_t ndim,
-                             const void *data,
-                             size_t size,
-                             const struct zt_write_options *options);
-
-/**
- * Begins an object of any format ("dense", "sparse_csr", "sparse_coo",
- * "quantized_group", or your own); add components, then `zt_writer_end_object`.
- */
-ZT_API
-enum zt_status zt_writer_begin_object(struct zt_writer *w,
-                                      const char *name,
-                                      const char *format,
-                                      const uint64_t *shape,
-                                      size_t ndim);
-
-/**
- * Adds a whole component to the open object. `type` is the logical type or NULL.
- */
-ZT_API
-enum zt_status zt_writer_add_component(struct zt_writer *w,
-                                       const char *role,
-                                       uint32_t dtype,
-                                       const char *type,
-                                       const void *data,
-                                       size_t size,
-                                       const struct zt_write_options *options);
-
-/**
- * Ends the open object after checking its components against its shape and format
- * (dense data size, sparse index counts, u64 indices). A refused object is left out of
- * the file (`ZT_ERR_INVALID_ARGUMENT`); the writer stays usable.
- */
-ZT_API enum zt_status zt_writer_end_object(struct zt_writer *w);
-
-/**
- * Begins streaming one component of the open object; send its bytes with
- * `zt_writer_write` in chunks of any size, then `zt_writer_end_component`. Memory use
- * stays bounded whatever the component's size, so tensors larger than memory can be
- * written.
- */
-ZT_API
-enum zt_status zt_writer_begin_component(struct zt_writer *w,
-                                         const char *role,
-                                         uint32_t dtype,
-                                         const char *type,
-                                         const struct zt_write_options *options);
-
-/**
- * Appends a chunk to the component being streamed (`data` may be NULL when `size` is 0).
- */
-ZT_API enum zt_status zt_writer_write(struct zt_writer *w, const void *data, size_t size);
-
-/**
- * Ends the streamed component; the object's sizes are checked at `zt_writer_end_object`.
- */
-ZT_API enum zt_status zt_writer_end_component(struct zt_writer *w);
-
-/**
- * Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
- * CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
- * object already begun (open or ended). Any time before finish; a second call replaces.
- * Attributes nested deeper than a reader with the default limits accepts (127 levels
- * for the file's, 125 for an object's, the attribute object itself counted) are
- * `ZT_ERR_INVALID_ARGUMENT`, as is malformed JSON.
- */
-ZT_API
-enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
-                                             const char *object,
-                                             const char *json);
-
-/**
- * Copies object `object` of `reader` (a file of any format the reader opens) into the
- * file being written: format, shape, attributes and every component, under its own name
- * or `options->name`. With the default options raw and zstd components are copied as
- * stored, in 4 MiB pieces, without re-encoding (a zstd stream is decoded once, to check
- * it: a corrupt one is `ZT_ERR_FORMAT`), and a digest kept is checked against the
- * bytes copied (`ZT_ERR_CHECKSUM` on a mismatch); other components are decoded and
- * written as the options say; u32 sparse indices are widened to u64. On failure the
- * object is left out and the writer stays usable (unless the output failed: then
- * `ZT_ERR_IO`, as for every call). No object may be open.
- */
-ZT_API
-enum zt_status zt_writer_copy_object(struct zt_writer *w,
-                                     const struct zt_reader *reader,
-                                     size_t object,
-                                     const struct zt_copy_options *options);
-
-/**
- * Writes the manifest and footer, flushes, syncs, and renames the temporary file into
- * place. With an object still open it
- * returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
- * its result) the writer only accepts `zt_writer_free`; other calls return
- * `ZT_ERR_STATE`. On failure nothing appears at the path.
- */
-ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);
-
-/**
- * Frees a writer, finished or not; an unfinished file is discarded (its temporary file
- * removed). NULL is a no-op.
- */
-ZT_API void zt_writer_free(struct zt_writer *w);
-
-/**
- * The number of frames of a zstd component (see `zt_frame_info`). The frame index is
- * built on the first call that needs it (this or a range read) and kept until
- * `zt_close`: from the seek table this library writes at the end of every component of
- * several frames (zstd's seekable format), or, without one, by reading the frame and block
- * headers (a few bytes per block; nothing is decoded). A frame whose headers don't state
- * its decoded size (the reference implementation writes one such frame per component) is
- * the last entry, holding the rest of the component. The seek table itself is not a
- * frame. `ZT_ERR_FORMAT` for a seek table that disagrees with the component;
- * `ZT_ERR_INVALID_ARGUMENT` for a component that is not zstd frames of its bytes (raw,
- * another format's pipeline, legacy byte-swapped data). Thread-safe.
- */
-ZT_API
-enum zt_status zt_component_get_frame_count(const struct zt_reader *reader,
-                                            size_t object,
-                                            const char *role,
-                                            size_t *out_count);
-
-/**
- * Describes frame `frame` (`0 .. zt_component_get_frame_count - 1`) of a zstd component;
- * `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
- */
-ZT_API
-enum zt_status zt_component_get_frame(const struct zt_reader *reader,
-                                      size_t object,
-                                      const char *role,
-                                      size_t frame,
-                                      struct zt_frame_info *out);
-
-/**
- * Opens a remote object by URL: `s3://bucket/key`, `gs://bucket/key`,
- * `az://container/blob` (also `abfs://`, `azure://`), `http://` or `https://`; any
- * format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
- * environment's settings only. Opening costs a few range requests (the size and last
- * 64 KiB, then the header or manifest), never the whole object; reads fetch only their
- * bytes; views are copies the reader keeps (under `max_total_cached`); `zt_shard_get_mapping` is
- * `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
- * the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
- * the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
- * The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
- * same location (unless `ZT_OPEN_ONE_FILE`); `zt_file_get_remote_stats` then counts every file.
- */
-ZT_API
-enum zt_status zt_open_url_with(const char *url,
-                                const struct zt_open_options *options,
-                                const struct zt_remote_options *remote,
-                                struct zt_reader **out);
-
-/**
- * What a reader of a remote object has transferred so far: GET requests answered and
- * body bytes received. `ZT_ERR_NOT_FOUND` for a reader of a local file or memory.
- * Thread-safe.
- */
-ZT_API
-enum zt_status zt_file_get_remote_stats(const struct zt_reader *reader_,
-                                        uint64_t *requests,
-                                        uint64_t *bytes);
 
 /**
  * The file's typed attribute map: an empty map when there are none. The first call for
@@ -1507,6 +1311,202 @@ ZT_API
 enum zt_status zt_value_find(const struct zt_value *v,
                              const char *key,
                              const struct zt_value **out);
+
+/**
+ * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
+ * nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
+ * stays intact until then. Free with `zt_writer_free` in every case.
+ */
+ZT_API enum zt_status zt_writer_create(const char *path, struct zt_writer **out);
+
+/**
+ * `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
+ * need not survive a crash.
+ */
+ZT_API
+enum zt_status zt_writer_create_with(const char *path,
+                                     const struct zt_writer_options *options,
+                                     struct zt_writer **out);
+
+/**
+ * Creates a writer of a sharded set at `base` (a path without extension, or ending in
+ * ".zt", which is dropped): zTensor shards `<base>-0000k-of-0000n.zt` and the index
+ * `<base>.zt.index.json` in Hugging Face's shape (`metadata` with `total_size`,
+ * `weight_map` from object name to file), which `zt_open` opens as one reader. Objects
+ * go to the current shard until adding one would take it past `max_shard_bytes` (a
+ * streamed object, whose size is unknown when it begins, goes to the current shard
+ * unless that is already at the limit); an object larger than the limit gets a shard of
+ * its own. Every `zt_writer_*` call works on it as on a single file; the file's
+ * attributes become the index's `metadata`; an object's attributes can only be set
+ * while its shard is being written. Nothing appears under a final name until
+ * `zt_writer_finish`, which names every shard and writes the index last (durably, unless
+ * `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
+ * `base` that names no file. Free with `zt_writer_free`.
+ */
+ZT_API
+enum zt_status zt_writer_create_sharded_with(const char *base,
+                                             uint64_t max_shard_bytes,
+                                             const struct zt_writer_options *options,
+                                             struct zt_writer **out);
+
+/**
+ * Adds a dense object with one "data" component. `size` must be the element count of
+ * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
+ * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
+ */
+ZT_API
+enum zt_status zt_writer_add(struct zt_writer *w,
+                             const char *name,
+                             uint32_t dtype,
+                             const uint64_t *shape,
+                             size_t ndim,
+                             const void *data,
+                             size_t size,
+                             const struct zt_write_options *options);
+
+/**
+ * Begins an object of any format ("dense", "sparse_csr", "sparse_coo",
+ * "quantized_group", or your own); add components, then `zt_writer_end_object`.
+ */
+ZT_API
+enum zt_status zt_writer_begin_object(struct zt_writer *w,
+                                      const char *name,
+                                      const char *format,
+                                      const uint64_t *shape,
+                                      size_t ndim);
+
+/**
+ * Adds a whole component to the open object. `type` is the logical type or NULL.
+ */
+ZT_API
+enum zt_status zt_writer_add_component(struct zt_writer *w,
+                                       const char *role,
+                                       uint32_t dtype,
+                                       const char *type,
+                                       const void *data,
+                                       size_t size,
+                                       const struct zt_write_options *options);
+
+/**
+ * Ends the open object after checking its components against its shape and format
+ * (dense data size, sparse index counts, u64 indices). A refused object is left out of
+ * the file (`ZT_ERR_INVALID_ARGUMENT`); the writer stays usable.
+ */
+ZT_API enum zt_status zt_writer_end_object(struct zt_writer *w);
+
+/**
+ * Begins streaming one component of the open object; send its bytes with
+ * `zt_writer_write` in chunks of any size, then `zt_writer_end_component`. Memory use
+ * stays bounded whatever the component's size, so tensors larger than memory can be
+ * written.
+ */
+ZT_API
+enum zt_status zt_writer_begin_component(struct zt_writer *w,
+                                         const char *role,
+                                         uint32_t dtype,
+                                         const char *type,
+                                         const struct zt_write_options *options);
+
+/**
+ * Appends a chunk to the component being streamed (`data` may be NULL when `size` is 0).
+ */
+ZT_API enum zt_status zt_writer_write(struct zt_writer *w, const void *data, size_t size);
+
+/**
+ * Ends the streamed component; the object's sizes are checked at `zt_writer_end_object`.
+ */
+ZT_API enum zt_status zt_writer_end_component(struct zt_writer *w);
+
+/**
+ * Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
+ * CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
+ * object already begun (open or ended). Any time before finish; a second call replaces.
+ * Attributes nested deeper than a reader with the default limits accepts (127 levels
+ * for the file's, 125 for an object's, the attribute object itself counted) are
+ * `ZT_ERR_INVALID_ARGUMENT`, as is malformed JSON.
+ */
+ZT_API
+enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
+                                             const char *object,
+                                             const char *json);
+
+/**
+ * Copies object `object` of `reader` (a file of any format the reader opens) into the
+ * file being written: format, shape, attributes and every component, under its own name
+ * or `options->name`. With the default options raw and zstd components are copied as
+ * stored, in 4 MiB pieces, without re-encoding (a zstd stream is decoded once, to check
+ * it: a corrupt one is `ZT_ERR_FORMAT`), and a digest kept is checked against the
+ * bytes copied (`ZT_ERR_CHECKSUM` on a mismatch); other components are decoded and
+ * written as the options say; u32 sparse indices are widened to u64. On failure the
+ * object is left out and the writer stays usable (unless the output failed: then
+ * `ZT_ERR_IO`, as for every call). No object may be open.
+ */
+ZT_API
+enum zt_status zt_writer_copy_object(struct zt_writer *w,
+                                     const struct zt_reader *reader,
+                                     size_t object,
+                                     const struct zt_copy_options *options);
+
+/**
+ * Writes the manifest and footer, flushes, syncs, and renames the temporary file into
+ * place. With an object still open it
+ * returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
+ * its result) the writer only accepts `zt_writer_free`; other calls return
+ * `ZT_ERR_STATE`. On failure nothing appears at the path.
+ */
+ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);
+
+/**
+ * Frees a writer, finished or not; an unfinished file is discarded (its temporary file
+ * removed). NULL is a no-op.
+ */
+ZT_API void zt_writer_free(struct zt_writer *w);
+
+/**
+ * The size of one element of a storage dtype in bytes (`ZT_F32`: 4, `ZT_BOOL`: 1) into
+ * `*out_size`. `ZT_ERR_INVALID_ARGUMENT` for a value outside `zt_dtype` (the size is never
+ * 0, so there is no "unknown" size to return instead). No allocation; thread-safe.
+ */
+ZT_API enum zt_status zt_dtype_get_size(uint32_t dtype, size_t *out_size);
+
+/**
+ * The name of a storage dtype as the format spells it: "f64", "f32", "f16", "bf16",
+ * "i64" ... "u8", "bool"; "unknown" for a value outside `zt_dtype` (no dtype has that
+ * name). Never NULL; static storage. Thread-safe; does not change `zt_last_error()`, so
+ * it can be called while reporting an error.
+ */
+ZT_API const char *zt_dtype_name(uint32_t dtype);
+
+/**
+ * The `zt_dtype` value of a dtype name as `zt_dtype_name` gives it ("bf16" is
+ * `ZT_BF16`) into `*out`. Names are exact and lower case; anything else (including the
+ * legacy spellings such as "float32") is `ZT_ERR_INVALID_ARGUMENT`. Thread-safe.
+ */
+ZT_API enum zt_status zt_dtype_find(const char *name, uint32_t *out);
+
+/**
+ * The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
+ * outside the enum. Never NULL; static storage. Thread-safe.
+ */
+ZT_API const char *zt_status_name(uint32_t status);
+
+/**
+ * A human-readable message for the last failing `zt_` call on this thread, with context
+ * (file, object, component, offset). Never NULL; "" after a successful call. Valid until
+ * the next `zt_` call on this thread. Thread-safe (each thread has its own).
+ */
+ZT_API const char *zt_last_error(void);
+
+/**
+ * The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.
+ */
+ZT_API const char *zt_version(void);
+
+/**
+ * The library's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, the run-time
+ * counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
+ */
+ZT_API unsigned int zt_version_number(void);
 
 /**
  * Deprecated: the old name of `zt_open_fd_with`, which it calls.

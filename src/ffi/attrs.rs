@@ -1,8 +1,9 @@
-//! C ABI: typed attribute values (`Reader::typed_attributes`, `typed::AttrValue`).
+//! C ABI: attributes, as JSON text and as typed values (`Reader::typed_attributes`,
+//! `typed::AttrValue`).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 
-use super::read::reader as handle;
+use super::open::{reader as handle, zt_reader};
 use super::{guard, guard_value, need, need_out, need_str, put, zt_status};
 use crate::error::{Result, err};
 use crate::typed::{AttrScalar, AttrValue, Node, ValueType};
@@ -56,6 +57,56 @@ fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
 
 fn handle_of(v: AttrValue<'_>) -> *const zt_value {
     v.as_ptr().cast()
+}
+
+/// The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
+/// {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
+/// "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
+/// rendered once on first request; "{}" when there are none. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_get_attributes_json(
+    reader: *const zt_reader,
+    out_json: *mut *const c_char,
+) -> zt_status {
+    guard(|| attributes_json(handle(reader)?, None, out_json))
+}
+
+/// Object `object`'s attributes as JSON text, as `zt_file_get_attributes_json` gives the
+/// file's; "{}" when there are none. `ZT_ERR_NOT_FOUND` for an object index out of range.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_attributes_json(
+    reader: *const zt_reader,
+    object: usize,
+    out_json: *mut *const c_char,
+) -> zt_status {
+    guard(|| attributes_json(handle(reader)?, Some(object), out_json))
+}
+
+/// The attributes of `object` (None: the file's) as JSON, rendered once and kept until
+/// `zt_close`.
+pub(super) fn attributes_json(
+    r: &zt_reader,
+    object: Option<usize>,
+    out_json: *mut *const c_char,
+) -> Result<()> {
+    need_out(out_json, "out_json")?;
+    let (slot, attrs) = match object {
+        None => (r.reader.objects().len(), r.reader.raw_attributes()),
+        Some(object) => (object, r.reader.object(object)?.raw_attributes()),
+    };
+    let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(text) = rendered().get(&slot) {
+        put(out_json, text.as_ptr());
+        return Ok(());
+    }
+    // Rendered without the lock; a thread that rendered the same first wins.
+    let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+    // JSON escapes every control character, so there is no NUL inside.
+    let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
+    // The text stays where it is (a CString owns its bytes) until zt_close.
+    put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
+    Ok(())
 }
 
 /// The file's typed attribute map: an empty map when there are none. The first call for
