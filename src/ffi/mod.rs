@@ -441,7 +441,73 @@ mod tests {
                 (format!("ZT_{}", d.name().to_ascii_uppercase()), *d as u32),
                 (name.clone(), *value)
             );
+            assert_eq!(need_dtype(*value).ok(), Some(*d));
         }
+        assert!(need_dtype(dtypes.len() as u32).is_err());
+
+        // Encodings: every variant of the model's, spelled as its manifest name. The match
+        // stops compiling when a variant is added, so this list can't fall behind.
+        use crate::model::Encoding;
+        let encodings = [Encoding::Raw, Encoding::Zstd, Encoding::Pipeline];
+        for e in encodings {
+            match e {
+                Encoding::Raw | Encoding::Zstd | Encoding::Pipeline => {}
+            }
+        }
+        let expected: Vec<(String, u32)> = encodings
+            .iter()
+            .map(|e| {
+                let name = format!("ZT_ENCODING_{}", e.name().to_ascii_uppercase());
+                (name, *e as u32)
+            })
+            .collect();
+        assert_eq!(header_enum("zt_encoding"), expected);
+        // The writer takes the ones it writes, and only those.
+        assert_eq!(Encoding::from_u32(0), Some(Encoding::Raw));
+        assert_eq!(Encoding::from_u32(1), Some(Encoding::Zstd));
+        assert_eq!(Encoding::from_u32(2), None);
+
+        // Digests: every algorithm the writer records, by the C value from_u32 takes.
+        use crate::codec::DigestAlgorithm as D;
+        let digest_name = |d: D| match d {
+            D::None => "NONE",
+            D::Sha256 => "SHA256",
+            D::Crc32c => "CRC32C",
+        };
+        let digests = header_enum("zt_digest");
+        assert_eq!(digests.len(), 3);
+        for (name, value) in &digests {
+            let d = D::from_u32(*value).unwrap_or_else(|| panic!("{name} = {value} is no digest"));
+            assert_eq!(
+                (format!("ZT_DIGEST_{}", digest_name(d)), d as u32),
+                (name.clone(), *value)
+            );
+        }
+        assert_eq!(D::from_u32(digests.len() as u32), None);
+
+        // Value types: every typed::ValueType by its name, then ZT_VALUE_MIXED (255), which
+        // only zt_value_get_array_type gives.
+        use crate::typed::ValueType;
+        let types = header_enum("zt_value_type");
+        let all: Vec<ValueType> = (0..).map_while(ValueType::from_u32).collect();
+        assert_eq!(types.len(), all.len() + 1);
+        for (t, (name, value)) in all.iter().zip(&types) {
+            assert_eq!(
+                (
+                    format!("ZT_VALUE_{}", t.name().to_ascii_uppercase()),
+                    *t as u32
+                ),
+                (name.clone(), *value)
+            );
+            // SAFETY: static NUL-terminated strings.
+            let c = unsafe { CStr::from_ptr(zt_value_type_name(*value)) };
+            assert_eq!(c.to_str().unwrap(), t.name());
+        }
+        assert_eq!(types.last().unwrap(), &("ZT_VALUE_MIXED".to_owned(), 255));
+        assert_eq!(ValueType::from_u32(255), None);
+        // SAFETY: as above.
+        let mixed = unsafe { CStr::from_ptr(zt_value_type_name(255)) };
+        assert_eq!(mixed.to_str().unwrap(), "mixed");
     }
 
     /// The header declares functions by task (the order of this module's `mod` lines,
