@@ -27,6 +27,11 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result, bail, err};
 
 mod build;
+mod desc;
+mod owned;
+
+pub(crate) use desc::Desc;
+pub use owned::TypedValue;
 
 /// The type of an attribute value. The numbers are stable (the C enum `zt_value_type`).
 #[repr(u8)]
@@ -227,7 +232,34 @@ impl Doc {
     /// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
     /// and never move or change (strings point into it).
     pub fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
-        build::build(cbor, widths, max_depth)
+        build::build(cbor, widths, None, max_depth)
+    }
+
+    /// `build` with a width record by key of the root item (`desc.rs`).
+    pub(crate) fn build_with_record(cbor: &[u8], desc: &Desc, max_depth: usize) -> Result<Doc> {
+        build::build(cbor, None, Some(desc), max_depth)
+    }
+
+    /// `build` with the CBOR bytes of a width record by key of the root item (`desc.rs`), as a
+    /// zTensor manifest keeps one beside an attribute map (validated when the file was
+    /// opened; a record this version can't read is no record).
+    pub(crate) fn build_with_record_bytes(
+        cbor: &[u8],
+        record: &[u8],
+        max_depth: usize,
+    ) -> Result<Doc> {
+        // The record's tree is bounded like any attribute tree: by its bytes.
+        let budget = record
+            .len()
+            .saturating_mul(BUDGET_PER_BYTE * 8)
+            .saturating_add(BUDGET_BASE);
+        let desc = crate::cbor::decode_within(record, max_depth, budget)
+            .ok()
+            .and_then(|(v, _)| Desc::from_value(&v));
+        match desc {
+            Some(d) => build::build(cbor, None, Some(&d), max_depth),
+            None => build::build(cbor, None, None, max_depth),
+        }
     }
 
     /// The root value.

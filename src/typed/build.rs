@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 use ciborium_ll::Header;
 
+use super::desc::Desc;
 use super::{
     BUDGET_BASE, BUDGET_PER_BYTE, Doc, MIXED, Node, OWNED_TEXT, PACKED, Packed, ValueType,
 };
@@ -13,9 +14,15 @@ use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
 
 /// Builds the tree of `cbor` (one item, validated when the file was opened), with the
-/// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
-/// and never move or change (strings point into it).
-pub(super) fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
+/// format's integer and float widths when it has them: a GGUF parse's stream `widths`,
+/// or a record by key `desc` (of the root item). `cbor` must outlive the `Doc` and never
+/// move or change (strings point into it).
+pub(super) fn build(
+    cbor: &[u8],
+    widths: Option<&[u8]>,
+    desc: Option<&Desc>,
+    max_depth: usize,
+) -> Result<Doc> {
     let mut b = Builder {
         cur: Cursor::new(cbor, max_depth),
         widths: widths.unwrap_or(&[]),
@@ -31,14 +38,14 @@ pub(super) fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Res
             .saturating_mul(BUDGET_PER_BYTE)
             .saturating_add(BUDGET_BASE),
     };
-    let root = b.item(0, Hint::Root)?;
+    let root = b.item(0, desc.map_or(Hint::Root, Hint::Desc))?;
     b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
     b.finish(root)
 }
 
 /// What a value's width record says.
 #[derive(Clone, Copy)]
-enum Hint {
+enum Hint<'d> {
     None,
     /// The root map: its values each read their widths from the stream.
     Root,
@@ -46,6 +53,43 @@ enum Hint {
     Next,
     /// This scalar type (elements of an array whose element type was declared).
     Type(ValueType),
+    /// This record by key (`desc.rs`); for a container's children, the container's.
+    Desc(&'d Desc),
+}
+
+impl<'d> Hint<'d> {
+    /// The hint of element `i` of an array whose children's hint is `self`.
+    fn element(self, i: usize) -> Hint<'d> {
+        match self {
+            Hint::Desc(d) => d.element(i).map_or(Hint::None, Hint::Desc),
+            h => h,
+        }
+    }
+}
+
+/// Whether the integer `v` is a value of the integer type `t`.
+fn int_fits(t: ValueType, v: i128) -> bool {
+    match t {
+        ValueType::I8 => i8::try_from(v).is_ok(),
+        ValueType::I16 => i16::try_from(v).is_ok(),
+        ValueType::I32 => i32::try_from(v).is_ok(),
+        ValueType::I64 => i64::try_from(v).is_ok(),
+        ValueType::U8 => u8::try_from(v).is_ok(),
+        ValueType::U16 => u16::try_from(v).is_ok(),
+        ValueType::U32 => u32::try_from(v).is_ok(),
+        ValueType::U64 => u64::try_from(v).is_ok(),
+        _ => false,
+    }
+}
+
+/// The type of a float whose record says `own`: f32 only when the value is one exactly
+/// (NaN included), so that packing it as f32 loses nothing.
+fn float_kind(own: Option<ValueType>, f: f64) -> ValueType {
+    if own == Some(ValueType::F32) && (f.is_nan() || f64::from(f as f32) == f) {
+        ValueType::F32
+    } else {
+        ValueType::F64
+    }
 }
 
 struct Builder<'a> {
@@ -91,9 +135,10 @@ impl<'a> Builder<'a> {
     }
 
     /// The value's own type hint, its children's, and an array's declared element type.
-    fn resolve(&mut self, hint: Hint) -> (Option<ValueType>, Hint, Option<ValueType>) {
+    fn resolve<'d>(&mut self, hint: Hint<'d>) -> (Option<ValueType>, Hint<'d>, Option<ValueType>) {
         match hint {
             Hint::None => (None, Hint::None, None),
+            Hint::Desc(d) => (d.scalar(), Hint::Desc(d), d.declared()),
             Hint::Root => (None, Hint::Next, None),
             Hint::Type(t) => (Some(t), Hint::None, None),
             Hint::Next => match self.next_width() {
@@ -113,24 +158,20 @@ impl<'a> Builder<'a> {
         e.positioned("attributes", 0)
     }
 
-    fn item(&mut self, depth: usize, hint: Hint) -> Result<Node> {
-        let (own, children, declared) = if self.widths.is_empty() {
-            (None, Hint::None, None)
-        } else {
-            self.resolve(hint)
+    fn item(&mut self, depth: usize, hint: Hint<'_>) -> Result<Node> {
+        let (own, children, declared) = match hint {
+            Hint::Desc(_) => self.resolve(hint),
+            _ if self.widths.is_empty() => (None, Hint::None, None),
+            _ => self.resolve(hint),
         };
         if let Some(f) = self.cur.float() {
-            let kind = match own {
-                Some(ValueType::F32) => ValueType::F32,
-                _ => ValueType::F64,
-            };
-            return Ok(Node::scalar(kind, f.to_bits()));
+            return Ok(Node::scalar(float_kind(own, f), f.to_bits()));
         }
         let start = self.cur.position();
         let header = self.cur.head().map_err(Self::decode_err)?;
         Ok(match header {
             Header::Positive(n) => match own {
-                Some(t) if t.is_integer() => Node::scalar(t, n),
+                Some(t) if int_fits(t, i128::from(n)) => Node::scalar(t, n),
                 _ => Node::scalar(ValueType::U64, n),
             },
             Header::Negative(n) => {
@@ -139,15 +180,12 @@ impl<'a> Builder<'a> {
                 } else {
                     let v = -1 - n as i64;
                     match own {
-                        Some(t) if t.is_signed() => Node::scalar(t, v as u64),
+                        Some(t) if int_fits(t, i128::from(v)) => Node::scalar(t, v as u64),
                         _ => Node::scalar(ValueType::I64, v as u64),
                     }
                 }
             }
-            Header::Float(f) => match own {
-                Some(ValueType::F32) => Node::scalar(ValueType::F32, f.to_bits()),
-                _ => Node::scalar(ValueType::F64, f.to_bits()),
-            },
+            Header::Float(f) => Node::scalar(float_kind(own, f), f.to_bits()),
             Header::Simple(20) => Node::scalar(ValueType::Bool, 0),
             Header::Simple(21) => Node::scalar(ValueType::Bool, 1),
             Header::Simple(22 | 23) => Node::scalar(ValueType::Null, 0),
@@ -165,9 +203,14 @@ impl<'a> Builder<'a> {
                 self.string(kind, body)?
             }
             Header::Tag(_) => {
-                // Transparent; the widths (GGUF's, which has no tags) were already taken.
+                // Transparent; the widths (GGUF's, which has no tags) were already taken,
+                // and a record by key describes the tagged item.
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                return self.item(depth, Hint::None);
+                let inner = match hint {
+                    Hint::Desc(d) => Hint::Desc(d),
+                    _ => Hint::None,
+                };
+                return self.item(depth, inner);
             }
             Header::Array(len) => {
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
@@ -175,7 +218,7 @@ impl<'a> Builder<'a> {
                 let mut items = Vec::new();
                 items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
                 while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let child = self.item(depth, children)?;
+                    let child = self.item(depth, children.element(items.len()))?;
                     items.try_reserve(1).map_err(|_| oom("array"))?;
                     items.push(child);
                 }
@@ -190,7 +233,14 @@ impl<'a> Builder<'a> {
                     .map_err(|_| oom("map"))?;
                 while self.cur.more(&mut len).map_err(Self::decode_err)? {
                     let key = self.item(depth, Hint::None)?;
-                    let value = self.item(depth, children)?;
+                    let value_hint = match children {
+                        Hint::Desc(d) => self
+                            .key_text(&key)
+                            .and_then(|k| d.key(k))
+                            .map_or(Hint::None, Hint::Desc),
+                        h => h,
+                    };
+                    let value = self.item(depth, value_hint)?;
                     items.try_reserve(2).map_err(|_| oom("map"))?;
                     items.push(key);
                     items.push(value);
@@ -236,6 +286,22 @@ impl<'a> Builder<'a> {
                 }
             }
         })
+    }
+
+    /// The bytes of a text key node made by `string`.
+    fn key_text(&self, key: &Node) -> Option<&[u8]> {
+        if key.kind() != ValueType::String {
+            return None;
+        }
+        let n = key.n as usize;
+        if key.flags & OWNED_TEXT != 0 {
+            return self.text.get(key.x as usize..key.x as usize + n);
+        }
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: a borrowed string node points at `n` bytes of the CBOR being read.
+        Some(unsafe { std::slice::from_raw_parts(key.x as *const u8, n) })
     }
 
     /// Appends children, returning the index of the first.
