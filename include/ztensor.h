@@ -17,9 +17,9 @@
  * - File-level and object-level calls are separate functions: no index means "the file".
  * - The functions come in the order a program uses them: open and close; the file as a
  *   whole; objects, components and frames; reading and checking; loading (batches, page
- *   advice); attributes (JSON and typed values); writing; dtypes; the library (status
- *   names, the last error, versions); last, the old names of renamed functions, declared
- *   ZT_DEPRECATED and kept (exported) through the 0.x series.
+ *   advice); attributes (JSON, typed values, values to write); writing; dtypes; the
+ *   library (status names, the last error, versions); last, the old names of renamed
+ *   functions, declared ZT_DEPRECATED and kept (exported) through the 0.x series.
  *
  * Conventions (they hold for every function):
  * - Every fallible function returns zt_status (ZT_OK = 0) and writes its results through
@@ -346,9 +346,11 @@ typedef enum zt_value_type {
 typedef struct zt_reader zt_reader;
 
 /**
- * An attribute value: a scalar, a string, bytes, an array or a map. Opaque and borrowed:
- * valid until `zt_close` of the reader it came from, never freed by the caller, and
- * usable from many threads at once.
+ * An attribute value: a scalar, a string, bytes, an array or a map. Opaque and
+ * immutable, usable from many threads at once. A reader's values (`const zt_value *`)
+ * are borrowed: valid until `zt_close` of that reader, never freed by the caller. A value
+ * made to write (`zt_value_create_*`, a `zt_value *`) is the caller's: valid until
+ * `zt_value_free`. Every `zt_value_get_*` call reads both kinds.
  */
 typedef struct zt_value zt_value;
 
@@ -1330,6 +1332,135 @@ enum zt_status zt_value_find(const struct zt_value *v,
                              const struct zt_value **out);
 
 /**
+ * A null value, to write (free with `zt_value_free`). Every `zt_value_create_*` call
+ * makes a value that `zt_value_get_*` reads as any other and that the writer's
+ * attribute calls take (`zt_writer_set_file_attribute` ...), owned by the caller until
+ * `zt_value_free`; values are immutable, so one may be used from many threads and put
+ * into many containers and files. Thread-safe.
+ */
+ZT_API enum zt_status zt_value_create_null(struct zt_value **out);
+
+/**
+ * A bool value (see `zt_value_create_null`).
+ */
+ZT_API enum zt_status zt_value_create_bool(bool value, struct zt_value **out);
+
+/**
+ * An i8 value: written so that a typed read gives back `ZT_VALUE_I8`, as each of these
+ * calls keeps its type (CBOR, which attributes are, only knows u64, i64 and f64; the
+ * file records the rest beside the values, docs/format.md).
+ */
+ZT_API enum zt_status zt_value_create_i8(int8_t value, struct zt_value **out);
+
+/**
+ * An i16 value.
+ */
+ZT_API enum zt_status zt_value_create_i16(int16_t value, struct zt_value **out);
+
+/**
+ * An i32 value.
+ */
+ZT_API enum zt_status zt_value_create_i32(int32_t value, struct zt_value **out);
+
+/**
+ * An i64 value.
+ */
+ZT_API enum zt_status zt_value_create_i64(int64_t value, struct zt_value **out);
+
+/**
+ * A u8 value.
+ */
+ZT_API enum zt_status zt_value_create_u8(uint8_t value, struct zt_value **out);
+
+/**
+ * A u16 value.
+ */
+ZT_API enum zt_status zt_value_create_u16(uint16_t value, struct zt_value **out);
+
+/**
+ * A u32 value.
+ */
+ZT_API enum zt_status zt_value_create_u32(uint32_t value, struct zt_value **out);
+
+/**
+ * A u64 value.
+ */
+ZT_API enum zt_status zt_value_create_u64(uint64_t value, struct zt_value **out);
+
+/**
+ * An f32 value (NaN keeps no payload).
+ */
+ZT_API enum zt_status zt_value_create_f32(float value, struct zt_value **out);
+
+/**
+ * An f64 value (NaN keeps no payload).
+ */
+ZT_API enum zt_status zt_value_create_f64(double value, struct zt_value **out);
+
+/**
+ * A string of `len` bytes at `data` (NULL when `len` is 0), copied. UTF-8 is expected
+ * but not required: bytes that are not UTF-8 (as GGUF allows) are kept as they are and
+ * still read back as a string.
+ */
+ZT_API enum zt_status zt_value_create_string(const char *data, size_t len, struct zt_value **out);
+
+/**
+ * A byte string of `len` bytes at `data` (NULL when `len` is 0), copied.
+ */
+ZT_API enum zt_status zt_value_create_bytes(const void *data, size_t len, struct zt_value **out);
+
+/**
+ * An array of `count` numbers (or bools) of `element_type` (a `zt_value_type`:
+ * `ZT_VALUE_BOOL`, `_I8` ... `_U64`, `_F32`, `_F64`) at `data`, as
+ * `zt_value_get_array_data` gives them back (`const float *` for `ZT_VALUE_F32`, `const
+ * bool *` holding 0 or 1 ...), copied; `data` may be NULL when `count` is 0, and the
+ * empty array still has its element type. `ZT_ERR_INVALID_ARGUMENT` for another type or
+ * a bool byte other than 0 and 1.
+ */
+ZT_API
+enum zt_status zt_value_create_array_data(uint32_t element_type,
+                                          const void *data,
+                                          size_t count,
+                                          struct zt_value **out);
+
+/**
+ * An array of `count` strings: `strings[i]` of `lengths[i]` bytes, or NUL-terminated
+ * when `lengths` is NULL (e.g. a tokenizer's vocabulary, in one call). Copied.
+ */
+ZT_API
+enum zt_status zt_value_create_string_array(const char *const *strings,
+                                            const size_t *lengths,
+                                            size_t count,
+                                            struct zt_value **out);
+
+/**
+ * An array of `count` values, each a reader's or one made here, copied with its type
+ * (`items` may be NULL when `count` is 0).
+ */
+ZT_API
+enum zt_status zt_value_create_array(const struct zt_value *const *items,
+                                     size_t count,
+                                     struct zt_value **out);
+
+/**
+ * A map of `count` entries: text key `keys[i]` (NUL-terminated UTF-8) to `values[i]`,
+ * each value a reader's or one made here, copied with its type. A key given twice is
+ * `ZT_ERR_INVALID_ARGUMENT`.
+ */
+ZT_API
+enum zt_status zt_value_create_map(const char *const *keys,
+                                   const struct zt_value *const *values,
+                                   size_t count,
+                                   struct zt_value **out);
+
+/**
+ * Frees a value made by `zt_value_create_*`; NULL is a no-op, and so is a pointer no
+ * such call made (a reader's value, or one already freed), which is never freed. A
+ * container made of a value keeps its own copy.
+ */
+ZT_API void zt_value_free(struct zt_value *v);
+
+/**
  * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
  * nothing appears at `path` until `zt_writer_finish` succeeds, and an existing file there
  * stays intact until then. Free with `zt_writer_free` in every case.
@@ -1446,6 +1577,51 @@ ZT_API
 enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
                                              const char *object,
                                              const char *json);
+
+/**
+ * Sets one file attribute: `key` (NUL-terminated UTF-8) to `value`, a reader's value
+ * (copied as it is, e.g. a GGUF's `llama.context_length`) or one made by
+ * `zt_value_create_*` (still the caller's to free). The value keeps its type: a typed
+ * read of the file gives back `ZT_VALUE_U32` for a u32, an array of `ZT_VALUE_F32` for
+ * f32s (docs/format.md says how). A key set before gets the new value in its place;
+ * the other attributes stay. Any time before finish. For a set
+ * (`zt_writer_create_sharded_with`), the file's attributes go into the index's JSON
+ * `metadata`, which keeps values but not their widths. `ZT_ERR_INVALID_ARGUMENT` for a
+ * value of type `ZT_VALUE_OTHER`, which has no typed equivalent to write.
+ */
+ZT_API
+enum zt_status zt_writer_set_file_attribute(struct zt_writer *w,
+                                            const char *key,
+                                            const struct zt_value *value);
+
+/**
+ * `zt_writer_set_file_attribute` for object `object` (its name), already begun (open or
+ * ended; in a set, before a later object starts another shard).
+ */
+ZT_API
+enum zt_status zt_writer_set_object_attribute(struct zt_writer *w,
+                                              const char *object,
+                                              const char *key,
+                                              const struct zt_value *value);
+
+/**
+ * Sets all of the file's attributes from `map`, a map value (a reader's, e.g. every
+ * key/value of a GGUF from `zt_file_get_attributes`, copied with their types, or one
+ * made by `zt_value_create_map`); replaces them. `ZT_ERR_INVALID_ARGUMENT` for a value
+ * that is not a map, or that nests deeper than a reader with the default limits
+ * accepts.
+ */
+ZT_API
+enum zt_status zt_writer_set_file_attributes(struct zt_writer *w,
+                                             const struct zt_value *map);
+
+/**
+ * `zt_writer_set_file_attributes` for object `object` (its name), already begun.
+ */
+ZT_API
+enum zt_status zt_writer_set_object_attributes(struct zt_writer *w,
+                                               const char *object,
+                                               const struct zt_value *map);
 
 /**
  * Copies object `object` of `reader` (a file of any format the reader opens) into the

@@ -8,9 +8,11 @@ use super::{guard, guard_value, need, need_out, need_str, put, zt_status};
 use crate::error::{Result, err};
 use crate::typed::{AttrScalar, AttrValue, Node, ValueType};
 
-/// An attribute value: a scalar, a string, bytes, an array or a map. Opaque and borrowed:
-/// valid until `zt_close` of the reader it came from, never freed by the caller, and
-/// usable from many threads at once.
+/// An attribute value: a scalar, a string, bytes, an array or a map. Opaque and
+/// immutable, usable from many threads at once. A reader's values (`const zt_value *`)
+/// are borrowed: valid until `zt_close` of that reader, never freed by the caller. A value
+/// made to write (`zt_value_create_*`, a `zt_value *`) is the caller's: valid until
+/// `zt_value_free`. Every `zt_value_get_*` call reads both kinds.
 pub struct zt_value {
     _opaque: [u8; 0],
 }
@@ -48,14 +50,14 @@ pub enum zt_value_type {
     ZT_VALUE_MIXED = 255,
 }
 
-fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
+pub(super) fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
     need(v, "value")?;
     // SAFETY: a value handle is an `AttrValue::as_ptr` of a tree its reader keeps until
     // zt_close, per the API contract.
     Ok(unsafe { AttrValue::from_ptr(v.cast::<Node>()) })
 }
 
-fn handle_of(v: AttrValue<'_>) -> *const zt_value {
+pub(super) fn handle_of(v: AttrValue<'_>) -> *const zt_value {
     v.as_ptr().cast()
 }
 

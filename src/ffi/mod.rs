@@ -31,6 +31,9 @@ mod load;
 // Attributes: JSON and typed values.
 mod attrs;
 
+// Values to write.
+mod values;
+
 // Writing.
 mod write;
 
@@ -62,6 +65,7 @@ pub use objects::*;
 pub use open::*;
 pub use read::*;
 pub use remote::*;
+pub use values::*;
 pub use write::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a

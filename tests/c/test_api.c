@@ -3574,6 +3574,29 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_component_get_location",    /* test_shards.c */
     "zt_shard_get_mapping",         /* test_shards.c */
     "zt_writer_create_sharded_with", /* test_shards.c */
+    "zt_value_create_null", /* test_attributes_write.c */
+    "zt_value_create_bool", /* test_attributes_write.c */
+    "zt_value_create_i8", /* test_attributes_write.c */
+    "zt_value_create_i16", /* test_attributes_write.c */
+    "zt_value_create_i32", /* test_attributes_write.c */
+    "zt_value_create_i64", /* test_attributes_write.c */
+    "zt_value_create_u8", /* test_attributes_write.c */
+    "zt_value_create_u16", /* test_attributes_write.c */
+    "zt_value_create_u32", /* test_attributes_write.c */
+    "zt_value_create_u64", /* test_attributes_write.c */
+    "zt_value_create_f32", /* test_attributes_write.c */
+    "zt_value_create_f64", /* test_attributes_write.c */
+    "zt_value_create_string", /* test_attributes_write.c */
+    "zt_value_create_bytes", /* test_attributes_write.c */
+    "zt_value_create_array_data", /* test_attributes_write.c */
+    "zt_value_create_string_array", /* test_attributes_write.c */
+    "zt_value_create_array", /* test_attributes_write.c */
+    "zt_value_create_map", /* test_attributes_write.c */
+    "zt_value_free", /* test_attributes_write.c */
+    "zt_writer_set_file_attribute", /* test_attributes_write.c */
+    "zt_writer_set_object_attribute", /* test_attributes_write.c */
+    "zt_writer_set_file_attributes", /* test_attributes_write.c */
+    "zt_writer_set_object_attributes", /* test_attributes_write.c */
     /* the deprecated old names of renamed functions, each called once: */
     "zt_open_fd", /* test_deprecated_names.c */
     "zt_open_url", /* test_deprecated_names.c */
