@@ -124,7 +124,7 @@ namespace detail {
 /// invalid_argument when a string argument holds a NUL byte.
 inline result<void> check_text(const string_arg& s, const char* what) {
   if (s.valid()) return result<void>();
-  return fail(ZT_ERR_INVALID_ARGUMENT, std::string(what) + " contains a NUL byte");
+  return fail(ZT_ERR_INVALID_ARGUMENT, cat(what, " contains a NUL byte"));
 }
 }  // namespace detail
 

@@ -23,7 +23,7 @@ inline std::optional<std::string_view> opt_sv(const char* s) noexcept {
   if (s == nullptr) return std::nullopt;
   return std::string_view(s);
 }
-inline std::string quoted(const char* s) { return "'" + std::string(s == nullptr ? "" : s) + "'"; }
+inline std::string quoted(const char* s) { return cat("'", s == nullptr ? "" : s, "'"); }
 
 inline result<tensor_view> view(const zt_reader* r, std::size_t object, const char* role) {
   zt_view v{};
@@ -153,16 +153,16 @@ class Component {
     static_assert(std::is_trivially_copyable_v<T>, "read<T>(): T must be trivially copyable");
     static_assert(detail::little_endian, "typed access assumes a little-endian host");
     if (dtype() != expected)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "component " + detail::quoted(info_.role) + " holds " +
-                                                       std::string(dtype_name(dtype())) + " data, not " +
-                                                       std::string(dtype_name(expected)) + " (read_as<T>() converts)");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("component ", detail::quoted(info_.role), " holds ",
+                                                               dtype_name(dtype()), " data, not ", dtype_name(expected),
+                                                               " (read_as<T>() converts)"));
     if (sizeof(T) != dtype_size(expected))
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "a " + std::to_string(sizeof(T)) + "-byte type can't hold " +
-                                                       std::string(dtype_name(expected)) + " elements");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("a ", std::to_string(sizeof(T)), "-byte type can't hold ",
+                                                               dtype_name(expected), " elements"));
     const std::uint64_t bytes = info_.decoded_length;
     if (bytes % sizeof(T) != 0)
-      return detail::fail(ZT_ERR_FORMAT, "component " + detail::quoted(info_.role) + ": " + std::to_string(bytes) +
-                                             " bytes are not a whole number of elements");
+      return detail::fail(ZT_ERR_FORMAT, detail::cat("component ", detail::quoted(info_.role), ": ", std::to_string(bytes),
+                                                     " bytes are not a whole number of elements"));
     if (!detail::fits_size(bytes)) return detail::fail(ZT_ERR_LIMIT, "component too large for this address space");
     const std::size_t n = detail::to_size(bytes / sizeof(T));
     if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {
@@ -185,8 +185,8 @@ class Component {
     static_assert(std::is_trivially_copyable_v<T>, "read_as<T>(): T must be trivially copyable");
     static_assert(detail::little_endian, "typed access assumes a little-endian host");
     if (sizeof(T) != dtype_size(target))
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "a " + std::to_string(sizeof(T)) + "-byte type can't hold " +
-                                                       std::string(dtype_name(target)) + " elements");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("a ", std::to_string(sizeof(T)), "-byte type can't hold ",
+                                                               dtype_name(target), " elements"));
     const std::uint64_t n64 = count();
     if (n64 > std::numeric_limits<std::uint64_t>::max() / sizeof(T) || !detail::fits_size(n64 * sizeof(T)))
       return detail::fail(ZT_ERR_LIMIT, "component too large for this address space");
@@ -511,8 +511,8 @@ class Reader {
     const std::size_t files = shard_count();
     if (files > 1)
       return detail::unwrap(result<span<const std::byte>>(detail::fail(
-          ZT_ERR_NOT_FOUND, "the reader reads a set of " + std::to_string(files) +
-                                " files, each mapped on its own: see shard_mapping()")));
+          ZT_ERR_NOT_FOUND,
+          detail::cat("the reader reads a set of ", std::to_string(files), " files, each mapped on its own: see shard_mapping()"))));
     return shard_mapping(0);
   }
 

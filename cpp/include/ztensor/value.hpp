@@ -176,8 +176,8 @@ class value {
     zt_status st = zt_value_get_array_data(handle_, &data, &n);
     if (st != ZT_OK) return detail::last_failure(st);
     if (element_type() != want)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "attribute value is an array of " + std::string(value_type_name(element_type())) +
-                                                       ", not of " + std::string(value_type_name(want)));
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("attribute value is an array of ", value_type_name(element_type()),
+                                                               ", not of ", value_type_name(want)));
     return result<span<const T>>(span<const T>(static_cast<const T*>(data), n));
   }
 
