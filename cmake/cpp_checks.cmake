@@ -10,6 +10,8 @@
 #   cpp_warnings_*    the wrapper and the C++ test programs compile warning-free with g++
 #                     and clang++ at every -O level (below)
 #   cpp_header_alone_* each header compiles on its own
+#   cpp_wrapper_covers_c_api  every function of include/ztensor.h is reached by the wrapper,
+#                     but for a short allow-list with reasons (tests/cmake/check_cpp_coverage.py)
 #   cpp_examples      cpp/examples/loader and convert (built into build/cpp_examples/ with
 #                     ZTENSOR_BUILD_EXAMPLES) on a demo model and on vectors of each format
 if(NOT CMAKE_CXX_COMPILER OR NOT ZTENSOR_HAVE_CPP)
@@ -150,6 +152,17 @@ foreach(_compiler gcc clang)
     endforeach()
   endforeach()
 endforeach()
+
+# --- The wrapper reaches every function of the C header (an allow-list says why not) ------
+if(ZTENSOR_PYTHON3)
+  _ztensor_add_test(cpp_wrapper_covers_c_api "${ZTENSOR_PYTHON3}"
+    "${PROJECT_SOURCE_DIR}/tests/cmake/check_cpp_coverage.py"
+    "--header=${PROJECT_SOURCE_DIR}/include/ztensor.h"
+    "--wrapper=${PROJECT_SOURCE_DIR}/cpp/include")
+else()
+  _ztensor_add_test(cpp_wrapper_covers_c_api "${CMAKE_COMMAND}"
+    "-DMESSAGE=python3 not found (install python3)" -P "${_ztensor_fail_script}")
+endif()
 
 file(GLOB_RECURSE _cpp_headers RELATIVE "${PROJECT_SOURCE_DIR}/cpp/include" CONFIGURE_DEPENDS
   "${PROJECT_SOURCE_DIR}/cpp/include/*.hpp")

@@ -80,6 +80,7 @@
  *   ztensor/arguments.hpp  string_arg, shape_ref, open_options, write_options
  *   ztensor/view.hpp       zt::tensor_view
  *   ztensor/value.hpp      zt::value, zt::value_type: typed attributes
+ *   ztensor/owned_value.hpp  zt::owned_value, make_value(), make_array() ...: attributes to write
  *   ztensor/reader.hpp     zt::Reader, zt::Object, zt::Component, iterators
  *   ztensor/writer.hpp     zt::Writer, zt::object_builder, zt::component_builder
  */
@@ -94,6 +95,7 @@
 #include "ztensor/arguments.hpp"
 #include "ztensor/view.hpp"
 #include "ztensor/value.hpp"
+#include "ztensor/owned_value.hpp"
 #include "ztensor/reader.hpp"
 #include "ztensor/writer.hpp"
 

@@ -6,36 +6,14 @@
 #include "arguments.hpp"
 #include "config.hpp"
 #include "dtype.hpp"
+#include "owned_value.hpp"
+#include "reader.hpp"
 #include "result.hpp"
+#include "value.hpp"
 
 namespace zt {
 inline namespace ZT_CPP_ABI {
 
-namespace detail {
-// Contiguous ranges of trivially copyable elements (vector, array, span, C array ...).
-template <class R>
-using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
-template <class R, class = void>
-struct is_data_range : std::false_type {};
-template <class R>
-struct is_data_range<R, std::void_t<decltype(std::data(std::declval<const R&>())), decltype(std::size(std::declval<const R&>()))>>
-    : std::bool_constant<std::is_pointer_v<decltype(std::data(std::declval<const R&>()))> &&
-                         !std::is_void_v<range_element_t<R>> && std::is_trivially_copyable_v<range_element_t<R>>> {};
-template <class R, class = void>
-struct is_typed_range : std::false_type {};
-template <class R>
-struct is_typed_range<R, std::enable_if_t<is_data_range<R>::value>> : std::bool_constant<has_dtype_v<range_element_t<R>>> {};
-
-template <class R>
-using if_data_range = std::enable_if_t<is_data_range<R>::value, int>;
-template <class R>
-using if_typed_range = std::enable_if_t<is_typed_range<R>::value, int>;
-
-template <class R>
-const void* range_data(const R& r) noexcept { return static_cast<const void*>(std::data(r)); }
-template <class R>
-std::size_t range_bytes(const R& r) noexcept { return static_cast<std::size_t>(std::size(r)) * sizeof(range_element_t<R>); }
-}  // namespace detail
 
 // A Writer has at most one open object_builder, which has at most one open
 // component_builder (the C API allows no more). They share one detail::writer_state on
@@ -65,6 +43,21 @@ struct writer_state {
   }
 };
 using shared_writer = std::shared_ptr<writer_state>;
+
+/// A scalar or string made into a value, then `set` with it.
+template <class T, class Set>
+result<void> set_made(const T& x, Set&& set) {
+  result<owned_value> v = [&]() -> result<owned_value> {
+    if constexpr (std::is_arithmetic_v<T>) {
+      return make_scalar(x);
+    } else {
+      const std::string_view s(x);
+      return made([&](zt_value** o) { return zt_value_create_string(s.data(), s.size(), o); });
+    }
+  }();
+  if (!v.ok()) return v.as_failure();
+  return set(v->value());
+}
 
 inline result<void> builder_not_open(const char* what) {
   return fail(ZT_ERR_STATE, cat("the ", what, " builder is not open (ended, moved from, or its writer is gone)"));
@@ -185,6 +178,20 @@ class object_builder {
     return detail::unwrap(detail::check(zt_writer_set_attributes_json(state_->handle, name_.c_str(), json.c_str())));
   }
 
+  /// Sets one attribute of this object, with its type (zt_writer_set_object_attribute):
+  /// a reader's value as it is, an owned_value, or a scalar or string made into one
+  /// (set_attribute("ggml_type_id", std::uint32_t{2}) reads back as u32).
+  ret<void> set_attribute(const string_arg& key, const zt::value& v) { return detail::unwrap(try_set(key, v)); }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_attribute(const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set(key, v); }));
+  }
+  /// Replaces this object's attributes with a map value (zt_writer_set_object_attributes).
+  ret<void> set_attributes(const zt::value& map) {
+    if (!is_open()) return detail::unwrap(detail::builder_not_open("object"));
+    return detail::unwrap(detail::check(zt_writer_set_object_attributes(state_->handle, name_.c_str(), map.handle())));
+  }
+
   /// Ends the object after the library checks it against its format; a refused object
   /// (invalid_argument) is left out of the file and the writer stays usable. The builder
   /// stays open only when a component is still being streamed (state_error).
@@ -195,6 +202,11 @@ class object_builder {
   object_builder(detail::shared_writer state, std::uint64_t id, std::string&& name) noexcept
       : state_(std::move(state)), id_(id), name_(std::move(name)) {}
 
+  result<void> try_set(const string_arg& key, const zt::value& v) {
+    if (!is_open()) return detail::builder_not_open("object");
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_object_attribute(state_->handle, name_.c_str(), key.c_str(), v.handle()));
+  }
   result<void> try_add(const string_arg& role, zt::dtype t, const void* data, std::size_t size, const write_options& options,
                        const string_arg& type) {
     if (!is_open()) return detail::builder_not_open("object");
@@ -239,13 +251,22 @@ class Writer {
   /// An empty writer, as a moved-from one; every call on it is invalid_argument.
   Writer() noexcept = default;
 
-  static ret<Writer> create(const string_arg& path) { return detail::unwrap(try_create(path)); }
+  static ret<Writer> create(const string_arg& path, const writer_options& options = {}) {
+    return detail::unwrap(try_create(path, options));
+  }
   /// A writer of a sharded set at `base` (zt_writer_create_sharded_with): zTensor shards
   /// `<base>-0000k-of-0000n.zt` of about `max_shard_bytes` each and the index
   /// `<base>.zt.index.json`, which Reader::open opens as one reader. Every member works
   /// on it as on one file; nothing appears under a final name before finish().
-  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable = true) {
-    return detail::unwrap(try_create_sharded(base, max_shard_bytes, durable));
+  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes,
+                                    const writer_options& options = {}) {
+    return detail::unwrap(try_create_sharded(base, max_shard_bytes, options));
+  }
+  /// create_sharded() with writer_options::durable = `durable`.
+  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable) {
+    writer_options o;
+    o.durable = durable;
+    return detail::unwrap(try_create_sharded(base, max_shard_bytes, o));
   }
 
   Writer(Writer&& o) noexcept = default;
@@ -290,6 +311,51 @@ class Writer {
     return detail::unwrap(try_attributes(object, json));
   }
 
+  /// Sets one file attribute, with its type (zt_writer_set_file_attribute): a reader's
+  /// value as it is (in.attributes()["llama.context_length"] stays a u32), an
+  /// owned_value, or a scalar or string made into one. A key set before gets the new
+  /// value in place; the other attributes stay.
+  ret<void> set_attribute(const string_arg& key, const zt::value& v) { return detail::unwrap(try_set(key, v)); }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_attribute(const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set(key, v); }));
+  }
+  /// Replaces the file's attributes with a map value (zt_writer_set_file_attributes), e.g.
+  /// set_attributes(gguf.attributes()): every key/value of a reader, types kept.
+  ret<void> set_attributes(const zt::value& map) {
+    return detail::unwrap(detail::check(zt_writer_set_file_attributes(handle(), map.handle())));
+  }
+  /// set_attribute() of an object already begun (open or ended).
+  ret<void> set_object_attribute(const string_arg& object, const string_arg& key, const zt::value& v) {
+    return detail::unwrap(try_set_object(object, key, v));
+  }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_object_attribute(const string_arg& object, const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set_object(object, key, v); }));
+  }
+  /// set_attributes() of an object already begun (open or ended).
+  ret<void> set_object_attributes(const string_arg& object, const zt::value& map) {
+    if (result<void> r = detail::check_text(object, "object"); !r.ok()) return detail::unwrap(std::move(r));
+    return detail::unwrap(detail::check(zt_writer_set_object_attributes(handle(), object.c_str(), map.handle())));
+  }
+
+  /// Copies object `object` of `reader` (any format it reads) into this file
+  /// (zt_writer_copy_object): format, shape, attributes with their types, every component;
+  /// raw and zstd components as stored unless `options` says otherwise. On failure the
+  /// object is left out and the writer stays usable. No object may be open.
+  ret<void> copy_object(const Reader& reader, std::size_t object, const copy_options& options = {}) {
+    const zt_copy_options o = options.to_c();
+    return detail::unwrap(detail::check(zt_writer_copy_object(handle(), reader.handle(), object, &o)));
+  }
+  /// copy_object() of the object with this name (not_found when absent).
+  ret<void> copy_object(const Reader& reader, const string_arg& name, const copy_options& options = {}) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return detail::unwrap(std::move(r));
+    std::size_t index = 0;
+    zt_status st = zt_object_find(reader.handle(), name.c_str(), &index);
+    if (st != ZT_OK) return detail::unwrap(result<void>(detail::last_failure(st)));
+    return copy_object(reader, index, options);
+  }
+
   /// Writes the manifest and footer, syncs and renames the file into place. With an
   /// object open: state_error, and the writer stays usable. Otherwise, whatever the
   /// result, the writer accepts nothing more (state_error).
@@ -317,15 +383,25 @@ class Writer {
     state->handle = raw;
     return result<Writer>(Writer(std::move(state)));
   }
-  static result<Writer> try_create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable) {
+  static result<Writer> try_create_sharded(const string_arg& base, std::uint64_t max_shard_bytes,
+                                           const writer_options& options) {
     if (result<void> r = detail::check_text(base, "base"); !r.ok()) return r.as_failure();
-    zt_writer_options o{};
-    o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
+    const zt_writer_options o = options.to_c();
     return make([&](zt_writer** out) { return zt_writer_create_sharded_with(base.c_str(), max_shard_bytes, &o, out); });
   }
-  static result<Writer> try_create(const string_arg& path) {
+  static result<Writer> try_create(const string_arg& path, const writer_options& options) {
     if (result<void> r = detail::check_text(path, "path"); !r.ok()) return r.as_failure();
-    return make([&](zt_writer** out) { return zt_writer_create(path.c_str(), out); });
+    const zt_writer_options o = options.to_c();
+    return make([&](zt_writer** out) { return zt_writer_create_with(path.c_str(), &o, out); });
+  }
+  result<void> try_set(const string_arg& key, const zt::value& v) {
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_file_attribute(handle(), key.c_str(), v.handle()));
+  }
+  result<void> try_set_object(const string_arg& object, const string_arg& key, const zt::value& v) {
+    if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_object_attribute(handle(), object.c_str(), key.c_str(), v.handle()));
   }
   result<void> try_add(const string_arg& name, zt::dtype t, const void* data, std::size_t size, shape_ref shape,
                        const write_options& options) {
