@@ -8,32 +8,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::gguf::{Gguf, gstr};
+use common::gguf::types::*;
+use common::gguf::{Gguf, garr as arr, gstr};
 use ztensor::cbor::Value;
 use ztensor::{CopyOptions, DType, ErrorKind, Reader, TypedValue, ValueType, WriteOptions, Writer};
-
-// GGUF value types.
-const T_U8: u32 = 0;
-const T_I8: u32 = 1;
-const T_U16: u32 = 2;
-const T_I16: u32 = 3;
-const T_U32: u32 = 4;
-const T_I32: u32 = 5;
-const T_F32: u32 = 6;
-const T_BOOL: u32 = 7;
-const T_STRING: u32 = 8;
-const T_ARRAY: u32 = 9;
-const T_U64: u32 = 10;
-const T_I64: u32 = 11;
-const T_F64: u32 = 12;
-
-/// A GGUF array value: element type, count, elements' bytes.
-fn arr(elem: u32, count: usize, bytes: &[u8]) -> Vec<u8> {
-    let mut v = elem.to_le_bytes().to_vec();
-    v.extend((count as u64).to_le_bytes());
-    v.extend(bytes);
-    v
-}
 
 /// A model the size of a 128k-vocabulary tokenizer, with a key/value of every GGUF type
 /// and every array shape GGUF has.

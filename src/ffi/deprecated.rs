@@ -8,7 +8,7 @@
 use std::ffi::{c_char, c_void};
 
 use super::*;
-use crate::error::{bail, err};
+use crate::error::bail;
 
 /// Deprecated: the old name of `zt_open_fd_with`, which it calls.
 #[deprecated(note = "renamed zt_open_fd_with")]
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn zt_mapping(
     base: *mut *const c_void,
     size: *mut u64,
 ) -> zt_status {
-    guard(|| {
+    let refused = guard(|| {
         let r = super::open::reader(reader)?;
         need_out(base, "base")?;
         need_out(size, "size")?;
@@ -104,16 +104,13 @@ pub unsafe extern "C" fn zt_mapping(
                 r.inner().shard_count()
             );
         }
-        let map = r.inner().mapping().ok_or_else(|| {
-            err!(
-                NotFound,
-                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP, or is of a remote object"
-            )
-        })?;
-        put(base, map.as_ptr().cast());
-        put(size, map.len() as u64);
         Ok(())
-    })
+    });
+    if refused != zt_status::ZT_OK {
+        return refused;
+    }
+    // SAFETY: forwarded contract; a single file's file 0 is the file itself.
+    unsafe { super::zt_shard_get_mapping(reader, 0, base, size) }
 }
 
 /// Deprecated: the old name of `zt_object_get_info`, which it calls.

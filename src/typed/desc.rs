@@ -34,27 +34,6 @@ pub(crate) enum Desc {
     Keys(Vec<(Vec<u8>, Desc)>),
 }
 
-/// Type names as records spell them ("array" and "map" only declare an empty array's
-/// element type).
-const SCALARS: [ValueType; 16] = [
-    ValueType::Null,
-    ValueType::Bool,
-    ValueType::I8,
-    ValueType::I16,
-    ValueType::I32,
-    ValueType::I64,
-    ValueType::U8,
-    ValueType::U16,
-    ValueType::U32,
-    ValueType::U64,
-    ValueType::F32,
-    ValueType::F64,
-    ValueType::String,
-    ValueType::Bytes,
-    ValueType::Array,
-    ValueType::Map,
-];
-
 impl Desc {
     /// The record of `v` (a record as CBOR); None when it says nothing this version
     /// understands.
@@ -81,10 +60,13 @@ impl Desc {
     fn from_text(t: &str) -> Option<Desc> {
         match t.strip_suffix("[]") {
             Some(inner) => Some(Desc::Elements(Box::new(Desc::from_text(inner)?))),
-            None => SCALARS
-                .iter()
-                .find(|s| s.name() == t)
-                .map(|&s| Desc::Scalar(s)),
+            // Every type by its name ("array" and "map" only declare an empty array's
+            // element type); "other" names nothing a value could be written as.
+            None => (0..)
+                .map_while(ValueType::from_u32)
+                .filter(|v| *v != ValueType::Other)
+                .find(|v| v.name() == t)
+                .map(Desc::Scalar),
         }
     }
 
