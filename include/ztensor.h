@@ -1584,10 +1584,11 @@ enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
  * `zt_value_create_*` (still the caller's to free). The value keeps its type: a typed
  * read of the file gives back `ZT_VALUE_U32` for a u32, an array of `ZT_VALUE_F32` for
  * f32s (docs/format.md says how). A key set before gets the new value in its place;
- * the other attributes stay. Any time before finish. For a set
- * (`zt_writer_create_sharded_with`), the file's attributes go into the index's JSON
- * `metadata`, which keeps values but not their widths. `ZT_ERR_INVALID_ARGUMENT` for a
- * value of type `ZT_VALUE_OTHER`, which has no typed equivalent to write.
+ * the other attributes stay (each call copies the map so far: for many keys at once,
+ * `zt_writer_set_file_attributes` with a map is cheaper). Any time before finish. For
+ * a set (`zt_writer_create_sharded_with`), the file's attributes go into the index's
+ * JSON `metadata`, which keeps values but not their widths. `ZT_ERR_INVALID_ARGUMENT`
+ * for a value of type `ZT_VALUE_OTHER`, which has no typed equivalent to write.
  */
 ZT_API
 enum zt_status zt_writer_set_file_attribute(struct zt_writer *w,
