@@ -57,9 +57,9 @@ lib.zt_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
 lib.zt_close.argtypes = [ctypes.c_void_p]
 lib.zt_object_count.argtypes = [ctypes.c_void_p]
 lib.zt_object_count.restype = ctypes.c_size_t
-info_get = getattr(lib, "zt_object_get_info", None) or lib.zt_object_info_get
+info_get = getattr(lib, "zt_object_get_info", None) or lib.zt_object_get_info
 info_get.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ObjectInfo)]
-comp_get = getattr(lib, "zt_component_get_info", None) or lib.zt_component_info_get
+comp_get = getattr(lib, "zt_component_get_info", None) or lib.zt_component_get_info
 comp_get.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(ComponentInfo)]
 lib.zt_component_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p,
                                   ctypes.c_size_t]

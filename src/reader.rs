@@ -13,10 +13,10 @@ use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
-use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
-use crate::typed::{self, AttrValue, Doc, DocCache};
+use crate::typed::{self, AttrValue, DocCache};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -389,9 +389,9 @@ impl<'a> Reader<'a> {
         let Some(attrs) = attrs else {
             return Ok(typed::empty_map().root());
         };
-        let doc = self.typed.get(object, self.model.objects.len(), || {
-            Doc::build(attrs.as_cbor(), attrs.widths(), MAX_CBOR_DEPTH)
-        })?;
+        let doc = self
+            .typed
+            .get(object, self.model.objects.len(), || attrs.doc())?;
         Ok(doc.root())
     }
 

@@ -21,14 +21,17 @@
 //! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
 //! allocation failure is a `Limit` error too.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
-use ciborium_ll::Header;
-
-use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
+
+mod build;
+mod desc;
+mod owned;
+
+pub(crate) use desc::Desc;
+pub use owned::TypedValue;
 
 /// The type of an attribute value. The numbers are stable (the C enum `zt_value_type`).
 #[repr(u8)]
@@ -51,7 +54,7 @@ pub enum ValueType {
     Array = 14,
     Map = 15,
     /// A CBOR simple value other than false/true/null/undefined, or an integer below
-    /// -2^63: no typed equivalent (`zt_attributes_json` renders it).
+    /// -2^63: no typed equivalent (`zt_file_get_attributes_json` renders it).
     Other = 16,
 }
 
@@ -229,24 +232,34 @@ impl Doc {
     /// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
     /// and never move or change (strings point into it).
     pub fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
-        let mut b = Builder {
-            cur: Cursor::new(cbor, max_depth),
-            widths: widths.unwrap_or(&[]),
-            wpos: 0,
-            nodes: Vec::new(),
-            packed: Vec::new(),
-            data: Vec::new(),
-            data_len: 0,
-            text: Vec::new(),
-            kept: 0,
-            budget: cbor
-                .len()
-                .saturating_mul(BUDGET_PER_BYTE)
-                .saturating_add(BUDGET_BASE),
-        };
-        let root = b.item(0, Hint::Root)?;
-        b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
-        b.finish(root)
+        build::build(cbor, widths, None, max_depth)
+    }
+
+    /// `build` with a width record by key of the root item (`desc.rs`).
+    pub(crate) fn build_with_record(cbor: &[u8], desc: &Desc, max_depth: usize) -> Result<Doc> {
+        build::build(cbor, None, Some(desc), max_depth)
+    }
+
+    /// `build` with the CBOR bytes of a width record by key of the root item (`desc.rs`), as a
+    /// zTensor manifest keeps one beside an attribute map (validated when the file was
+    /// opened; a record this version can't read is no record).
+    pub(crate) fn build_with_record_bytes(
+        cbor: &[u8],
+        record: &[u8],
+        max_depth: usize,
+    ) -> Result<Doc> {
+        // The record's tree is bounded like any attribute tree: by its bytes.
+        let budget = record
+            .len()
+            .saturating_mul(BUDGET_PER_BYTE * 8)
+            .saturating_add(BUDGET_BASE);
+        let desc = crate::cbor::decode_within(record, max_depth, budget)
+            .ok()
+            .and_then(|(v, _)| Desc::from_value(&v));
+        match desc {
+            Some(d) => build::build(cbor, None, Some(&d), max_depth),
+            None => build::build(cbor, None, None, max_depth),
+        }
     }
 
     /// The root value.
@@ -263,325 +276,6 @@ impl Doc {
             + self._data.len() * 8
             + self._text.len()
     }
-}
-
-/// What a value's width record says.
-#[derive(Clone, Copy)]
-enum Hint {
-    None,
-    /// The root map: its values each read their widths from the stream.
-    Root,
-    /// Read this value's widths from the stream.
-    Next,
-    /// This scalar type (elements of an array whose element type was declared).
-    Type(ValueType),
-}
-
-struct Builder<'a> {
-    cur: Cursor<'a>,
-    widths: &'a [u8],
-    wpos: usize,
-    nodes: Vec<Node>,
-    packed: Vec<(usize, ValueType, usize)>,
-    data: Vec<u64>,
-    data_len: usize,
-    text: Vec<u8>,
-    /// Bytes of nodes, numbers, strings and records kept so far, and the most allowed.
-    kept: usize,
-    budget: usize,
-}
-
-fn oom(what: &str) -> Error {
-    err!(Limit, "attributes: out of memory for the typed {what}")
-}
-
-impl<'a> Builder<'a> {
-    /// Counts `bytes` more kept; `Limit` past the budget.
-    fn charge(&mut self, bytes: usize) -> Result<()> {
-        self.kept = self.kept.saturating_add(bytes);
-        if self.kept > self.budget {
-            bail!(
-                Limit,
-                "attributes: their typed values would take more than {} bytes ({} per byte \
-                 of their {}-byte encoding, plus {})",
-                self.budget,
-                BUDGET_PER_BYTE,
-                self.cur.bytes().len(),
-                BUDGET_BASE
-            );
-        }
-        Ok(())
-    }
-
-    fn next_width(&mut self) -> Option<ValueType> {
-        let code = *self.widths.get(self.wpos)?;
-        self.wpos += 1;
-        ValueType::from_u32(u32::from(code))
-    }
-
-    /// The value's own type hint, its children's, and an array's declared element type.
-    fn resolve(&mut self, hint: Hint) -> (Option<ValueType>, Hint, Option<ValueType>) {
-        match hint {
-            Hint::None => (None, Hint::None, None),
-            Hint::Root => (None, Hint::Next, None),
-            Hint::Type(t) => (Some(t), Hint::None, None),
-            Hint::Next => match self.next_width() {
-                Some(ValueType::Array) => match self.next_width() {
-                    Some(ValueType::Array) => {
-                        (Some(ValueType::Array), Hint::Next, Some(ValueType::Array))
-                    }
-                    Some(e) => (Some(ValueType::Array), Hint::Type(e), Some(e)),
-                    None => (None, Hint::None, None),
-                },
-                t => (t, Hint::None, None),
-            },
-        }
-    }
-
-    fn decode_err(e: crate::cbor::DecodeError) -> Error {
-        e.positioned("attributes", 0)
-    }
-
-    fn item(&mut self, depth: usize, hint: Hint) -> Result<Node> {
-        let (own, children, declared) = if self.widths.is_empty() {
-            (None, Hint::None, None)
-        } else {
-            self.resolve(hint)
-        };
-        if let Some(f) = self.cur.float() {
-            let kind = match own {
-                Some(ValueType::F32) => ValueType::F32,
-                _ => ValueType::F64,
-            };
-            return Ok(Node::scalar(kind, f.to_bits()));
-        }
-        let start = self.cur.position();
-        let header = self.cur.head().map_err(Self::decode_err)?;
-        Ok(match header {
-            Header::Positive(n) => match own {
-                Some(t) if t.is_integer() => Node::scalar(t, n),
-                _ => Node::scalar(ValueType::U64, n),
-            },
-            Header::Negative(n) => {
-                if n > i64::MAX as u64 {
-                    Node::scalar(ValueType::Other, 0)
-                } else {
-                    let v = -1 - n as i64;
-                    match own {
-                        Some(t) if t.is_signed() => Node::scalar(t, v as u64),
-                        _ => Node::scalar(ValueType::I64, v as u64),
-                    }
-                }
-            }
-            Header::Float(f) => match own {
-                Some(ValueType::F32) => Node::scalar(ValueType::F32, f.to_bits()),
-                _ => Node::scalar(ValueType::F64, f.to_bits()),
-            },
-            Header::Simple(20) => Node::scalar(ValueType::Bool, 0),
-            Header::Simple(21) => Node::scalar(ValueType::Bool, 1),
-            Header::Simple(22 | 23) => Node::scalar(ValueType::Null, 0),
-            Header::Simple(_) => Node::scalar(ValueType::Other, 0),
-            Header::Bytes(len) | Header::Text(len) => {
-                let text = matches!(header, Header::Text(_));
-                let body = self.cur.string(text, len).map_err(Self::decode_err)?;
-                // GGUF strings that are not UTF-8 are byte strings in the CBOR; typed,
-                // they stay strings (as the file stored them).
-                let kind = if text || own == Some(ValueType::String) {
-                    ValueType::String
-                } else {
-                    ValueType::Bytes
-                };
-                self.string(kind, body)?
-            }
-            Header::Tag(_) => {
-                // Transparent; the widths (GGUF's, which has no tags) were already taken.
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                return self.item(depth, Hint::None);
-            }
-            Header::Array(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let child = self.item(depth, children)?;
-                    items.try_reserve(1).map_err(|_| oom("array"))?;
-                    items.push(child);
-                }
-                self.array(items, declared)?
-            }
-            Header::Map(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 2).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items
-                    .try_reserve(len.reserve() * 2)
-                    .map_err(|_| oom("map"))?;
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let key = self.item(depth, Hint::None)?;
-                    let value = self.item(depth, children)?;
-                    items.try_reserve(2).map_err(|_| oom("map"))?;
-                    items.push(key);
-                    items.push(value);
-                }
-                let n = count(items.len() / 2)?;
-                let first = self.append(&items)?;
-                Node {
-                    kind: ValueType::Map as u8,
-                    elem: 0,
-                    flags: 0,
-                    _pad: 0,
-                    n,
-                    x: first as u64,
-                }
-            }
-            Header::Break => bail!(Format, "attributes: unexpected break at byte {start}"),
-        })
-    }
-
-    fn string(&mut self, kind: ValueType, body: Cow<'a, [u8]>) -> Result<Node> {
-        let n = count(body.len())?;
-        Ok(match body {
-            Cow::Borrowed(b) => Node {
-                kind: kind as u8,
-                elem: 0,
-                flags: 0,
-                _pad: 0,
-                n,
-                x: b.as_ptr() as u64,
-            },
-            Cow::Owned(b) => {
-                self.charge(b.len())?;
-                let at = self.text.len();
-                self.text.try_reserve(b.len()).map_err(|_| oom("strings"))?;
-                self.text.extend_from_slice(&b);
-                Node {
-                    kind: kind as u8,
-                    elem: 0,
-                    flags: OWNED_TEXT,
-                    _pad: 0,
-                    n,
-                    x: at as u64,
-                }
-            }
-        })
-    }
-
-    /// Appends children, returning the index of the first.
-    fn append(&mut self, items: &[Node]) -> Result<usize> {
-        self.charge(std::mem::size_of_val(items))?;
-        let first = self.nodes.len();
-        self.nodes
-            .try_reserve(items.len())
-            .map_err(|_| oom("values"))?;
-        self.nodes.extend_from_slice(items);
-        Ok(first)
-    }
-
-    fn array(&mut self, items: Vec<Node>, declared: Option<ValueType>) -> Result<Node> {
-        let n = count(items.len())?;
-        let elem = match items.first() {
-            None => declared,
-            Some(first) => items
-                .iter()
-                .all(|c| c.kind == first.kind)
-                .then(|| first.kind()),
-        };
-        let mut node = Node {
-            kind: ValueType::Array as u8,
-            elem: elem.map_or(MIXED, |t| t as u8),
-            flags: 0,
-            _pad: 0,
-            n,
-            x: 0,
-        };
-        match elem.and_then(|t| t.packed_width().map(|w| (t, w))) {
-            Some((t, w)) => {
-                let offset = self.data_len.next_multiple_of(8);
-                let end = offset + w * items.len();
-                self.charge(end - self.data_len + size_of::<Packed>())?;
-                let words = end.div_ceil(8);
-                if words > self.data.len() {
-                    self.data
-                        .try_reserve(words - self.data.len())
-                        .map_err(|_| oom("numbers"))?;
-                    self.data.resize(words, 0);
-                }
-                // SAFETY: `data` holds at least `end` bytes; u64 storage viewed as bytes.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), end)
-                };
-                for (i, c) in items.iter().enumerate() {
-                    let at = offset + i * w;
-                    let out = &mut bytes[at..at + w];
-                    match t {
-                        ValueType::F32 => {
-                            out.copy_from_slice(&(f64::from_bits(c.x) as f32).to_ne_bytes())
-                        }
-                        ValueType::F64 => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        _ => match w {
-                            1 => out[0] = c.x as u8,
-                            2 => out.copy_from_slice(&(c.x as u16).to_ne_bytes()),
-                            4 => out.copy_from_slice(&(c.x as u32).to_ne_bytes()),
-                            _ => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        },
-                    }
-                }
-                self.data_len = end;
-                self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
-                self.packed.push((offset, t, items.len()));
-                node.flags = PACKED;
-                node.x = (self.packed.len() - 1) as u64;
-            }
-            None => node.x = self.append(&items)? as u64,
-        }
-        Ok(node)
-    }
-
-    /// Boxes the storage and turns indexes into pointers.
-    fn finish(mut self, root: Node) -> Result<Doc> {
-        self.append(&[root])?;
-        let data = std::mem::take(&mut self.data).into_boxed_slice();
-        let text = std::mem::take(&mut self.text).into_boxed_slice();
-        let base = data.as_ptr().cast::<u8>();
-        let packed: Box<[Packed]> = self
-            .packed
-            .iter()
-            .map(|&(offset, elem, count)| Packed {
-                // SAFETY: offset is within (or one past) the data.
-                data: unsafe { base.add(offset) },
-                elem,
-                count,
-                nodes: OnceLock::new(),
-            })
-            .collect();
-        let mut nodes = std::mem::take(&mut self.nodes).into_boxed_slice();
-        let nodes_at = nodes.as_ptr() as u64;
-        for node in nodes.iter_mut() {
-            match node.kind() {
-                ValueType::Array if node.flags & PACKED != 0 => {
-                    node.x = &packed[node.x as usize] as *const Packed as u64;
-                }
-                ValueType::Array | ValueType::Map => {
-                    node.x = nodes_at + node.x * size_of::<Node>() as u64;
-                }
-                ValueType::String | ValueType::Bytes if node.flags & OWNED_TEXT != 0 => {
-                    node.x += text.as_ptr() as u64;
-                }
-                _ => {}
-            }
-        }
-        Ok(Doc {
-            nodes,
-            _packed: packed,
-            _data: data,
-            _text: text,
-        })
-    }
-}
-
-fn count(n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| err!(Limit, "attributes: {n} items in one container"))
 }
 
 /// A value of an attribute tree, borrowed from the reader that holds the tree.

@@ -18,6 +18,7 @@ use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
+mod attrs;
 mod copy;
 mod sharded;
 pub use copy::CopyOptions;

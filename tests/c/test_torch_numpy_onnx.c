@@ -159,9 +159,9 @@ static void test_onnx(const char *vectors) {
     size_t size = 0;
     unsigned char *weights = zt_test_slurp(path_of(vectors, "onnx/model_external.weights"), &size);
     if (CHECK(weights != NULL) && CHECK_OK(zt_object_find(r, "w0", &index)) &&
-        CHECK_OK(zt_component_location(r, index, 0, &at)) && view_of(r, "w0", &v)) {
+        CHECK_OK(zt_component_get_location(r, index, 0, &at)) && view_of(r, "w0", &v)) {
       CHECK_U64(at.shard, 1);
-      CHECK_OK(zt_shard_path(r, at.shard, &shard));
+      CHECK_OK(zt_shard_get_path(r, at.shard, &shard));
       CHECK_CONTAINS(shard, "model_external.weights");
       CHECK_U64(v.size, 12 * sizeof(float));
       CHECK(at.offset + v.size <= size);

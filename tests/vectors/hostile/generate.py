@@ -1825,18 +1825,18 @@ TSV_HEADER = """\
 # walk_status: "-" when the open fails. Otherwise the FIRST non-OK status of this walk,
 #   or ZT_OK when every call succeeds. Every call is made even after a failure:
 #   for each object i in 0 .. zt_object_count() - 1:
-#     zt_object_info_get(i)                          (on failure: skip to the next object)
+#     zt_object_get_info(i)                          (on failure: skip to the next object)
 #     for each component c in 0 .. component_count - 1:
-#       zt_component_info_get(i, c)                  (on failure: skip to the next component)
+#       zt_component_get_info(i, c)                  (on failure: skip to the next component)
 #       if decoded_length > 0: zt_component_read_range(i, role) of byte 0, then of byte
 #         decoded_length - 1 (1 byte each)
 #       zt_component_read(i, role) into a malloc'd buffer of exactly decoded_length bytes
 #       zt_component_view(i, role)                   (on success every byte is read)
 #       zt_component_verify(i, role)                 (ZT_ERR_NOT_FOUND = "no digest": not a failure)
 #     zt_object_validate(i)
-#     zt_attributes_json(i)
-#   zt_attributes_json(SIZE_MAX)                     (the file's attributes)
-#   zt_verify()
+#     zt_object_get_attributes_json(i)
+#   zt_file_get_attributes_json()                    (the file's attributes)
+#   zt_file_verify()
 # Range reads and the read come before the view on purpose: a view caches the decoded
 # bytes and later reads are served from that cache, which would hide faults of the
 # streaming (range) and direct (read) decode paths.
