@@ -587,6 +587,63 @@ typedef struct zt_location {
 } zt_location;
 
 /**
+ * One object as `zt_file_get_objects` describes it: what `zt_object_get_info` gives, and
+ * what `zt_component_get_info` gives of its first component (the `data` of a dense
+ * object). Strings and the shape are borrowed until `zt_close`.
+ */
+typedef struct zt_object_entry {
+  /**
+   * The object's name.
+   */
+  const char *name;
+  /**
+   * "dense", "sparse_csr", ... as `zt_object_info.format`.
+   */
+  const char *format;
+  /**
+   * `ndim` entries; NULL when `ndim` is 0.
+   */
+  const uint64_t *shape;
+  /**
+   * Number of dimensions; 0 for a scalar.
+   */
+  size_t ndim;
+  /**
+   * Number of components; the fields below are 0 / NULL when it is 0.
+   */
+  size_t component_count;
+  /**
+   * Component 0: a `zt_dtype` value.
+   */
+  uint32_t dtype;
+  /**
+   * Component 0: a `zt_encoding` value.
+   */
+  uint32_t encoding;
+  /**
+   * Component 0: the logical type, or NULL.
+   */
+  const char *type;
+  /**
+   * Component 0: the absolute offset of its stored bytes in its file.
+   */
+  uint64_t offset;
+  /**
+   * Component 0: stored bytes.
+   */
+  uint64_t length;
+  /**
+   * Component 0: decoded bytes.
+   */
+  uint64_t decoded_length;
+  /**
+   * Component 0: the file holding it (`zt_component_get_location`'s `shard`; 0 for a
+   * single file).
+   */
+  uint32_t shard;
+} zt_object_entry;
+
+/**
  * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
  * of consecutive frames): where its stored bytes are in the file and which decoded bytes
  * of the component they hold. The stored bytes `[offset, offset + length)` decode on their
@@ -685,7 +742,9 @@ typedef struct zt_load_request {
  */
 typedef struct zt_batch_options {
   /**
-   * Most threads to use; 0 = one per core (at most 16).
+   * Most threads to use, this one included; 0 = the library's pool size
+   * (`zt_pool_thread_count`). Nested work (decoding, dequantizing) runs on the same
+   * threads.
    */
   uint32_t threads;
 } zt_batch_options;
@@ -757,9 +816,12 @@ extern "C" {
 
 /**
  * Opens a tensor file read-only with the default options: zTensor (v1.2, v1.1 or legacy
- * v0.1), safetensors, GGUF v2/v3 or Tensogram v3, recognised by its first bytes (see
- * `zt_file_format`). Maps it, decodes and validates the manifest or header; reads no
- * tensor data. `*out` is set only on success; free it with `zt_close`.
+ * v0.1), safetensors, GGUF v2/v3, Tensogram v3, a PyTorch checkpoint (`torch.save`'s zip
+ * format; its pickle is read, never run), NumPy `.npy`/`.npz` or an ONNX model's
+ * initializers, recognised by its first bytes (see `zt_file_format`). Maps it, decodes
+ * and validates the manifest or header; reads no tensor data. An ONNX model with external
+ * data opens the files it names beside it (only by path: `zt_open_memory` refuses it with
+ * ZT_ERR_UNSUPPORTED). `*out` is set only on success; free it with `zt_close`.
  */
 ZT_API enum zt_status zt_open(const char *path, struct zt_reader **out);
 
@@ -824,8 +886,8 @@ enum zt_status zt_open_url_with(const char *url,
 ZT_API void zt_close(struct zt_reader *reader);
 
 /**
- * The container format the file was read from: "zt", "safetensors", "gguf" or
- * "tensogram"; static. "" for NULL.
+ * The container format the file was read from: "zt", "safetensors", "gguf",
+ * "tensogram", "pytorch", "numpy" or "onnx"; static. "" for NULL.
  */
 ZT_API const char *zt_file_format(const struct zt_reader *reader);
 
@@ -948,6 +1010,36 @@ enum zt_status zt_component_get_location(const struct zt_reader *reader,
                                          size_t object,
                                          size_t component,
                                          struct zt_location *out);
+
+/**
+ * Every object's name in file order, in one block the reader keeps: name 0, a NUL byte,
+ * name 1, a NUL, ... (names never contain a NUL). `*out_size` is the block's length,
+ * every NUL included; for a file without objects it is 0 and `*out_names` points to an
+ * empty string. The block is made on the first call (one allocation, the size of the
+ * names) and every later call returns the same pointer; borrowed until `zt_close`.
+ *
+ * For bindings that pay for each call (Python's cffi and ctypes, cgo, JNI): the names of
+ * 50,000 objects in one call instead of 50,000 `zt_object_get_info` calls. Thread-safe.
+ * `ZT_ERR_LIMIT` when the block can't be allocated.
+ */
+ZT_API
+enum zt_status zt_file_get_names(const struct zt_reader *reader,
+                                 const char **out_names,
+                                 size_t *out_size);
+
+/**
+ * Describes objects `first` .. `first + count - 1` into `out[0 .. count]`, one
+ * `zt_object_entry` each, in one call: the object and its first component, as
+ * `zt_object_get_info` and `zt_component_get_info` describe them. For bindings that pay
+ * for each call: the 50,000 objects of a large file in one call instead of 100,000.
+ * O(count), no allocation, thread-safe. `ZT_ERR_INVALID_ARGUMENT` for a range past the
+ * last object (`out` is then untouched); `count` 0 is a no-op (`out` may be NULL).
+ */
+ZT_API
+enum zt_status zt_file_get_objects(const struct zt_reader *reader,
+                                   size_t first,
+                                   struct zt_object_entry *out,
+                                   size_t count);
 
 /**
  * The number of frames of a zstd component (see `zt_frame_info`). The frame index is
@@ -1701,6 +1793,28 @@ ZT_API const char *zt_version(void);
  * counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
  */
 ZT_API unsigned int zt_version_number(void);
+
+/**
+ * Sets the number of threads of the library's thread pool: `threads`, or 0 for one per
+ * core (the default). Every parallel piece of work runs on this one pool (batch loads,
+ * zstd compression and decoding, digest checks, dequantization, the shards of a set
+ * parsed at open), and work nested inside it (a batch request decoding its frames in
+ * parallel) runs on the same threads, so the library never runs more threads than this
+ * (plus the threads calling it, which work too; a remote object's requests wait on
+ * threads of their own, as many as its requests in flight). Takes effect at once: a
+ * pool already running is replaced, its threads ending once the work they have is done.
+ * Optional: without it the pool starts, one thread per core, on first use.
+ *
+ * @return `ZT_OK`; `ZT_ERR_INVALID_ARGUMENT` for more than 1024 threads; `ZT_ERR_IO`
+ * when the threads can't be started (the pool in use then stays). Thread-safe.
+ */
+ZT_API enum zt_status zt_pool_set_threads(size_t threads);
+
+/**
+ * The number of threads of the library's thread pool: what `zt_pool_set_threads` set,
+ * else one per core (the CPUs this process may run on). Starts nothing. Thread-safe.
+ */
+ZT_API size_t zt_pool_thread_count(void);
 
 /**
  * Deprecated: the old name of `zt_open_fd_with`, which it calls.
