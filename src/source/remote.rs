@@ -11,11 +11,12 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
+use object_store::client::HttpClient;
 use object_store::path::Path as StorePath;
 use object_store::{
     ClientOptions, GetOptions, GetRange, ObjectStore, ObjectStoreScheme, RetryConfig,
@@ -72,6 +73,10 @@ pub(crate) struct Site {
     concurrency: usize,
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// The process the site was made in: its store's connections belong to that
+    /// process's runtime (see `runtime`), so another process (a child made by `fork()`)
+    /// must open the URL again.
+    pid: u32,
 }
 
 pub(crate) struct Remote {
@@ -84,21 +89,49 @@ pub(crate) struct Remote {
     blocks: Mutex<Blocks>,
 }
 
-/// The runtime every remote reader shares: two worker threads, made on first use.
+/// The library's runtime and the process it was started in.
+struct Owned {
+    pid: u32,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// The runtime every remote reader of this process shares: two worker threads, made on
+/// first use. Never dropped.
+static RUNTIME: AtomicPtr<Owned> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The runtime of this process. A child made by `fork()` inherits its parent's runtime
+/// without its threads (only the forking thread is copied), so blocking on it would wait
+/// forever: a process that finds its parent's runtime starts its own (and leaves the
+/// inherited one alone: its threads are not there to stop). No lock is taken (a lock held
+/// by another thread at the fork would stay held in the child).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
-        OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("zt-remote")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| err!(Io, "starting the runtime for remote reads: {e}"))
+    let pid = std::process::id();
+    loop {
+        let current = RUNTIME.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is a leaked `Owned`, never freed.
+        if let Some(owned) = unsafe { current.as_ref() }
+            && owned.pid == pid
+        {
+            return Ok(&owned.runtime);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zt-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| err!(Io, "starting the runtime for remote reads: {e}"))?;
+        let fresh = Box::into_raw(Box::new(Owned { pid, runtime }));
+        match RUNTIME.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: just leaked; never freed.
+            Ok(_) => return Ok(unsafe { &(*fresh).runtime }),
+            Err(_) => {
+                // Another thread of this process started one first: use that one.
+                // SAFETY: `fresh` was never shared.
+                let mine = unsafe { Box::from_raw(fresh) };
+                mine.runtime.shutdown_background();
+            }
+        }
+    }
 }
 
 /// Runs `f` to completion on the library's runtime. From inside another tokio runtime
@@ -128,6 +161,21 @@ pub(crate) fn redact(url: &url::Url) -> String {
     u.to_string()
 }
 
+/// `url` as messages may show it when it does not parse: everything between `://` and
+/// the last `@` before any `?` or `#` (the user info, wherever a malformed URL puts it),
+/// the query and the fragment removed. Built before any message is, so no path of a
+/// malformed URL leaks a password or a signature.
+pub(crate) fn redact_text(url: &str) -> String {
+    let end = url.find(['?', '#']).unwrap_or(url.len());
+    let (before, _) = url.split_at(end);
+    let (scheme, rest) = match before.find("://") {
+        Some(at) => before.split_at(at + 3),
+        None => ("", before),
+    };
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
+    format!("{scheme}{rest}")
+}
+
 /// An `object_store` error as ours: a changed object (a failed `If-Match`) is `Format`,
 /// anything else `Io`, with the whole chain of causes.
 fn map_error(what: &str, e: object_store::Error) -> Error {
@@ -148,7 +196,90 @@ fn map_error(what: &str, e: object_store::Error) -> Error {
     if kind == ErrorKind::Format {
         message.push_str(" (the object changed since it was opened)");
     }
-    Error::new(kind, scrub(&message))
+    Error::new(kind, scrub(&cap_bodies(&message)))
+}
+
+/// `object_store` puts the whole body of an error answer (a 404's HTML page) at the end
+/// of its message, after the status: keep the status and at most `SHOWN_BODY` characters
+/// of the body, its whitespace made single spaces.
+fn cap_bodies(text: &str) -> String {
+    const STATUS: &str = "status code: ";
+    let Some(from) = text.find(STATUS).map(|at| at + STATUS.len()) else {
+        return text.to_owned();
+    };
+    // The status ("404 Not Found") ends at ": ", where the body begins.
+    let Some(body_at) = text[from..].find(": ").map(|i| from + i + 2) else {
+        return text.to_owned();
+    };
+    let body = text[body_at..]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = text[..body_at].to_owned();
+    match body.char_indices().nth(SHOWN_BODY) {
+        Some((end, _)) => {
+            out.push_str(body[..end].trim_end());
+            out.push_str(" ...");
+        }
+        None => out.push_str(&body),
+    }
+    out
+}
+
+/// Characters of an error answer's body a message keeps.
+const SHOWN_BODY: usize = 200;
+
+/// Bytes of an error answer's body read at most (the rest is never received).
+const ERROR_BODY: usize = 8 << 10;
+
+/// The HTTP client of every store: `object_store`'s reqwest client, except that the body
+/// of an answer that is not a success is read only up to `ERROR_BODY` bytes
+/// (`object_store` reads all of it into its message: an endless body would never end).
+#[derive(Debug, Default)]
+struct Connector;
+
+impl object_store::client::HttpConnector for Connector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let inner = object_store::client::ReqwestConnector::default().connect(options)?;
+        Ok(HttpClient::new(ShortErrorBodies(inner)))
+    }
+}
+
+#[derive(Debug)]
+struct ShortErrorBodies(HttpClient);
+
+type HttpAnswer =
+    std::result::Result<object_store::client::HttpResponse, object_store::client::HttpError>;
+
+impl object_store::client::HttpService for ShortErrorBodies {
+    fn call<'s, 'f>(
+        &'s self,
+        request: object_store::client::HttpRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = HttpAnswer> + Send + 'f>>
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        Box::pin(async move {
+            let answer = self.0.execute(request).await?;
+            if answer.status().is_success() {
+                return Ok(answer);
+            }
+            let (parts, body) = answer.into_parts();
+            let mut kept = Vec::new();
+            let mut chunks = body.bytes_stream();
+            while kept.len() < ERROR_BODY
+                && let Some(chunk) = chunks.next().await
+            {
+                let chunk = chunk?;
+                kept.extend_from_slice(&chunk[..chunk.len().min(ERROR_BODY - kept.len())]);
+            }
+            Ok(object_store::client::HttpResponse::from_parts(
+                parts,
+                bytes::Bytes::from(kept).into(),
+            ))
+        })
+    }
 }
 
 /// `text` with every URL in it redacted: no user info, no query (a presigned URL's
@@ -243,10 +374,12 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
     let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| {
         err!(
             InvalidArgument,
-            "{shown}: not a URL of an object store: {e}"
+            "{shown}: not a URL of an object store: {}",
+            scrub(&e.to_string())
         )
     })?;
-    let path = StorePath::from_url_path(path).map_err(|e| err!(InvalidArgument, "{shown}: {e}"))?;
+    let path = StorePath::from_url_path(path)
+        .map_err(|e| err!(InvalidArgument, "{shown}: {}", scrub(&e.to_string())))?;
     let client = client_options(options)?;
     let retry = retry(options);
     let store: Box<dyn ObjectStore> = match scheme {
@@ -254,6 +387,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::aws::AmazonS3Builder;
             let mut b = AmazonS3Builder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["AWS_"], options) {
                 b = b.with_config(k, v);
@@ -271,6 +405,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::gcp::GoogleCloudStorageBuilder;
             let mut b = GoogleCloudStorageBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["GOOGLE_", "SERVICE_ACCOUNT"], options) {
                 b = b.with_config(k, v);
@@ -281,6 +416,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::azure::MicrosoftAzureBuilder;
             let mut b = MicrosoftAzureBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["AZURE_"], options) {
                 b = b.with_config(k, v);
@@ -308,6 +444,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             let client = client.with_allow_http(url.scheme() == "http" || options.allow_http);
             let b = HttpBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry)
                 .with_url(origin);
             Box::new(b.build().map_err(bad)?)
@@ -323,8 +460,8 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
 impl Site {
     /// The site of the object at `url` (no request yet): its store and directory.
     pub(crate) fn new(url: &str, options: &RemoteOptions) -> Result<Arc<Site>> {
-        let parsed =
-            url::Url::parse(url).map_err(|e| err!(InvalidArgument, "'{url}' is not a URL: {e}"))?;
+        let parsed = url::Url::parse(url)
+            .map_err(|e| err!(InvalidArgument, "'{}' is not a URL: {e}", redact_text(url)))?;
         let shown = redact(&parsed);
         let (store, path) = store(&parsed, options)?;
         let concurrency = match options.max_concurrency {
@@ -345,6 +482,7 @@ impl Site {
             concurrency,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            pid: std::process::id(),
         };
         Ok(Arc::new(site))
     }
@@ -460,12 +598,24 @@ impl Remote {
         self.site.stats()
     }
 
-    /// One GET of `range`, under a permit, checked against the object as opened.
+    /// One GET of `range`, under a permit, checked against the object as opened. The body
+    /// is read piece by piece into a buffer of the range's size (never sized by the
+    /// answer's `Content-Length`), and a body longer than the range asked for is an `Io`
+    /// error as soon as its first byte too many arrives (the connection is then dropped).
     async fn get(
         &self,
         range: GetRange,
         expect: Option<Range<u64>>,
     ) -> Result<(object_store::ObjectMeta, Range<u64>, bytes::Bytes)> {
+        if self.site.pid != std::process::id() {
+            bail!(
+                State,
+                "this remote reader was opened in process {}, which this process was \
+                 forked from: its connections belong to that process; open the URL again \
+                 in this one",
+                self.site.pid
+            );
+        }
         let _permit = self
             .site
             .permits
@@ -491,11 +641,12 @@ impl Remote {
             .map_err(fail)?;
         let (meta, got) = (result.meta.clone(), result.range.clone());
         self.site.requests.fetch_add(1, Ordering::Relaxed);
-        let body = result.bytes().await.map_err(fail)?;
-        self.site
-            .bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        if let Some(want) = expect {
+        // What the body may hold: the range asked for, or at open the suffix asked for.
+        let want = match &expect {
+            Some(want) => want.end - want.start,
+            None => TAIL.min(meta.size),
+        };
+        if let Some(want) = &expect {
             if meta.size != self.size || (self.etag.is_some() && meta.e_tag != self.etag) {
                 bail!(
                     Format,
@@ -506,17 +657,63 @@ impl Remote {
                     meta.e_tag
                 );
             }
-            if got != want || body.len() as u64 != want.end - want.start {
+            if got != *want {
                 bail!(
                     Io,
-                    "{what}: the server answered bytes {}..{} with {} bytes",
+                    "{what}: the server answered bytes {}..{}",
                     got.start,
-                    got.end,
-                    body.len()
+                    got.end
                 );
             }
+        } else if got.end - got.start > want {
+            bail!(
+                Io,
+                "{what}: the server answered bytes {}..{} of {}, more than the last {TAIL} \
+                 asked for",
+                got.start,
+                got.end,
+                meta.size
+            );
+        }
+        let body = self.body(result.into_stream(), want, &what).await?;
+        if body.len() as u64 != got.end - got.start {
+            bail!(
+                Io,
+                "{what}: the server answered bytes {}..{} with {} bytes",
+                got.start,
+                got.end,
+                body.len()
+            );
         }
         Ok((meta, got, body))
+    }
+
+    /// Reads an answer's body of at most `want` bytes into one buffer of that size,
+    /// counting what arrives; more than `want` is an `Io` error at once.
+    async fn body(
+        &self,
+        mut chunks: futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+        want: u64,
+        what: &str,
+    ) -> Result<bytes::Bytes> {
+        let mut body: Vec<u8> = Vec::new();
+        body.try_reserve_exact(want as usize)
+            .map_err(|_| err!(Limit, "{what}: no memory for {want} bytes"))?;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| map_error(what, e))?;
+            self.site
+                .bytes
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            if (body.len() + chunk.len()) as u64 > want {
+                bail!(
+                    Io,
+                    "{what}: the server sent more than the {want} bytes asked for (the rest \
+                     of the answer was not read)"
+                );
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.into())
     }
 
     async fn get_range(&self, range: Range<u64>) -> Result<bytes::Bytes> {
@@ -535,22 +732,33 @@ impl Remote {
         }
     }
 
-    /// Copies `[offset, offset + dst.len())` from a held block, if one holds all of it.
-    fn copy_held(&self, offset: u64, dst: &mut [u8]) -> bool {
+    /// Copies the first bytes of `[offset, offset + dst.len())` that held blocks hold,
+    /// block after block; returns how many it copied (all of `dst`, or up to the first
+    /// byte no block holds).
+    fn copy_held(&self, offset: u64, dst: &mut [u8]) -> usize {
         let b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
-        let end = offset + dst.len() as u64;
-        for (start, bytes) in b.held.iter().rev() {
-            if *start <= offset && end <= start + bytes.len() as u64 {
-                let from = (offset - start) as usize;
-                dst.copy_from_slice(&bytes[from..from + dst.len()]);
-                return true;
+        let mut done = 0;
+        'next: while done < dst.len() {
+            let at = offset + done as u64;
+            for (start, bytes) in b.held.iter().rev() {
+                let end = start + bytes.len() as u64;
+                if *start <= at && at < end {
+                    let n = ((end - at) as usize).min(dst.len() - done);
+                    let from = (at - start) as usize;
+                    dst[done..done + n].copy_from_slice(&bytes[from..from + n]);
+                    done += n;
+                    continue 'next;
+                }
             }
+            break;
         }
-        false
+        done
     }
 
-    /// The block a small read at `[offset, end)` fetches: aligned to `BLOCK`, larger while
-    /// reads go forward.
+    /// The block a small read of the bytes `[offset, end)` that no held block holds
+    /// fetches: aligned to `BLOCK`, twice as large as the last one (up to `MAX_BLOCK`)
+    /// while reads go forward (a read that continues where the last block ended, as a
+    /// header read in pieces does), else `BLOCK`.
     fn block_for(&self, offset: u64, end: u64) -> Range<u64> {
         let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
         let start = offset / BLOCK * BLOCK;
@@ -568,18 +776,37 @@ impl Remote {
         start..block_end
     }
 
+    /// The bytes of each range, fetched exactly (no block cache), concurrently under the
+    /// site's request limit; in the order given. For small pieces scattered through the
+    /// object (frame headers), which the block cache would each fetch a block for, one
+    /// after the other.
+    pub(crate) fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<bytes::Bytes>> {
+        let gets = ranges.iter().map(|r| self.get_range(r.clone()));
+        run(stream::iter(gets)
+            .buffered(self.site.concurrency)
+            .try_collect::<Vec<_>>())?
+    }
+
     /// Fills `dst` with the bytes at `offset`; the caller has bounds-checked the range.
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() || self.copy_held(offset, dst) {
-            return Ok(());
-        }
         let len = dst.len() as u64;
         if len <= SMALL {
-            let block = self.block_for(offset, offset + len);
+            // What the held blocks hold from `offset` on; the rest is fetched from where
+            // they end, so a read crossing the last block's end continues the run of
+            // growing blocks instead of fetching its bytes again.
+            let held = self.copy_held(offset, dst);
+            if held == dst.len() {
+                return Ok(());
+            }
+            let (offset, dst) = (offset + held as u64, &mut dst[held..]);
+            let block = self.block_for(offset, offset + dst.len() as u64);
             let bytes = run(self.get_range(block.clone()))??;
             let from = (offset - block.start) as usize;
             dst.copy_from_slice(&bytes[from..from + dst.len()]);
             self.hold(block.start, bytes);
+            return Ok(());
+        }
+        if self.copy_held(offset, dst) == dst.len() {
             return Ok(());
         }
         let parts = dst.chunks_mut(PART as usize).enumerate().map(|(i, piece)| {
