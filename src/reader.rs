@@ -648,10 +648,14 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// `view` of what isn't zero-copy: the cached or freshly decoded bytes, or the error.
+    /// `view` of what isn't zero-copy yet: a set's shard not opened yet is opened first,
+    /// so its plain components are zero-copy from their first view (one view per
+    /// component, however the shard was opened); otherwise the cached or freshly decoded
+    /// bytes, or the error.
     #[inline(never)]
     fn view_decoded(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
+        self.source(obj, c)?;
         if let Some(v) = self.view_in_place(c) {
             return Ok(v);
         }
@@ -1024,7 +1028,7 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(source) = self.files.opened(c.blob.file)
+            && let Ok(source) = self.files.part(c.blob.file)
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)
         {
             return Some(data);

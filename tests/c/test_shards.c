@@ -171,6 +171,71 @@ static void test_gguf_split(void) {
   }
 }
 
+/* Views of a set from many threads at once, each shard touched first by these views
+   (default options: no shard is open yet): every thread gets the same zero-copy view of
+   each tensor, into that shard's mapping, and the reader makes no decoded copy. */
+#define VIEW_THREADS 8
+#define VIEW_MAX_OBJECTS 8
+
+typedef struct view_job {
+  const zt_reader *r;
+  size_t first;
+  zt_view got[VIEW_MAX_OBJECTS];
+  zt_status status[VIEW_MAX_OBJECTS];
+} view_job;
+
+static void *view_all(void *arg) {
+  view_job *job = (view_job *)arg;
+  size_t n = zt_object_count(job->r), k;
+  /* Each thread starts at another object, so first touches of a shard race. */
+  for (k = 0; k < n; k++) {
+    size_t i = (job->first + k) % n;
+    job->status[i] = zt_component_view(job->r, i, "data", &job->got[i]);
+  }
+  return NULL;
+}
+
+static void check_first_touch_views(const char *path, size_t objects) {
+  zt_reader *r = NULL;
+  pthread_t threads[VIEW_THREADS];
+  static view_job jobs[VIEW_THREADS];
+  size_t t, i;
+  if (!CHECK_OK(zt_open(path, &r))) return;
+  if (!CHECK_U64(zt_object_count(r), objects) || !CHECK(objects <= VIEW_MAX_OBJECTS)) {
+    zt_close(r);
+    return;
+  }
+  for (t = 0; t < VIEW_THREADS; t++) {
+    memset(&jobs[t], 0, sizeof jobs[t]);
+    jobs[t].r = r;
+    jobs[t].first = t;
+    CHECK(pthread_create(&threads[t], NULL, view_all, &jobs[t]) == 0);
+  }
+  for (t = 0; t < VIEW_THREADS; t++) CHECK(pthread_join(threads[t], NULL) == 0);
+  for (i = 0; i < objects; i++) {
+    zt_location at;
+    const void *base = NULL;
+    uint64_t size = 0;
+    CHECK_OK(zt_component_location(r, i, 0, &at));
+    CHECK_OK(zt_shard_mapping(r, at.shard, &base, &size));
+    for (t = 0; t < VIEW_THREADS; t++) {
+      CHECK_U64(jobs[t].status[i], ZT_OK);
+      CHECK(jobs[t].got[i].zero_copy);
+      CHECK(jobs[t].got[i].data == jobs[0].got[i].data);
+      CHECK(jobs[t].got[i].data == (const unsigned char *)base + at.offset);
+    }
+  }
+  zt_close(r);
+}
+
+static void test_first_touch_views(void) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  check_first_touch_views(path, 5);
+  snprintf(path, sizeof path, "%s/sets/gguf/split-00001-of-00003.gguf", vectors);
+  check_first_touch_views(path, 5);
+}
+
 static void test_sharded_writer(void) {
   zt_writer *w = NULL;
   zt_reader *r = NULL;
@@ -304,6 +369,7 @@ int main(int argc, char **argv) {
   snprintf(vectors, sizeof vectors, "%s", argv[1]);
   test_safetensors_index();
   test_gguf_split();
+  test_first_touch_views();
   test_sharded_writer();
   test_refused();
   return zt_test_summary();
