@@ -9,6 +9,7 @@
  */
 #include "zt_test.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 static char vectors[1024];
@@ -71,6 +72,25 @@ static void check_against_files(const zt_reader *r, size_t shards) {
   free(files);
   free(sizes);
   free(q);
+}
+
+/* Every object of a reader of the one file `path` equals its bytes there. */
+static void check_against_files_of(const zt_reader *r, const char *path) {
+  size_t size = 0, i;
+  unsigned char *file = zt_test_slurp(path, &size);
+  if (!CHECK(file != NULL)) return;
+  for (i = 0; i < zt_object_count(r); i++) {
+    zt_component_info ci;
+    unsigned char *got;
+    CHECK_OK(zt_component_info_get(r, i, 0, &ci));
+    got = (unsigned char *)malloc(ci.decoded_length);
+    if (CHECK_OK(zt_component_read(r, i, "data", got, ci.decoded_length)) &&
+        CHECK(ci.offset + ci.decoded_length <= size)) {
+      CHECK_MEM(got, file + ci.offset, ci.decoded_length);
+    }
+    free(got);
+  }
+  free(file);
 }
 
 /* Object `name` is an f32 tensor of `count` make_sets.py values of `seed`, in shard
@@ -313,6 +333,30 @@ static void test_refused(void) {
   memset(&bad, 0, sizeof bad);
   bad.flags = 1024;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_with("missing.index.json", &bad, &r));
+  /* A set can't be opened from one descriptor: the message says how to open it. One
+     split of a GGUF split set opens from its descriptor as that file alone. */
+  {
+    char path[1200];
+    int fd;
+    snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+    fd = open(path, O_RDONLY);
+    if (CHECK(fd >= 0)) {
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_open_fd(fd, NULL, &r));
+      CHECK_ERROR_MENTIONS("looks like JSON, such as a sharded set's index: a set is opened by the path of its *.index.json");
+      CHECK(r == NULL);
+      close(fd);
+    }
+    snprintf(path, sizeof path, "%s/sets/gguf/split-00002-of-00003.gguf", vectors);
+    fd = open(path, O_RDONLY);
+    if (CHECK(fd >= 0) && CHECK_OK(zt_open_fd(fd, NULL, &r))) {
+      CHECK_U64(zt_object_count(r), 2);
+      CHECK_U64(zt_shard_count(r), 1);
+      check_against_files_of(r, path);
+      zt_close(r);
+      r = NULL;
+    }
+    if (fd >= 0) close(fd);
+  }
   unlink("escape.index.json");
   unlink("absolute.index.json");
   unlink("missing.index.json");
