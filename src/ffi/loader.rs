@@ -5,7 +5,9 @@
 use std::ffi::{c_char, c_void};
 use std::os::fd::FromRawFd;
 
-use super::read::{ZT_OPEN_TAKE_FD, find_component, finish_open, open_options, reader, zt_reader};
+use super::read::{
+    ZT_OPEN_TAKE_FD, find_component, finish_open_taking, open_options, reader, zt_reader,
+};
 use super::{guard, need_bytes_mut, need_out, put, zt_status};
 use crate::batch::LoadRequest;
 use crate::dtype::DType;
@@ -15,8 +17,11 @@ use crate::reader::Reader;
 /// Opens a file from a descriptor the caller opened (read access, a regular file; its
 /// offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
 /// the caller keeps `fd` and may close it as soon as this returns; with
-/// `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
-/// `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+/// `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over: it stays open until
+/// `zt_close` closes it (on failure the caller still owns it and closes it). Otherwise
+/// as `zt_open_with`, for one file: a set can't be opened from one descriptor (an
+/// `*.index.json` is `ZT_ERR_FORMAT` saying to open the index by path; one split of a
+/// GGUF split set opens as that file alone, as `ZT_OPEN_ONE_FILE` would).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_open_fd(
     fd: i32,
@@ -33,7 +38,7 @@ pub unsafe extern "C" fn zt_open_fd(
         let take = unsafe { options.as_ref() }.is_some_and(|o| o.flags & ZT_OPEN_TAKE_FD != 0);
         let name = format!("fd {fd}");
         // The reader always works on a duplicate, so a failed open leaves `fd` as it was;
-        // a handed-over `fd` is closed once the open has succeeded.
+        // a handed-over `fd` is kept by the handle and closed at zt_close.
         // SAFETY: duplicating a descriptor has no memory effects; failure is checked.
         let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
         if copy < 0 {
@@ -45,11 +50,10 @@ pub unsafe extern "C" fn zt_open_fd(
         // SAFETY: `copy` is a fresh descriptor that this File now owns alone.
         let file = unsafe { std::fs::File::from_raw_fd(copy) };
         let r = Reader::from_file(file, &name, &opts)?;
-        if take {
-            // SAFETY: the caller handed `fd` over; nothing else closes it.
-            unsafe { libc::close(fd) };
-        }
-        finish_open(r, out);
+        // SAFETY: the caller handed `fd` over (ZT_OPEN_TAKE_FD): from here on only the
+        // handle closes it, at zt_close.
+        let taken = take.then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+        finish_open_taking(r, taken, out);
         Ok(())
     })
 }

@@ -23,6 +23,9 @@ pub struct zt_reader {
     json: Mutex<HashMap<usize, CString>>,
     /// The path of each file the reader reads (`zt_shard_path`); None when unknown.
     pub(super) paths: Box<[Option<CString>]>,
+    /// The descriptor `zt_open_fd` was handed with `ZT_OPEN_TAKE_FD`: closed at
+    /// `zt_close` (dropped after the reader, which reads its own duplicate).
+    _taken_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl zt_reader {
@@ -45,9 +48,10 @@ pub const ZT_OPEN_VERIFY: u32 = 2;
 /// Read every page of the mapped file in while opening (`MAP_POPULATE`), so later
 /// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
 pub const ZT_OPEN_POPULATE: u32 = 64;
-/// `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
-/// (without it, the reader works on its own duplicate and the caller keeps, and may
-/// close, theirs).
+/// `zt_open_fd` only: the reader takes over the descriptor: it stays open while the
+/// reader is open and is closed by `zt_close` (without the flag, the reader works on its
+/// own duplicate and the caller keeps, and may close, theirs). When the open fails, the
+/// caller still owns the descriptor and closes it.
 pub const ZT_OPEN_TAKE_FD: u32 = 128;
 /// For a set (an `*.index.json`, or one split of a GGUF split set): open (and map) every
 /// shard while opening and keep them open until `zt_close`. By default each shard is
@@ -120,6 +124,16 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
 }
 
 pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
+    finish_open_taking(reader, None, out)
+}
+
+/// `finish_open` of a reader that also keeps `taken` (a descriptor handed over with
+/// `ZT_OPEN_TAKE_FD`) until `zt_close`.
+pub(super) fn finish_open_taking(
+    reader: Reader<'static>,
+    taken: Option<std::os::fd::OwnedFd>,
+    out: *mut *mut zt_reader,
+) {
     let json = Mutex::new(HashMap::new());
     let paths = (0..reader.shard_count())
         .map(|i| {
@@ -133,6 +147,7 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
             reader,
             json,
             paths,
+            _taken_fd: taken,
         })),
     );
 }
