@@ -109,9 +109,10 @@
 #define ZT_OPEN_POPULATE 64
 
 /**
- * `zt_open_fd` only: the reader takes over the descriptor and closes it at `zt_close`
- * (without it, the reader works on its own duplicate and the caller keeps, and may
- * close, theirs).
+ * `zt_open_fd` only: the reader takes over the descriptor: it stays open while the
+ * reader is open and is closed by `zt_close` (without the flag, the reader works on its
+ * own duplicate and the caller keeps, and may close, theirs). When the open fails, the
+ * caller still owns the descriptor and closes it.
  */
 #define ZT_OPEN_TAKE_FD 128
 
@@ -770,8 +771,11 @@ ZT_API enum zt_status zt_dtype_from_name(const char *name, uint32_t *out);
  * Opens a file from a descriptor the caller opened (read access, a regular file; its
  * offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
  * the caller keeps `fd` and may close it as soon as this returns; with
- * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
- * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+ * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over: it stays open until
+ * `zt_close` closes it (on failure the caller still owns it and closes it). Otherwise
+ * as `zt_open_with`, for one file: a set can't be opened from one descriptor (an
+ * `*.index.json` is `ZT_ERR_FORMAT` saying to open the index by path; one split of a
+ * GGUF split set opens as that file alone, as `ZT_OPEN_ONE_FILE` would).
  */
 ZT_API
 enum zt_status zt_open_fd(int32_t fd,
