@@ -219,6 +219,53 @@ fn any_split_of_a_gguf_set_opens_the_set() {
     assert!(r.mapping().is_some());
 }
 
+/// Each shard of a set has its own layout: its data section is where the shard's own
+/// header ends, so a component's `offset - data_offset` is computed with its shard's
+/// layout (with the first shard's, a tensor of split 2 underflowed).
+#[test]
+fn every_shard_has_its_own_layout() {
+    for (set, first) in [
+        ("gguf", "split-00001-of-00003.gguf"),
+        ("safetensors", "model.safetensors.index.json"),
+    ] {
+        let dir = vectors().join(set);
+        let r = Reader::open(dir.join(first)).unwrap();
+        let alone = |shard: usize| {
+            let opts = OpenOptions {
+                one_file: true,
+                ..Default::default()
+            };
+            let path = r.shard_path(shard).unwrap().unwrap();
+            Reader::open_with(path, &opts).unwrap().layout()
+        };
+        let layouts: Vec<_> = (0..r.shard_count())
+            .map(|i| r.shard_layout(i).unwrap())
+            .collect();
+        for (i, l) in layouts.iter().enumerate() {
+            assert_eq!(*l, alone(i), "{set} shard {i}");
+        }
+        assert_eq!(layouts[0], r.layout());
+        assert!(
+            layouts
+                .iter()
+                .any(|l| l.data_offset != layouts[0].data_offset),
+            "{set}: the shards' headers differ in length, so do their data sections"
+        );
+        for o in r.objects() {
+            let c = &o.components()[0];
+            let l = layouts[c.file() as usize];
+            assert!(c.offset() >= l.data_offset, "{set}: {}", o.name());
+            assert_eq!((c.offset() - l.data_offset) % l.alignment, 0);
+        }
+        let e = r.shard_layout(r.shard_count()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+    }
+    // A single file: shard 0 is the file.
+    let r = Reader::open(repo().join("tests/vectors/gguf/plain_v3.gguf")).unwrap();
+    assert_eq!(r.shard_layout(0).unwrap(), r.layout());
+    assert_eq!(r.shard_layout(1).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
 #[test]
 fn shards_open_when_first_read_unless_all_are_opened_at_open() {
     for name in ["safetensors", "gguf"] {

@@ -86,7 +86,8 @@ pub struct zt_file_layout {
     pub alignment: u64,
 }
 
-/// The file's data-section offset and alignment, for any format. O(1). Thread-safe.
+/// The file's data-section offset and alignment, for any format. For a set, the first
+/// shard's: each shard has its own (`zt_shard_get_layout`). O(1). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_layout_get(
     reader: *const super::zt_reader,

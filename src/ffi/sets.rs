@@ -1,5 +1,6 @@
 //! C ABI: the files of a set (an `*.index.json` or a GGUF split set opened as one
-//! reader): how many, where each is, which one holds a component, and a shard's mapping.
+//! reader): how many, where each is, which one holds a component, a shard's mapping and
+//! its layout.
 
 use std::ffi::{c_char, c_void};
 
@@ -112,6 +113,32 @@ pub unsafe extern "C" fn zt_shard_mapping(
         })?;
         put(base, map.as_ptr().cast());
         put(size, map.len() as u64);
+        Ok(())
+    })
+}
+
+/// File `shard`'s data-section offset and alignment (`zt_file_layout_get` of a single
+/// file, whose shard 0 this is): for a set each shard is a file of its own, with its own
+/// data section. A component's `offset - data_offset` (ggml's tensor offset for a GGUF
+/// split) uses the layout of the shard `zt_component_location` names. O(1), opens
+/// nothing. `ZT_ERR_NOT_FOUND` for a shard out of range. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_shard_get_layout(
+    reader: *const zt_reader,
+    shard: usize,
+    out: *mut super::zt_file_layout,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        let l = r.inner().shard_layout(shard)?;
+        put(
+            out,
+            super::zt_file_layout {
+                data_offset: l.data_offset,
+                alignment: l.alignment,
+            },
+        );
         Ok(())
     })
 }

@@ -576,6 +576,10 @@ pub struct Model {
     pub(crate) data_offset: u64,
     /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
     pub(crate) split: Option<Split>,
+    /// A set's `(data_offset, blob alignment)` of each shard, in shard order (each shard
+    /// is a file of its own: its data section and alignment are its own); empty for a
+    /// single file, whose are `data_offset` and `traits.blob_alignment`.
+    pub(crate) shard_layouts: Box<[(u64, u64)]>,
 }
 
 /// A file's place in a set it declares itself part of: GGUF's `split.no` (from 0),
@@ -619,6 +623,7 @@ impl Model {
             digest_regions: Default::default(),
             data_offset: 0,
             split: None,
+            shard_layouts: Box::default(),
         })
     }
 

@@ -256,6 +256,67 @@ static void test_first_touch_views(void) {
   check_first_touch_views(path, 5);
 }
 
+/* Every shard of a set has its own layout: the one the shard has opened on its own, and
+   each component's offset - data_offset is its offset in its shard's data section. */
+static void check_shard_layouts(const char *path) {
+  zt_reader *r = NULL;
+  size_t i, shards;
+  zt_file_layout set_layout, l;
+  if (!CHECK_OK(zt_open(path, &r))) return;
+  shards = zt_shard_count(r);
+  CHECK(shards > 1);
+  for (i = 0; i < shards; i++) {
+    const char *file = NULL;
+    zt_reader *alone = NULL;
+    zt_open_options one;
+    memset(&one, 0, sizeof one);
+    one.flags = ZT_OPEN_ONE_FILE;
+    if (!CHECK_OK(zt_shard_get_layout(r, i, &l)) || !CHECK_OK(zt_shard_path(r, i, &file))) continue;
+    if (CHECK_OK(zt_open_with(file, &one, &alone))) {
+      zt_file_layout own;
+      CHECK_OK(zt_file_layout_get(alone, &own));
+      CHECK_U64(l.data_offset, own.data_offset);
+      CHECK_U64(l.alignment, own.alignment);
+      zt_close(alone);
+    }
+  }
+  CHECK_OK(zt_file_layout_get(r, &set_layout));
+  CHECK_OK(zt_shard_get_layout(r, 0, &l));
+  CHECK_U64(set_layout.data_offset, l.data_offset);
+  for (i = 0; i < zt_object_count(r); i++) {
+    zt_location at;
+    CHECK_OK(zt_component_location(r, i, 0, &at));
+    if (CHECK_OK(zt_shard_get_layout(r, at.shard, &l))) {
+      CHECK(at.offset >= l.data_offset);
+      CHECK((at.offset - l.data_offset) % l.alignment == 0);
+    }
+  }
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_layout(r, shards, &l));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_shard_get_layout(r, 0, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_shard_get_layout(NULL, 0, &l));
+  zt_close(r);
+}
+
+static void test_shard_layouts(void) {
+  char path[1200];
+  zt_reader *r = NULL;
+  zt_file_layout l, own;
+  snprintf(path, sizeof path, "%s/sets/gguf/split-00001-of-00003.gguf", vectors);
+  check_shard_layouts(path);
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  check_shard_layouts(path);
+  /* A single file: shard 0 is the file's layout, there is no shard 1. */
+  snprintf(path, sizeof path, "%s/gguf/plain_v3.gguf", vectors);
+  if (CHECK_OK(zt_open(path, &r))) {
+    CHECK_OK(zt_shard_get_layout(r, 0, &l));
+    CHECK_OK(zt_file_layout_get(r, &own));
+    CHECK_U64(l.data_offset, own.data_offset);
+    CHECK_U64(l.alignment, own.alignment);
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_layout(r, 1, &l));
+    zt_close(r);
+  }
+}
+
 static void test_sharded_writer(void) {
   zt_writer *w = NULL;
   zt_reader *r = NULL;
@@ -414,6 +475,7 @@ int main(int argc, char **argv) {
   test_safetensors_index();
   test_gguf_split();
   test_first_touch_views();
+  test_shard_layouts();
   test_sharded_writer();
   test_refused();
   return zt_test_summary();
