@@ -838,7 +838,8 @@ enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
                                         struct zt_quant_info *out);
 
 /**
- * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
+ * The file's data-section offset and alignment, for any format. For a set, the first
+ * shard's: each shard has its own (`zt_shard_get_layout`). O(1). Thread-safe.
  */
 ZT_API
 enum zt_status zt_file_layout_get(const struct zt_reader *reader,
@@ -1094,6 +1095,18 @@ enum zt_status zt_shard_mapping(const struct zt_reader *reader,
                                 size_t index,
                                 const void **base,
                                 uint64_t *size);
+
+/**
+ * File `shard`'s data-section offset and alignment (`zt_file_layout_get` of a single
+ * file, whose shard 0 this is): for a set each shard is a file of its own, with its own
+ * data section. A component's `offset - data_offset` (ggml's tensor offset for a GGUF
+ * split) uses the layout of the shard `zt_component_location` names. O(1), opens
+ * nothing. `ZT_ERR_NOT_FOUND` for a shard out of range. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_shard_get_layout(const struct zt_reader *reader,
+                                   size_t shard,
+                                   struct zt_file_layout *out);
 
 /**
  * Creates a writer for `path`. The bytes go to a temporary file in the same directory;
@@ -1450,8 +1463,11 @@ enum zt_status zt_value_array_data(const struct zt_value *v,
 
 /**
  * Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
- * range or a non-array. (The first call on a numeric array makes its element values: 16
- * bytes each; `zt_value_array_data` needs none.) Thread-safe.
+ * range or a non-array. (An array of numbers keeps its numbers, not values: the first
+ * call for an element makes the values of the 1024 around it, 16 bytes each, kept until
+ * `zt_close`, within the attribute tree's budget (8 bytes per byte of the attributes'
+ * encoding, plus 1 MiB); past it, or when memory runs out, `ZT_ERR_LIMIT`.
+ * `zt_value_array_data` reads the numbers themselves and needs none.) Thread-safe.
  */
 ZT_API
 enum zt_status zt_value_array_get(const struct zt_value *v,
@@ -1460,7 +1476,8 @@ enum zt_status zt_value_array_get(const struct zt_value *v,
 
 /**
  * Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
- * `zt_value_string` gives it, in one call. Thread-safe.
+ * `zt_value_string` gives it, in one call, making no value. An array of numbers is
+ * `ZT_ERR_INVALID_ARGUMENT` at once, whatever the index. Thread-safe.
  */
 ZT_API
 enum zt_status zt_value_array_string(const struct zt_value *v,
