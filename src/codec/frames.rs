@@ -3,8 +3,7 @@
 //! of any writer decoded exactly into their destination, frames in parallel where their
 //! sizes are known. Pure functions of bytes; reading them from a file is `source`'s job.
 
-use std::sync::{Condvar, Mutex};
-
+use super::monitor::Monitor;
 use super::threads;
 use crate::error::{Result, bail, err};
 
@@ -231,57 +230,65 @@ impl FrameEncoder {
             return Ok(());
         }
         let window = 2 * workers;
-        let state = Mutex::new(Compressing {
+        // The hand-over of frames goes through a pthread mutex and condition variable
+        // (`Monitor`), and the workers are joined explicitly (pthread_join), so that
+        // valgrind's thread checkers see every happens-before edge the pipeline has.
+        let state = Monitor::new(Compressing {
             next: 0,
             sunk: 0,
             stop: false,
             done: chunks.iter().map(|_| None).collect(),
         });
-        let wake = Condvar::new();
-        let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
-        let wait = |g| wake.wait(g).unwrap_or_else(|p| p.into_inner());
         std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    let mut cctx = None;
-                    loop {
-                        let mut s = lock();
-                        while !s.stop && s.next < chunks.len() && s.next >= s.sunk + window {
-                            s = wait(s);
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut cctx = None;
+                        loop {
+                            let mut s = state.lock();
+                            while !s.stop && s.next < chunks.len() && s.next >= s.sunk + window {
+                                s = s.wait();
+                            }
+                            if s.stop || s.next == chunks.len() {
+                                return;
+                            }
+                            let k = s.next;
+                            s.next += 1;
+                            drop(s);
+                            let frame = match &mut cctx {
+                                Some(c) => compress(c, chunks[k]),
+                                None => context().and_then(|c| compress(cctx.insert(c), chunks[k])),
+                            };
+                            let mut s = state.lock();
+                            s.done[k] = Some(frame);
+                            s.notify_all();
                         }
-                        if s.stop || s.next == chunks.len() {
-                            return;
-                        }
-                        let k = s.next;
-                        s.next += 1;
-                        drop(s);
-                        let frame = match &mut cctx {
-                            Some(c) => compress(c, chunks[k]),
-                            None => context().and_then(|c| compress(cctx.insert(c), chunks[k])),
-                        };
-                        lock().done[k] = Some(frame);
-                        wake.notify_all();
-                    }
-                });
-            }
+                    })
+                })
+                .collect();
             let mut result = Ok(());
             for (k, chunk) in chunks.iter().enumerate() {
-                let mut s = lock();
+                let mut s = state.lock();
                 let frame = loop {
                     match s.done[k].take() {
                         Some(frame) => break frame,
-                        None => s = wait(s),
+                        None => s = s.wait(),
                     }
                 };
                 drop(s);
                 result = frame.and_then(|f| self.sink_frame(&f, chunk.len(), sink));
-                let mut s = lock();
+                let mut s = state.lock();
                 s.sunk = k + 1;
                 s.stop = result.is_err();
+                s.notify_all();
                 drop(s);
-                wake.notify_all();
                 if result.is_err() {
                     break;
+                }
+            }
+            for h in handles {
+                if h.join().is_err() {
+                    result = result.and(Err(err!(Internal, "a zstd worker panicked")));
                 }
             }
             result

@@ -6,6 +6,7 @@
 pub(crate) mod digest;
 pub(crate) mod frames;
 pub(crate) mod index;
+mod monitor;
 pub(crate) mod seek_table;
 pub(crate) mod stream;
 
