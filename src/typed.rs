@@ -205,13 +205,16 @@ struct Packed {
     count: usize,
     /// The element values, made `ELEMENT_CHUNK` at a time as they are asked for
     /// (`element`): a table of chunks, then each chunk.
-    chunks: OnceLock<Box<[OnceLock<Box<[Node]>>]>>,
+    chunks: OnceLock<Box<[Chunk]>>,
     /// The bytes the tree may still take (its `Doc`'s `spare`).
     spare: *const AtomicUsize,
 }
 
 /// Element values of a packed array are made this many at a time (16 KiB).
 const ELEMENT_CHUNK: usize = 1024;
+
+/// `ELEMENT_CHUNK` element values of a packed array, once made.
+type Chunk = OnceLock<Box<[Node]>>;
 
 /// The typed tree of one attribute map. Immutable once built (the lazily made element
 /// nodes of packed arrays are `OnceLock`s), so it is shared between threads.
@@ -1004,7 +1007,7 @@ impl Packed {
             Some(t) => t,
             None => {
                 let n = self.count.div_ceil(ELEMENT_CHUNK);
-                let bytes = n * size_of::<OnceLock<Box<[Node]>>>();
+                let bytes = n * size_of::<Chunk>();
                 self.take(bytes)?;
                 let mut v = Vec::new();
                 if v.try_reserve_exact(n).is_err() {
@@ -1248,7 +1251,7 @@ mod tests {
         );
         let five = a.at(5).unwrap();
         assert_eq!(five.get::<u64>().unwrap(), 5);
-        let table = (n as usize).div_ceil(ELEMENT_CHUNK) * size_of::<OnceLock<Box<[Node]>>>();
+        let table = (n as usize).div_ceil(ELEMENT_CHUNK) * size_of::<Chunk>();
         let chunk = ELEMENT_CHUNK * size_of::<Node>();
         assert_eq!(before - spare(), table + chunk);
         // The same chunk: nothing more; the last one: one chunk more.

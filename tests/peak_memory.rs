@@ -91,23 +91,33 @@ struct Outcome {
     error: String,
 }
 
-fn run_child(path: &Path, mode: &str) -> Outcome {
+/// Runs this test binary's test `test` alone in a child process with `env` set; its
+/// stdout, after checking that it ended well.
+fn run_test_child(test: &str, env: (&str, String)) -> String {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env(CHILD, format!("{}\t{mode}", path.display()))
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env.0, &env.1)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{}: the child ended with {:?}\n{stdout}\n{}",
-        path.display(),
+        env.1,
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("ZT_RESULT ").map(|p| p.1))
+    stdout
+}
+
+/// What follows `tag` on the first line of `text` that has it.
+fn after<'t>(text: &'t str, tag: &str) -> Option<&'t str> {
+    text.lines().find_map(|l| l.split_once(tag).map(|p| p.1))
+}
+
+fn run_child(path: &Path, mode: &str) -> Outcome {
+    let stdout = run_test_child("child", (CHILD, format!("{}\t{mode}", path.display())));
+    let line = after(&stdout, "ZT_RESULT ")
         .unwrap_or_else(|| panic!("no result from the child: {stdout}"));
     let f: Vec<&str> = line.split(' ').collect();
     let (before, peak): (u64, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
@@ -120,11 +130,7 @@ fn run_child(path: &Path, mode: &str) -> Outcome {
             .unwrap()
             .saturating_sub(f[4].parse().unwrap())
             * 1024,
-        error: stdout
-            .lines()
-            .find_map(|l| l.split_once("ZT_ERROR ").map(|p| p.1))
-            .unwrap_or("")
-            .to_owned(),
+        error: after(&stdout, "ZT_ERROR ").unwrap_or("").to_owned(),
     }
 }
 
@@ -748,22 +754,9 @@ fn element_values_of_a_huge_array_are_made_on_request() {
     h.resize(h.len().next_multiple_of(32), 0);
     let s = scratch("big_array.gguf");
     std::fs::write(&s.0, &h).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "array_child", "--nocapture", "--test-threads=1"])
-        .env(ARRAY_CHILD, &s.0)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the child ended with {:?}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("ZT_ARRAY ").map(|p| p.1))
-        .unwrap_or_else(|| panic!("no result from the child: {stdout}"));
+    let stdout = run_test_child("array_child", (ARRAY_CHILD, s.0.display().to_string()));
+    let line =
+        after(&stdout, "ZT_ARRAY ").unwrap_or_else(|| panic!("no result from the child: {stdout}"));
     assert_eq!(
         line,
         format!(

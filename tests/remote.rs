@@ -163,6 +163,16 @@ fn one_tensor(path: &Path, data: &[u8]) {
     w.finish().unwrap();
 }
 
+/// A server for a scratch directory holding `m.zt`, a file of one u8 tensor of `data`;
+/// and the file's URL.
+fn serve_one_tensor(test: &str, data: &[u8]) -> (PathBuf, Server, String) {
+    let dir = common::temp_dir(test);
+    one_tensor(&dir.join("m.zt"), data);
+    let server = Server::start(&dir, "");
+    let url = server.url("m.zt");
+    (dir, server, url)
+}
+
 fn component(r: &Reader<'_>, name: &str) -> (usize, ztensor::Component) {
     let o = r.find(name).unwrap();
     (o, r.objects()[o].components()[0].clone())
@@ -958,11 +968,8 @@ fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
 /// one twice as long, at open (the suffix request) and at a read. The reader stays usable.
 #[test]
 fn a_body_longer_than_its_range_is_refused_at_once() {
-    let dir = common::temp_dir("remote_long_bodies");
     let data = common::bytes(6, 300_000);
-    one_tensor(&dir.join("m.zt"), &data);
-    let server = Server::start(&dir, "");
-    let url = server.url("m.zt");
+    let (dir, server, url) = serve_one_tensor("remote_long_bodies", &data);
     for kind in ["endless", "long"] {
         server.reset();
         server.fault(kind, 1);
@@ -1024,13 +1031,12 @@ fn an_endless_body_under_a_memory_limit_is_an_error_not_an_abort() {
         println!("CHILD-OK");
         return;
     }
-    let dir = common::temp_dir("remote_endless_limited");
-    one_tensor(&dir.join("m.zt"), &common::bytes(7, 100_000));
-    let server = Server::start(&dir, "");
+    let (_dir, server, url) =
+        serve_one_tensor("remote_endless_limited", &common::bytes(7, 100_000));
     server.fault("endless", 1);
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-        .env("ZT_TEST_ENDLESS_URL", server.url("m.zt"))
+        .env("ZT_TEST_ENDLESS_URL", &url)
         .env("MALLOC_ARENA_MAX", "2")
         .output()
         .unwrap();
@@ -1085,12 +1091,9 @@ fn a_gguf_header_of_megabytes_is_fetched_about_once() {
 /// body, whitespace made single spaces; an endless one is read only so far.
 #[test]
 fn an_error_page_is_its_status_and_a_short_excerpt() {
-    let dir = common::temp_dir("remote_error_page");
     // Larger than the blocks an open holds, so that a read asks the server.
     let data = common::bytes(9, 1_000_000);
-    one_tensor(&dir.join("m.zt"), &data);
-    let server = Server::start(&dir, "");
-    let url = server.url("m.zt");
+    let (_dir, server, url) = serve_one_tensor("remote_error_page", &data);
     for kind in ["page:404", "endless_page:404", "page:403"] {
         let status = if kind.ends_with("403") {
             "403 Forbidden"
