@@ -3566,6 +3566,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_value_map_find", /* test_attributes_typed.c */
     "zt_shard_count",           /* test_shards.c */
     "zt_shard_path",            /* test_shards.c */
+    "zt_shard_get_layout",      /* test_shards.c */
     "zt_component_location",    /* test_shards.c */
     "zt_shard_mapping",         /* test_shards.c */
     "zt_writer_create_sharded", /* test_shards.c */
