@@ -9,6 +9,10 @@
 #   ztensor_v01  the file without "ZTEN0001"
 #   manifest     4-byte data length, the data from offset 64, the manifest (v1 files)
 #   writer       a few fixed call sequences (bytes the target reads as calls)
+#   pytorch      the data.pkl of every PyTorch checkpoint (a zip with <dir>/data.pkl)
+#   npy          a .npy file's header text, a 0 byte, its data (version 1 and 2 files)
+#   zip          every zip archive (.npz, checkpoints) as it is
+#   onnx         every ONNX model as it is
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 vectors="$here/../tests/vectors"
@@ -18,7 +22,8 @@ mkdir -p "$out"
 # Every vector file (a format's own extension, or .zt for the hostile corpus and the
 # reference vectors), one per line.
 all() {
-  find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \) \
+  find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \
+    -o -name '*.npy' -o -name '*.npz' -o -name '*.onnx' -o -name '*.pt' -o -name '*.bin' \) \
     ! -path '*/alloc/*' | sort
 }
 magic() { head -c 8 "$1"; }
@@ -51,6 +56,28 @@ while IFS= read -r f; do
         fi
       fi ;;
     writer) ;;
+    pytorch|npy)
+      # Only archives (pytorch) and .npy files (npy) are worth starting python for.
+      { [[ $target == pytorch && $m == PK* ]] || [[ $target == npy && $m == *NUMPY* ]]; } || continue
+      python3 - "$target" "$f" "$out/$base" <<'PY' || true
+import sys, zipfile
+target, src, dst = sys.argv[1:]
+data = open(src, "rb").read()
+if target == "pytorch" and data[:4] == b"PK\x03\x04":
+    try:
+        z = zipfile.ZipFile(src)
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")]
+        if pkl:
+            open(dst, "wb").write(z.read(pkl[0]))
+    except Exception:
+        pass
+elif target == "npy" and data[:6] == b"\x93NUMPY":
+    n, at = (int.from_bytes(data[8:10], "little"), 10) if data[6] == 1 else (int.from_bytes(data[8:12], "little"), 12)
+    open(dst, "wb").write(data[at:at + n] + b"\0" + data[at + n:])
+PY
+      ;;
+    zip) [[ $m == PK* ]] && cp "$f" "$out/$base" ;;
+    onnx) { [[ $f == *.onnx ]] || [[ $base == onnx_* ]]; } && cp "$f" "$out/$base" ;;
     *) echo "seeds.sh: unknown target $target" >&2; exit 2 ;;
   esac
   [ -e "$out/$base" ] && n=$((n + 1))

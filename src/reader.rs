@@ -13,10 +13,10 @@ use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
-use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
-use crate::typed::{self, AttrValue, Doc, DocCache};
+use crate::typed::{self, AttrValue, DocCache};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -220,7 +220,11 @@ impl Reader<'static> {
         } else {
             let source = Source::open(path, options.mapping())?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) = sets::open_external(path, source, model, set)
+                    .map_err(|e| e.context(path.display()))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
@@ -266,7 +270,11 @@ impl Reader<'static> {
             // The object itself by its whole URL (a presigned one keeps its query).
             let source = place.open_object()?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) =
+                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
@@ -316,6 +324,7 @@ impl<'a> Reader<'a> {
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
         let model = Reader::parse(&source, options)?;
+        sets::refuse_external(&model)?;
         Reader::new(Files::One(source), model, options)
     }
 
@@ -380,9 +389,9 @@ impl<'a> Reader<'a> {
         let Some(attrs) = attrs else {
             return Ok(typed::empty_map().root());
         };
-        let doc = self.typed.get(object, self.model.objects.len(), || {
-            Doc::build(attrs.as_cbor(), attrs.widths(), MAX_CBOR_DEPTH)
-        })?;
+        let doc = self
+            .typed
+            .get(object, self.model.objects.len(), || attrs.doc())?;
         Ok(doc.root())
     }
 
@@ -1040,7 +1049,7 @@ impl<'a> Reader<'a> {
         match plan {
             Plan::Copy => dst.copy_from_slice(src),
             Plan::Elements => crate::convert::convert(c.dtype, c.logical_type(), src, to, dst),
-            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::codec::threads)
+            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::pool::threads)
                 .map_err(self.ctx(obj, c))?,
         }
         Ok(())

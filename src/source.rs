@@ -795,6 +795,11 @@ impl Shard {
         &self.path
     }
 
+    /// Its size when the set was opened.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     /// The shard's bytes in this process: opened (and mapped) on first use, once, and
     /// checked to be the size it was when the set was opened.
     fn source(&self) -> Result<&Source<'static>> {

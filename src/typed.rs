@@ -23,15 +23,18 @@
 //! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
 //! allocation failure is a `Limit` error too.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ciborium_ll::Header;
-
-use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
+
+mod build;
+mod desc;
+mod owned;
+
+pub(crate) use desc::Desc;
+pub use owned::TypedValue;
 
 /// The type of an attribute value. The numbers are stable (the C enum `zt_value_type`).
 #[repr(u8)]
@@ -54,7 +57,7 @@ pub enum ValueType {
     Array = 14,
     Map = 15,
     /// A CBOR simple value other than false/true/null/undefined, or an integer below
-    /// -2^63: no typed equivalent (`zt_attributes_json` renders it).
+    /// -2^63: no typed equivalent (`zt_file_get_attributes_json` renders it).
     Other = 16,
 }
 
@@ -245,24 +248,34 @@ impl Doc {
     /// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
     /// and never move or change (strings point into it).
     pub fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
-        let mut b = Builder {
-            cur: Cursor::new(cbor, max_depth),
-            widths: widths.unwrap_or(&[]),
-            wpos: 0,
-            nodes: Vec::new(),
-            packed: Vec::new(),
-            data: Vec::new(),
-            data_len: 0,
-            text: Vec::new(),
-            kept: 0,
-            budget: cbor
-                .len()
-                .saturating_mul(BUDGET_PER_BYTE)
-                .saturating_add(BUDGET_BASE),
-        };
-        let root = b.item(0, Hint::Root)?;
-        b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
-        b.finish(root)
+        build::build(cbor, widths, None, max_depth)
+    }
+
+    /// `build` with a width record by key of the root item (`desc.rs`).
+    pub(crate) fn build_with_record(cbor: &[u8], desc: &Desc, max_depth: usize) -> Result<Doc> {
+        build::build(cbor, None, Some(desc), max_depth)
+    }
+
+    /// `build` with the CBOR bytes of a width record by key of the root item (`desc.rs`), as a
+    /// zTensor manifest keeps one beside an attribute map (validated when the file was
+    /// opened; a record this version can't read is no record).
+    pub(crate) fn build_with_record_bytes(
+        cbor: &[u8],
+        record: &[u8],
+        max_depth: usize,
+    ) -> Result<Doc> {
+        // The record's tree is bounded like any attribute tree: by its bytes.
+        let budget = record
+            .len()
+            .saturating_mul(BUDGET_PER_BYTE * 8)
+            .saturating_add(BUDGET_BASE);
+        let desc = crate::cbor::decode_within(record, max_depth, budget)
+            .ok()
+            .and_then(|(v, _)| Desc::from_value(&v));
+        match desc {
+            Some(d) => build::build(cbor, None, Some(&d), max_depth),
+            None => build::build(cbor, None, None, max_depth),
+        }
     }
 
     /// The root value.
@@ -279,386 +292,6 @@ impl Doc {
             + self._data.len() * 8
             + self._text.len()
     }
-}
-
-/// What a value's width record says.
-#[derive(Clone, Copy)]
-enum Hint {
-    None,
-    /// The root map: its values each read their widths from the stream.
-    Root,
-    /// Read this value's widths from the stream.
-    Next,
-    /// This scalar type (elements of an array whose element type was declared).
-    Type(ValueType),
-}
-
-struct Builder<'a> {
-    cur: Cursor<'a>,
-    widths: &'a [u8],
-    wpos: usize,
-    nodes: Vec<Node>,
-    packed: Vec<(usize, ValueType, usize)>,
-    data: Vec<u64>,
-    data_len: usize,
-    text: Vec<u8>,
-    /// Bytes of nodes, numbers, strings and records kept so far, and the most allowed.
-    kept: usize,
-    budget: usize,
-}
-
-fn oom(what: &str) -> Error {
-    err!(Limit, "attributes: out of memory for the typed {what}")
-}
-
-impl<'a> Builder<'a> {
-    /// Counts `bytes` more kept; `Limit` past the budget.
-    fn charge(&mut self, bytes: usize) -> Result<()> {
-        self.kept = self.kept.saturating_add(bytes);
-        if self.kept > self.budget {
-            bail!(
-                Limit,
-                "attributes: their typed values would take more than {} bytes ({} per byte \
-                 of their {}-byte encoding, plus {})",
-                self.budget,
-                BUDGET_PER_BYTE,
-                self.cur.bytes().len(),
-                BUDGET_BASE
-            );
-        }
-        Ok(())
-    }
-
-    fn next_width(&mut self) -> Option<ValueType> {
-        let code = *self.widths.get(self.wpos)?;
-        self.wpos += 1;
-        ValueType::from_u32(u32::from(code))
-    }
-
-    /// The value's own type hint, its children's, and an array's declared element type.
-    fn resolve(&mut self, hint: Hint) -> (Option<ValueType>, Hint, Option<ValueType>) {
-        match hint {
-            Hint::None => (None, Hint::None, None),
-            Hint::Root => (None, Hint::Next, None),
-            Hint::Type(t) => (Some(t), Hint::None, None),
-            Hint::Next => match self.next_width() {
-                Some(ValueType::Array) => match self.next_width() {
-                    Some(ValueType::Array) => {
-                        (Some(ValueType::Array), Hint::Next, Some(ValueType::Array))
-                    }
-                    Some(e) => (Some(ValueType::Array), Hint::Type(e), Some(e)),
-                    None => (None, Hint::None, None),
-                },
-                t => (t, Hint::None, None),
-            },
-        }
-    }
-
-    fn decode_err(e: crate::cbor::DecodeError) -> Error {
-        e.positioned("attributes", 0)
-    }
-
-    fn item(&mut self, depth: usize, hint: Hint) -> Result<Node> {
-        let (own, children, declared) = if self.widths.is_empty() {
-            (None, Hint::None, None)
-        } else {
-            self.resolve(hint)
-        };
-        if let Some(f) = self.cur.float() {
-            let kind = match own {
-                Some(ValueType::F32) => ValueType::F32,
-                _ => ValueType::F64,
-            };
-            return Ok(Node::scalar(kind, f.to_bits()));
-        }
-        let start = self.cur.position();
-        let header = self.cur.head().map_err(Self::decode_err)?;
-        Ok(match header {
-            Header::Positive(n) => match own {
-                Some(t) if t.is_integer() => Node::scalar(t, n),
-                _ => Node::scalar(ValueType::U64, n),
-            },
-            Header::Negative(n) => {
-                if n > i64::MAX as u64 {
-                    Node::scalar(ValueType::Other, 0)
-                } else {
-                    let v = -1 - n as i64;
-                    match own {
-                        Some(t) if t.is_signed() => Node::scalar(t, v as u64),
-                        _ => Node::scalar(ValueType::I64, v as u64),
-                    }
-                }
-            }
-            Header::Float(f) => match own {
-                Some(ValueType::F32) => Node::scalar(ValueType::F32, f.to_bits()),
-                _ => Node::scalar(ValueType::F64, f.to_bits()),
-            },
-            Header::Simple(20) => Node::scalar(ValueType::Bool, 0),
-            Header::Simple(21) => Node::scalar(ValueType::Bool, 1),
-            Header::Simple(22 | 23) => Node::scalar(ValueType::Null, 0),
-            Header::Simple(_) => Node::scalar(ValueType::Other, 0),
-            Header::Bytes(len) | Header::Text(len) => {
-                let text = matches!(header, Header::Text(_));
-                let body = self.cur.string(text, len).map_err(Self::decode_err)?;
-                // GGUF strings that are not UTF-8 are byte strings in the CBOR; typed,
-                // they stay strings (as the file stored them).
-                let kind = if text || own == Some(ValueType::String) {
-                    ValueType::String
-                } else {
-                    ValueType::Bytes
-                };
-                self.string(kind, body)?
-            }
-            Header::Tag(_) => {
-                // Transparent; the widths (GGUF's, which has no tags) were already taken.
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                return self.item(depth, Hint::None);
-            }
-            Header::Array(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
-                let mut items = Items::default();
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let child = self.item(depth, children)?;
-                    items.push(child)?;
-                }
-                self.array(items, declared)?
-            }
-            Header::Map(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 2).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items
-                    .try_reserve(len.reserve() * 2)
-                    .map_err(|_| oom("map"))?;
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let key = self.item(depth, Hint::None)?;
-                    let value = self.item(depth, children)?;
-                    items.try_reserve(2).map_err(|_| oom("map"))?;
-                    items.push(key);
-                    items.push(value);
-                }
-                let n = count(items.len() / 2)?;
-                let first = self.append(&items)?;
-                Node {
-                    kind: ValueType::Map as u8,
-                    elem: 0,
-                    flags: 0,
-                    _pad: 0,
-                    n,
-                    x: first as u64,
-                }
-            }
-            Header::Break => bail!(Format, "attributes: unexpected break at byte {start}"),
-        })
-    }
-
-    fn string(&mut self, kind: ValueType, body: Cow<'a, [u8]>) -> Result<Node> {
-        let n = count(body.len())?;
-        Ok(match body {
-            Cow::Borrowed(b) => Node {
-                kind: kind as u8,
-                elem: 0,
-                flags: 0,
-                _pad: 0,
-                n,
-                x: b.as_ptr() as u64,
-            },
-            Cow::Owned(b) => {
-                self.charge(b.len())?;
-                let at = self.text.len();
-                self.text.try_reserve(b.len()).map_err(|_| oom("strings"))?;
-                self.text.extend_from_slice(&b);
-                Node {
-                    kind: kind as u8,
-                    elem: 0,
-                    flags: OWNED_TEXT,
-                    _pad: 0,
-                    n,
-                    x: at as u64,
-                }
-            }
-        })
-    }
-
-    /// Appends children, returning the index of the first.
-    fn append(&mut self, items: &[Node]) -> Result<usize> {
-        self.charge(std::mem::size_of_val(items))?;
-        let first = self.nodes.len();
-        self.nodes
-            .try_reserve(items.len())
-            .map_err(|_| oom("values"))?;
-        self.nodes.extend_from_slice(items);
-        Ok(first)
-    }
-
-    fn array(&mut self, items: Items, declared: Option<ValueType>) -> Result<Node> {
-        let packed = items.nodes.is_empty();
-        let n = count(if packed {
-            items.count
-        } else {
-            items.nodes.len()
-        })?;
-        let elem = match items.nodes.first() {
-            None => items.kind.or(declared),
-            Some(first) => items
-                .nodes
-                .iter()
-                .all(|c| c.kind == first.kind)
-                .then(|| first.kind()),
-        };
-        let mut node = Node {
-            kind: ValueType::Array as u8,
-            elem: elem.map_or(MIXED, |t| t as u8),
-            flags: 0,
-            _pad: 0,
-            n,
-            x: 0,
-        };
-        match elem.and_then(|t| t.packed_width().map(|w| (t, w))) {
-            Some((t, w)) if packed => {
-                debug_assert_eq!(items.packed.len(), w * items.count);
-                let offset = self.data_len.next_multiple_of(8);
-                let end = offset + items.packed.len();
-                self.charge(end - self.data_len + size_of::<Packed>())?;
-                let words = end.div_ceil(8);
-                if words > self.data.len() {
-                    self.data
-                        .try_reserve(words - self.data.len())
-                        .map_err(|_| oom("numbers"))?;
-                    self.data.resize(words, 0);
-                }
-                // SAFETY: `data` holds at least `end` bytes; u64 storage viewed as bytes.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), end)
-                };
-                bytes[offset..end].copy_from_slice(&items.packed);
-                self.data_len = end;
-                self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
-                self.packed.push((offset, t, items.count));
-                node.flags = PACKED;
-                node.x = (self.packed.len() - 1) as u64;
-            }
-            _ => node.x = self.append(&items.nodes)? as u64,
-        }
-        Ok(node)
-    }
-
-    /// Boxes the storage and turns indexes into pointers.
-    fn finish(mut self, root: Node) -> Result<Doc> {
-        self.append(&[root])?;
-        let data = std::mem::take(&mut self.data).into_boxed_slice();
-        let text = std::mem::take(&mut self.text).into_boxed_slice();
-        let base = data.as_ptr().cast::<u8>();
-        let spare = Box::new(AtomicUsize::new(self.budget.saturating_sub(self.kept)));
-        let packed: Box<[Packed]> = self
-            .packed
-            .iter()
-            .map(|&(offset, elem, count)| Packed {
-                // SAFETY: offset is within (or one past) the data.
-                data: unsafe { base.add(offset) },
-                elem,
-                count,
-                chunks: OnceLock::new(),
-                spare: &*spare,
-            })
-            .collect();
-        let mut nodes = std::mem::take(&mut self.nodes).into_boxed_slice();
-        let nodes_at = nodes.as_ptr() as u64;
-        for node in nodes.iter_mut() {
-            match node.kind() {
-                ValueType::Array if node.flags & PACKED != 0 => {
-                    node.x = &packed[node.x as usize] as *const Packed as u64;
-                }
-                ValueType::Array | ValueType::Map => {
-                    node.x = nodes_at + node.x * size_of::<Node>() as u64;
-                }
-                ValueType::String | ValueType::Bytes if node.flags & OWNED_TEXT != 0 => {
-                    node.x += text.as_ptr() as u64;
-                }
-                _ => {}
-            }
-        }
-        Ok(Doc {
-            nodes,
-            _packed: packed,
-            _data: data,
-            _text: text,
-            _spare: spare,
-        })
-    }
-}
-
-/// The elements of an array being read: while they all have one type that packs, its
-/// numbers as the tree will keep them (native order, f32 as f32: `w` bytes each, not a
-/// 16-byte node, so reading an array of a million u8 holds about a million bytes); nodes
-/// from the first element that doesn't, the numbers before it made nodes then.
-#[derive(Default)]
-struct Items {
-    nodes: Vec<Node>,
-    kind: Option<ValueType>,
-    packed: Vec<u8>,
-    count: usize,
-}
-
-impl Items {
-    fn push(&mut self, child: Node) -> Result<()> {
-        let kind = child.kind();
-        if self.nodes.is_empty()
-            && self.kind.is_none_or(|k| k == kind)
-            && let Some(w) = kind.packed_width()
-        {
-            self.packed.try_reserve(w).map_err(|_| oom("array"))?;
-            let x = child.x;
-            match (kind, w) {
-                (ValueType::F32, _) => self
-                    .packed
-                    .extend_from_slice(&(f64::from_bits(x) as f32).to_ne_bytes()),
-                (_, 1) => self.packed.push(x as u8),
-                (_, 2) => self.packed.extend_from_slice(&(x as u16).to_ne_bytes()),
-                (_, 4) => self.packed.extend_from_slice(&(x as u32).to_ne_bytes()),
-                _ => self.packed.extend_from_slice(&x.to_ne_bytes()),
-            }
-            self.kind = Some(kind);
-            self.count += 1;
-            return Ok(());
-        }
-        if self.nodes.is_empty()
-            && let Some(k) = self.kind.take()
-        {
-            let w = k.packed_width().expect("packed types have a width");
-            self.nodes
-                .try_reserve(self.count + 1)
-                .map_err(|_| oom("array"))?;
-            self.nodes.extend(
-                self.packed
-                    .chunks_exact(w)
-                    .map(|b| Node::scalar(k, unpack(k, b))),
-            );
-            self.packed = Vec::new();
-        }
-        self.nodes.try_reserve(1).map_err(|_| oom("array"))?;
-        self.nodes.push(child);
-        Ok(())
-    }
-}
-
-/// The node payload of one packed number of type `t` (its bytes, native order).
-fn unpack(t: ValueType, b: &[u8]) -> u64 {
-    match (t, b.len()) {
-        (ValueType::F32, _) => f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits(),
-        (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
-        (t, 2) if t.is_signed() => i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64,
-        (t, 4) if t.is_signed() => i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64,
-        (_, 1) => u64::from(b[0]),
-        (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
-        (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
-        _ => u64::from_ne_bytes(b.try_into().expect("8")),
-    }
-}
-
-fn count(n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| err!(Limit, "attributes: {n} items in one container"))
 }
 
 /// A value of an attribute tree, borrowed from the reader that holds the tree.
@@ -1012,7 +645,7 @@ impl Packed {
                 let mut v = Vec::new();
                 if v.try_reserve_exact(n).is_err() {
                     self.give(bytes);
-                    return Err(oom("element values"));
+                    return Err(build::oom("element values"));
                 }
                 v.resize_with(n, OnceLock::new);
                 if self.chunks.set(v.into_boxed_slice()).is_err() {
@@ -1032,7 +665,7 @@ impl Packed {
                 let mut v = Vec::new();
                 if v.try_reserve_exact(range.len()).is_err() {
                     self.give(bytes);
-                    return Err(oom("element values"));
+                    return Err(build::oom("element values"));
                 }
                 let w = self.elem.packed_width().expect("packed types have a width");
                 // SAFETY: `count` elements of width `w` at `data`.
@@ -1077,6 +710,20 @@ impl Packed {
     fn give(&self, bytes: usize) {
         // SAFETY: as in `take`.
         unsafe { &*self.spare }.fetch_add(bytes, Ordering::AcqRel);
+    }
+}
+
+/// The node payload of one packed number of type `t` (its bytes, native order).
+fn unpack(t: ValueType, b: &[u8]) -> u64 {
+    match (t, b.len()) {
+        (ValueType::F32, _) => f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits(),
+        (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
+        (t, 2) if t.is_signed() => i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64,
+        (t, 4) if t.is_signed() => i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64,
+        (_, 1) => u64::from(b[0]),
+        (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
+        (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
+        _ => u64::from_ne_bytes(b.try_into().expect("8")),
     }
 }
 
@@ -1231,6 +878,42 @@ mod tests {
         );
     }
 
+    #[test]
+    fn widths_apply_to_top_level_values_and_nested_arrays() {
+        use ValueType as T;
+        let v = Value::Map(vec![
+            (Value::Text("a".into()), Value::Unsigned(7)),
+            (
+                Value::Text("b".into()),
+                Value::Array(vec![
+                    Value::Array(vec![Value::Negative(0)]),
+                    Value::Array(vec![Value::Float(0.5)]),
+                ]),
+            ),
+            (Value::Text("c".into()), Value::Bytes(vec![0xff])),
+        ]);
+        let widths = [
+            T::U8 as u8,
+            T::Array as u8,
+            T::Array as u8,
+            T::Array as u8,
+            T::I16 as u8,
+            T::Array as u8,
+            T::F32 as u8,
+            T::String as u8,
+        ];
+        let (_cbor, d) = doc(&v, Some(&widths));
+        let root = d.root();
+        assert_eq!(root.find("a").unwrap().unwrap().value_type(), T::U8);
+        let b = root.find("b").unwrap().unwrap();
+        assert_eq!(b.elem_type().unwrap(), Some(T::Array));
+        assert_eq!(b.at(0).unwrap().as_slice::<i16>().unwrap(), &[-1]);
+        assert_eq!(b.at(1).unwrap().as_slice::<f32>().unwrap(), &[0.5]);
+        let c = root.find("c").unwrap().unwrap();
+        assert_eq!(c.value_type(), T::String);
+        assert_eq!(c.string_bytes().unwrap(), &[0xff]);
+    }
+
     /// Element values of an array of numbers are made on request, 1024 at a time, from
     /// the tree's budget: past it `Limit` (never an abort), values made before staying
     /// valid; a string asked of it makes nothing.
@@ -1320,41 +1003,5 @@ mod tests {
         let f = d.root().find("f").unwrap().unwrap();
         assert_eq!(f.as_slice::<f32>().unwrap(), &[0.25, -2.0]);
         assert_eq!(f.at(1).unwrap().get::<f32>().unwrap(), -2.0);
-    }
-
-    #[test]
-    fn widths_apply_to_top_level_values_and_nested_arrays() {
-        use ValueType as T;
-        let v = Value::Map(vec![
-            (Value::Text("a".into()), Value::Unsigned(7)),
-            (
-                Value::Text("b".into()),
-                Value::Array(vec![
-                    Value::Array(vec![Value::Negative(0)]),
-                    Value::Array(vec![Value::Float(0.5)]),
-                ]),
-            ),
-            (Value::Text("c".into()), Value::Bytes(vec![0xff])),
-        ]);
-        let widths = [
-            T::U8 as u8,
-            T::Array as u8,
-            T::Array as u8,
-            T::Array as u8,
-            T::I16 as u8,
-            T::Array as u8,
-            T::F32 as u8,
-            T::String as u8,
-        ];
-        let (_cbor, d) = doc(&v, Some(&widths));
-        let root = d.root();
-        assert_eq!(root.find("a").unwrap().unwrap().value_type(), T::U8);
-        let b = root.find("b").unwrap().unwrap();
-        assert_eq!(b.elem_type().unwrap(), Some(T::Array));
-        assert_eq!(b.at(0).unwrap().as_slice::<i16>().unwrap(), &[-1]);
-        assert_eq!(b.at(1).unwrap().as_slice::<f32>().unwrap(), &[0.5]);
-        let c = root.find("c").unwrap().unwrap();
-        assert_eq!(c.value_type(), T::String);
-        assert_eq!(c.string_bytes().unwrap(), &[0xff]);
     }
 }

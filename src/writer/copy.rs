@@ -107,8 +107,8 @@ impl<W: Write> Writer<W> {
         }
         self.begin_object(name, obj.format(), obj.shape())?;
         let result = (|| {
-            if let Some(attributes) = obj.attributes() {
-                self.set_object_attributes(name, attributes)?;
+            if let Some(attributes) = obj.raw_attributes() {
+                self.set_object_attributes_from(name, attributes)?;
             }
             let kind = crate::model::schema::ObjectKind::of(obj.format());
             for (ci, c) in obj.components().iter().enumerate() {

@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cbor::Value;
+use crate::codec::compress::{FramePipeline, Out};
 use crate::codec::digest::Hasher;
-use crate::codec::{DigestAlgorithm, FrameEncoder, zstd_level_range};
+use crate::codec::{DigestAlgorithm, seek_table, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
+mod attrs;
 mod copy;
 mod sharded;
 pub use copy::CopyOptions;
@@ -64,10 +66,77 @@ struct Stream {
     role: CText,
     dtype: DType,
     logical_type: Option<CText>,
+    /// Where a raw component begins (a zstd one's start is known when its first frame is
+    /// written: `Placing`).
     offset: u64,
     decoded: u64,
+    /// A raw component's digest (a zstd one's travels with its frames: `Mark::Begin`).
     hasher: Hasher,
-    encoder: Option<FrameEncoder>,
+    /// The zstd level of a zstd component (None: raw).
+    zstd: Option<i32>,
+}
+
+/// What the compression pipeline carries between frames: where a zstd component begins
+/// and ends, so that its frames are placed, hashed and recorded as they come out.
+enum Mark {
+    /// A component begins: pad to the alignment, then its frames follow; its stored
+    /// bytes are hashed with this.
+    Begin(Hasher),
+    /// Component `.1` of object `.0` ends: its seek table goes out, then its place and
+    /// digest are recorded in the object.
+    End(usize, usize),
+}
+
+/// The zstd component whose frames are being written out.
+struct Placing {
+    offset: u64,
+    hasher: Hasher,
+    /// (compressed, decompressed) size of each frame, for the seek table.
+    sizes: Vec<(u32, u32)>,
+}
+
+/// Writes out one item of the compression pipeline (see `Mark`).
+fn place<W: Write>(
+    output: &mut Output<W>,
+    objects: &mut [Object],
+    placing: &mut Option<Placing>,
+    item: Out<'_, Mark>,
+) -> Result<()> {
+    match item {
+        Out::Mark(Mark::Begin(hasher)) => {
+            output.pad()?;
+            *placing = Some(Placing {
+                offset: output.pos,
+                hasher,
+                sizes: Vec::new(),
+            });
+        }
+        Out::Frame { bytes, decoded } => {
+            let p = placing.as_mut().expect("frames follow a begin");
+            // A frame of at most ZSTD_FRAME_SIZE input is far below 4 GiB.
+            let sizes = (u32::try_from(bytes.len()), u32::try_from(decoded));
+            let (Ok(compressed), Ok(decoded)) = sizes else {
+                bail!(Internal, "a zstd frame of {} bytes", bytes.len());
+            };
+            p.hasher.update(bytes);
+            output.emit(bytes)?;
+            p.sizes.push((compressed, decoded));
+        }
+        Out::Mark(Mark::End(object, component)) => {
+            let mut p = placing.take().expect("an end follows a begin");
+            if p.sizes.len() > 1
+                && let Some(table) = seek_table::encode(&p.sizes)
+            {
+                p.hasher.update(&table);
+                output.emit(&table)?;
+            }
+            let c = &mut objects[object].components[component];
+            c.blob.offset = p.offset;
+            c.blob.length = output.pos - p.offset;
+            c.digest = p.hasher.finish().map(|d| CText::new(&d)).transpose()?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a path writer puts its bytes until `finish`.
@@ -132,6 +201,11 @@ pub struct Writer<W: Write = BufWriter<File>> {
     stream: Option<Stream>,
     file_attributes: Option<Attributes>,
     target: Option<Target>,
+    /// zstd frames being compressed on the pool, written out in order (created with the
+    /// first zstd component).
+    frames: Option<FramePipeline<Mark>>,
+    /// The zstd component whose frames are being written out.
+    placing: Option<Placing>,
 }
 
 /// Where the bytes go, and how far they got.
@@ -169,6 +243,13 @@ impl<W: Write> Output<W> {
             wb.advance(self.pos);
         }
         Ok(())
+    }
+
+    /// Zero padding up to the next multiple of `ALIGNMENT`.
+    fn pad(&mut self) -> Result<()> {
+        const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
+        let pad = (ALIGNMENT - self.pos % ALIGNMENT) % ALIGNMENT;
+        self.emit(&ZEROS[..pad as usize])
     }
 }
 
@@ -316,12 +397,30 @@ impl<W: Write> Writer<W> {
             stream: None,
             file_attributes: None,
             target,
+            frames: None,
+            placing: None,
         }
     }
 
-    /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
+    /// Writes bytes after every zstd frame still in flight; an I/O failure poisons the
+    /// writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
+        self.settle()?;
         let r = self.output.emit(bytes);
+        self.after_io(r)
+    }
+
+    /// Writes out every zstd frame still being compressed (waiting for them), so that
+    /// the position is final and the objects' places are recorded.
+    pub(crate) fn settle(&mut self) -> Result<()> {
+        let Some(frames) = &mut self.frames else {
+            return Ok(());
+        };
+        if frames.is_empty() {
+            return Ok(());
+        }
+        let (output, objects, placing) = (&mut self.output, &mut self.objects, &mut self.placing);
+        let r = frames.drain(&mut |item| place(output, objects, placing, item));
         self.after_io(r)
     }
 
@@ -339,9 +438,9 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
-        const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
-        let pad = (ALIGNMENT - self.output.pos % ALIGNMENT) % ALIGNMENT;
-        self.emit(&ZEROS[..pad as usize])
+        self.settle()?;
+        let r = self.output.pad();
+        self.after_io(r)
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -457,8 +556,8 @@ impl<W: Write> Writer<W> {
     ) -> Result<()> {
         self.begin_component(role, dtype, logical_type, options)?;
         let r = self.write(data).and_then(|()| self.end_component());
-        if r.is_err() {
-            self.stream = None;
+        if r.is_err() && self.stream.take().is_some() {
+            self.discard_frames();
         }
         r
     }
@@ -484,7 +583,7 @@ impl<W: Write> Writer<W> {
             );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
-        let encoder = match options.encoding {
+        let zstd = match options.encoding {
             Encoding::Raw => None,
             Encoding::Pipeline => bail!(
                 InvalidArgument,
@@ -499,21 +598,35 @@ impl<W: Write> Writer<W> {
                         zstd_level_range()
                     );
                 }
-                Some(FrameEncoder::new(options.level))
+                Some(if options.level == 0 { 3 } else { options.level })
             }
         };
-        self.pad_to_alignment()?;
+        let logical_type = logical_type
+            .map(CText::new)
+            .transpose()
+            .map_err(as_argument)?;
+        let mut hasher = Hasher::new(options.digest);
+        if zstd.is_some() {
+            // Placed (padded, hashed) when its first frame is written out.
+            let hasher = std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None));
+            let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0));
+            let (output, objects, placing) =
+                (&mut self.output, &mut self.objects, &mut self.placing);
+            let r = frames.mark(Mark::Begin(hasher), &mut |item| {
+                place(output, objects, placing, item)
+            });
+            self.after_io(r)?;
+        } else {
+            self.pad_to_alignment()?;
+        }
         self.stream = Some(Stream {
             role: role_c,
             dtype,
-            logical_type: logical_type
-                .map(CText::new)
-                .transpose()
-                .map_err(as_argument)?,
+            logical_type,
             offset: self.output.pos,
             decoded: 0,
-            hasher: Hasher::new(options.digest),
-            encoder,
+            hasher,
+            zstd,
         });
         Ok(())
     }
@@ -540,17 +653,17 @@ impl<W: Write> Writer<W> {
             .context(self.stream_context()));
         }
         s.decoded += data.len() as u64;
-        let result = match s.encoder.as_mut() {
-            None => {
+        let result = match (s.zstd, &mut self.frames) {
+            (Some(level), Some(frames)) => {
+                let (output, objects, placing) =
+                    (&mut self.output, &mut self.objects, &mut self.placing);
+                frames.write(level, data, &mut |item| {
+                    place(output, objects, placing, item)
+                })
+            }
+            _ => {
                 s.hasher.update(data);
                 self.emit(data)
-            }
-            Some(enc) => {
-                let hasher = &mut s.hasher;
-                enc.write(data, &mut |piece| {
-                    hasher.update(piece);
-                    self.output.emit(piece)
-                })
             }
         };
         self.stream = Some(s);
@@ -583,23 +696,16 @@ impl<W: Write> Writer<W> {
     /// Ends the component being streamed and records it in the open object.
     pub fn end_component(&mut self) -> Result<()> {
         self.check_usable()?;
-        let Some(mut s) = self.stream.take() else {
+        let Some(s) = self.stream.take() else {
             bail!(State, "no component is being written");
         };
-        if let Some(enc) = s.encoder.as_mut() {
-            let hasher = &mut s.hasher;
-            let r = enc.finish(&mut |piece| {
-                hasher.update(piece);
-                self.output.emit(piece)
-            });
-            self.after_io(r)?;
-        }
         let unit = s.dtype.size() as u64
             * s.logical_type
                 .as_ref()
                 .and_then(|t| logical_type_info(t.as_str()))
                 .map_or(1, |i| i.ratio);
         if s.decoded % unit != 0 {
+            self.discard_frames();
             bail!(
                 InvalidArgument,
                 "object '{}' component '{}': {} bytes is not a whole number of {}-byte elements",
@@ -609,7 +715,7 @@ impl<W: Write> Writer<W> {
                 unit
             );
         }
-        let encoding = if s.encoder.is_some() {
+        let encoding = if s.zstd.is_some() {
             Encoding::Zstd
         } else {
             Encoding::Raw
@@ -629,12 +735,29 @@ impl<W: Write> Writer<W> {
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
             steps: Default::default(),
         };
-        self.objects
-            .last_mut()
-            .expect("open object")
-            .components
-            .push(component);
+        let object = self.objects.len() - 1;
+        let components = &mut self.objects[object].components;
+        components.push(component);
+        let at = components.len() - 1;
+        if let (Some(level), Some(frames)) = (s.zstd, &mut self.frames) {
+            // Recorded (place, length, digest) when its last frame is written out.
+            let (output, objects, placing) =
+                (&mut self.output, &mut self.objects, &mut self.placing);
+            let mut out = |item: Out<'_, Mark>| place(output, objects, placing, item);
+            let r = frames
+                .end_frames(level, &mut out)
+                .and_then(|()| frames.mark(Mark::End(object, at), &mut out));
+            self.after_io(r)?;
+        }
         Ok(())
+    }
+
+    /// Forgets the zstd component being streamed: frames already handed to the pool are
+    /// still written out (unreferenced), input not yet in a frame is dropped.
+    fn discard_frames(&mut self) {
+        if let Some(frames) = &mut self.frames {
+            frames.discard_input();
+        }
     }
 
     /// Ends the open object after checking its components against its shape and format
@@ -654,6 +777,10 @@ impl<W: Write> Writer<W> {
     /// Drops the open object (its bytes stay in the file, unreferenced).
     fn abandon_object(&mut self) {
         if self.open_object {
+            // Its components' frames are written out (or fail) before it goes, so that
+            // no place is recorded into an object that took its index.
+            let _ = self.settle();
+            self.discard_frames();
             self.stream = None;
             if let Some(o) = self.objects.pop() {
                 self.by_name.remove(o.name());
@@ -690,6 +817,7 @@ impl<W: Write> Writer<W> {
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
+        self.settle()?;
         let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
         self.emit(&manifest)?;
         self.emit(&(manifest.len() as u64).to_le_bytes())?;
@@ -747,7 +875,8 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far. zstd frames still being compressed count once written out:
+    /// by later calls, at the latest by `finish`.
     pub fn position(&self) -> u64 {
         self.output.pos
     }

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     zt_writer_free(w);
   }
   if (CHECK_OK(zt_open("frames.zt", &r))) {
-    CHECK_OK(zt_component_frame_count(r, 0, "data", &frames));
+    CHECK_OK(zt_component_get_frame_count(r, 0, "data", &frames));
     CHECK_U64(frames, 2);
     CHECK_OK(zt_component_read(r, 0, "data", back, n));
     CHECK_MEM(back, data, n);
