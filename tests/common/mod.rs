@@ -168,6 +168,8 @@ pub fn whole_loads(bufs: &mut [Vec<u8>], convert: Option<DType>) -> Vec<ztensor:
             convert,
         })
         .collect()
+}
+
 /// The manifest of a zTensor v1.x file (before its 8-byte size and 8-byte magic).
 #[allow(dead_code)]
 pub fn manifest_of(file: &[u8]) -> ztensor::cbor::Value {
