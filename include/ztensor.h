@@ -131,9 +131,10 @@
 #define ZT_OPEN_POPULATE 64
 
 /**
- * `zt_open_fd_with` only: the reader takes over the descriptor and closes it at `zt_close`
- * (without it, the reader works on its own duplicate and the caller keeps, and may
- * close, theirs).
+ * `zt_open_fd_with` only: the reader takes over the descriptor: it stays open while the
+ * reader is open and is closed by `zt_close` (without the flag, the reader works on its
+ * own duplicate and the caller keeps, and may close, theirs). When the open fails, the
+ * caller still owns the descriptor and closes it.
  */
 #define ZT_OPEN_TAKE_FD 128
 
@@ -852,8 +853,11 @@ enum zt_status zt_open_memory_with(const void *data,
  * Opens a file from a descriptor the caller opened (read access, a regular file; its
  * offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
  * the caller keeps `fd` and may close it as soon as this returns; with
- * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
- * `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+ * `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over: it stays open until
+ * `zt_close` closes it (on failure the caller still owns it and closes it). Otherwise
+ * as `zt_open_with`, for one file: a set can't be opened from one descriptor (an
+ * `*.index.json` is `ZT_ERR_FORMAT` saying to open the index by path; one split of a
+ * GGUF split set opens as that file alone, as `ZT_OPEN_ONE_FILE` would).
  */
 ZT_API
 enum zt_status zt_open_fd_with(int32_t fd,
@@ -898,7 +902,8 @@ ZT_API const char *zt_file_format(const struct zt_reader *reader);
 ZT_API const char *zt_file_version(const struct zt_reader *reader);
 
 /**
- * The file's data-section offset and alignment, for any format. O(1). Thread-safe.
+ * The file's data-section offset and alignment, for any format. For a set, the first
+ * shard's: each shard has its own (`zt_shard_get_layout`). O(1). Thread-safe.
  */
 ZT_API
 enum zt_status zt_file_get_layout(const struct zt_reader *reader,
@@ -936,6 +941,18 @@ enum zt_status zt_shard_get_mapping(const struct zt_reader *reader,
                                     size_t index,
                                     const void **base,
                                     uint64_t *size);
+
+/**
+ * File `shard`'s data-section offset and alignment (`zt_file_get_layout` of a single
+ * file, whose shard 0 this is): for a set each shard is a file of its own, with its own
+ * data section. A component's `offset - data_offset` (ggml's tensor offset for a GGUF
+ * split) uses the layout of the shard `zt_component_get_location` names. O(1), opens
+ * nothing. `ZT_ERR_NOT_FOUND` for a shard out of range. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_shard_get_layout(const struct zt_reader *reader,
+                                   size_t shard,
+                                   struct zt_file_layout *out);
 
 /**
  * What a reader of a remote object has transferred so far: GET requests answered and
@@ -1385,8 +1402,11 @@ enum zt_status zt_value_get_array_data(const struct zt_value *v,
 
 /**
  * Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
- * range or a non-array. (The first call on a numeric array makes its element values: 16
- * bytes each; `zt_value_get_array_data` needs none.) Thread-safe.
+ * range or a non-array. (An array of numbers keeps its numbers, not values: the first
+ * call for an element makes the values of the 1024 around it, 16 bytes each, kept until
+ * `zt_close`, within the attribute tree's budget (8 bytes per byte of the attributes'
+ * encoding, plus 1 MiB); past it, or when memory runs out, `ZT_ERR_LIMIT`.
+ * `zt_value_get_array_data` reads the numbers themselves and needs none.) Thread-safe.
  */
 ZT_API
 enum zt_status zt_value_get_element(const struct zt_value *v,
@@ -1395,7 +1415,8 @@ enum zt_status zt_value_get_element(const struct zt_value *v,
 
 /**
  * Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
- * `zt_value_get_string` gives it, in one call. Thread-safe.
+ * `zt_value_get_string` gives it, in one call, making no value. An array of numbers is
+ * `ZT_ERR_INVALID_ARGUMENT` at once, whatever the index. Thread-safe.
  */
 ZT_API
 enum zt_status zt_value_get_element_string(const struct zt_value *v,

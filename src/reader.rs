@@ -495,12 +495,33 @@ impl<'a> Reader<'a> {
 
     /// Where the file's data section is and what alignment its format guarantees there
     /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1). For a set, the
-    /// first file's (each shard has its own data section: components' absolute offsets,
-    /// with `Component::file`, are what locate their bytes).
+    /// first file's: each shard has its own data section (`shard_layout`), and a
+    /// component's offset counts in its own shard (`Component::file`).
     pub fn layout(&self) -> Layout {
         Layout {
             data_offset: self.model.data_offset,
             alignment: self.model.traits.blob_alignment,
+        }
+    }
+
+    /// `layout` of file `shard` (0 for a single file; for a set, the shard
+    /// `Component::file` names): a component's `offset() - data_offset` is the format's
+    /// own offset of its tensor (ggml's for a GGUF split) with the layout of the
+    /// component's shard. O(1), opens nothing. `NotFound` for a shard out of range.
+    pub fn shard_layout(&self, shard: usize) -> Result<Layout> {
+        if self.model.shard_layouts.is_empty() && shard == 0 {
+            return Ok(self.layout());
+        }
+        match self.model.shard_layouts.get(shard) {
+            Some(&(data_offset, alignment)) => Ok(Layout {
+                data_offset,
+                alignment,
+            }),
+            None => bail!(
+                NotFound,
+                "no file at index {shard} (the reader reads {})",
+                self.shard_count()
+            ),
         }
     }
 
@@ -657,10 +678,14 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// `view` of what isn't zero-copy: the cached or freshly decoded bytes, or the error.
+    /// `view` of what isn't zero-copy yet: a set's shard not opened yet is opened first,
+    /// so its plain components are zero-copy from their first view (one view per
+    /// component, however the shard was opened); otherwise the cached or freshly decoded
+    /// bytes, or the error.
     #[inline(never)]
     fn view_decoded(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
+        self.source(obj, c)?;
         if let Some(v) = self.view_in_place(c) {
             return Ok(v);
         }
@@ -1033,7 +1058,7 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(source) = self.files.opened(c.blob.file)
+            && let Ok(source) = self.files.part(c.blob.file)
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)
         {
             return Some(data);

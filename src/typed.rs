@@ -8,7 +8,8 @@
 //!   (copied only when the CBOR split them into chunks).
 //! - An array whose elements all have one numeric type (or bool) is stored as those
 //!   numbers, contiguous and aligned ("packed"), so C gets a `const uint32_t *`. Its
-//!   element nodes are made only if someone asks for an element as a value handle.
+//!   element nodes are made only when someone asks for an element as a value handle,
+//!   `ELEMENT_CHUNK` at a time, within the tree's budget.
 //! - CBOR integers carry no width: they are `U64` (non-negative) or `I64`, floats `F64`.
 //!   A format that has widths (GGUF) records them as `widths` at parse time, a pre-order
 //!   stream of `ValueType` codes for the top-level values: a scalar's type; for an array
@@ -16,13 +17,15 @@
 //! - Tags are transparent (the tagged item); undefined is `Null`; simple values other
 //!   than bool, null and undefined, and integers below -2^63, are `Other`.
 //!
-//! Memory: 16 bytes per item (fewer for packed numbers). What a tree keeps is at most
+//! Memory: 16 bytes per item (fewer for packed numbers, which are read as numbers, not
+//! nodes). What a tree keeps, element values made later included, is at most
 //! `BUDGET_PER_BYTE` bytes per byte of its CBOR plus `BUDGET_BASE` (a pathological file,
 //! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
 //! allocation failure is a `Limit` error too.
 
 use std::fmt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result, bail, err};
 
@@ -198,13 +201,23 @@ impl Node {
     }
 }
 
-/// A packed array's numbers and, made on first request, their nodes.
+/// A packed array's numbers and, made on request, their element values.
 struct Packed {
     data: *const u8,
     elem: ValueType,
     count: usize,
-    nodes: OnceLock<Box<[Node]>>,
+    /// The element values, made `ELEMENT_CHUNK` at a time as they are asked for
+    /// (`element`): a table of chunks, then each chunk.
+    chunks: OnceLock<Box<[Chunk]>>,
+    /// The bytes the tree may still take (its `Doc`'s `spare`).
+    spare: *const AtomicUsize,
 }
+
+/// Element values of a packed array are made this many at a time (16 KiB).
+const ELEMENT_CHUNK: usize = 1024;
+
+/// `ELEMENT_CHUNK` element values of a packed array, once made.
+type Chunk = OnceLock<Box<[Node]>>;
 
 /// The typed tree of one attribute map. Immutable once built (the lazily made element
 /// nodes of packed arrays are `OnceLock`s), so it is shared between threads.
@@ -213,6 +226,9 @@ pub struct Doc {
     _packed: Box<[Packed]>,
     _data: Box<[u64]>,
     _text: Box<[u8]>,
+    /// What the tree may still take of its budget: element values of packed arrays are
+    /// made on request, within it.
+    _spare: Box<AtomicUsize>,
 }
 
 // SAFETY: the raw pointers in `Node` and `Packed` point into the boxes the `Doc` owns or
@@ -289,7 +305,10 @@ impl fmt::Debug for AttrValue<'_> {
         match self.value_type() {
             ValueType::String => write!(f, "{:?}", String::from_utf8_lossy(self.bytes_unchecked())),
             ValueType::Bytes => write!(f, "bytes({})", self.node.n),
-            ValueType::Array => f.debug_list().entries(self.elements()).finish(),
+            ValueType::Array => f
+                .debug_list()
+                .entries(self.elements().map_while(Result::ok))
+                .finish(),
             ValueType::Map => f
                 .debug_map()
                 .entries((0..self.node.n as usize).map(|i| self.entry(i).expect("in range")))
@@ -515,17 +534,23 @@ impl<'a> AttrValue<'a> {
         if i >= self.node.n as usize {
             return Err(self.out_of_range(i));
         }
-        let nodes: &'a [Node] = match self.packed() {
-            Some(p) => p.nodes.get_or_init(|| p.element_nodes()),
-            None => self.children(),
-        };
-        Ok(AttrValue { node: &nodes[i] })
+        match self.packed() {
+            Some(p) => p.element(i).map(|node| AttrValue { node }),
+            None => Ok(AttrValue {
+                node: &self.children()[i],
+            }),
+        }
     }
 
-    /// Element `i` of an array of strings, without making a value for it.
+    /// Element `i` of an array of strings, without making a value for it. An array of
+    /// numbers is refused before anything is made.
     pub fn string_at(&self, i: usize) -> Result<&'a [u8]> {
-        if self.packed().is_some() {
-            return self.at(i)?.string_bytes();
+        if let Some(p) = self.packed() {
+            bail!(
+                InvalidArgument,
+                "attribute value is an array of {}, not of strings",
+                p.elem
+            );
         }
         if self.value_type() != ValueType::Array {
             return Err(wrong(self, "array"));
@@ -534,15 +559,16 @@ impl<'a> AttrValue<'a> {
         AttrValue { node }.string_bytes()
     }
 
-    /// All elements of an array (nothing for other types).
-    pub fn elements(&self) -> impl Iterator<Item = AttrValue<'a>> + 'a {
+    /// All elements of an array (nothing for other types), as `at` gives them: an
+    /// element of a packed array whose value can't be made (`Limit`) is an error.
+    pub fn elements(&self) -> impl Iterator<Item = Result<AttrValue<'a>>> + 'a {
         let this = *self;
         let n = if this.value_type() == ValueType::Array {
             this.node.n as usize
         } else {
             0
         };
-        (0..n).map(move |i| this.at(i).expect("in range"))
+        (0..n).map(move |i| this.at(i))
     }
 
     /// A map's entry `i`: key and value, in the file's order.
@@ -604,31 +630,100 @@ impl<'a> AttrValue<'a> {
 }
 
 impl Packed {
-    fn element_nodes(&self) -> Box<[Node]> {
-        let w = self.elem.packed_width().expect("packed types have a width");
-        (0..self.count)
-            .map(|i| {
+    /// Element `i`'s value, made with the `ELEMENT_CHUNK` values around it on the first
+    /// request for one of them, then kept: a caller that reads a few elements of a
+    /// million as values pays for a few chunks. Every chunk (and the table of chunks) is
+    /// taken from the tree's budget and allocated fallibly, so reading all elements of a
+    /// huge array this way is a `Limit` error at some point, never an abort.
+    fn element(&self, i: usize) -> Result<&Node> {
+        let table = match self.chunks.get() {
+            Some(t) => t,
+            None => {
+                let n = self.count.div_ceil(ELEMENT_CHUNK);
+                let bytes = n * size_of::<Chunk>();
+                self.take(bytes)?;
+                let mut v = Vec::new();
+                if v.try_reserve_exact(n).is_err() {
+                    self.give(bytes);
+                    return Err(build::oom("element values"));
+                }
+                v.resize_with(n, OnceLock::new);
+                if self.chunks.set(v.into_boxed_slice()).is_err() {
+                    self.give(bytes); // another thread made it first
+                }
+                self.chunks.get().expect("just set")
+            }
+        };
+        let k = i / ELEMENT_CHUNK;
+        let cell = &table[k];
+        let nodes = match cell.get() {
+            Some(nodes) => nodes,
+            None => {
+                let range = k * ELEMENT_CHUNK..self.count.min((k + 1) * ELEMENT_CHUNK);
+                let bytes = range.len() * size_of::<Node>();
+                self.take(bytes)?;
+                let mut v = Vec::new();
+                if v.try_reserve_exact(range.len()).is_err() {
+                    self.give(bytes);
+                    return Err(build::oom("element values"));
+                }
+                let w = self.elem.packed_width().expect("packed types have a width");
                 // SAFETY: `count` elements of width `w` at `data`.
-                let b = unsafe { std::slice::from_raw_parts(self.data.add(i * w), w) };
-                let x = match (self.elem, w) {
-                    (ValueType::F32, _) => {
-                        f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits()
-                    }
-                    (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
-                    (t, 2) if t.is_signed() => {
-                        i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64
-                    }
-                    (t, 4) if t.is_signed() => {
-                        i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64
-                    }
-                    (_, 1) => u64::from(b[0]),
-                    (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
-                    (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
-                    _ => u64::from_ne_bytes(b.try_into().expect("8")),
-                };
-                Node::scalar(self.elem, x)
+                let all = unsafe { std::slice::from_raw_parts(self.data, self.count * w) };
+                v.extend(
+                    all[range.start * w..range.end * w]
+                        .chunks_exact(w)
+                        .map(|b| Node::scalar(self.elem, unpack(self.elem, b))),
+                );
+                if cell.set(v.into_boxed_slice()).is_err() {
+                    self.give(bytes);
+                }
+                cell.get().expect("just set")
+            }
+        };
+        Ok(&nodes[i % ELEMENT_CHUNK])
+    }
+
+    /// Takes `bytes` from the tree's budget, or says why not.
+    fn take(&self, bytes: usize) -> Result<()> {
+        // SAFETY: `spare` points into the `Doc` that owns this record.
+        let spare = unsafe { &*self.spare };
+        spare
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                s.checked_sub(bytes)
             })
-            .collect()
+            .map(|_| ())
+            .map_err(|_| {
+                err!(
+                    Limit,
+                    "attributes: the element values of an array of {} {} would take more \
+                     than the typed values of these attributes may ({BUDGET_PER_BYTE} bytes \
+                     per byte of their encoding, plus {BUDGET_BASE}): read its numbers \
+                     contiguously (zt_value_array_data, AttrValue::array_data)",
+                    self.count,
+                    self.elem
+                )
+            })
+    }
+
+    /// Gives back what `take` took (a chunk another thread made first, or not allocated).
+    fn give(&self, bytes: usize) {
+        // SAFETY: as in `take`.
+        unsafe { &*self.spare }.fetch_add(bytes, Ordering::AcqRel);
+    }
+}
+
+/// The node payload of one packed number of type `t` (its bytes, native order).
+fn unpack(t: ValueType, b: &[u8]) -> u64 {
+    match (t, b.len()) {
+        (ValueType::F32, _) => f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits(),
+        (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
+        (t, 2) if t.is_signed() => i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64,
+        (t, 4) if t.is_signed() => i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64,
+        (_, 1) => u64::from(b[0]),
+        (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
+        (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
+        _ => u64::from_ne_bytes(b.try_into().expect("8")),
     }
 }
 
@@ -817,5 +912,96 @@ mod tests {
         let c = root.find("c").unwrap().unwrap();
         assert_eq!(c.value_type(), T::String);
         assert_eq!(c.string_bytes().unwrap(), &[0xff]);
+    }
+
+    /// Element values of an array of numbers are made on request, 1024 at a time, from
+    /// the tree's budget: past it `Limit` (never an abort), values made before staying
+    /// valid; a string asked of it makes nothing.
+    #[test]
+    fn element_values_are_made_a_chunk_at_a_time_within_the_budget() {
+        let n = 1 << 21;
+        let v = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array((0..n).map(|i| Value::Unsigned(i % 20)).collect()),
+        )]);
+        let (_cbor, d) = doc(&v, None);
+        let spare = || d._spare.load(Ordering::Relaxed);
+        let a = d.root().find("a").unwrap().unwrap();
+        let before = spare();
+        assert!(
+            before < 2 << 20,
+            "one-byte items packed as u64 use most of it: {before}"
+        );
+        let five = a.at(5).unwrap();
+        assert_eq!(five.get::<u64>().unwrap(), 5);
+        let table = (n as usize).div_ceil(ELEMENT_CHUNK) * size_of::<Chunk>();
+        let chunk = ELEMENT_CHUNK * size_of::<Node>();
+        assert_eq!(before - spare(), table + chunk);
+        // The same chunk: nothing more; the last one: one chunk more.
+        assert_eq!(a.at(1023).unwrap().get::<u64>().unwrap(), 1023 % 20);
+        assert_eq!(before - spare(), table + chunk);
+        assert_eq!(
+            a.at(n as usize - 1).unwrap().get::<u64>().unwrap(),
+            (n - 1) % 20
+        );
+        assert_eq!(before - spare(), table + 2 * chunk);
+        // A string of an array of numbers: refused, nothing made.
+        let e = a.string_at(3).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (
+                ErrorKind::InvalidArgument,
+                "attribute value is an array of u64, not of strings"
+            )
+        );
+        assert_eq!(before - spare(), table + 2 * chunk);
+        // Every element as a value: 32 MiB of values for a budget of about 1 MiB left.
+        let e = a.elements().find_map(Result::err).unwrap();
+        assert_eq!(e.kind(), ErrorKind::Limit);
+        assert!(
+            e.message().starts_with(&format!(
+                "attributes: the element values of an array of {n} u64 would take more"
+            )),
+            "{e}"
+        );
+        assert!(spare() < chunk);
+        // Values handed out before stay.
+        assert_eq!(five.get::<u64>().unwrap(), 5);
+        assert_eq!(a.at(6).unwrap().get::<u64>().unwrap(), 6);
+    }
+
+    /// An array read as packed numbers until an element of another type comes: the
+    /// numbers read so far become values, in order.
+    #[test]
+    fn arrays_of_mixed_types_keep_every_element() {
+        let v = Value::Map(vec![(
+            Value::Text("a".into()),
+            Value::Array(vec![
+                Value::Unsigned(1),
+                Value::Unsigned(300),
+                Value::Text("x".into()),
+                Value::Negative(1),
+                Value::Float(0.5),
+            ]),
+        )]);
+        let (_cbor, d) = doc(&v, None);
+        let a = d.root().find("a").unwrap().unwrap();
+        assert_eq!(a.elem_type().unwrap(), None);
+        assert!(a.array_data().is_err());
+        assert_eq!(a.at(0).unwrap().get::<u64>().unwrap(), 1);
+        assert_eq!(a.at(1).unwrap().get::<u64>().unwrap(), 300);
+        assert_eq!(a.at(2).unwrap().as_str().unwrap(), "x");
+        assert_eq!(a.at(3).unwrap().get::<i64>().unwrap(), -2);
+        assert_eq!(a.at(4).unwrap().get::<f64>().unwrap(), 0.5);
+        // Floats with widths: an f32 array packs as f32.
+        let f = Value::Map(vec![(
+            Value::Text("f".into()),
+            Value::Array(vec![Value::Float(0.25), Value::Float(-2.0)]),
+        )]);
+        let widths = [ValueType::Array as u8, ValueType::F32 as u8];
+        let (_cbor, d) = doc(&f, Some(&widths));
+        let f = d.root().find("f").unwrap().unwrap();
+        assert_eq!(f.as_slice::<f32>().unwrap(), &[0.25, -2.0]);
+        assert_eq!(f.at(1).unwrap().get::<f32>().unwrap(), -2.0);
     }
 }

@@ -397,8 +397,11 @@ pub unsafe extern "C" fn zt_value_get_array_data(
 }
 
 /// Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
-/// range or a non-array. (The first call on a numeric array makes its element values: 16
-/// bytes each; `zt_value_get_array_data` needs none.) Thread-safe.
+/// range or a non-array. (An array of numbers keeps its numbers, not values: the first
+/// call for an element makes the values of the 1024 around it, 16 bytes each, kept until
+/// `zt_close`, within the attribute tree's budget (8 bytes per byte of the attributes'
+/// encoding, plus 1 MiB); past it, or when memory runs out, `ZT_ERR_LIMIT`.
+/// `zt_value_get_array_data` reads the numbers themselves and needs none.) Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_value_get_element(
     v: *const zt_value,
@@ -414,7 +417,8 @@ pub unsafe extern "C" fn zt_value_get_element(
 }
 
 /// Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
-/// `zt_value_get_string` gives it, in one call. Thread-safe.
+/// `zt_value_get_string` gives it, in one call, making no value. An array of numbers is
+/// `ZT_ERR_INVALID_ARGUMENT` at once, whatever the index. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_value_get_element_string(
     v: *const zt_value,

@@ -42,7 +42,8 @@ pub struct zt_file_layout {
     pub alignment: u64,
 }
 
-/// The file's data-section offset and alignment, for any format. O(1). Thread-safe.
+/// The file's data-section offset and alignment, for any format. For a set, the first
+/// shard's: each shard has its own (`zt_shard_get_layout`). O(1). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_layout(
     reader: *const zt_reader,
@@ -125,6 +126,32 @@ pub unsafe extern "C" fn zt_shard_get_mapping(
         })?;
         put(base, map.as_ptr().cast());
         put(size, map.len() as u64);
+        Ok(())
+    })
+}
+
+/// File `shard`'s data-section offset and alignment (`zt_file_get_layout` of a single
+/// file, whose shard 0 this is): for a set each shard is a file of its own, with its own
+/// data section. A component's `offset - data_offset` (ggml's tensor offset for a GGUF
+/// split) uses the layout of the shard `zt_component_get_location` names. O(1), opens
+/// nothing. `ZT_ERR_NOT_FOUND` for a shard out of range. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_shard_get_layout(
+    reader: *const zt_reader,
+    shard: usize,
+    out: *mut zt_file_layout,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        let l = r.inner().shard_layout(shard)?;
+        put(
+            out,
+            zt_file_layout {
+                data_offset: l.data_offset,
+                alignment: l.alignment,
+            },
+        );
         Ok(())
     })
 }

@@ -24,6 +24,9 @@ pub struct zt_reader {
     pub(super) paths: Box<[Option<CString>]>,
     /// Every name in one block (`zt_file_get_names`), made on first request.
     pub(super) names: super::listing::Names,
+    /// The descriptor `zt_open_fd_with` was handed with `ZT_OPEN_TAKE_FD`: closed at
+    /// `zt_close` (dropped after the reader, which reads its own duplicate).
+    _taken_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl zt_reader {
@@ -49,9 +52,10 @@ pub const ZT_OPEN_VERIFY: u32 = 2;
 /// accesses never wait for the disk. No effect with `ZT_OPEN_NO_MMAP`.
 pub const ZT_OPEN_POPULATE: u32 = 64;
 
-/// `zt_open_fd_with` only: the reader takes over the descriptor and closes it at `zt_close`
-/// (without it, the reader works on its own duplicate and the caller keeps, and may
-/// close, theirs).
+/// `zt_open_fd_with` only: the reader takes over the descriptor: it stays open while the
+/// reader is open and is closed by `zt_close` (without the flag, the reader works on its
+/// own duplicate and the caller keeps, and may close, theirs). When the open fails, the
+/// caller still owns the descriptor and closes it.
 pub const ZT_OPEN_TAKE_FD: u32 = 128;
 
 /// For a set (an `*.index.json`, or one split of a GGUF split set): open (and map) every
@@ -126,6 +130,16 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
 }
 
 pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
+    finish_open_taking(reader, None, out)
+}
+
+/// `finish_open` of a reader that also keeps `taken` (a descriptor handed over with
+/// `ZT_OPEN_TAKE_FD`) until `zt_close`.
+fn finish_open_taking(
+    reader: Reader<'static>,
+    taken: Option<std::os::fd::OwnedFd>,
+    out: *mut *mut zt_reader,
+) {
     let json = Mutex::new(HashMap::new());
     let paths = (0..reader.shard_count())
         .map(|i| {
@@ -140,6 +154,7 @@ pub(super) fn finish_open(reader: Reader<'static>, out: *mut *mut zt_reader) {
             json,
             paths,
             names: Default::default(),
+            _taken_fd: taken,
         })),
     );
 }
@@ -210,8 +225,11 @@ pub unsafe extern "C" fn zt_open_memory_with(
 /// Opens a file from a descriptor the caller opened (read access, a regular file; its
 /// offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
 /// the caller keeps `fd` and may close it as soon as this returns; with
-/// `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
-/// `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
+/// `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over: it stays open until
+/// `zt_close` closes it (on failure the caller still owns it and closes it). Otherwise
+/// as `zt_open_with`, for one file: a set can't be opened from one descriptor (an
+/// `*.index.json` is `ZT_ERR_FORMAT` saying to open the index by path; one split of a
+/// GGUF split set opens as that file alone, as `ZT_OPEN_ONE_FILE` would).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_open_fd_with(
     fd: i32,
@@ -228,7 +246,7 @@ pub unsafe extern "C" fn zt_open_fd_with(
         let take = unsafe { options.as_ref() }.is_some_and(|o| o.flags & ZT_OPEN_TAKE_FD != 0);
         let name = format!("fd {fd}");
         // The reader always works on a duplicate, so a failed open leaves `fd` as it was;
-        // a handed-over `fd` is closed once the open has succeeded.
+        // a handed-over `fd` is kept by the handle and closed at zt_close.
         // SAFETY: duplicating a descriptor has no memory effects; failure is checked.
         let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
         if copy < 0 {
@@ -240,11 +258,10 @@ pub unsafe extern "C" fn zt_open_fd_with(
         // SAFETY: `copy` is a fresh descriptor that this File now owns alone.
         let file = unsafe { std::fs::File::from_raw_fd(copy) };
         let r = Reader::from_file(file, &name, &opts)?;
-        if take {
-            // SAFETY: the caller handed `fd` over; nothing else closes it.
-            unsafe { libc::close(fd) };
-        }
-        finish_open(r, out);
+        // SAFETY: the caller handed `fd` over (ZT_OPEN_TAKE_FD): from here on only the
+        // handle closes it, at zt_close.
+        let taken = take.then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+        finish_open_taking(r, taken, out);
         Ok(())
     })
 }

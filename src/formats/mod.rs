@@ -118,9 +118,18 @@ pub(crate) fn read_model(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Resul
     let Some(format) = FORMATS.iter().find(|f| (f.detect)(&head)) else {
         let names: Vec<&str> = Container::ALL.iter().map(|c| c.title()).collect();
         let (last, rest) = names.split_last().expect("formats");
+        // An index of a set is JSON: say how a set opens (one descriptor or one buffer
+        // holds one file; a set's shards are found next to its index).
+        let set_hint = if head.trim_ascii_start().starts_with(b"{") {
+            "; it looks like JSON, such as a sharded set's index: a set is opened by the \
+             path of its *.index.json (its shards are opened next to it), not from a file \
+             descriptor or memory, which hold one file (open each shard so instead)"
+        } else {
+            ""
+        };
         bail!(
             Format,
-            "not a {} or {last} file: the header magic is {}",
+            "not a {} or {last} file: the header magic is {}{set_hint}",
             rest.join(", "),
             printable(&head[..8])
         )

@@ -1052,6 +1052,10 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
     objects.reserve_exact(total - objects.len());
     let mut regions = DigestRegions::default();
     let mut starts = Vec::with_capacity(parts.len());
+    let shard_layouts: Box<[(u64, u64)]> = parts
+        .iter()
+        .map(|p| (p.data_offset, p.traits.blob_alignment))
+        .collect();
     for (i, part) in parts.into_iter().enumerate() {
         if !part.external.is_empty() {
             bail!(
@@ -1108,6 +1112,7 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         digest_regions: regions,
         data_offset,
         split: None,
+        shard_layouts,
         external: Box::default(),
     })
 }

@@ -651,6 +651,10 @@ pub struct Model {
     pub(crate) data_offset: u64,
     /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
     pub(crate) split: Option<Split>,
+    /// A set's `(data_offset, blob alignment)` of each shard, in shard order (each shard
+    /// is a file of its own: its data section and alignment are its own); empty for a
+    /// single file, whose are `data_offset` and `traits.blob_alignment`.
+    pub(crate) shard_layouts: Box<[(u64, u64)]>,
     /// Other files the model's blobs are in (ONNX external data), relative to the
     /// file's directory: blobs with `file` k > 0 are in `external[k - 1]`. The reader
     /// opens them as a set (`sets::open_external`).
@@ -698,6 +702,7 @@ impl Model {
             digest_regions: Default::default(),
             data_offset: 0,
             split: None,
+            shard_layouts: Box::default(),
             external: Box::default(),
         })
     }

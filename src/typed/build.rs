@@ -3,12 +3,14 @@
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
+use std::sync::atomic::AtomicUsize;
 
 use ciborium_ll::Header;
 
 use super::desc::Desc;
 use super::{
     BUDGET_BASE, BUDGET_PER_BYTE, Doc, MIXED, Node, OWNED_TEXT, PACKED, Packed, ValueType,
+    unpack,
 };
 use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
@@ -106,7 +108,7 @@ struct Builder<'a> {
     budget: usize,
 }
 
-fn oom(what: &str) -> Error {
+pub(super) fn oom(what: &str) -> Error {
     err!(Limit, "attributes: out of memory for the typed {what}")
 }
 
@@ -215,12 +217,10 @@ impl<'a> Builder<'a> {
             Header::Array(len) => {
                 let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
                 let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
+                let mut items = Items::default();
                 while self.cur.more(&mut len).map_err(Self::decode_err)? {
                     let child = self.item(depth, children.element(items.len()))?;
-                    items.try_reserve(1).map_err(|_| oom("array"))?;
-                    items.push(child);
+                    items.push(child)?;
                 }
                 self.array(items, declared)?
             }
@@ -315,11 +315,17 @@ impl<'a> Builder<'a> {
         Ok(first)
     }
 
-    fn array(&mut self, items: Vec<Node>, declared: Option<ValueType>) -> Result<Node> {
-        let n = count(items.len())?;
-        let elem = match items.first() {
-            None => declared,
+    fn array(&mut self, items: Items, declared: Option<ValueType>) -> Result<Node> {
+        let packed = items.nodes.is_empty();
+        let n = count(if packed {
+            items.count
+        } else {
+            items.nodes.len()
+        })?;
+        let elem = match items.nodes.first() {
+            None => items.kind.or(declared),
             Some(first) => items
+                .nodes
                 .iter()
                 .all(|c| c.kind == first.kind)
                 .then(|| first.kind()),
@@ -333,9 +339,10 @@ impl<'a> Builder<'a> {
             x: 0,
         };
         match elem.and_then(|t| t.packed_width().map(|w| (t, w))) {
-            Some((t, w)) => {
+            Some((t, w)) if packed => {
+                debug_assert_eq!(items.packed.len(), w * items.count);
                 let offset = self.data_len.next_multiple_of(8);
-                let end = offset + w * items.len();
+                let end = offset + items.packed.len();
                 self.charge(end - self.data_len + size_of::<Packed>())?;
                 let words = end.div_ceil(8);
                 if words > self.data.len() {
@@ -348,29 +355,14 @@ impl<'a> Builder<'a> {
                 let bytes = unsafe {
                     std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), end)
                 };
-                for (i, c) in items.iter().enumerate() {
-                    let at = offset + i * w;
-                    let out = &mut bytes[at..at + w];
-                    match t {
-                        ValueType::F32 => {
-                            out.copy_from_slice(&(f64::from_bits(c.x) as f32).to_ne_bytes())
-                        }
-                        ValueType::F64 => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        _ => match w {
-                            1 => out[0] = c.x as u8,
-                            2 => out.copy_from_slice(&(c.x as u16).to_ne_bytes()),
-                            4 => out.copy_from_slice(&(c.x as u32).to_ne_bytes()),
-                            _ => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        },
-                    }
-                }
+                bytes[offset..end].copy_from_slice(&items.packed);
                 self.data_len = end;
                 self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
-                self.packed.push((offset, t, items.len()));
+                self.packed.push((offset, t, items.count));
                 node.flags = PACKED;
                 node.x = (self.packed.len() - 1) as u64;
             }
-            None => node.x = self.append(&items)? as u64,
+            _ => node.x = self.append(&items.nodes)? as u64,
         }
         Ok(node)
     }
@@ -381,6 +373,7 @@ impl<'a> Builder<'a> {
         let data = std::mem::take(&mut self.data).into_boxed_slice();
         let text = std::mem::take(&mut self.text).into_boxed_slice();
         let base = data.as_ptr().cast::<u8>();
+        let spare = Box::new(AtomicUsize::new(self.budget.saturating_sub(self.kept)));
         let packed: Box<[Packed]> = self
             .packed
             .iter()
@@ -389,7 +382,8 @@ impl<'a> Builder<'a> {
                 data: unsafe { base.add(offset) },
                 elem,
                 count,
-                nodes: OnceLock::new(),
+                chunks: OnceLock::new(),
+                spare: &*spare,
             })
             .collect();
         let mut nodes = std::mem::take(&mut self.nodes).into_boxed_slice();
@@ -413,7 +407,71 @@ impl<'a> Builder<'a> {
             _packed: packed,
             _data: data,
             _text: text,
+            _spare: spare,
         })
+    }
+}
+
+/// The elements of an array being read: while they all have one type that packs, its
+/// numbers as the tree will keep them (native order, f32 as f32: `w` bytes each, not a
+/// 16-byte node, so reading an array of a million u8 holds about a million bytes); nodes
+/// from the first element that doesn't, the numbers before it made nodes then.
+#[derive(Default)]
+struct Items {
+    nodes: Vec<Node>,
+    kind: Option<ValueType>,
+    packed: Vec<u8>,
+    count: usize,
+}
+
+impl Items {
+    /// The elements read so far.
+    fn len(&self) -> usize {
+        if self.nodes.is_empty() {
+            self.count
+        } else {
+            self.nodes.len()
+        }
+    }
+
+    fn push(&mut self, child: Node) -> Result<()> {
+        let kind = child.kind();
+        if self.nodes.is_empty()
+            && self.kind.is_none_or(|k| k == kind)
+            && let Some(w) = kind.packed_width()
+        {
+            self.packed.try_reserve(w).map_err(|_| oom("array"))?;
+            let x = child.x;
+            match (kind, w) {
+                (ValueType::F32, _) => self
+                    .packed
+                    .extend_from_slice(&(f64::from_bits(x) as f32).to_ne_bytes()),
+                (_, 1) => self.packed.push(x as u8),
+                (_, 2) => self.packed.extend_from_slice(&(x as u16).to_ne_bytes()),
+                (_, 4) => self.packed.extend_from_slice(&(x as u32).to_ne_bytes()),
+                _ => self.packed.extend_from_slice(&x.to_ne_bytes()),
+            }
+            self.kind = Some(kind);
+            self.count += 1;
+            return Ok(());
+        }
+        if self.nodes.is_empty()
+            && let Some(k) = self.kind.take()
+        {
+            let w = k.packed_width().expect("packed types have a width");
+            self.nodes
+                .try_reserve(self.count + 1)
+                .map_err(|_| oom("array"))?;
+            self.nodes.extend(
+                self.packed
+                    .chunks_exact(w)
+                    .map(|b| Node::scalar(k, unpack(k, b))),
+            );
+            self.packed = Vec::new();
+        }
+        self.nodes.try_reserve(1).map_err(|_| oom("array"))?;
+        self.nodes.push(child);
+        Ok(())
     }
 }
 

@@ -140,7 +140,7 @@ impl TypedValue {
                     elem: if v.is_empty()? { v.elem_type()? } else { None },
                     items: v
                         .elements()
-                        .map(TypedValue::from_attr)
+                        .map(|e| e.and_then(TypedValue::from_attr))
                         .collect::<Result<_>>()?,
                 },
             },

@@ -3572,6 +3572,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_value_get_entry", /* test_attributes_typed.c */
     "zt_value_find", /* test_attributes_typed.c */
     "zt_shard_count",           /* test_shards.c */
+    "zt_shard_get_layout",      /* test_shards.c */
     "zt_pool_set_threads",      /* test_pool.c */
     "zt_pool_thread_count",     /* test_pool.c */
     "zt_shard_get_path",            /* test_shards.c */

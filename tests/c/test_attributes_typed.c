@@ -211,8 +211,12 @@ static void test_gguf_arrays(const zt_reader *r) {
   }
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element(v, 3, &e));
   CHECK_STR(zt_last_error(), "index 3 is out of range for an attribute array of 3");
+  /* An array of numbers asked for a string: refused by its type, before anything is
+     made (at any index). */
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element_string(v, 0, &s, &n));
-  CHECK_STR(zt_last_error(), "attribute value is i32 (1), not string");
+  CHECK_STR(zt_last_error(), "attribute value is an array of i32, not of strings");
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element_string(v, 7, &s, &n));
+  CHECK_STR(zt_last_error(), "attribute value is an array of i32, not of strings");
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_i32(v, &i32));
   CHECK_STR(zt_last_error(), "attribute value is an array of 3, not i32");
 

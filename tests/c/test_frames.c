@@ -173,11 +173,10 @@ static void test_lies(const unsigned char *file, size_t size, uint64_t table_at)
     }
     zt_close(r);
   }
-  /* Sizes that add up but misplace the boundaries: the index builds, and reading the
-     frames it misplaces fails to decode exactly. */
+  /* Sizes that add up but misplace the boundaries: each frame's header says where it is,
+     so the index is refused, naming the frame; no range reads; whole reads do. */
   {
     zt_reader *r = NULL;
-    zt_frame_info f;
     unsigned char *t = copy + table_at;
     uint32_t c0, c1;
     memcpy(copy, file, size);
@@ -186,14 +185,15 @@ static void test_lies(const unsigned char *file, size_t size, uint64_t table_at)
     put32(t + 8, c0 + 7);
     put32(t + 16, c1 - 7);
     if (CHECK_OK(zt_open_memory(copy, size, &r))) {
-      CHECK_OK(zt_component_get_frame_count(r, 0, "data", &count));
-      CHECK_OK(zt_component_get_frame(r, 0, "data", 1, &f));
-      CHECK_U64(f.length, c1 - 7);
-      memset(whole, 0, LEN);
+      zt_frame_info f;
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_get_frame_count(r, 0, "data", &count));
+      CHECK_ERROR_MENTIONS("zstd seek table: frame 1 (stored bytes ");
+      CHECK_ERROR_MENTIONS("no zstd frame starts there");
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_get_frame(r, 0, "data", 1, &f));
       CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", 0, whole, FRAME));
-      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", FRAME, whole, FRAME));
-      CHECK_OK(zt_component_read_range(r, 0, "data", 2 * FRAME, whole, 1000));
-      CHECK_MEM(whole, data + 2 * FRAME, 1000);
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", 2 * FRAME, whole, 1000));
+      memset(whole, 0, LEN);
+      if (CHECK_OK(zt_component_read(r, 0, "data", whole, LEN))) CHECK_MEM(whole, data, LEN);
       zt_close(r);
     }
   }

@@ -12,7 +12,10 @@
  */
 #include "zt_test.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_arguments(void) {
@@ -75,6 +78,34 @@ static void test_refused(void) {
   CHECK_ERROR_MENTIONS("http://127.0.0.1:1/m.zt");
 #endif
   CHECK(r == NULL);
+}
+
+/* Malformed URLs with user info (and a signature): no message shows them, whichever
+   call opens them. */
+static void test_malformed_urls(void) {
+  static const char *const urls[] = {
+      "http://user:SECRETPW@127.0.0.1:99999/x.zt", "http://user:SECRETPW@256.1.1.1/x.zt",
+      "http://user:SECRETPW@[::g]/x.zt",           "http://user:SECRETPW@ho st/x.zt",
+      "https://user:SECRETPW@/x.zt",               "http://user:SECRET/PW@host:1/x.zt",
+      "s3://user:SECRETPW@bu cket/x.zt",           "http://user:SECRETPW@127.0.0.1:99999/x.zt?sig=SECRETSIG",
+      "ftp://user:SECRETPW@host/x.zt",             "http://user:SECRET PW@127.0.0.1:1/x.zt",
+  };
+  size_t i;
+  zt_remote_options o;
+  memset(&o, 0, sizeof o);
+  o.flags = ZT_REMOTE_NO_RETRY;
+  for (i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+    zt_reader *r = NULL;
+    zt_status s = zt_open_url_with(urls[i], NULL, &o, &r);
+    CHECK(s != ZT_OK && r == NULL);
+    CHECK(zt_last_error()[0] != '\0');
+    if (!CHECK(strstr(zt_last_error(), "SECRET") == NULL)) fprintf(stderr, "%s: %s\n", urls[i], zt_last_error());
+    if (strncmp(urls[i], "ftp:", 4) != 0) {
+      s = zt_open(urls[i], &r);
+      CHECK(s != ZT_OK && r == NULL);
+      CHECK(strstr(zt_last_error(), "SECRET") == NULL);
+    }
+  }
 }
 
 /* Opens `url` as zt_open does (the environment's settings) and reads every component,
@@ -169,6 +200,68 @@ static void test_faults(const char *base) {
   printf("faults: %zu kinds at open and at a read\n", i);
 }
 
+/* A URL opened in a child made by fork() after the parent opened one (its runtime's
+   threads exist only in the parent): the child's open and reads work, and the parent's
+   reader, used in the child, is refused (ZT_ERR_STATE) instead of waiting forever. The
+   parent bounds the child's time (a hang fails the check, it doesn't hang the test). */
+static void test_fork(const char *base) {
+  char url[512];
+  zt_reader *r = NULL;
+  static unsigned char want[200000], got[200000];
+  pid_t child;
+  int status = 0, waited = 0, exited = 0;
+  snprintf(url, sizeof url, "%s/m.zt", base);
+  if (!CHECK_OK(zt_open_url_with(url, NULL, NULL, &r))) return;
+  CHECK_OK(zt_component_read(r, 0, "data", want, sizeof want));
+  fflush(stdout);
+  fflush(stderr);
+  child = fork();
+  if (!CHECK(child >= 0)) {
+    zt_close(r);
+    return;
+  }
+  if (child == 0) {
+    zt_reader *mine = NULL;
+    int bad = 0;
+    alarm(60); /* a hang ends the child, whatever the parent does */
+    if (zt_open_url_with(url, NULL, NULL, &mine) != ZT_OK) {
+      bad |= 1;
+    } else {
+      if (zt_component_read(mine, 0, "data", got, sizeof got) != ZT_OK) bad |= 2;
+      if (memcmp(got, want, sizeof got) != 0) bad |= 4;
+      zt_close(mine);
+    }
+    if (zt_component_read(r, 0, "data", got, sizeof got) != ZT_ERR_STATE) bad |= 8;
+    if (strstr(zt_last_error(), "fork") == NULL) bad |= 16;
+    if (bad != 0) fprintf(stderr, "fork child: failure bits %d: %s\n", bad, zt_last_error());
+    _exit(bad);
+  }
+  while (waited < 900) { /* 90 s */
+    pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child) {
+      exited = 1;
+      break;
+    }
+    {
+      struct timespec tenth = {0, 100000000L};
+      nanosleep(&tenth, NULL);
+    }
+    waited++;
+  }
+  if (!CHECK(exited)) {
+    fprintf(stderr, "fork child: still running after 90 s (a hang)\n");
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  } else {
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  /* The parent's reader is unaffected. */
+  CHECK_OK(zt_component_read(r, 0, "data", got, sizeof got));
+  CHECK_MEM(got, want, sizeof got);
+  zt_close(r);
+  printf("fork: a URL opened in the child\n");
+}
+
 int main(void) {
   const char *faults = getenv("ZT_REMOTE_FAULTS");
   const char *url = getenv("ZT_REMOTE_URL");
@@ -177,6 +270,9 @@ int main(void) {
   const char *set_local = getenv("ZT_REMOTE_SET_LOCAL");
   test_arguments();
   test_refused();
+#ifndef ZT_TEST_NO_REMOTE
+  test_malformed_urls();
+#endif
   if (url != NULL && local != NULL) {
     test_load(url, local, 1);
   }
@@ -185,6 +281,7 @@ int main(void) {
   }
   if (faults != NULL) {
     test_faults(faults);
+    test_fork(faults);
   }
   return zt_test_summary();
 }

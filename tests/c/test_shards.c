@@ -9,6 +9,7 @@
  */
 #include "zt_test.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 static char vectors[1024];
@@ -71,6 +72,25 @@ static void check_against_files(const zt_reader *r, size_t shards) {
   free(files);
   free(sizes);
   free(q);
+}
+
+/* Every object of a reader of the one file `path` equals its bytes there. */
+static void check_against_files_of(const zt_reader *r, const char *path) {
+  size_t size = 0, i;
+  unsigned char *file = zt_test_slurp(path, &size);
+  if (!CHECK(file != NULL)) return;
+  for (i = 0; i < zt_object_count(r); i++) {
+    zt_component_info ci;
+    unsigned char *got;
+    CHECK_OK(zt_component_get_info(r, i, 0, &ci));
+    got = (unsigned char *)malloc(ci.decoded_length);
+    if (CHECK_OK(zt_component_read(r, i, "data", got, ci.decoded_length)) &&
+        CHECK(ci.offset + ci.decoded_length <= size)) {
+      CHECK_MEM(got, file + ci.offset, ci.decoded_length);
+    }
+    free(got);
+  }
+  free(file);
 }
 
 /* Object `name` is an f32 tensor of `count` make_sets.py values of `seed`, in shard
@@ -169,6 +189,132 @@ static void test_gguf_split(void) {
   }
 }
 
+/* Views of a set from many threads at once, each shard touched first by these views
+   (default options: no shard is open yet): every thread gets the same zero-copy view of
+   each tensor, into that shard's mapping, and the reader makes no decoded copy. */
+#define VIEW_THREADS 8
+#define VIEW_MAX_OBJECTS 8
+
+typedef struct view_job {
+  const zt_reader *r;
+  size_t first;
+  zt_view got[VIEW_MAX_OBJECTS];
+  zt_status status[VIEW_MAX_OBJECTS];
+} view_job;
+
+static void *view_all(void *arg) {
+  view_job *job = (view_job *)arg;
+  size_t n = zt_object_count(job->r), k;
+  /* Each thread starts at another object, so first touches of a shard race. */
+  for (k = 0; k < n; k++) {
+    size_t i = (job->first + k) % n;
+    job->status[i] = zt_component_view(job->r, i, "data", &job->got[i]);
+  }
+  return NULL;
+}
+
+static void check_first_touch_views(const char *path, size_t objects) {
+  zt_reader *r = NULL;
+  pthread_t threads[VIEW_THREADS];
+  static view_job jobs[VIEW_THREADS];
+  size_t t, i;
+  if (!CHECK_OK(zt_open(path, &r))) return;
+  if (!CHECK_U64(zt_object_count(r), objects) || !CHECK(objects <= VIEW_MAX_OBJECTS)) {
+    zt_close(r);
+    return;
+  }
+  for (t = 0; t < VIEW_THREADS; t++) {
+    memset(&jobs[t], 0, sizeof jobs[t]);
+    jobs[t].r = r;
+    jobs[t].first = t;
+    CHECK(pthread_create(&threads[t], NULL, view_all, &jobs[t]) == 0);
+  }
+  for (t = 0; t < VIEW_THREADS; t++) CHECK(pthread_join(threads[t], NULL) == 0);
+  for (i = 0; i < objects; i++) {
+    zt_location at;
+    const void *base = NULL;
+    uint64_t size = 0;
+    CHECK_OK(zt_component_get_location(r, i, 0, &at));
+    CHECK_OK(zt_shard_get_mapping(r, at.shard, &base, &size));
+    for (t = 0; t < VIEW_THREADS; t++) {
+      CHECK_U64(jobs[t].status[i], ZT_OK);
+      CHECK(jobs[t].got[i].zero_copy);
+      CHECK(jobs[t].got[i].data == jobs[0].got[i].data);
+      CHECK(jobs[t].got[i].data == (const unsigned char *)base + at.offset);
+    }
+  }
+  zt_close(r);
+}
+
+static void test_first_touch_views(void) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  check_first_touch_views(path, 5);
+  snprintf(path, sizeof path, "%s/sets/gguf/split-00001-of-00003.gguf", vectors);
+  check_first_touch_views(path, 5);
+}
+
+/* Every shard of a set has its own layout: the one the shard has opened on its own, and
+   each component's offset - data_offset is its offset in its shard's data section. */
+static void check_shard_layouts(const char *path) {
+  zt_reader *r = NULL;
+  size_t i, shards;
+  zt_file_layout set_layout, l;
+  if (!CHECK_OK(zt_open(path, &r))) return;
+  shards = zt_shard_count(r);
+  CHECK(shards > 1);
+  for (i = 0; i < shards; i++) {
+    const char *file = NULL;
+    zt_reader *alone = NULL;
+    zt_open_options one;
+    memset(&one, 0, sizeof one);
+    one.flags = ZT_OPEN_ONE_FILE;
+    if (!CHECK_OK(zt_shard_get_layout(r, i, &l)) || !CHECK_OK(zt_shard_get_path(r, i, &file))) continue;
+    if (CHECK_OK(zt_open_with(file, &one, &alone))) {
+      zt_file_layout own;
+      CHECK_OK(zt_file_get_layout(alone, &own));
+      CHECK_U64(l.data_offset, own.data_offset);
+      CHECK_U64(l.alignment, own.alignment);
+      zt_close(alone);
+    }
+  }
+  CHECK_OK(zt_file_get_layout(r, &set_layout));
+  CHECK_OK(zt_shard_get_layout(r, 0, &l));
+  CHECK_U64(set_layout.data_offset, l.data_offset);
+  for (i = 0; i < zt_object_count(r); i++) {
+    zt_location at;
+    CHECK_OK(zt_component_get_location(r, i, 0, &at));
+    if (CHECK_OK(zt_shard_get_layout(r, at.shard, &l))) {
+      CHECK(at.offset >= l.data_offset);
+      CHECK((at.offset - l.data_offset) % l.alignment == 0);
+    }
+  }
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_layout(r, shards, &l));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_shard_get_layout(r, 0, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_shard_get_layout(NULL, 0, &l));
+  zt_close(r);
+}
+
+static void test_shard_layouts(void) {
+  char path[1200];
+  zt_reader *r = NULL;
+  zt_file_layout l, own;
+  snprintf(path, sizeof path, "%s/sets/gguf/split-00001-of-00003.gguf", vectors);
+  check_shard_layouts(path);
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  check_shard_layouts(path);
+  /* A single file: shard 0 is the file's layout, there is no shard 1. */
+  snprintf(path, sizeof path, "%s/gguf/plain_v3.gguf", vectors);
+  if (CHECK_OK(zt_open(path, &r))) {
+    CHECK_OK(zt_shard_get_layout(r, 0, &l));
+    CHECK_OK(zt_file_get_layout(r, &own));
+    CHECK_U64(l.data_offset, own.data_offset);
+    CHECK_U64(l.alignment, own.alignment);
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_layout(r, 1, &l));
+    zt_close(r);
+  }
+}
+
 static void test_sharded_writer(void) {
   zt_writer *w = NULL;
   zt_reader *r = NULL;
@@ -246,6 +392,30 @@ static void test_refused(void) {
   memset(&bad, 0, sizeof bad);
   bad.flags = 1024;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_with("missing.index.json", &bad, &r));
+  /* A set can't be opened from one descriptor: the message says how to open it. One
+     split of a GGUF split set opens from its descriptor as that file alone. */
+  {
+    char path[1200];
+    int fd;
+    snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+    fd = open(path, O_RDONLY);
+    if (CHECK(fd >= 0)) {
+      CHECK_STATUS(ZT_ERR_FORMAT, zt_open_fd_with(fd, NULL, &r));
+      CHECK_ERROR_MENTIONS("looks like JSON, such as a sharded set's index: a set is opened by the path of its *.index.json");
+      CHECK(r == NULL);
+      close(fd);
+    }
+    snprintf(path, sizeof path, "%s/sets/gguf/split-00002-of-00003.gguf", vectors);
+    fd = open(path, O_RDONLY);
+    if (CHECK(fd >= 0) && CHECK_OK(zt_open_fd_with(fd, NULL, &r))) {
+      CHECK_U64(zt_object_count(r), 2);
+      CHECK_U64(zt_shard_count(r), 1);
+      check_against_files_of(r, path);
+      zt_close(r);
+      r = NULL;
+    }
+    if (fd >= 0) close(fd);
+  }
   unlink("escape.index.json");
   unlink("absolute.index.json");
   unlink("missing.index.json");
@@ -302,6 +472,8 @@ int main(int argc, char **argv) {
   snprintf(vectors, sizeof vectors, "%s", argv[1]);
   test_safetensors_index();
   test_gguf_split();
+  test_first_touch_views();
+  test_shard_layouts();
   test_sharded_writer();
   test_refused();
   return zt_test_summary();

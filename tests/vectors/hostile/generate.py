@@ -1072,6 +1072,31 @@ def seek_table_cases():
         "compressed sizes swapped between frames 0 and 1: sums agree, boundaries lie")
     lie("v12_zstd_seek_table_other_skippable_magic", seek_table(sizes, magic=0x184D2A50),
         "the table frame has another skippable magic than the seekable format's")
+    # Issue 23: decoded sizes that add up but are not the frames' gave a range read another
+    # frame's bytes with ZT_OK; each frame's header now says what it decodes to.
+    lie("v12_zstd_seek_table_sizes_lie", seek_table([(sizes[0][0], 0), (sizes[1][0], 0), (sizes[2][0], total)]),
+        "regression (issue 23): decoded sizes that add up but are not the frames' (0, 0, all)")
+    lie("v12_zstd_seek_table_shifted", seek_table([sizes[0], (sizes[1][0], sizes[1][1] + 1),
+                                                   (sizes[2][0], sizes[2][1] - 1)]),
+        "regression (issue 23): frame 1 listed one byte longer, frame 2 one shorter: the sums agree")
+    # Frames that state no decoded size: their entries can't be checked without decoding,
+    # so from the first such frame a reader decodes the rest from its start: every byte
+    # reads right, whatever the table says.
+    unsized = [zraw(parts[0]), zrle(0x5A, len(parts[1])), zraw(parts[2])]
+    usizes = [(len(f), len(p)) for f, p in zip(unsized, parts)]
+    ubody = b"".join(unsized)
+    ok("v12_ok_zstd_seek_table_unsized", zstd_file(ubody + seek_table(usizes), total, (total // 4,)),
+       "control: frames without a stated size, then a seek table")
+    ok("v12_ok_zstd_seek_table_unsized_lies",
+       zstd_file(ubody + seek_table([(usizes[0][0], 0), (usizes[1][0], 0), (usizes[2][0], total)]), total,
+                 (total // 4,)),
+       "regression (issue 23): sizes that lie about frames stating none are not used: every byte reads right")
+    # The legacy format's zstd components are read the same way (a seed for the ztensor_v01
+    # fuzz target).
+    stream = body + seek_table(sizes)
+    ok("v01_ok_zstd_seek_table",
+       legacy_file([legacy_tensor(size=len(stream), encoding="zstd", shape=(total // 4,))], [(64, stream)]),
+       "control: legacy zstd component of three frames and a seek table")
 
 
 def digest_cases():
