@@ -81,6 +81,7 @@
  *   ztensor/view.hpp       zt::tensor_view
  *   ztensor/value.hpp      zt::value, zt::value_type: typed attributes
  *   ztensor/owned_value.hpp  zt::owned_value, make_value(), make_array() ...: attributes to write
+ *   ztensor/pool.hpp       zt::pool::set_threads, zt::pool::thread_count
  *   ztensor/reader.hpp     zt::Reader, zt::Object, zt::Component, iterators
  *   ztensor/writer.hpp     zt::Writer, zt::object_builder, zt::component_builder
  */
@@ -96,6 +97,7 @@
 #include "ztensor/view.hpp"
 #include "ztensor/value.hpp"
 #include "ztensor/owned_value.hpp"
+#include "ztensor/pool.hpp"
 #include "ztensor/reader.hpp"
 #include "ztensor/writer.hpp"
 

@@ -1,12 +1,10 @@
 /*
- * The parallel zstd writer (FrameEncoder::compress): a component of two frames (4 MiB and
- * one byte) is compressed by two worker threads whose frames the writing thread takes in
- * order; it must read back exactly, whole and by range. CMake also runs this program
- * under valgrind's thread checkers (helgrind_test_frame_writer, drd_test_frame_writer,
- * with tests/c/helgrind.supp): the hand-over of frames between the threads must show no
- * race to them (it used to be made of std's Mutex and Condvar, which they don't model,
- * and reported as races). On a machine with one core the writer uses no worker thread,
- * and this says so.
+ * The parallel zstd writer (codec/compress.rs): a component of two frames (4 MiB and one
+ * byte) is compressed on the library's pool while the writing thread takes the frames in
+ * order; it must read back exactly, whole and by range. CMake runs it plain, under
+ * ASan/UBSan and under valgrind's memcheck; its synchronisation is checked by
+ * ThreadSanitizer (ctest's tsan_threads), which models the atomics and futexes it is made
+ * of, where helgrind and DRD don't.
  */
 #include "zt_test.h"
 

@@ -744,6 +744,50 @@ class Reader {
         span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
   }
 
+  /// File `index`'s data section (zt_shard_get_layout): each shard of a set is a file with
+  /// its own; a component's offset minus the data_offset of the shard that holds it is its
+  /// offset in that shard's section. For a single file, index 0 is layout().
+  ret<file_layout> shard_layout(std::size_t index) const {
+    zt_file_layout l{};
+    zt_status st = zt_shard_get_layout(handle_.get(), index, &l);
+    if (st != ZT_OK) return detail::unwrap(result<file_layout>(detail::last_failure(st)));
+    file_layout out;
+    out.data_offset = l.data_offset;
+    out.alignment = l.alignment;
+    return detail::unwrap(result<file_layout>(out));
+  }
+
+  /// Every object's name in file order, in one call (zt_file_get_names): views into one
+  /// block the reader keeps until it closes.
+  ret<std::vector<std::string_view>> names() const {
+    using names_result = result<std::vector<std::string_view>>;
+    const char* block = nullptr;
+    std::size_t length = 0;
+    zt_status st = zt_file_get_names(handle_.get(), &block, &length);
+    if (st != ZT_OK) return detail::unwrap(names_result(detail::last_failure(st)));
+    std::vector<std::string_view> out;
+    out.reserve(size());
+    for (std::size_t at = 0; at < length;) {
+      std::string_view name(block + at);
+      out.push_back(name);
+      at += name.size() + 1;
+    }
+    return detail::unwrap(names_result(std::move(out)));
+  }
+
+  /// Objects `first` .. `first + count - 1` described in one call (zt_file_get_objects):
+  /// each object and its first component. Strings and shapes are borrowed until the
+  /// reader closes. invalid_argument for a range past the last object.
+  ret<std::vector<zt_object_entry>> objects(std::size_t first, std::size_t count) const {
+    using objects_result = result<std::vector<zt_object_entry>>;
+    std::vector<zt_object_entry> out(count);
+    zt_status st = zt_file_get_objects(handle_.get(), first, out.data(), count);
+    if (st != ZT_OK) return detail::unwrap(objects_result(detail::last_failure(st)));
+    return detail::unwrap(objects_result(std::move(out)));
+  }
+  /// Every object, described in one call.
+  ret<std::vector<zt_object_entry>> objects() const { return objects(0, size()); }
+
   /// Checks every component that has a digest; the first failure is reported.
   ret<void> verify() const { return detail::unwrap(detail::check(zt_file_verify(handle_.get()))); }
   /// The file's attributes as JSON ("{}" when none).
