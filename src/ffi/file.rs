@@ -52,14 +52,7 @@ pub unsafe extern "C" fn zt_file_get_layout(
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out, "out")?;
-        let l = r.inner().layout();
-        put(
-            out,
-            zt_file_layout {
-                data_offset: l.data_offset,
-                alignment: l.alignment,
-            },
-        );
+        put(out, c_layout(r.inner().layout()));
         Ok(())
     })
 }
@@ -144,14 +137,7 @@ pub unsafe extern "C" fn zt_shard_get_layout(
     guard(|| {
         let r = self::reader(reader)?;
         need_out(out, "out")?;
-        let l = r.inner().shard_layout(shard)?;
-        put(
-            out,
-            zt_file_layout {
-                data_offset: l.data_offset,
-                alignment: l.alignment,
-            },
-        );
+        put(out, c_layout(r.inner().shard_layout(shard)?));
         Ok(())
     })
 }
@@ -178,4 +164,12 @@ pub unsafe extern "C" fn zt_file_get_remote_stats(
         let _ = r;
         bail!(NotFound, "the reader is not of a remote object")
     })
+}
+
+/// A layout as the C API gives it.
+fn c_layout(l: crate::Layout) -> zt_file_layout {
+    zt_file_layout {
+        data_offset: l.data_offset,
+        alignment: l.alignment,
+    }
 }
