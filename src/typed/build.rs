@@ -9,8 +9,7 @@ use ciborium_ll::Header;
 
 use super::desc::Desc;
 use super::{
-    BUDGET_BASE, BUDGET_PER_BYTE, Doc, MIXED, Node, OWNED_TEXT, PACKED, Packed, ValueType,
-    unpack,
+    BUDGET_BASE, BUDGET_PER_BYTE, Doc, MIXED, Node, OWNED_TEXT, PACKED, Packed, ValueType, unpack,
 };
 use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};

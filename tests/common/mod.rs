@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gguf;
+pub mod manifests;
 
 use ztensor::{DType, Reader};
 
