@@ -22,6 +22,8 @@ use std::fmt;
 
 use ciborium_ll::{Decoder, Encoder, Header};
 
+pub(crate) mod deterministic;
+
 /// A CBOR data item.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
