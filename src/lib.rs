@@ -61,4 +61,4 @@ pub use source::RemoteOptions;
 #[cfg(feature = "remote")]
 pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, ValueType};
-pub use writer::{CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
+pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};

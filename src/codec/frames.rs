@@ -185,6 +185,9 @@ pub(crate) struct FrameEncoder {
     pending: Vec<u8>,
     /// (compressed, decompressed) size of each frame handed out.
     sizes: Vec<(u32, u32)>,
+    /// zTensor v2's `zt.zstd-seekable/1`: every frame carries its content checksum, and
+    /// the seek table follows even a single frame.
+    seekable: bool,
 }
 
 impl FrameEncoder {
@@ -195,6 +198,15 @@ impl FrameEncoder {
             workers: threads(),
             pending: Vec::new(),
             sizes: Vec::new(),
+            seekable: false,
+        }
+    }
+
+    /// A new component as `zt.zstd-seekable/1` requires it (see `seekable`).
+    pub(crate) fn seekable(level: i32) -> FrameEncoder {
+        FrameEncoder {
+            seekable: true,
+            ..FrameEncoder::new(level)
         }
     }
 
@@ -207,15 +219,20 @@ impl FrameEncoder {
     /// `2 x workers` ahead of the last frame sunk, while this thread sinks each frame as
     /// soon as it and every frame before it are done; no worker waits for another's frame.
     fn compress(&mut self, input: &[u8], sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        let level = self.level;
+        let (level, checksums) = (self.level, self.seekable);
         let chunks: Vec<&[u8]> = if input.is_empty() {
             vec![input]
         } else {
             input.chunks(ZSTD_FRAME_SIZE).collect()
         };
         let context = || {
-            zstd::bulk::Compressor::new(level)
-                .map_err(|e| err!(InvalidArgument, "zstd level {level}: {e}"))
+            let mut c = zstd::bulk::Compressor::new(level)
+                .map_err(|e| err!(InvalidArgument, "zstd level {level}: {e}"))?;
+            if checksums {
+                c.include_checksum(true)
+                    .map_err(|e| err!(Internal, "zstd checksum flag: {e}"))?;
+            }
+            Ok::<_, crate::error::Error>(c)
         };
         let compress = |cctx: &mut zstd::bulk::Compressor<'_>, chunk: &[u8]| {
             cctx.compress(chunk)
@@ -339,10 +356,18 @@ impl FrameEncoder {
             let pending = std::mem::take(&mut self.pending);
             self.compress(&pending, sink)?;
         }
-        if self.sizes.len() > 1
-            && let Some(table) = super::seek_table::encode(&self.sizes)
-        {
-            sink(&table)?;
+        if self.sizes.len() > 1 || self.seekable {
+            match super::seek_table::encode(&self.sizes) {
+                Some(table) => sink(&table)?,
+                None if self.seekable => {
+                    bail!(
+                        Limit,
+                        "{} zstd frames are more than a seek table can list",
+                        self.sizes.len()
+                    )
+                }
+                None => {}
+            }
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
-//! The append-only writer: header, 64-byte aligned blobs with zero padding, manifest,
-//! manifest size, footer. Always writes version 1.2.0. Writing to a path goes through a
-//! temporary file in the same directory that is renamed into place only by `finish`.
+//! The append-only writer: header, aligned blobs with zero padding, manifest, footer.
+//! Writes zTensor v1.2.0 (64-byte alignment, the manifest's size before the footer magic)
+//! or v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form), as
+//! `CreateOptions::version` says. Writing to a path goes through a temporary file in the
+//! same directory that is renamed into place only by `finish`.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions as FsOpenOptions};
@@ -14,11 +16,14 @@ use crate::codec::{DigestAlgorithm, FrameEncoder, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
+use crate::formats::ztensor_v2::MAGIC_V2;
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
 mod copy;
 mod sharded;
+mod v2;
+mod vocabulary;
 pub use copy::CopyOptions;
 pub(crate) use sharded::AnyWriter;
 pub use sharded::ShardedWriter;
@@ -68,6 +73,12 @@ struct Stream {
     decoded: u64,
     hasher: Hasher,
     encoder: Option<FrameEncoder>,
+    /// zTensor v2: the digest covers the decoded bytes (`hasher` is fed those), and a raw
+    /// component's xxh3-128 finds an identical blob to share.
+    decoded_digest: bool,
+    content: Option<Box<xxhash_rust::xxh3::Xxh3>>,
+    /// The last byte written (the unused nibble of an odd count of packed fp4 values).
+    last: Option<u8>,
 }
 
 /// Where a path writer puts its bytes until `finish`.
@@ -132,6 +143,26 @@ pub struct Writer<W: Write = BufWriter<File>> {
     stream: Option<Stream>,
     file_attributes: Option<Attributes>,
     target: Option<Target>,
+    /// What `finish` writes the objects as.
+    version: FileVersion,
+    /// A v2 writer's bookkeeping (`v2::State`).
+    v2: Option<Box<v2::State>>,
+}
+
+/// The zTensor version a writer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileVersion {
+    /// zTensor v1.2.0: what `ztensor` 1.x reads.
+    V1_2,
+    /// zTensor v2 (Draft 4): what `ztensor` 2.x reads and writes.
+    V2,
+}
+
+/// The version new files are written as unless the caller says otherwise.
+impl Default for FileVersion {
+    fn default() -> FileVersion {
+        FileVersion::V1_2
+    }
 }
 
 /// Where the bytes go, and how far they got.
@@ -233,11 +264,22 @@ pub struct CreateOptions {
     /// power loss within the next seconds it may be missing, empty or partly written.
     /// For scratch files, caches and tests.
     pub durable: bool,
+    /// The zTensor version to write (`FileVersion::default()` unless set).
+    pub version: FileVersion,
+    /// zTensor v2: keep the blobs in the order they were written, instead of copying
+    /// them into canonical order at `finish` when they were added out of it (objects not
+    /// in ascending name order, or components not in ascending role order). The file is
+    /// then canonical only if they were added in that order.
+    pub keep_order: bool,
 }
 
 impl Default for CreateOptions {
     fn default() -> Self {
-        CreateOptions { durable: true }
+        CreateOptions {
+            durable: true,
+            version: FileVersion::default(),
+            keep_order: false,
+        }
     }
 }
 
@@ -268,7 +310,9 @@ impl Writer<BufWriter<File>> {
             _ => PathBuf::from("."),
         };
         let temp = dir.join(temp_name(file_name));
+        // Readable too: a v2 writer reads blobs back (identical parts share one).
         let file = FsOpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .open(&temp)
@@ -283,22 +327,61 @@ impl Writer<BufWriter<File>> {
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|file| Writeback { file, started: 0 });
-        let mut w = Writer::new_inner(BufWriter::with_capacity(BUFFER, file), Some(target));
+        let handle = match options.version {
+            FileVersion::V2 => Some(file.try_clone().map_err(|e| {
+                Error::io(
+                    format_args!("{}: a second handle", target.temp.display()),
+                    e,
+                )
+            })?),
+            FileVersion::V1_2 => None,
+        };
+        let mut w = Writer::new_inner(
+            BufWriter::with_capacity(BUFFER, file),
+            Some(target),
+            options,
+            handle,
+        );
         w.output.writeback = writeback;
-        w.emit(MAGIC_V1)?;
+        w.write_header()?;
         Ok(w)
     }
 }
 
 impl<W: Write> Writer<W> {
-    /// A writer appending to any `Write` (a socket, a `Vec<u8>` ...). Writes the header now.
+    /// A writer appending to any `Write` (a socket, a `Vec<u8>` ...), of the default
+    /// version. Writes the header now.
     pub fn new(out: W) -> Result<Self> {
-        let mut w = Writer::new_inner(out, None);
-        w.emit(MAGIC_V1)?;
+        Self::new_with(out, &CreateOptions::default())
+    }
+
+    /// `new` with options (`version`; `durable` means nothing without a file). Into a
+    /// `Write` that is not a file, a v2 writer keeps blobs in the order written and can't
+    /// take back a streamed duplicate (see `v2`).
+    pub fn new_with(out: W, options: &CreateOptions) -> Result<Self> {
+        let mut w = Writer::new_inner(out, None, options, None);
+        w.write_header()?;
         Ok(w)
     }
 
-    fn new_inner(out: W, target: Option<Target>) -> Self {
+    fn write_header(&mut self) -> Result<()> {
+        match self.version {
+            FileVersion::V1_2 => self.emit(MAGIC_V1),
+            FileVersion::V2 => self.emit(&MAGIC_V2),
+        }
+    }
+
+    /// The version this writer writes.
+    pub fn version(&self) -> FileVersion {
+        self.version
+    }
+
+    fn new_inner(
+        out: W,
+        target: Option<Target>,
+        options: &CreateOptions,
+        handle: Option<File>,
+    ) -> Self {
         let label = target
             .as_ref()
             .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into());
@@ -316,6 +399,9 @@ impl<W: Write> Writer<W> {
             stream: None,
             file_attributes: None,
             target,
+            version: options.version,
+            v2: (options.version == FileVersion::V2)
+                .then(|| Box::new(v2::State::new(options.keep_order, handle))),
         }
     }
 
@@ -339,6 +425,9 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
+        if self.version == FileVersion::V2 {
+            return self.v2_pad();
+        }
         const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
         let pad = (ALIGNMENT - self.output.pos % ALIGNMENT) % ALIGNMENT;
         self.emit(&ZEROS[..pad as usize])
@@ -484,6 +573,19 @@ impl<W: Write> Writer<W> {
             );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
+        let v2 = self.version == FileVersion::V2;
+        let digest = match (v2, options.digest) {
+            (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
+            (true, DigestAlgorithm::Crc32c) => bail!(
+                InvalidArgument,
+                "zTensor v2 digests are xxh3 or sha256, not crc32c"
+            ),
+            (false, DigestAlgorithm::Xxh3) => bail!(
+                InvalidArgument,
+                "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
+            ),
+            (_, d) => d,
+        };
         let encoder = match options.encoding {
             Encoding::Raw => None,
             Encoding::Pipeline => bail!(
@@ -499,7 +601,10 @@ impl<W: Write> Writer<W> {
                         zstd_level_range()
                     );
                 }
-                Some(FrameEncoder::new(options.level))
+                Some(match v2 {
+                    true => FrameEncoder::seekable(options.level),
+                    false => FrameEncoder::new(options.level),
+                })
             }
         };
         self.pad_to_alignment()?;
@@ -512,8 +617,11 @@ impl<W: Write> Writer<W> {
                 .map_err(as_argument)?,
             offset: self.output.pos,
             decoded: 0,
-            hasher: Hasher::new(options.digest),
+            hasher: Hasher::new(digest),
+            content: (v2 && encoder.is_none()).then(Box::default),
             encoder,
+            decoded_digest: v2,
+            last: None,
         });
         Ok(())
     }
@@ -540,15 +648,26 @@ impl<W: Write> Writer<W> {
             .context(self.stream_context()));
         }
         s.decoded += data.len() as u64;
+        if let Some(&last) = data.last() {
+            s.last = Some(last);
+        }
         let result = match s.encoder.as_mut() {
             None => {
                 s.hasher.update(data);
+                if let Some(c) = &mut s.content {
+                    c.update(data);
+                }
                 self.emit(data)
             }
             Some(enc) => {
-                let hasher = &mut s.hasher;
+                if s.decoded_digest {
+                    s.hasher.update(data);
+                }
+                let (hasher, stored) = (&mut s.hasher, !s.decoded_digest);
                 enc.write(data, &mut |piece| {
-                    hasher.update(piece);
+                    if stored {
+                        hasher.update(piece);
+                    }
                     self.output.emit(piece)
                 })
             }
@@ -587,9 +706,11 @@ impl<W: Write> Writer<W> {
             bail!(State, "no component is being written");
         };
         if let Some(enc) = s.encoder.as_mut() {
-            let hasher = &mut s.hasher;
+            let (hasher, stored) = (&mut s.hasher, !s.decoded_digest);
             let r = enc.finish(&mut |piece| {
-                hasher.update(piece);
+                if stored {
+                    hasher.update(piece);
+                }
                 self.output.emit(piece)
             });
             self.after_io(r)?;
@@ -614,7 +735,23 @@ impl<W: Write> Writer<W> {
         } else {
             Encoding::Raw
         };
-        let component = Component {
+        let obj = self.objects.last().expect("open object");
+        if s.logical_type
+            .as_ref()
+            .is_some_and(|t| t.as_str() == "f4_e2m1")
+            && obj.format() == "dense"
+            && crate::dtype::numel(obj.shape()).is_some_and(|n| n % 2 == 1)
+            && s.last.is_some_and(|b| b & 0xf0 != 0)
+        {
+            bail!(
+                InvalidArgument,
+                "object '{}' component '{}': the unused high nibble of the last byte of an odd \
+                 number of f4_e2m1 values must be 0",
+                obj.name(),
+                s.role.as_str()
+            );
+        }
+        let mut component = Component {
             role: s.role,
             dtype: s.dtype,
             logical_type: s.logical_type,
@@ -629,6 +766,9 @@ impl<W: Write> Writer<W> {
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
             steps: Default::default(),
         };
+        if let Some(content) = s.content {
+            self.v2_share(&mut component, content.digest128())?;
+        }
         self.objects
             .last_mut()
             .expect("open object")
@@ -641,9 +781,21 @@ impl<W: Write> Writer<W> {
     /// (dense data size, sparse index counts). A refused object is dropped from the file.
     pub fn end_object(&mut self) -> Result<()> {
         self.check_usable()?;
-        let obj = self.open_object_idle()?;
-        if let Err(e) = schema::check_writable(obj) {
-            let e = as_argument(e).context(format!("object '{}'", obj.name()));
+        self.open_object_idle()?;
+        let checked = match self.version {
+            FileVersion::V2 => self.v2_end_object().and_then(|()| {
+                schema::check_sizes(self.objects.last().expect("open object")).map_err(as_argument)
+            }),
+            FileVersion::V1_2 => {
+                let obj = self.objects.last_mut().expect("open object");
+                vocabulary::v1_vocabulary(obj)
+                    .and_then(|()| schema::check_writable(obj))
+                    .map_err(as_argument)
+            }
+        };
+        if let Err(e) = checked {
+            let name = self.objects.last().map_or("", |o| o.name());
+            let e = e.context(format!("object '{name}'"));
             self.abandon_object();
             return Err(e);
         }
@@ -665,15 +817,34 @@ impl<W: Write> Writer<W> {
     /// Sets the file's attributes (a CBOR map); a second call replaces them.
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(&attributes, manifest::FILE_ATTRIBUTES_DEPTH, "the file's")?;
-        self.file_attributes = Some(Attributes::from_value(&attributes));
+        self.file_attributes = Some(self.attributes_for(
+            &attributes,
+            manifest::FILE_ATTRIBUTES_DEPTH,
+            "the file's",
+        )?);
         Ok(())
+    }
+
+    /// Attributes as this writer's version stores them, checked: a map, nested no deeper
+    /// than a reader accepts where it sits (`at`), and for v2 deterministic CBOR of the
+    /// types v2 permits (no tags, no undefined or other simple values).
+    fn attributes_for(&self, attributes: &Value, at: usize, whose: &str) -> Result<Attributes> {
+        match self.version {
+            FileVersion::V1_2 => {
+                check_attributes(attributes, at, whose, Limits::default().max_cbor_depth)?;
+                Ok(Attributes::from_value(attributes))
+            }
+            FileVersion::V2 => {
+                check_attributes(attributes, at, whose, crate::formats::ztensor_v2::MAX_DEPTH)?;
+                vocabulary::deterministic_attributes(attributes)
+            }
+        }
     }
 
     /// Sets the attributes of an object already begun (open or ended); replaces.
     pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(
+        let attributes = self.attributes_for(
             &attributes,
             manifest::OBJECT_ATTRIBUTES_DEPTH,
             "an object's",
@@ -682,7 +853,16 @@ impl<W: Write> Writer<W> {
             .by_name
             .get(name)
             .ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
-        self.objects[i].attributes = Some(Attributes::from_value(&attributes));
+        let old = self.objects[i].attributes.replace(attributes);
+        let ended = !(self.open_object && i + 1 == self.objects.len());
+        if self.version == FileVersion::V2
+            && ended
+            && let Err(e) = self.v2_check_object(i)
+        {
+            // An ended object's attributes must still say what its layout needs.
+            self.objects[i].attributes = old;
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -690,10 +870,15 @@ impl<W: Write> Writer<W> {
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
-        let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
-        self.emit(&manifest)?;
-        self.emit(&(manifest.len() as u64).to_le_bytes())?;
-        self.emit(MAGIC_V1)?;
+        match self.version {
+            FileVersion::V1_2 => {
+                let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
+                self.emit(&manifest)?;
+                self.emit(&(manifest.len() as u64).to_le_bytes())?;
+                self.emit(MAGIC_V1)?;
+            }
+            FileVersion::V2 => self.v2_finish_bytes()?,
+        }
         let label = &self.output.label;
         self.output
             .out
@@ -781,7 +966,7 @@ fn check_shape(shape: &[u64]) -> Result<()> {
 /// Attributes must be a map that a reader with the default limits accepts where it sits
 /// in the manifest (`at`: the nesting of the map): arrays, maps and tags each count one
 /// level, and the manifest may nest at most `Limits::default().max_cbor_depth` deep.
-fn check_attributes(v: &Value, at: usize, whose: &str) -> Result<()> {
+fn check_attributes(v: &Value, at: usize, whose: &str, max: usize) -> Result<()> {
     if !v.is_map() {
         bail!(
             InvalidArgument,
@@ -789,13 +974,12 @@ fn check_attributes(v: &Value, at: usize, whose: &str) -> Result<()> {
             v.type_name()
         );
     }
-    let max = Limits::default().max_cbor_depth;
     let allowed = max - at;
     if nests_deeper(v, allowed) {
         bail!(
             InvalidArgument,
-            "{whose} attributes nest deeper than {allowed} levels, the most a reader with \
-             the default max_cbor_depth of {max} accepts there"
+            "{whose} attributes nest deeper than {allowed} levels, the most a reader accepts \
+             there (a nesting of {max} in all)"
         );
     }
     Ok(())
