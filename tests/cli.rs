@@ -1062,7 +1062,7 @@ fn usage_errors_exit_2_with_one_line() {
         ),
         (
             &["convert", "a", "b", "--digest", "md5"],
-            "convert: invalid value 'md5' for '--digest <ALGO>' [possible values: sha256, crc32c, none] (see 'zt convert --help')",
+            "convert: invalid value 'md5' for '--digest <ALGO>' [possible values: sha256, crc32c, xxh3, none] (see 'zt convert --help')",
         ),
         (
             &["merge", "out.zt"],
@@ -1137,7 +1137,10 @@ fn help_and_version() {
     let dir = reference("");
     assert_eq!(
         ok(&dir, &["--version"]),
-        format!("zt {} (writes zTensor 1.2.0)\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "zt {} (writes zTensor 1.2.0 and 2)\n",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     assert_eq!(ok(&dir, &["-V"]), ok(&dir, &["--version"]));
     let help = ok(&dir, &["--help"]);
@@ -1152,7 +1155,7 @@ Commands:
   info     List the objects and components of a file
   verify   Check every digest, decode every component, validate values
   cat      Print the first values of a tensor
-  convert  Copy any readable file into a zTensor 1.2.0 file
+  convert  Copy any readable file into a zTensor file (v1.2.0 or v2)
   merge    Combine the objects of several files into one zTensor file
   help     Print this message or the help of the given subcommand(s)
 
@@ -1168,7 +1171,7 @@ wrong number of arguments, bad option value).
     assert_eq!(
         ok(&dir, &["convert", "-h"]),
         "\
-Copy any readable file into a zTensor 1.2.0 file
+Copy any readable file into a zTensor file (v1.2.0 or v2)
 
 Usage: zt convert [OPTIONS] <IN> <OUT>
 
@@ -1180,7 +1183,8 @@ Options:
       --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
       --zstd <LEVEL>        Compress every component with zstd at LEVEL (0 = the default level)
       --raw                 Store every component uncompressed
-      --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, none]
+      --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
+      --to <VERSION>        The zTensor version to write [default: v1.2] [possible values: v1.2, v2]
   -q, --quiet               No progress bar (it is shown only when stderr is a terminal)
   -h, --help                Print help (see more with '--help')
 "
@@ -1205,7 +1209,7 @@ Options:
         ),
         (
             "convert",
-            "Copy any readable file into a zTensor 1.2.0 file",
+            "Copy any readable file into a zTensor file (v1.2.0 or v2)",
             "Usage: zt convert [OPTIONS] <IN> <OUT>\n",
         ),
         (
