@@ -331,12 +331,19 @@ impl<W: Write> Writer<W> {
     /// profile requires), checked against its profile as a reader will check it.
     pub(super) fn v2_end_object(&mut self) -> Result<()> {
         let obj = self.objects.last_mut().expect("open object");
+        let was = obj.format().to_owned();
         let layout = v2_layout(obj)?;
         if let Some(attrs) = gguf_attributes(obj)? {
             obj.attributes = Some(attrs);
         }
         obj.format = CText::new(&layout)?;
-        self.v2_check_object(self.objects.len() - 1)
+        self.v2_check_object(self.objects.len() - 1).map_err(|e| {
+            if was == layout {
+                return e;
+            }
+            // Say which of our formats became this layout.
+            e.context(format_args!("'{was}' is written as {layout} in zTensor v2"))
+        })
     }
 
     /// Object `i` against its layout profile, as a reader will check it (metadata rules).

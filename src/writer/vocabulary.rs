@@ -126,7 +126,8 @@ pub(super) fn v1_vocabulary(obj: &mut Object) -> Result<()> {
     for c in obj.components.iter_mut() {
         let renamed = match c.logical_type() {
             Some("f8_e8m0") => Some("f8_e8m0fnu"),
-            Some("f4_e2m1") if !dense || numel.is_some_and(|n| n % 2 == 0) => Some("f4_e2m1fn_x2"),
+            // An even count is the same bytes in v1.2's spelling (which can't say odd).
+            Some("f4_e2m1") if dense && numel.is_some_and(|n| n % 2 == 0) => Some("f4_e2m1fn_x2"),
             _ => None,
         };
         if let Some(t) = renamed {
