@@ -1409,3 +1409,149 @@ fn info_verify_and_convert_take_a_set() {
     let run = zt(&dir, &["convert", "--shard-size", "0", "one.zt", "x"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+// --- zTensor v2 --------------------------------------------------------------------------
+
+#[test]
+fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
+    let dir = dir_with("v2", &["v12_mixed.zt"]);
+    // v12_mixed's quantized_group object states no zt.quant_group/1 parameters: refused,
+    // with the object named and nothing written.
+    let run = zt(
+        &dir,
+        &["convert", "--to", "v2", "v12_mixed.zt", "all.v2.zt", "-q"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("object 'q4': 'quantized_group' is written as zt.quant_group/1"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.join("all.v2.zt").exists());
+    // A file of the kinds v2 has.
+    let src = dir.join("src.zt");
+    let mut w = Writer::create(&src).unwrap();
+    w.add(
+        "w",
+        DType::F32,
+        &[2, 2],
+        &f32s(&[1.0, 2.0, 3.0, 4.0]),
+        &WriteOptions::zstd(3),
+    )
+    .unwrap();
+    w.add(
+        "mask",
+        DType::Bool,
+        &[3],
+        &[1, 0, 1],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.begin_object("adj", "sparse_csr", &[2, 2]).unwrap();
+    w.add_component(
+        "values",
+        DType::F32,
+        None,
+        &f32s(&[5.0]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "indices",
+        DType::U64,
+        None,
+        &u64s(&[1]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.add_component(
+        "indptr",
+        DType::U64,
+        None,
+        &u64s(&[0, 1, 1]),
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.end_object().unwrap();
+    w.finish().unwrap();
+    assert_eq!(
+        ok(&dir, &["convert", "--to", "v2", "src.zt", "v2.zt", "-q"]),
+        ""
+    );
+    let info = ok(&dir, &["info", "v2.zt"]);
+    assert!(info.starts_with("v2.zt: version 2, 3 objects"), "{info}");
+    assert!(info.contains("zt.sparse_csr/1"), "{info}");
+    let r = Reader::open(dir.join("v2.zt")).unwrap();
+    let content = r.content_digest(DigestAlgorithm::Xxh3).unwrap();
+    let verified = ok(&dir, &["verify", "v2.zt", "-q"]);
+    assert!(
+        verified.ends_with(&format!("content: {content}\nOK\n")),
+        "{verified}"
+    );
+    let json = ok(&dir, &["verify", "v2.zt", "--json", "-q"]);
+    assert!(
+        json.contains(&format!("\"content\":\"{content}\"")),
+        "{json}"
+    );
+    assert_eq!(
+        ok(&dir, &["verify", "v2.zt", "-q", "--content", &content]),
+        verified
+    );
+    let wrong = zt(
+        &dir,
+        &[
+            "verify",
+            "v2.zt",
+            "-q",
+            "--content",
+            "xxh3:0000000000000000",
+        ],
+    );
+    assert_eq!(wrong.code, 1);
+    assert!(
+        wrong.stdout.starts_with(&format!(
+            "FAIL content: ZT_ERR_CHECKSUM: the content digest is {content}, not xxh3:0000000000000000\n"
+        )),
+        "{}",
+        wrong.stdout
+    );
+    // And back: the v1.2 names and the same values.
+    assert_eq!(
+        ok(&dir, &["convert", "--to", "v1.2", "v2.zt", "back.zt", "-q"]),
+        ""
+    );
+    let back = Reader::open(dir.join("back.zt")).unwrap();
+    assert_eq!(back.version(), "1.2.0");
+    assert_eq!(
+        back.objects()[back.find("adj").unwrap()].format(),
+        "sparse_csr"
+    );
+    let src = Reader::open(&src).unwrap();
+    for o in src.objects() {
+        for (reader, what) in [(&back, "v1.2 -> v2 -> v1.2"), (&r, "v1.2 -> v2")] {
+            let i = reader.find(o.name()).unwrap();
+            assert_eq!(reader.objects()[i].shape(), o.shape(), "{what}");
+            for (ci, c) in o.components().iter().enumerate() {
+                let cj = reader.objects()[i].find_component(c.role()).unwrap();
+                let theirs = &reader.objects()[i].components()[cj];
+                assert_eq!(theirs.dtype(), c.dtype(), "{what}");
+                assert!(
+                    reader.read_to_vec(i, cj).unwrap()
+                        == src.read_to_vec(src.find(o.name()).unwrap(), ci).unwrap(),
+                    "{what}: object '{}' component '{}'",
+                    o.name(),
+                    c.role()
+                );
+            }
+        }
+    }
+    // A v1.2 file has no content digest, and says so when one is asked for.
+    let run = zt(&dir, &["verify", "src.zt", "-q", "--content", &content]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains("FAIL content: ZT_ERR_UNSUPPORTED"),
+        "{}",
+        run.stdout
+    );
+}
