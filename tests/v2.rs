@@ -856,3 +856,150 @@ fn refusals_name_what_v2_requires() {
     let bytes = w.finish().unwrap();
     assert_eq!(Reader::from_slice(&bytes).unwrap().objects().len(), 0);
 }
+
+/// The committed v2 vectors (tests/vectors/v2/: seeds of the fuzzers, and files any
+/// reader of this repository can try) are what the writer makes of these models today.
+/// `ZT_WRITE_V2_VECTORS=1` rewrites them.
+#[test]
+fn committed_vectors_are_what_the_writer_makes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/v2");
+    let scratch = common::temp_dir("v2_vectors");
+    let write = |name: &str, build: &dyn Fn(&mut Writer)| {
+        let path = scratch.join(name);
+        let mut w = Writer::create_with(&path, &v2()).unwrap();
+        w.set_file_attributes(Value::Map(vec![
+            (t("model"), t(name)),
+            (t("layers"), Value::Unsigned(2)),
+            (t("lr"), Value::Float(0.001)),
+        ]))
+        .unwrap();
+        build(&mut w);
+        w.finish().unwrap();
+        std::fs::read(&path).unwrap()
+    };
+    let kinds = write("kinds.zt", &|w| {
+        let raw = WriteOptions::default();
+        w.add(
+            "dense.f32",
+            DType::F32,
+            &[2, 3],
+            &common::f32s(&[1.0, -2.0, 3.5, 0.0, 5.0, 6.25]),
+            &raw,
+        )
+        .unwrap();
+        w.add("dense.bf16", DType::BF16, &[4], &common::bytes(1, 8), &raw)
+            .unwrap();
+        w.add("mask", DType::Bool, &[4], &[1, 0, 0, 1], &raw)
+            .unwrap();
+        w.add_typed(
+            "fp8",
+            DType::U8,
+            Some("f8_e4m3fn"),
+            &[3],
+            &[0x38, 0x40, 0xb8],
+            &raw,
+        )
+        .unwrap();
+        w.add_typed("fp4", DType::U8, Some("f4_e2m1"), &[3], &[0x21, 0x03], &raw)
+            .unwrap();
+        w.add_typed(
+            "c64",
+            DType::F32,
+            Some("complex64"),
+            &[1],
+            &common::f32s(&[1.0, -1.0]),
+            &raw,
+        )
+        .unwrap();
+        w.add("scalar", DType::I64, &[], &7i64.to_le_bytes(), &raw)
+            .unwrap();
+        w.add("empty", DType::F16, &[0, 2], &[], &raw).unwrap();
+        w.add(
+            "tied",
+            DType::F32,
+            &[2, 3],
+            &common::f32s(&[1.0, -2.0, 3.5, 0.0, 5.0, 6.25]),
+            &raw,
+        )
+        .unwrap();
+        w.begin_object("csr", "sparse_csr", &[2, 3]).unwrap();
+        w.add_component("values", DType::F32, None, &common::f32s(&[1.0, 2.0]), &raw)
+            .unwrap();
+        w.add_component("indices", DType::U64, None, &common::u64s(&[0, 2]), &raw)
+            .unwrap();
+        w.add_component("indptr", DType::U64, None, &common::u64s(&[0, 1, 2]), &raw)
+            .unwrap();
+        w.end_object().unwrap();
+        w.begin_object("coo", "sparse_coo", &[3, 3]).unwrap();
+        w.add_component("values", DType::F32, None, &common::f32s(&[4.0]), &raw)
+            .unwrap();
+        w.add_component("coords", DType::U64, None, &common::u64s(&[1, 2]), &raw)
+            .unwrap();
+        w.end_object().unwrap();
+        w.begin_object("q8", "gguf.q8_0/1", &[1, 32]).unwrap();
+        w.add_component("data", DType::U8, None, &common::bytes(2, 34), &raw)
+            .unwrap();
+        w.set_object_attributes(
+            "q8",
+            Value::Map(vec![
+                (t("elems_per_block"), Value::Unsigned(32)),
+                (t("block_bytes"), Value::Unsigned(34)),
+            ]),
+        )
+        .unwrap();
+        w.end_object().unwrap();
+        w.begin_object("mx", "zt.mx/1", &[1, 32]).unwrap();
+        w.add_component(
+            "data",
+            DType::U8,
+            Some("f4_e2m1"),
+            &common::bytes(3, 16),
+            &raw,
+        )
+        .unwrap();
+        w.add_component("scales", DType::U8, Some("f8_e8m0"), &[127], &raw)
+            .unwrap();
+        w.set_object_attributes(
+            "mx",
+            Value::Map(vec![
+                (t("block_size"), Value::Unsigned(32)),
+                (t("scale_form"), t("e8m0_exponent")),
+            ]),
+        )
+        .unwrap();
+        w.end_object().unwrap();
+    });
+    let zstd = write("zstd.zt", &|w| {
+        let z = WriteOptions::zstd(3);
+        w.add("a", DType::F32, &[1000], &common::f32s(&[0.5; 1000]), &z)
+            .unwrap();
+        w.add(
+            "b",
+            DType::U8,
+            &[10],
+            &common::bytes(4, 10),
+            &z.with_digest(DigestAlgorithm::Sha256),
+        )
+        .unwrap();
+    });
+    for (name, bytes) in [("kinds.zt", kinds), ("zstd.zt", zstd)] {
+        let committed = dir.join(name);
+        if std::env::var_os("ZT_WRITE_V2_VECTORS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&committed, &bytes).unwrap();
+        }
+        let on_disk = std::fs::read(&committed).unwrap_or_default();
+        assert!(
+            on_disk == bytes,
+            "{} is not what the writer makes now; rewrite it with ZT_WRITE_V2_VECTORS=1 \
+             cargo test --test v2 committed_vectors",
+            committed.display()
+        );
+        let r = Reader::from_slice(&on_disk).unwrap();
+        r.verify().unwrap();
+        for i in 0..r.objects().len() {
+            r.validate_values(i).unwrap();
+        }
+        assert!(r.content_digest(DigestAlgorithm::Sha256).is_ok());
+    }
+}

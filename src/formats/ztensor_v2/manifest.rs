@@ -349,13 +349,37 @@ fn parse_shards(p: &mut P<'_>) -> Result<Vec<ShardEntry>> {
 /// "x"}), so that a declared count reserves no more than the bytes can hold.
 const MIN_OBJECT_BYTES: usize = 2 + 1 + 6 + 1 + 6 + 1 + 7 + 2;
 
+/// Objects reserved before any is read, at most.
+const FIRST_OBJECTS: usize = 1 << 16;
+
+/// Room for more objects when `list` is full: a declared count is a claim, so the first
+/// reservation is bounded, and later ones follow what was actually read (bytes per object
+/// so far against the bytes left). Allocation failure is a status, not an abort.
+fn reserve(list: &mut Vec<Object>, declared: u64, read: usize, left: usize) -> Result<()> {
+    let fit = match list.len() {
+        0 => (left / MIN_OBJECT_BYTES).min(FIRST_OBJECTS),
+        n => (left / (read / n).max(1)).max(n / 4),
+    };
+    let want = fit
+        .min((declared as usize).saturating_sub(list.len()))
+        .max(1);
+    list.try_reserve_exact(want).map_err(|_| {
+        crate::error::err!(
+            Limit,
+            "no memory for {want} more objects after {}",
+            list.len()
+        )
+    })
+}
+
 fn parse_objects<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<Vec<Object>> {
     let n = p.map(1, "objects")?;
-    let want = (n as usize).min(p.c.remaining() / MIN_OBJECT_BYTES + 1);
+    let start = p.c.position();
     let mut list = Vec::new();
-    list.try_reserve_exact(want)
-        .map_err(|_| crate::error::err!(Limit, "no memory for {want} objects"))?;
     for _ in 0..n {
+        if list.len() == list.capacity() {
+            reserve(&mut list, n, p.c.position() - start, p.c.remaining())?;
+        }
         if p.c.peek_type() != "text" {
             refuse!(Schema, "an object name is {}, not text", p.c.peek_type());
         }
