@@ -791,11 +791,13 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// The source of file `file` if it is open (a single file always is).
+    /// The source of file `file` if it is open (a single file always is: file 0).
     #[inline]
     pub(crate) fn opened(&self, file: u32) -> Option<&Source<'a>> {
         match self {
-            Files::One(s) => Some(s),
+            // Only file 0: a zTensor v2 root read alone (from memory or a descriptor) has
+            // blobs in shards it can't open, at offsets of those files.
+            Files::One(s) => (file == 0).then_some(s),
             Files::Set(set) => set.files.get(file as usize)?.opened.get(),
         }
     }

@@ -381,9 +381,19 @@ fn a_shard_table_opens_as_a_set_whose_shards_open_when_read() {
     let bytes = std::fs::read(&root).unwrap();
     let mem = Reader::from_slice(&bytes).unwrap();
     assert_eq!(common::read(&mem, "here", "data").len(), 40);
-    let e = mem.read_to_vec(mem.find("a").unwrap(), 0).unwrap_err();
+    let a = mem.find("a").unwrap();
+    let e = mem.read_to_vec(a, 0).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(e.message().contains("shard '00001'"), "{e}");
+    // Every other path too (a view once took the shard's offsets into the root's bytes).
+    assert_eq!(mem.view(a, 0).unwrap_err().kind(), ErrorKind::NotFound);
+    let mut one = [0u8; 1];
+    assert_eq!(
+        mem.read_range(a, 0, 0, &mut one).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(mem.prefetch(a).unwrap_err().kind(), ErrorKind::NotFound);
+    mem.release(a).unwrap();
     // A shard that is not the file the root recorded: a different size fails the read;
     // the same size with other bytes fails verification.
     let shard2 = dir.join("model-00002.zt");
