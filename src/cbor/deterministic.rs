@@ -334,13 +334,7 @@ fn describe(key: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::cbor::tests::hex;
 
     fn rule(s: &str) -> Option<DetRule> {
         check(&hex(s), 32).err().map(|e| e.rule)

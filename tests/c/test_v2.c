@@ -90,6 +90,38 @@ static void test_write_and_read(const char *dir) {
   CHECK_OK(zt_verify(r));
   for (i = 0; i < zt_object_count(r); i++) CHECK_OK(zt_object_validate(r, i));
 
+  /* ZT_OPEN_VERIFY checks the xxh3 digests of the decoded bytes while opening. */
+  {
+    zt_component_info ci;
+    zt_open_options o = {0};
+    zt_reader *bad = NULL;
+    size_t size;
+    unsigned char *bytes = zt_test_slurp(path, &size);
+    o.flags = ZT_OPEN_VERIFY;
+    CHECK_OK(zt_object_find(r, "packed", &i));
+    CHECK_OK(zt_component_info_get(r, i, 0, &ci));
+    CHECK(bytes != NULL && ci.offset + 16 < size);
+    if (bytes != NULL) {
+      size_t packed_byte = (size_t)(ci.offset + ci.length - 30); /* in the last frame */
+      CHECK_OK(zt_open_memory_with(bytes, size, &o, &bad));
+      zt_close(bad);
+      bad = NULL;
+      bytes[packed_byte] ^= 0x40;
+      CHECK(zt_open_memory_with(bytes, size, &o, &bad) != ZT_OK);
+      CHECK(bad == NULL);
+      bytes[packed_byte] ^= 0x40; /* undo, then break the tied blob */
+      CHECK_OK(zt_object_find(r, "lm_head", &i));
+      CHECK_OK(zt_component_info_get(r, i, 0, &ci));
+      CHECK_OK(zt_open_memory_with(bytes, size, &o, &bad));
+      zt_close(bad);
+      bad = NULL;
+      bytes[ci.offset + 5] ^= 1;
+      CHECK_STATUS(ZT_ERR_CHECKSUM, zt_open_memory_with(bytes, size, &o, &bad));
+      CHECK_ERROR_MENTIONS("does not match the decoded bytes");
+    }
+    free(bytes);
+  }
+
   /* The content digest: cached, one per algorithm; the same for the same tensors
      however they were written. */
   CHECK_OK(zt_file_get_content_digest(r, ZT_DIGEST_XXH3, &digest));

@@ -130,6 +130,11 @@ fn object(out: &mut Out, o: &Object, shards: &[ShardEntry]) {
             out.uint(c.decoded_length);
         }
     }
+    object_tail(out, o);
+}
+
+/// What follows an object's parts in both encodings: its shape, layout and attributes.
+fn object_tail(out: &mut Out, o: &Object) {
     out.text("shape");
     out.array(o.shape.len());
     o.shape.iter().for_each(|&d| out.uint(d));
@@ -192,15 +197,7 @@ pub(crate) fn content_digest(model: &Model, algorithm: DigestAlgorithm) -> Resul
             out.text("digest");
             out.text(digest);
         }
-        out.text("shape");
-        out.array(o.shape.len());
-        o.shape.iter().for_each(|&d| out.uint(d));
-        out.text("layout");
-        out.text(o.format());
-        if let Some(a) = &o.attributes {
-            out.text("attributes");
-            out.raw(a.as_cbor());
-        }
+        object_tail(&mut out, o);
     }
     let mut hasher = Hasher::new(algorithm);
     hasher.update(&out.0);

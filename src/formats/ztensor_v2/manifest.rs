@@ -11,8 +11,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::model::{
-    Attributes, CText, Component, Components, Container, Model, Object, Shape, ShardEntry,
-    TextArena,
+    Attributes, Component, Components, Container, Model, Object, Shape, ShardEntry,
 };
 
 use super::profiles::{self, Part};
@@ -20,6 +19,7 @@ use super::{
     ALIGN_FLOOR, FOOTER_LEN, Footer, MAX_NAME, MAX_RANK, MAX_SHARD_NAME, Rule, TRAITS,
     VERSION_TEXT, refuse, reject,
 };
+use crate::formats::ztensor::manifest::Interner;
 
 /// Items read from a manifest that passed `deterministic::check`: every length is
 /// definite and every item well-formed, so only types can disappoint.
@@ -189,27 +189,6 @@ pub(crate) fn check_digest_syntax(digest: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Strings that repeat across objects (layouts, part names, types) are stored once; the
-/// others (names, digests) side by side in the arena.
-#[derive(Default)]
-struct Interner {
-    repeated: Vec<CText>,
-    arena: TextArena,
-}
-
-impl Interner {
-    fn get(&mut self, s: &str) -> Result<CText> {
-        if let Some(t) = self.repeated.iter().find(|t| t.as_str() == s) {
-            return Ok(t.clone());
-        }
-        let t = self.arena.text(s)?;
-        if self.repeated.len() < 32 {
-            self.repeated.push(t.clone());
-        }
-        Ok(t)
-    }
 }
 
 /// What the parse of the objects needs besides the cursor.

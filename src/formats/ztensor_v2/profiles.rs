@@ -235,14 +235,14 @@ fn check_csr(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
             indices.decoded_size()
         );
     }
-    let nnz = indices.decoded_size() / w;
+    check_values_size(L, values, indices.decoded_size() / w)
+}
+
+/// A sparse layout's `values` part holds `nnz` values of its type.
+fn check_values_size(layout: &str, values: &Part<'_>, nnz: u64) -> Result<()> {
     let expected = size_of(values.logical.as_deref(), values.dtype, nnz);
-    check_size(
-        L,
-        values,
-        expected,
-        &format!("{nnz} values of {}", type_text(values)),
-    )
+    let what = format!("{nnz} values of {}", type_text(values));
+    check_size(layout, values, expected, &what)
 }
 
 fn check_coo(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
@@ -261,14 +261,7 @@ fn check_coo(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
             shape.len()
         );
     }
-    let nnz = coords.decoded_size() / unit;
-    let expected = size_of(values.logical.as_deref(), values.dtype, nnz);
-    check_size(
-        L,
-        values,
-        expected,
-        &format!("{nnz} values of {}", type_text(values)),
-    )
+    check_values_size(L, values, coords.decoded_size() / unit)
 }
 
 /// An attribute of a layout profile, or a layout-rule error naming it.
