@@ -369,8 +369,9 @@ fn parse_objects<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<Vec<Object>
         list.push(object);
     }
     // Listed in name order, which is canonical blob order: a walk over the objects reads
-    // a canonical file front to back.
-    list.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    // a canonical file front to back. The map's own order (deterministic CBOR: shorter
+    // names first) is one sorted run per name length, which the stable sort merges.
+    list.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     Ok(list)
 }
 

@@ -123,33 +123,32 @@ pub(crate) fn gguf_type(layout: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The part named `role` (parts are sorted by name).
-fn part<'p, 'a>(parts: &'p [Part<'a>], role: &str) -> Option<&'p Part<'a>> {
-    parts
-        .binary_search_by(|p| (*p.name).cmp(role))
-        .ok()
-        .map(|i| &parts[i])
-}
-
-/// Exactly the parts `roles` (sorted), or a layout-rule error naming `layout`.
+/// Exactly the parts `roles` (sorted, as parts are), or a layout-rule error naming
+/// `layout`.
 fn exact<'p, 'a, const N: usize>(
     layout: &str,
     parts: &'p [Part<'a>],
     roles: [&str; N],
 ) -> Result<[&'p Part<'a>; N]> {
-    let found: Vec<&Part<'a>> = roles.iter().filter_map(|r| part(parts, r)).collect();
-    if parts.len() != N || found.len() != N {
+    debug_assert!(roles.is_sorted(), "roles in part order");
+    if parts.len() != N || parts.iter().zip(roles).any(|(p, r)| *p.name != *r) {
         let have: Vec<&str> = parts.iter().map(|p| &*p.name).collect();
         refuse!(
             LayoutRule,
             "{layout} needs exactly the parts {roles:?}, not {have:?}"
         );
     }
-    Ok(found.try_into().expect("N parts"))
+    Ok(std::array::from_fn(|i| &parts[i]))
 }
 
 /// `decoded_size(part)` must be `expected` (when the type's size is known).
-fn check_size(layout: &str, p: &Part<'_>, expected: Option<Option<u64>>, what: &str) -> Result<()> {
+/// `what` names the expected size for the message (built only on a refusal).
+fn check_size(
+    layout: &str,
+    p: &Part<'_>,
+    expected: Option<Option<u64>>,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
     let rule = if layout == "dense" {
         Rule::DenseSize
     } else {
@@ -159,14 +158,15 @@ fn check_size(layout: &str, p: &Part<'_>, expected: Option<Option<u64>>, what: &
         None => Ok(()),
         Some(None) => Err(reject(
             rule,
-            format_args!("part '{}': the size of {what} overflows u64", p.name),
+            format_args!("part '{}': the size of {} overflows u64", p.name, what()),
         )),
         Some(Some(n)) if n != p.decoded_size() => Err(reject(
             rule,
             format_args!(
-                "part '{}' decodes to {} bytes, but {what} take {n}",
+                "part '{}' decodes to {} bytes, but {} take {n}",
                 p.name,
-                p.decoded_size()
+                p.decoded_size(),
+                what()
             ),
         )),
         Some(Some(_)) => Ok(()),
@@ -184,12 +184,9 @@ fn check_dense(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
     let [data] = exact("dense", parts, ["data"])?;
     let n = elements(shape);
     let expected = size_of(data.logical.as_deref(), data.dtype, n);
-    check_size(
-        "dense",
-        data,
-        expected,
-        &format!("{n} elements of {}", type_text(data)),
-    )
+    check_size("dense", data, expected, || {
+        format!("{n} elements of {}", type_text(data))
+    })
 }
 
 /// An index part: plain u32 or u64. Its element width.
@@ -222,12 +219,9 @@ fn check_csr(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
         );
     }
     let expected = rows.checked_add(1).and_then(|r| r.checked_mul(w));
-    check_size(
-        L,
-        indptr,
-        Some(expected),
-        &format!("{rows} + 1 row pointers"),
-    )?;
+    check_size(L, indptr, Some(expected), || {
+        format!("{rows} + 1 row pointers")
+    })?;
     if indices.decoded_size() % w != 0 {
         refuse!(
             LayoutRule,
@@ -241,8 +235,9 @@ fn check_csr(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
 /// A sparse layout's `values` part holds `nnz` values of its type.
 fn check_values_size(layout: &str, values: &Part<'_>, nnz: u64) -> Result<()> {
     let expected = size_of(values.logical.as_deref(), values.dtype, nnz);
-    let what = format!("{nnz} values of {}", type_text(values));
-    check_size(layout, values, expected, &what)
+    check_size(layout, values, expected, || {
+        format!("{nnz} values of {}", type_text(values))
+    })
 }
 
 fn check_coo(shape: &[u64], parts: &[Part<'_>]) -> Result<()> {
@@ -430,31 +425,22 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
     let groups = along.checked_div(group_size).unwrap_or(along);
     let lanes = codes.checked_div(along).unwrap_or(0);
     let w = word.size() as u64;
-    check_size(
-        L,
-        data,
-        Some(Some(codes / per_word * w)),
-        &format!("{codes} codes"),
-    )?;
+    check_size(L, data, Some(Some(codes / per_word * w)), || {
+        format!("{codes} codes")
+    })?;
     let cells = groups.checked_mul(lanes);
     let scale_bytes = cells.and_then(|c| c.checked_mul(scales.dtype.size() as u64));
-    check_size(
-        L,
-        scales,
-        Some(scale_bytes),
-        &format!("{groups} x {lanes} scales"),
-    )?;
+    check_size(L, scales, Some(scale_bytes), || {
+        format!("{groups} x {lanes} scales")
+    })?;
     if let Some(zeros) = zeros {
         let expected = match zero_point.get("packing").and_then(Value::as_text) {
             Some("plain") => cells.and_then(|c| c.checked_mul(zeros.dtype.size() as u64)),
             _ => cells.map(|c| c / per_word * w),
         };
-        check_size(
-            L,
-            zeros,
-            Some(expected),
-            &format!("{groups} x {lanes} zero points"),
-        )?;
+        check_size(L, zeros, Some(expected), || {
+            format!("{groups} x {lanes} zero points")
+        })?;
     }
     Ok(())
 }
@@ -509,14 +495,11 @@ fn check_mx(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result<()> {
     let n = elements(shape);
     if known {
         let expected = size_of(data.logical.as_deref(), data.dtype, n);
-        check_size(L, data, expected, &format!("{n} elements"))?;
+        check_size(L, data, expected, || format!("{n} elements"))?;
     }
-    check_size(
-        L,
-        scales,
-        Some(Some(n / block)),
-        &format!("{} blocks", n / block),
-    )
+    check_size(L, scales, Some(Some(n / block)), || {
+        format!("{} blocks", n / block)
+    })
 }
 
 fn check_gguf(t: &str, shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result<()> {
@@ -551,12 +534,9 @@ fn check_gguf(t: &str, shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Resu
         );
     }
     let expected = (n / epb).checked_mul(block_bytes);
-    check_size(
-        l,
-        data,
-        Some(expected),
-        &format!("{} blocks of {block_bytes} bytes", n / epb),
-    )
+    check_size(l, data, Some(expected), || {
+        format!("{} blocks of {block_bytes} bytes", n / epb)
+    })
 }
 
 /// The ggml block type of a `gguf.<type>/1` layout, when this build knows it.
