@@ -11,6 +11,7 @@ pub mod range;
 pub mod remote;
 pub mod seek;
 pub mod shards;
+pub mod v2;
 pub mod verify;
 pub mod views;
 pub mod write;
