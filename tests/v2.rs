@@ -25,6 +25,18 @@ fn v2() -> CreateOptions {
     }
 }
 
+/// Adds `data` as a 1-D `u8` tensor, default options.
+fn add_u8<W: std::io::Write>(w: &mut Writer<W>, name: &str, data: &[u8]) {
+    w.add(
+        name,
+        DType::U8,
+        &[data.len() as u64],
+        data,
+        &WriteOptions::default(),
+    )
+    .unwrap();
+}
+
 fn t(s: &str) -> Value {
     Value::Text(s.into())
 }
@@ -281,14 +293,7 @@ fn write_set(dir: &Path) -> (Vec<u8>, Vec<u8>) {
     let (a, b) = (common::bytes(10, 100), common::bytes(11, 300));
     for (name, data) in [("model-00001.zt", &a), ("model-00002.zt", &b)] {
         let mut w = Writer::create_with(dir.join(name), &v2()).unwrap();
-        w.add(
-            "x",
-            DType::U8,
-            &[data.len() as u64],
-            data,
-            &WriteOptions::default(),
-        )
-        .unwrap();
+        add_u8(&mut w, "x", data);
         w.finish().unwrap();
     }
     let entry = |name: &str| {
@@ -574,14 +579,7 @@ fn canonical_placement_whatever_the_order_and_the_way_bytes_arrive() {
     let canonical = dir.join("canonical.zt");
     let mut w = Writer::create_with(&canonical, &v2()).unwrap();
     for (name, data) in [("a", &big), ("b", &small), ("c", &big)] {
-        w.add(
-            name,
-            DType::U8,
-            &[data.len() as u64],
-            data,
-            &WriteOptions::default(),
-        )
-        .unwrap();
+        add_u8(&mut w, name, data);
     }
     w.finish().unwrap();
     let streamed = dir.join("streamed.zt");
@@ -618,14 +616,7 @@ fn canonical_placement_whatever_the_order_and_the_way_bytes_arrive() {
     )
     .unwrap();
     for (name, data) in [("b", &small), ("c", &big), ("a", &big)] {
-        w.add(
-            name,
-            DType::U8,
-            &[data.len() as u64],
-            data,
-            &WriteOptions::default(),
-        )
-        .unwrap();
+        add_u8(&mut w, name, data);
     }
     w.finish().unwrap();
     let k = std::fs::read(&kept).unwrap();
@@ -645,14 +636,7 @@ fn canonical_placement_whatever_the_order_and_the_way_bytes_arrive() {
     // stored twice.
     let mut w = Writer::new_with(Vec::new(), &v2()).unwrap();
     for (name, data) in [("c", &big), ("a", &big)] {
-        w.add(
-            name,
-            DType::U8,
-            &[data.len() as u64],
-            data,
-            &WriteOptions::default(),
-        )
-        .unwrap();
+        add_u8(&mut w, name, data);
     }
     let bytes = w.finish().unwrap();
     let r = Reader::from_slice(&bytes).unwrap();

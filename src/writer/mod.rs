@@ -831,11 +831,15 @@ impl<W: Write> Writer<W> {
     fn attributes_for(&self, attributes: &Value, at: usize, whose: &str) -> Result<Attributes> {
         match self.version {
             FileVersion::V1_2 => {
-                check_attributes(attributes, at, whose, Limits::default().max_cbor_depth)?;
+                let max = Limits::default().max_cbor_depth;
+                let reader = format!("a reader with the default max_cbor_depth of {max}");
+                check_attributes(attributes, at, whose, max, &reader)?;
                 Ok(Attributes::from_value(attributes))
             }
             FileVersion::V2 => {
-                check_attributes(attributes, at, whose, crate::formats::ztensor_v2::MAX_DEPTH)?;
+                let max = crate::formats::ztensor_v2::MAX_DEPTH;
+                let reader = format!("a zTensor v2 reader (a nesting of {max} in all)");
+                check_attributes(attributes, at, whose, max, &reader)?;
                 vocabulary::deterministic_attributes(attributes)
             }
         }
@@ -963,10 +967,10 @@ fn check_shape(shape: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// Attributes must be a map that a reader with the default limits accepts where it sits
-/// in the manifest (`at`: the nesting of the map): arrays, maps and tags each count one
-/// level, and the manifest may nest at most `Limits::default().max_cbor_depth` deep.
-fn check_attributes(v: &Value, at: usize, whose: &str, max: usize) -> Result<()> {
+/// Attributes must be a map that `reader` accepts where it sits in the manifest (`at`: the
+/// nesting of the map): arrays, maps and tags each count one level, and the manifest may
+/// nest at most `max` deep.
+fn check_attributes(v: &Value, at: usize, whose: &str, max: usize, reader: &str) -> Result<()> {
     if !v.is_map() {
         bail!(
             InvalidArgument,
@@ -978,8 +982,8 @@ fn check_attributes(v: &Value, at: usize, whose: &str, max: usize) -> Result<()>
     if nests_deeper(v, allowed) {
         bail!(
             InvalidArgument,
-            "{whose} attributes nest deeper than {allowed} levels, the most a reader accepts \
-             there (a nesting of {max} in all)"
+            "{whose} attributes nest deeper than {allowed} levels, the most {reader} accepts \
+             there"
         );
     }
     Ok(())

@@ -3534,6 +3534,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_object_release",     /* test_loader.c */
     "zt_load_batch",         /* test_loader.c */
     "zt_writer_create_with", /* test_durability.c */
+    "zt_file_get_content_digest", /* test_v2.c */
     "zt_object_quant_info_get",   /* test_quant.c */
     "zt_file_layout_get",         /* test_quant.c */
     "zt_component_read_as_range", /* test_quant.c */
