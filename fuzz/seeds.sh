@@ -10,9 +10,13 @@
 #   manifest     4-byte data length, the data from offset 64, the manifest (v1 files)
 #   ztensor_v2   4-byte data length, the data from offset 4096 to the manifest, the
 #                manifest (v2 files; an empty data region when it is over 64 KiB)
+#   writer       a few fixed call sequences (bytes the target reads as calls)
+#   pytorch      the data.pkl of every PyTorch checkpoint (a zip with <dir>/data.pkl)
+#   npy          a .npy file's header text, a 0 byte, its data (version 1 and 2 files)
+#   zip          every zip archive (.npz, checkpoints) as it is
+#   onnx         every ONNX model as it is
 # ZTENSOR_V2_CORPUS, when set, names the zTensor v2 conformance corpus (not committed
 # here): its files are seeds too.
-#   writer       a few fixed call sequences (bytes the target reads as calls)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 vectors="$here/../tests/vectors"
@@ -23,7 +27,8 @@ mkdir -p "$out"
 # reference vectors), one per line.
 all() {
   {
-    find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \) \
+    find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \
+      -o -name '*.npy' -o -name '*.npz' -o -name '*.onnx' -o -name '*.pt' -o -name '*.bin' \) \
       ! -path '*/alloc/*'
     if [ -n "${ZTENSOR_V2_CORPUS:-}" ] && [ -d "$ZTENSOR_V2_CORPUS" ]; then
       find "$ZTENSOR_V2_CORPUS" -type f -name '*.zt'
@@ -77,6 +82,28 @@ while IFS= read -r f; do
         fi
       fi ;;
     writer) ;;
+    pytorch|npy)
+      # Only archives (pytorch) and .npy files (npy) are worth starting python for.
+      { [[ $target == pytorch && $m == PK* ]] || [[ $target == npy && $m == *NUMPY* ]]; } || continue
+      python3 - "$target" "$f" "$out/$base" <<'PY' || true
+import sys, zipfile
+target, src, dst = sys.argv[1:]
+data = open(src, "rb").read()
+if target == "pytorch" and data[:4] == b"PK\x03\x04":
+    try:
+        z = zipfile.ZipFile(src)
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")]
+        if pkl:
+            open(dst, "wb").write(z.read(pkl[0]))
+    except Exception:
+        pass
+elif target == "npy" and data[:6] == b"\x93NUMPY":
+    n, at = (int.from_bytes(data[8:10], "little"), 10) if data[6] == 1 else (int.from_bytes(data[8:12], "little"), 12)
+    open(dst, "wb").write(data[at:at + n] + b"\0" + data[at + n:])
+PY
+      ;;
+    zip) [[ $m == PK* ]] && cp "$f" "$out/$base" ;;
+    onnx) { [[ $f == *.onnx ]] || [[ $base == onnx_* ]]; } && cp "$f" "$out/$base" ;;
     *) echo "seeds.sh: unknown target $target" >&2; exit 2 ;;
   esac
   [ -e "$out/$base" ] && n=$((n + 1))

@@ -1,6 +1,6 @@
 //! Loading many components in one call: each request is a read, a range read or a
-//! converted read into the caller's buffer, and the requests run on a bounded pool of
-//! threads, large ones first and small neighbours together, each with its own result.
+//! converted read into the caller's buffer, and the requests run on the library's pool,
+//! large ones first and small neighbours together, each with its own result.
 //! What a runtime loading a whole model calls once instead of once per tensor.
 
 use std::sync::Mutex;
@@ -34,9 +34,11 @@ const PARALLEL_FROM: u64 = 1 << 20;
 const RUN: usize = 256;
 
 impl Reader<'_> {
-    /// Carries out every request, in parallel on at most `threads` threads (0: as many
-    /// as the machine has cores, at most 16; for a remote object, as many as its requests
-    /// in flight, `RemoteOptions::max_concurrency`), large requests first and small
+    /// Carries out every request, in parallel on at most `threads` of the pool's threads
+    /// (this one included; 0: the pool's size, `pool::threads`; a request that decodes or
+    /// dequantizes in parallel uses the same threads, never more; for a remote object, as
+    /// many threads of their own as its requests in flight,
+    /// `RemoteOptions::max_concurrency`), large requests first and small
     /// neighbouring ones together in request order, and returns each request's result in
     /// request order. A failed request leaves its buffer in an
     /// unspecified state and doesn't stop the others. Blocks until all are done.
@@ -47,7 +49,7 @@ impl Reader<'_> {
         let remote = self.parallel_reads();
         let threads = match (threads, remote) {
             (0, Some(n)) => n,
-            (0, None) => crate::codec::threads(),
+            (0, None) => crate::pool::threads(),
             (n, _) => n,
         }
         .min(requests.len());
@@ -78,32 +80,25 @@ impl Reader<'_> {
             first += n;
             rest = tail;
         }
-        // Popped from the end: the largest first, runs of equal size in request order.
+        // The largest first, runs of equal size in request order.
         runs.sort_unstable_by_key(|&(first, run_bytes, _)| (std::cmp::Reverse(run_bytes), first));
-        runs.reverse();
         let total = first;
-        let queue = Mutex::new(runs);
-        let done: Mutex<Vec<(usize, Result<()>)>> = Mutex::new(Vec::with_capacity(total));
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop();
-                        let Some((first, _, run)) = next else { break };
-                        for (k, request) in run.iter_mut().enumerate() {
-                            mine.push((first + k, self.load_one(request)));
-                        }
-                    }
-                    done.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .append(&mut mine);
-                });
-            }
-        });
+        let load_run = |(first, _, run): (usize, u64, &mut [LoadRequest<'_>])| {
+            let results: Vec<Result<()>> = run.iter_mut().map(|r| self.load_one(r)).collect();
+            (first, results)
+        };
+        // Local files on the library's pool (decoding and dequantizing inside a request
+        // run there too); a remote object's requests wait on the network, not on cores,
+        // so they wait on threads of their own, as many as its requests in flight.
+        let done = match remote {
+            None => crate::pool::map(runs, threads, load_run),
+            Some(_) => on_own_threads(runs, threads, load_run),
+        };
         let mut results: Vec<Option<Result<()>>> = (0..total).map(|_| None).collect();
-        for (i, r) in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            results[i] = Some(r);
+        for (first, run) in done {
+            for (k, r) in run.into_iter().enumerate() {
+                results[first + k] = Some(r);
+            }
         }
         results
             .into_iter()
@@ -121,4 +116,31 @@ impl Reader<'_> {
             }
         }
     }
+}
+
+/// Runs `work` on every item on `threads` threads of their own (for work that waits on
+/// the network rather than on cores), items taken in order; results in any order.
+fn on_own_threads<T: Send, R: Send>(
+    items: Vec<T>,
+    threads: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let queue = Mutex::new(items.into_iter());
+    let done = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some(item) = next else { break };
+                    mine.push(work(item));
+                }
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .append(&mut mine);
+            });
+        }
+    });
+    done.into_inner().unwrap_or_else(|p| p.into_inner())
 }

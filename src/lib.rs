@@ -22,8 +22,9 @@
 //! are only touched on access: zstd integrity and exact decoded length when decoded,
 //! digests by `verify`, sparse index values and bool bytes by `validate_values`.
 
-// The layers, bottom to top (docs/architecture.md): error, limits, dtype, quant, buffer;
-// source; codec; model (+ schema); decode; formats; reader, verify, writer; ffi.
+// The layers, bottom to top (docs/architecture.md, checked by tests/architecture.rs):
+// error, limits, dtype, buffer, cbor, json, typed; pool; quant, convert; codec; source;
+// model; decode; formats; verify; reader; batch; writer; ffi.
 mod batch;
 mod buffer;
 pub mod cbor;
@@ -37,6 +38,7 @@ pub(crate) mod formats;
 pub mod json;
 mod limits;
 mod model;
+pub mod pool;
 pub mod quant;
 mod reader;
 mod source;
@@ -60,5 +62,5 @@ pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
 pub use source::RemoteOptions;
 #[cfg(feature = "remote")]
 pub use source::TransferStats;
-pub use typed::{AttrScalar, AttrValue, ValueType};
+pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
 pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};

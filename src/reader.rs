@@ -14,10 +14,10 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
 use crate::formats::ztensor_v2;
-use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
-use crate::typed::{self, AttrValue, Doc, DocCache};
+use crate::typed::{self, AttrValue, DocCache};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -221,7 +221,11 @@ impl Reader<'static> {
         } else {
             let source = Source::open(path, options.mapping())?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) = sets::open_external(path, source, model, set)
+                    .map_err(|e| e.context(path.display()))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else if !model.v2_shards.is_empty() {
@@ -278,7 +282,11 @@ impl Reader<'static> {
             // The object itself by its whole URL (a presigned one keeps its query).
             let source = place.open_object()?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) =
+                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else if !model.v2_shards.is_empty() {
@@ -339,6 +347,7 @@ impl<'a> Reader<'a> {
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
         let model = Reader::parse(&source, options)?;
+        sets::refuse_external(&model)?;
         Reader::new(Files::One(source), model, options)
     }
 
@@ -403,9 +412,9 @@ impl<'a> Reader<'a> {
         let Some(attrs) = attrs else {
             return Ok(typed::empty_map().root());
         };
-        let doc = self.typed.get(object, self.model.objects.len(), || {
-            Doc::build(attrs.as_cbor(), attrs.widths(), MAX_CBOR_DEPTH)
-        })?;
+        let doc = self
+            .typed
+            .get(object, self.model.objects.len(), || attrs.doc())?;
         Ok(doc.root())
     }
 
@@ -509,12 +518,35 @@ impl<'a> Reader<'a> {
 
     /// Where the file's data section is and what alignment its format guarantees there
     /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1). For a set, the
-    /// first file's (each shard has its own data section: components' absolute offsets,
-    /// with `Component::file`, are what locate their bytes).
+    /// first file's: each shard has its own data section (`shard_layout`), and a
+    /// component's offset counts in its own shard (`Component::file`).
     pub fn layout(&self) -> Layout {
         Layout {
             data_offset: self.model.data_offset,
             alignment: self.model.traits.blob_alignment,
+        }
+    }
+
+    /// `layout` of file `shard` (0 for a single file; for a set, the shard
+    /// `Component::file` names): a component's `offset() - data_offset` is the format's
+    /// own offset of its tensor (ggml's for a GGUF split) with the layout of the
+    /// component's shard. O(1), opens nothing. `NotFound` for a shard out of range.
+    pub fn shard_layout(&self, shard: usize) -> Result<Layout> {
+        if self.model.shard_layouts.is_empty() && shard < self.shard_count() {
+            // A single file, or a set whose files share the root's layout (a zTensor v2
+            // root's shards, ONNX external data: absolute offsets, the same alignment).
+            return Ok(self.layout());
+        }
+        match self.model.shard_layouts.get(shard) {
+            Some(&(data_offset, alignment)) => Ok(Layout {
+                data_offset,
+                alignment,
+            }),
+            None => bail!(
+                NotFound,
+                "no file at index {shard} (the reader reads {})",
+                self.shard_count()
+            ),
         }
     }
 
@@ -677,10 +709,14 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// `view` of what isn't zero-copy: the cached or freshly decoded bytes, or the error.
+    /// `view` of what isn't zero-copy yet: a set's shard not opened yet is opened first,
+    /// so its plain components are zero-copy from their first view (one view per
+    /// component, however the shard was opened); otherwise the cached or freshly decoded
+    /// bytes, or the error.
     #[inline(never)]
     fn view_decoded(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
+        self.source(obj, c)?;
         if let Some(v) = self.view_in_place(c) {
             return Ok(v);
         }
@@ -1044,7 +1080,7 @@ impl<'a> Reader<'a> {
         match plan {
             Plan::Copy => dst.copy_from_slice(src),
             Plan::Elements => crate::convert::convert(c.dtype, c.logical_type(), src, to, dst),
-            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::codec::threads)
+            Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::pool::threads)
                 .map_err(self.ctx(obj, c))?,
         }
         Ok(())
@@ -1053,7 +1089,7 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(source) = self.files.opened(c.blob.file)
+            && let Ok(source) = self.files.part(c.blob.file)
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)
         {
             return Some(data);

@@ -1,8 +1,5 @@
-//! Checking stored digests: one component's, or every one of a file on a pool of worker
-//! threads, reporting the first failure in file order as a sequential pass would.
-
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! Checking stored digests: one component's, or every one of a file on the library's
+//! pool, reporting the first failure in file order as a sequential pass would.
 
 use crate::buffer::zeroed_vec;
 use crate::codec::digest;
@@ -112,9 +109,8 @@ fn distinct_digests(model: &Model) -> Vec<(usize, usize)> {
 }
 
 /// Runs `check` on every component with a digest (each stored region once) and returns
-/// the first failure in file order. Components are hashed in parallel when there are
-/// enough bytes to pay for the threads (each spawn costs the calling thread a small,
-/// once-only allocation in Rust's std, which leak checkers report).
+/// the first failure in file order. Components are hashed in parallel on the pool when
+/// there are enough bytes to pay for handing them out.
 pub(crate) fn all(
     model: &Model,
     check: &(dyn Fn(usize, usize) -> Result<()> + Sync),
@@ -124,35 +120,27 @@ pub(crate) fn all(
         .iter()
         .map(|&(oi, ci)| model.digest_region(oi, ci).1)
         .sum();
-    let workers = crate::codec::threads().min(work.len());
+    let workers = crate::pool::threads().min(work.len());
     if workers <= 1 || bytes < 16 << 20 {
         return work.iter().try_for_each(|&(oi, ci)| check(oi, ci));
     }
-    // Each worker takes the next unclaimed component, the largest first (so that no worker
-    // is left hashing a large one alone at the end); failures keep their file order.
+    // The pool's threads take the next unclaimed component, the largest first (so that
+    // no thread is left hashing a large one alone at the end); failures keep their file
+    // order.
     let mut order: Vec<usize> = (0..work.len()).collect();
     order.sort_by_key(|&i| {
         let (oi, ci) = work[i];
         std::cmp::Reverse(model.digest_region(oi, ci).1)
     });
-    let next = AtomicUsize::new(0);
-    let failures = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let (oi, ci) = work[i];
-                    if let Err(e) = check(oi, ci) {
-                        failures
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push((i, e));
-                    }
-                }
-            });
-        }
+    let results = crate::pool::map(order.clone(), workers, |i| {
+        let (oi, ci) = work[i];
+        check(oi, ci)
     });
-    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+    let failures: Vec<(usize, crate::error::Error)> = order
+        .into_iter()
+        .zip(results)
+        .filter_map(|(i, r)| r.err().map(|e| (i, e)))
+        .collect();
     match failures.into_iter().min_by_key(|(i, _)| *i) {
         Some((_, e)) => Err(e),
         None => Ok(()),

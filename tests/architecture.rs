@@ -8,8 +8,10 @@ use std::path::Path;
 /// The library's top-level modules, bottom to top.
 const LAYERS: &[&[&str]] = &[
     &[
-        "error", "limits", "dtype", "quant", "buffer", "cbor", "json", "convert", "typed",
+        "error", "limits", "dtype", "buffer", "cbor", "json", "typed",
     ],
+    &["pool"],
+    &["quant", "convert"],
     &["codec"],
     &["source"],
     &["model"],

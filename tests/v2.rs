@@ -367,6 +367,12 @@ fn a_shard_table_opens_as_a_set_whose_shards_open_when_read() {
     assert_eq!(common::read(&r, "a", "data"), a);
     assert_eq!(common::read(&r, "b", "data"), b);
     assert_eq!(r.objects()[r.find("b").unwrap()].components()[0].file(), 2);
+    // Each shard is laid out as the root is (absolute offsets, 4096-aligned blobs).
+    for shard in 0..3 {
+        assert_eq!(r.shard_layout(shard).unwrap(), r.layout(), "shard {shard}");
+    }
+    assert_eq!(r.layout().alignment, 4096);
+    assert_eq!(r.shard_layout(3).unwrap_err().kind(), ErrorKind::NotFound);
     let view = r.view(r.find("a").unwrap(), 0).unwrap();
     assert!(view.zero_copy);
     r.verify().unwrap();
@@ -684,7 +690,8 @@ fn v1_2_files_convert_to_v2_and_back_keeping_what_objects_are() {
         Some("f4_e2m1fn_x2"),
         &[4],
         &[0x21, 0x43],
-        &WriteOptions::zstd(3),
+        // A sha256 of the stored bytes in v1.2, of the decoded ones in v2, and back.
+        &WriteOptions::zstd(3).with_digest(DigestAlgorithm::Sha256),
     )
     .unwrap();
     w.add(
@@ -757,6 +764,7 @@ fn v1_2_files_convert_to_v2_and_back_keeping_what_objects_are() {
     two.validate_values(two.find("csr").unwrap()).unwrap();
     let back = to(&two, &dir.join("back.zt"), FileVersion::V1_2);
     assert_eq!(back.version(), "1.2.0");
+    back.verify().unwrap();
     assert_eq!(lt(&back, "fp8").as_deref(), Some("f8_e8m0fnu"));
     assert_eq!(lt(&back, "fp4").as_deref(), Some("f4_e2m1fn_x2"));
     assert_eq!(
@@ -847,8 +855,24 @@ fn refusals_name_what_v2_requires() {
         )
         .unwrap_err();
     assert!(e.message().contains("nibble"), "{e}");
+    // Also when zstd: the refused part's input goes, and is not in the next part's frame.
+    let zstd = WriteOptions {
+        encoding: Encoding::Zstd,
+        ..WriteOptions::default()
+    };
+    w.begin_object("g", "dense", &[3]).unwrap();
+    for (bytes, ok) in [([0x21, 0xf3], false), ([0x21, 0x03], true)] {
+        w.begin_component("data", DType::U8, Some("f4_e2m1"), &zstd)
+            .unwrap();
+        w.write(&bytes).unwrap();
+        assert_eq!(w.end_component().is_ok(), ok);
+    }
+    w.end_object().unwrap();
     let bytes = w.finish().unwrap();
-    assert_eq!(Reader::from_slice(&bytes).unwrap().objects().len(), 0);
+    let r = Reader::from_slice(&bytes).unwrap();
+    assert_eq!(r.objects().len(), 1);
+    assert_eq!(common::read(&r, "g", "data"), [0x21, 0x03]);
+    r.verify().unwrap();
 }
 
 /// The committed v2 vectors (tests/vectors/v2/: seeds of the fuzzers, and files any

@@ -16,17 +16,24 @@ pub struct Args {
     pub only: Option<Vec<String>>,
     /// Keep the multi-GiB file of the memory cases.
     pub keep: bool,
+    /// The library pool's size (0: one thread per core).
+    pub threads: usize,
+    /// The pool sizes of the scaling section.
+    pub scaling: Vec<usize>,
 }
 
 fn usage(sections: &[&str]) -> String {
     format!(
         "usage: ztensor-bench [--quick] [--dir DIR] [--runs N] [--out FILE] [--only LIST] [--keep]\n\
+         \x20                    [--threads N] [--scaling LIST]\n\
          \n  --quick      scale every workload down ~16x (3 runs)\n\
          \x20 --dir DIR    scratch directory for the data (default bench/data)\n\
          \x20 --runs N     runs per case, the median is reported (default 5, quick 3)\n\
          \x20 --out FILE   results file (default bench/results.json, quick bench/results-quick.json)\n\
          \x20 --only LIST  comma-separated sections: {}\n\
-         \x20 --keep       keep the multi-GiB files of the memory cases",
+         \x20 --keep       keep the multi-GiB files of the memory cases\n\
+         \x20 --threads N  the library's thread pool: N threads (default 0: one per core)\n\
+         \x20 --scaling LIST  pool sizes of the scaling section (default: 1,2,4,8,16 up to the cores)",
         sections.join(",")
     )
 }
@@ -40,6 +47,8 @@ pub fn parse_args(argv: &[String], sections: &[&str]) -> Res<Args> {
     let mut out = None;
     let mut only = None;
     let mut keep = false;
+    let mut threads = 0usize;
+    let mut scaling = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -65,6 +74,14 @@ pub fn parse_args(argv: &[String], sections: &[&str]) -> Res<Args> {
                 only = Some(list);
             }
             "--keep" => keep = true,
+            "--threads" => threads = value("--threads")?.parse()?,
+            "--scaling" => {
+                let list = value("--scaling")?
+                    .split(',')
+                    .map(|s| s.trim().parse::<usize>().map(|n| n.max(1)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                scaling = Some(list);
+            }
             "-h" | "--help" => {
                 println!("{}", usage(sections));
                 std::process::exit(0);
@@ -85,7 +102,22 @@ pub fn parse_args(argv: &[String], sections: &[&str]) -> Res<Args> {
         }),
         only,
         keep,
+        threads,
+        scaling: scaling.unwrap_or_else(default_scaling),
     })
+}
+
+/// 1, 2, 4, 8, 16 up to the CPUs this process may use (and those CPUs when between).
+fn default_scaling() -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut list: Vec<usize> = [1, 2, 4, 8, 16]
+        .into_iter()
+        .filter(|&n| n <= cores)
+        .collect();
+    if cores < 16 && !list.contains(&cores) {
+        list.push(cores);
+    }
+    list
 }
 
 impl Args {

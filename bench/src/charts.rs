@@ -28,6 +28,9 @@ pub struct Rec {
     pub target: Option<RecTarget>,
     #[serde(default)]
     pub run: Option<RecRun>,
+    /// The pool's size, for a row of the scaling section.
+    #[serde(default)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -46,6 +49,8 @@ pub struct RecTarget {
 pub struct RecRun {
     pub quick: bool,
     pub revision: String,
+    #[serde(default)]
+    pub cores: usize,
 }
 
 /// One bar: who, value, kind.
@@ -68,7 +73,7 @@ const BAR: f64 = 18.0;
 const GAP: f64 = 6.0;
 const TOP: f64 = 52.0;
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -238,6 +243,7 @@ const OVERVIEW_CAP: f64 = 4.0;
 pub fn overview_svg(rows: &[Rec]) -> String {
     let rows: Vec<(&Rec, Option<f64>, Option<f64>)> = rows
         .iter()
+        .filter(|r| r.threads.is_none())
         .map(|r| {
             let (p, l) = ratios(r);
             (r, p, l)
@@ -337,8 +343,15 @@ pub fn write_all(rows: &[Rec], dir: &Path) -> Res<Vec<PathBuf>> {
     let overview = dir.join("overview.svg");
     fs::write(&overview, overview_svg(rows))?;
     written.push(overview);
+    if let Some(svg) = crate::scaling_chart::svg(rows) {
+        let path = dir.join("scaling.svg");
+        fs::write(&path, svg)?;
+        index.push_str("![scaling with the threads](scaling.svg)\n\n");
+        written.push(path);
+    }
     for r in rows {
-        if bars(r).len() < 2 {
+        // A scaling row is a point of scaling.svg.
+        if bars(r).len() < 2 || r.threads.is_some() {
             continue;
         }
         let name = file_name(r);

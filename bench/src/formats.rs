@@ -172,3 +172,56 @@ pub fn read_all_ref(path: &Path, names: &[&str]) -> Res<()> {
     black_box(acc);
     Ok(())
 }
+
+/// safetensors' way of loading into caller buffers: map, deserialize, copy every tensor
+/// into its buffer (the workload's order).
+pub fn safetensors_copy(w: &Workload, path: &Path, bufs: &mut [Vec<u8>]) -> Res<()> {
+    let m = crate::files::map(path)?;
+    let s = safetensors::SafeTensors::deserialize(&m)?;
+    for (name, v) in s.iter() {
+        bufs[w.by_name[name]].copy_from_slice(v.data());
+    }
+    Ok(())
+}
+
+/// The one-thread hashing limit: sha2 over each stored range of the file.
+pub fn sha2_ranges(path: &Path, ranges: &[(usize, usize)]) -> Res<()> {
+    use sha2::Digest as _;
+    let m = crate::files::map(path)?;
+    let mut acc = 0u8;
+    for &(off, len) in ranges {
+        acc ^= sha2::Sha256::digest(&m[off..off + len])[0];
+    }
+    black_box(acc);
+    Ok(())
+}
+
+/// The one-thread compression limit: `zstd::bulk::compress` of every tensor at `level`,
+/// in memory only.
+pub fn zstd_compress_all(w: &Workload, level: i32) -> Res<()> {
+    let mut acc = 0usize;
+    for i in 0..w.tensors.len() {
+        acc += zstd::bulk::compress(w.bytes(i), level)?.len();
+    }
+    black_box(acc);
+    Ok(())
+}
+
+/// The one-thread decoding limit: the `zstd` crate decoding each tensor's stored frames
+/// (`stored[order[i]]`: buffer i's) on this thread into its buffer.
+pub fn zstd_decode_all(
+    path: &Path,
+    stored: &[(usize, usize)],
+    order: &[usize],
+    bufs: &mut [Vec<u8>],
+) -> Res<()> {
+    let m = crate::files::map(path)?;
+    let mut d = zstd::bulk::Decompressor::new()?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        let (off, len) = stored[order[i]];
+        if d.decompress_to_buffer(&m[off..off + len], &mut b[..])? != b.len() {
+            return Err("short zstd decode".into());
+        }
+    }
+    Ok(())
+}

@@ -22,6 +22,7 @@ mod files;
 mod formats;
 mod harness;
 mod report;
+mod scaling_chart;
 mod sections;
 mod workloads;
 
@@ -52,6 +53,7 @@ const SECTIONS: &[Section] = &[
     sections::dequant::SECTION,
     sections::attrs::SECTION,
     sections::remote::SECTION,
+    sections::scaling::SECTION,
 ];
 
 fn main() {
@@ -83,13 +85,16 @@ fn main() {
 
 fn run(a: &args::Args) -> Res<()> {
     fs::create_dir_all(&a.dir)?;
+    // The library's pool: --threads, else one thread per core.
+    ztensor::pool::set_threads(a.threads)?;
     let loadavg_start = loadavg();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     eprintln!(
-        "ztensor bench: {} mode, {} runs per case (median), {} cores, load average {}, data in {}",
+        "ztensor bench: {} mode, {} runs per case (median), {} cores, a pool of {} threads, load average {}, data in {}",
         if a.quick { "quick" } else { "full" },
         a.runs,
         cores,
+        ztensor::pool::threads(),
         loadavg_start,
         a.dir.display()
     );
@@ -123,6 +128,7 @@ fn run(a: &args::Args) -> Res<()> {
         quick: a.quick,
         runs: a.runs,
         cores,
+        pool_threads: ztensor::pool::threads(),
         loadavg_start,
         loadavg_end: loadavg(),
         revision: revision(),

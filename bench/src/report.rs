@@ -24,6 +24,8 @@ pub struct Row {
     pub note: String,
     /// CPU seconds per wall second while ours ran.
     pub cpu: Option<f64>,
+    /// The library pool's size for this row, when the row is one of a scaling series.
+    pub threads: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -52,7 +54,12 @@ impl Row {
             target: None,
             note: String::new(),
             cpu: None,
+            threads: None,
         }
+    }
+    pub fn threads(mut self, n: usize) -> Row {
+        self.threads = Some(n);
+        self
     }
     pub fn peer(mut self, name: &str, v: f64) -> Row {
         self.peers.push((name.to_owned(), v));
@@ -106,6 +113,8 @@ pub struct Env {
     pub quick: bool,
     pub runs: usize,
     pub cores: usize,
+    /// The library pool's threads (`--threads`, else one per core).
+    pub pool_threads: usize,
     pub loadavg_start: String,
     pub loadavg_end: String,
     /// The library's git revision, `+dirty-src` when its sources have uncommitted changes.
@@ -240,6 +249,8 @@ struct Record<'a> {
     target: &'a Option<Target>,
     bytes: Option<u64>,
     ours_cpu_per_wall: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<usize>,
     note: &'a str,
     run: &'a Env,
 }
@@ -301,6 +312,7 @@ fn to_json(rows: &[Row], env: &Env) -> Res<Vec<u8>> {
             target: &r.target,
             bytes: r.bytes,
             ours_cpu_per_wall: r.cpu,
+            threads: r.threads,
             note: &r.note,
             run: env,
         };

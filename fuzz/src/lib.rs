@@ -150,3 +150,61 @@ pub fn after_magic(magic: &[u8], data: &[u8]) -> Vec<u8> {
     file.extend_from_slice(data);
     file
 }
+
+/// A PyTorch checkpoint (a stored zip archive, as `torch.save` writes it) around a
+/// pickle: `archive/data.pkl` is `pickle`, with four storages `archive/data/0` to `3` of
+/// 64 bytes each and a `byteorder` record, so that tensors the pickle names can open.
+pub fn checkpoint(pickle: &[u8]) -> Vec<u8> {
+    let storage: Vec<u8> = (0..64u8).collect();
+    let mut entries: Vec<(&str, &[u8])> = vec![("archive/data.pkl", pickle)];
+    entries.push(("archive/byteorder", b"little"));
+    for name in ["archive/data/0", "archive/data/1", "archive/data/2", "archive/data/3"] {
+        entries.push((name, &storage));
+    }
+    stored_zip(&entries)
+}
+
+/// A zip archive of stored entries (CRCs left 0: the reader checks only inflated ones).
+pub fn stored_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let (mut out, mut central) = (Vec::new(), Vec::new());
+    for (name, data) in entries {
+        let offset = out.len() as u32;
+        let fixed = |sig: &[u8], v: &mut Vec<u8>| {
+            v.extend_from_slice(sig);
+            v.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            v.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            v.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        };
+        fixed(b"PK\x03\x04", &mut out);
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(data);
+        central.extend_from_slice(b"PK\x01\x02\x14\x00");
+        let mut rec = Vec::new();
+        fixed(b"", &mut rec);
+        central.extend_from_slice(&rec[..rec.len()]);
+        central.extend_from_slice(&[0; 12]);
+        central.extend_from_slice(&offset.to_le_bytes());
+        central.extend_from_slice(name.as_bytes());
+    }
+    let start = out.len() as u32;
+    out.extend_from_slice(&central);
+    out.extend_from_slice(b"PK\x05\x06\0\0\0\0");
+    let n = entries.len() as u16;
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+    out.extend_from_slice(&start.to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+/// A `.npy` file (version 1.0) of a header dict text and the array's bytes.
+pub fn npy(header: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len().min(u16::MAX as usize) as u16).to_le_bytes());
+    out.extend_from_slice(&header[..header.len().min(u16::MAX as usize)]);
+    out.extend_from_slice(data);
+    out
+}

@@ -1,8 +1,9 @@
 //! The byte transformations between stored and decoded bytes, as pure functions of bytes:
-//! zstd frames (`frames`), the seek table at the end of multi-frame streams
+//! zstd frames (`frames`), the writer's compression pipeline (`compress`), the seek table at the end of multi-frame streams
 //! (`seek_table`), the frame index built from it or from the frame headers (`index`),
 //! streaming decode (`stream`), digests (`digest`) and byte order.
 
+pub(crate) mod compress;
 pub(crate) mod digest;
 pub(crate) mod frames;
 pub(crate) mod index;
@@ -13,13 +14,6 @@ pub use digest::{DigestAlgorithm, hex_lower};
 pub(crate) use frames::*;
 pub use frames::{ZSTD_FRAME_SIZE, zstd_level_range};
 pub use index::{FrameIndex, FrameSpan};
-
-/// Worker threads for compression, decompression and verification.
-pub(crate) fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(16)
-}
 
 /// Reverses the bytes of each `width`-byte element.
 pub(crate) fn swap_in_place(bytes: &mut [u8], width: u8) {

@@ -177,7 +177,7 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
 /// `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
 /// `base` that names no file. Free with `zt_writer_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_create_sharded(
+pub unsafe extern "C" fn zt_writer_create_sharded_with(
     base: *const c_char,
     max_shard_bytes: u64,
     options: *const zt_writer_options,
@@ -335,6 +335,76 @@ pub unsafe extern "C" fn zt_writer_set_attributes_json(
             None => w.set_file_attributes(value),
             Some(name) => w.set_object_attributes(name, value),
         }
+    })
+}
+
+/// Sets one file attribute: `key` (NUL-terminated UTF-8) to `value`, a reader's value
+/// (copied as it is, e.g. a GGUF's `llama.context_length`) or one made by
+/// `zt_value_create_*` (still the caller's to free). The value keeps its type: a typed
+/// read of the file gives back `ZT_VALUE_U32` for a u32, an array of `ZT_VALUE_F32` for
+/// f32s (docs/format.md says how). A key set before gets the new value in its place;
+/// the other attributes stay (each call copies the map so far: for many keys at once,
+/// `zt_writer_set_file_attributes` with a map is cheaper). Any time before finish. For
+/// a set (`zt_writer_create_sharded_with`), the file's attributes go into the index's
+/// JSON `metadata`, which keeps values but not their widths. `ZT_ERR_INVALID_ARGUMENT`
+/// for a value of type `ZT_VALUE_OTHER`, which has no typed equivalent to write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_file_attribute(
+    w: *mut zt_writer,
+    key: *const c_char,
+    value: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let key = need_str(key, "key")?;
+        w.set_file_attribute(key, &super::values::typed(value)?)
+    })
+}
+
+/// `zt_writer_set_file_attribute` for object `object` (its name), already begun (open or
+/// ended; in a set, before a later object starts another shard).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_object_attribute(
+    w: *mut zt_writer,
+    object: *const c_char,
+    key: *const c_char,
+    value: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let object = need_str(object, "object")?;
+        let key = need_str(key, "key")?;
+        w.set_object_attribute(object, key, &super::values::typed(value)?)
+    })
+}
+
+/// Sets all of the file's attributes from `map`, a map value (a reader's, e.g. every
+/// key/value of a GGUF from `zt_file_get_attributes`, copied with their types, or one
+/// made by `zt_value_create_map`); replaces them. `ZT_ERR_INVALID_ARGUMENT` for a value
+/// that is not a map, or that nests deeper than a reader with the default limits
+/// accepts.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_file_attributes(
+    w: *mut zt_writer,
+    map: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        w.set_file_attributes_typed(&super::values::typed(map)?)
+    })
+}
+
+/// `zt_writer_set_file_attributes` for object `object` (its name), already begun.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_object_attributes(
+    w: *mut zt_writer,
+    object: *const c_char,
+    map: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let object = need_str(object, "object")?;
+        w.set_object_attributes_typed(object, &super::values::typed(map)?)
     })
 }
 

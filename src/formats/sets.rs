@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Component as PathPart, Path, PathBuf};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
@@ -122,6 +122,54 @@ pub(crate) fn open_index(
     Ok((model, Shards::new(shards)))
 }
 
+/// Work handed to a thread.
+type Job<'p> = Box<dyn FnOnce() + Send + 'p>;
+
+/// Runs `body` with a way to start work on threads of its own (for work that waits on
+/// the network, not on cores); returns when all have ended.
+fn own_threads<'p, R>(body: impl FnOnce(&mut dyn FnMut(Job<'p>)) -> R) -> R {
+    std::thread::scope(|scope| {
+        body(&mut |job: Job<'p>| {
+            scope.spawn(job);
+        })
+    })
+}
+
+/// Runs `read` (see `pipelined`), starting a worker (`spawn`) for each shard found while
+/// fewer than `most.0` run, then up to `most.1` once the index is read, then (with
+/// `help`) parses shards on this thread too: the last shards left to one worker would
+/// leave a core idle. Workers end when no shard is left to take, so none ever waits.
+fn read_while_parsing<'p, 't>(
+    pipe: &'p Pipeline<'_, 't>,
+    found: &mut Found,
+    read: impl FnOnce(&mut dyn FnMut(&str, &str)) -> Option<(Option<&'t str>, WeightMap<'t>)>,
+    most: (usize, usize),
+    help: bool,
+    spawn: &mut dyn FnMut(Job<'p>),
+) -> Option<Option<&'t str>> {
+    let read = read(&mut |name, file| {
+        if found.entry(pipe, name, file) && pipe.want_worker(most.0.max(1)) {
+            spawn(Box::new(|| pipe.work()));
+        }
+    });
+    pipe.start_workers(most.1, spawn);
+    let metadata = match read {
+        Some((metadata, weight_map)) if found.refused.is_none() => {
+            let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
+            let _ = pipe.read.set(grouped);
+            Some(metadata)
+        }
+        read => {
+            pipe.update(|s| s.failed = true);
+            read.map(|(metadata, _)| metadata)
+        }
+    };
+    if help && pipe.want_worker(usize::MAX) {
+        pipe.work();
+    }
+    metadata
+}
+
 /// A shard parsed by a worker: its model, the shard, and whether it agreed with the
 /// index's entries for it (None when the index was not read yet when it was parsed).
 type Parsed = (Model, Shard, Option<bool>);
@@ -150,47 +198,23 @@ fn pipelined<'t>(
         options,
         limits,
         state: Mutex::new(PipeState::default()),
-        wake: Condvar::new(),
         read: OnceLock::new(),
     };
     let mut found = Found::default();
-    let metadata = std::thread::scope(|scope| {
-        // A worker for each shard found: while this thread reads the index, up to one
-        // fewer than the cores (a thread more would slow the reading that finds the
-        // shards), then up to as many as cores. Remote shards wait on the network, not
-        // on cores: as many as requests in flight.
-        let remote = options.place.parallel_opens();
-        let cores = remote.unwrap_or_else(crate::codec::threads);
-        let reading = remote.unwrap_or(cores - 1).max(1);
-        let mut workers = 0;
-        let read = read(&mut |name, file| {
-            if found.entry(&pipe, name, file) && workers < reading {
-                workers += 1;
-                scope.spawn(|| pipe.work());
-            }
-        });
-        for _ in workers..cores.min(found.files.len()) {
-            scope.spawn(|| pipe.work());
+    // Remote shards wait on the network, not on cores: they are parsed on threads of
+    // their own, as many as requests in flight; local ones on the library's pool.
+    let remote = options.place.parallel_opens();
+    let metadata = match remote {
+        Some(n) => {
+            own_threads(|spawn| read_while_parsing(&pipe, &mut found, read, (n, n), false, spawn))
         }
-        let metadata = match read {
-            Some((metadata, weight_map)) if found.refused.is_none() => {
-                let grouped = Grouped::new(weight_map, &found.of_entry, found.files.len());
-                let _ = pipe.read.set(grouped);
-                pipe.update(|s| s.closed = true);
-                Some(metadata)
-            }
-            read => {
-                pipe.update(|s| (s.closed, s.failed) = (true, true));
-                read.map(|(metadata, _)| metadata)
-            }
-        };
-        // Then this thread parses shards too: the last shards left to one worker would
-        // leave a core idle.
-        if remote.is_none() {
-            pipe.work();
-        }
-        metadata
-    })?;
+        None => crate::pool::scope(|spawn| {
+            // While this thread reads the index, up to one fewer than the pool's threads
+            // (a thread more would slow the reading that finds the shards), then all.
+            let cores = crate::pool::threads();
+            read_while_parsing(&pipe, &mut found, read, (cores - 1, cores), true, spawn)
+        }),
+    }?;
     if let Some((name, file, why)) = found.refused {
         return Some(Err(err!(
             Format,
@@ -307,7 +331,6 @@ struct Pipeline<'a, 't> {
     options: SetOptions<'a>,
     limits: &'a Limits,
     state: Mutex<PipeState>,
-    wake: Condvar,
     /// The index's entries by shard, once it is read.
     read: OnceLock<Grouped<'t>>,
 }
@@ -318,8 +341,8 @@ struct PipeState {
     files: Vec<Option<String>>,
     /// The next of `files` to parse.
     next: usize,
-    /// Every shard has been found (or the index failed).
-    closed: bool,
+    /// Workers running.
+    workers: usize,
     /// A shard or the index failed: no new shard is started.
     failed: bool,
     results: Vec<Option<Result<Parsed>>>,
@@ -328,19 +351,33 @@ struct PipeState {
 impl<'t> Pipeline<'_, 't> {
     fn update(&self, f: impl FnOnce(&mut PipeState)) {
         f(&mut self.state.lock().unwrap_or_else(|p| p.into_inner()));
-        self.wake.notify_all();
     }
 
-    /// Parses shards as they are found until every one is taken, then checks each
-    /// against its entries when the index is read. After a failure no new shard is
-    /// started.
+    /// Starts workers (`spawn`) while fewer than `most` run and shards wait.
+    fn start_workers<'p>(&'p self, most: usize, spawn: &mut dyn FnMut(Job<'p>)) {
+        while self.want_worker(most) {
+            spawn(Box::new(|| self.work()));
+        }
+    }
+
+    /// Whether a new worker should start (then counted as running): fewer than `most`
+    /// run, and a shard waits that none of them has taken.
+    fn want_worker(&self, most: usize) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let want = s.workers < most && s.next < s.files.len() && !s.failed;
+        s.workers += usize::from(want);
+        want
+    }
+
+    /// A worker (counted by `want_worker`): parses the shards found so far until none is
+    /// left to take, then ends (a shard found later starts a worker of its own); each is
+    /// checked against its entries when the index is read by then. After a failure no
+    /// new shard is started.
     fn work(&self) {
         loop {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            while state.next == state.files.len() && !state.closed && !state.failed {
-                state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
-            }
             if state.failed || state.next == state.files.len() {
+                state.workers -= 1;
                 return;
             }
             let i = state.next;
@@ -685,7 +722,7 @@ impl<'de> serde::Deserialize<'de> for Index<'de> {
 
 /// Why a file name from an index may not be opened: empty, absolute, or reaching out of
 /// the index's directory.
-fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
+pub(crate) fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
     let path = Path::new(file);
     if file.is_empty() || file.contains('\0') {
         return Err("not a file name");
@@ -717,21 +754,19 @@ fn parse_listed(
         limits,
         state: Mutex::new(PipeState {
             files: names.iter().map(|n| Some((*n).to_owned())).collect(),
-            closed: true,
             ..PipeState::default()
         }),
-        wake: Condvar::new(),
         read: OnceLock::new(),
     };
-    let workers = (options.place.parallel_opens())
-        .unwrap_or_else(crate::codec::threads)
-        .min(names.len());
-    std::thread::scope(|scope| {
-        for _ in 1..workers {
-            scope.spawn(|| pipe.work());
-        }
-        pipe.work();
-    });
+    match options.place.parallel_opens() {
+        Some(n) => own_threads(|spawn| pipe.start_workers(n, spawn)),
+        None => crate::pool::scope(|spawn| {
+            pipe.start_workers(crate::pool::threads().saturating_sub(1), spawn);
+            if pipe.want_worker(usize::MAX) {
+                pipe.work();
+            }
+        }),
+    }
     let mut results = pipe
         .state
         .into_inner()
@@ -895,6 +930,108 @@ pub(crate) fn open_split(
     Ok((model, Shards::new(shards)))
 }
 
+/// Opens the files a model keeps some of its blobs in (ONNX external data) beside the
+/// file at `path` (parsed into `model` through `source`): each named relative to that
+/// file's directory, refused if it resolves (links followed) outside it, and every blob
+/// checked to lie inside its file. The model's own file is shard 0.
+pub(crate) fn open_external(
+    path: &Path,
+    source: Source<'static>,
+    model: Model,
+    options: SetOptions,
+) -> Result<(Model, Shards)> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let local = options.place.parallel_opens().is_none();
+    let real_dir = if local {
+        let shown = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        Some(
+            shown
+                .canonicalize()
+                .map_err(|e| crate::error::Error::io(shown.display(), e))?,
+        )
+    } else {
+        None
+    };
+    let own = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let mut shards = vec![Shard::new(
+        own,
+        path.to_path_buf(),
+        source.size(),
+        options.mapping,
+        Some(source),
+    )];
+    for name in model.external.iter() {
+        if let Err(why) = check_relative(name) {
+            bail!(Format, "external data file {name:?} is {why}");
+        }
+        let file = dir.join(&**name);
+        if let Some(real_dir) = &real_dir {
+            let real = file.canonicalize().map_err(|e| {
+                crate::error::Error::io(format_args!("external data file {}", file.display()), e)
+            })?;
+            if !real.starts_with(real_dir) {
+                bail!(
+                    Format,
+                    "external data file {name:?} leads to {}, outside the model's directory {}",
+                    real.display(),
+                    real_dir.display()
+                );
+            }
+        }
+        let mapping = if options.eager {
+            options.mapping
+        } else {
+            Mapping::None
+        };
+        let opened = (options.place.open(&file, mapping))
+            .map_err(|e| e.context(format_args!("external data file {name}")))?;
+        let size = opened.size();
+        let keep = options.eager.then_some(opened);
+        shards.push(Shard::new(name, file, size, options.mapping, keep));
+    }
+    for o in &model.objects {
+        for c in o.components.iter() {
+            let b = &c.blob;
+            if b.file == 0 {
+                continue;
+            }
+            let shard = &shards[b.file as usize];
+            if b.offset
+                .checked_add(b.length)
+                .is_none_or(|end| end > shard.size())
+            {
+                bail!(
+                    Format,
+                    "tensor '{}': bytes [{}, {} + {}) of external data file {} reach past its end ({} bytes)",
+                    o.name(),
+                    b.offset,
+                    b.offset,
+                    b.length,
+                    shard.name,
+                    shard.size()
+                );
+            }
+        }
+    }
+    Ok((model, Shards::new(shards)))
+}
+
+/// Refuses a model with external files where no directory is known to find them in.
+pub(crate) fn refuse_external(model: &Model) -> Result<()> {
+    if let Some(name) = model.external.first() {
+        bail!(
+            Unsupported,
+            "the model keeps tensors in the external file {name:?}: open it by path, so \
+             that the files beside it can be found"
+        );
+    }
+    Ok(())
+}
+
 fn shown_count(n: Option<u64>) -> String {
     n.map_or_else(|| "absent".to_owned(), |n| n.to_string())
 }
@@ -915,7 +1052,19 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
     objects.reserve_exact(total - objects.len());
     let mut regions = DigestRegions::default();
     let mut starts = Vec::with_capacity(parts.len());
+    let shard_layouts: Box<[(u64, u64)]> = parts
+        .iter()
+        .map(|p| (p.data_offset, p.traits.blob_alignment))
+        .collect();
     for (i, part) in parts.into_iter().enumerate() {
+        if !part.external.is_empty() {
+            bail!(
+                Unsupported,
+                "shard {} keeps its data in other files ({}): a set of such files is not read",
+                names[i],
+                part.external[0]
+            );
+        }
         if part.container != container {
             bail!(
                 Format,
@@ -964,6 +1113,8 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         data_offset,
         split: None,
         v2_shards: Box::default(),
+        shard_layouts,
+        external: Box::default(),
     })
 }
 

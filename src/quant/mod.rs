@@ -378,9 +378,8 @@ const PER_THREAD: usize = 1 << 20;
 
 /// Dequantizes whole blocks of `t` in `src` into `dst`, little-endian values of `to`
 /// (f32, f16 or bf16; f16 and bf16 are rounded to nearest even from the f32 values), on
-/// up to `workers()` threads for large outputs (asked only then: finding the CPUs a
-/// process may use reads files). `dst` must be exactly the values' size. Allocates
-/// nothing.
+/// up to `workers()` threads of the pool for large outputs (this one included; asked only
+/// then). `dst` must be exactly the values' size. Allocates only the list of pieces.
 pub(crate) fn dequantize(
     t: &BlockType,
     src: &[u8],
@@ -416,18 +415,11 @@ pub(crate) fn dequantize(
         return Ok(());
     }
     let per = blocks.div_ceil(workers);
-    std::thread::scope(|scope| {
-        let mut pieces = src
-            .chunks(per * ts)
-            .zip(dst.chunks_mut(per * bs * to.size()));
-        let mine = pieces.next();
-        for (s, d) in pieces {
-            scope.spawn(move || run(kernel, ts, bs, s, to, d));
-        }
-        if let Some((s, d)) = mine {
-            run(kernel, ts, bs, s, to, d);
-        }
-    });
+    let pieces: Vec<(&[u8], &mut [u8])> = src
+        .chunks(per * ts)
+        .zip(dst.chunks_mut(per * bs * to.size()))
+        .collect();
+    crate::pool::map(pieces, workers, |(s, d)| run(kernel, ts, bs, s, to, d));
     Ok(())
 }
 

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cbor::Value;
+use crate::codec::compress::{FramePipeline, Out};
 use crate::codec::digest::Hasher;
-use crate::codec::{DigestAlgorithm, FrameEncoder, zstd_level_range};
+use crate::codec::{DigestAlgorithm, seek_table, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
@@ -20,6 +21,7 @@ use crate::formats::ztensor_v2::MAGIC_V2;
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
+mod attrs;
 mod copy;
 mod sharded;
 mod v2;
@@ -69,16 +71,99 @@ struct Stream {
     role: CText,
     dtype: DType,
     logical_type: Option<CText>,
+    /// Where a raw component begins (a zstd one's start is known when its first frame is
+    /// written: `Placing`).
     offset: u64,
     decoded: u64,
+    /// A raw component's digest (a zstd one's travels with its frames: `Mark::Begin`).
     hasher: Hasher,
-    encoder: Option<FrameEncoder>,
+    /// The zstd level of a zstd component (None: raw).
+    zstd: Option<i32>,
     /// zTensor v2: the digest covers the decoded bytes (`hasher` is fed those), and a raw
     /// component's xxh3-128 finds an identical blob to share.
     decoded_digest: bool,
     content: Option<Box<xxhash_rust::xxh3::Xxh3>>,
     /// The last byte written (the unused nibble of an odd count of packed fp4 values).
     last: Option<u8>,
+}
+
+/// What the compression pipeline carries between frames: where a zstd component begins
+/// and ends, so that its frames are placed, hashed and recorded as they come out.
+enum Mark {
+    /// A component begins: pad to the alignment, then its frames follow; its stored
+    /// bytes are hashed with `hasher`. `seekable`: zTensor v2's `zt.zstd-seekable/1`,
+    /// whose seek table follows even a single frame.
+    Begin { hasher: Hasher, seekable: bool },
+    /// Component `.1` of object `.0` ends: its seek table goes out, then its place and
+    /// digest are recorded in the object.
+    End(usize, usize),
+}
+
+/// The zstd component whose frames are being written out.
+struct Placing {
+    offset: u64,
+    hasher: Hasher,
+    /// (compressed, decompressed) size of each frame, for the seek table.
+    sizes: Vec<(u32, u32)>,
+    /// The seek table follows even one frame (`Mark::Begin`).
+    seekable: bool,
+}
+
+/// Writes out one item of the compression pipeline (see `Mark`).
+fn place<W: Write>(
+    output: &mut Output<W>,
+    objects: &mut [Object],
+    placing: &mut Option<Placing>,
+    item: Out<'_, Mark>,
+) -> Result<()> {
+    match item {
+        Out::Mark(Mark::Begin { hasher, seekable }) => {
+            output.pad()?;
+            *placing = Some(Placing {
+                offset: output.pos,
+                hasher,
+                sizes: Vec::new(),
+                seekable,
+            });
+        }
+        Out::Frame { bytes, decoded } => {
+            let p = placing.as_mut().expect("frames follow a begin");
+            // A frame of at most ZSTD_FRAME_SIZE input is far below 4 GiB.
+            let sizes = (u32::try_from(bytes.len()), u32::try_from(decoded));
+            let (Ok(compressed), Ok(decoded)) = sizes else {
+                bail!(Internal, "a zstd frame of {} bytes", bytes.len());
+            };
+            p.hasher.update(bytes);
+            output.emit(bytes)?;
+            p.sizes.push((compressed, decoded));
+        }
+        Out::Mark(Mark::End(object, component)) => {
+            let mut p = placing.take().expect("an end follows a begin");
+            if p.sizes.len() > 1 || p.seekable {
+                match seek_table::encode(&p.sizes) {
+                    Some(table) => {
+                        p.hasher.update(&table);
+                        output.emit(&table)?;
+                    }
+                    None if p.seekable => bail!(
+                        Limit,
+                        "{} zstd frames are more than a seek table can list",
+                        p.sizes.len()
+                    ),
+                    None => {}
+                }
+            }
+            let c = &mut objects[object].components[component];
+            c.blob.offset = p.offset;
+            c.blob.length = output.pos - p.offset;
+            // A digest of the stored bytes; a v2 digest (of the decoded bytes) was
+            // recorded by `end_component`.
+            if let Some(d) = p.hasher.finish() {
+                c.digest = Some(CText::new(&d)?);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a path writer puts its bytes until `finish`.
@@ -147,6 +232,11 @@ pub struct Writer<W: Write = BufWriter<File>> {
     version: FileVersion,
     /// A v2 writer's bookkeeping (`v2::State`).
     v2: Option<Box<v2::State>>,
+    /// zstd frames being compressed on the pool, written out in order (created with the
+    /// first zstd component).
+    frames: Option<FramePipeline<Mark>>,
+    /// The zstd component whose frames are being written out.
+    placing: Option<Placing>,
 }
 
 /// The zTensor version a writer writes.
@@ -200,6 +290,13 @@ impl<W: Write> Output<W> {
             wb.advance(self.pos);
         }
         Ok(())
+    }
+
+    /// Zero padding up to the next multiple of `ALIGNMENT`.
+    fn pad(&mut self) -> Result<()> {
+        const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
+        let pad = (ALIGNMENT - self.pos % ALIGNMENT) % ALIGNMENT;
+        self.emit(&ZEROS[..pad as usize])
     }
 }
 
@@ -402,12 +499,30 @@ impl<W: Write> Writer<W> {
             version: options.version,
             v2: (options.version == FileVersion::V2)
                 .then(|| Box::new(v2::State::new(options.keep_order, handle))),
+            frames: None,
+            placing: None,
         }
     }
 
-    /// Writes bytes; an I/O failure poisons the writer (the file can't be finished).
+    /// Writes bytes after every zstd frame still in flight; an I/O failure poisons the
+    /// writer (the file can't be finished).
     fn emit(&mut self, bytes: &[u8]) -> Result<()> {
+        self.settle()?;
         let r = self.output.emit(bytes);
+        self.after_io(r)
+    }
+
+    /// Writes out every zstd frame still being compressed (waiting for them), so that
+    /// the position is final and the objects' places are recorded.
+    pub(crate) fn settle(&mut self) -> Result<()> {
+        let Some(frames) = &mut self.frames else {
+            return Ok(());
+        };
+        if frames.is_empty() {
+            return Ok(());
+        }
+        let (output, objects, placing) = (&mut self.output, &mut self.objects, &mut self.placing);
+        let r = frames.drain(&mut |item| place(output, objects, placing, item));
         self.after_io(r)
     }
 
@@ -428,9 +543,9 @@ impl<W: Write> Writer<W> {
         if self.version == FileVersion::V2 {
             return self.v2_pad();
         }
-        const ZEROS: [u8; ALIGNMENT as usize] = [0; ALIGNMENT as usize];
-        let pad = (ALIGNMENT - self.output.pos % ALIGNMENT) % ALIGNMENT;
-        self.emit(&ZEROS[..pad as usize])
+        self.settle()?;
+        let r = self.output.pad();
+        self.after_io(r)
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -546,8 +661,8 @@ impl<W: Write> Writer<W> {
     ) -> Result<()> {
         self.begin_component(role, dtype, logical_type, options)?;
         let r = self.write(data).and_then(|()| self.end_component());
-        if r.is_err() {
-            self.stream = None;
+        if r.is_err() && self.stream.take().is_some() {
+            self.discard_frames();
         }
         r
     }
@@ -586,7 +701,7 @@ impl<W: Write> Writer<W> {
             ),
             (_, d) => d,
         };
-        let encoder = match options.encoding {
+        let zstd = match options.encoding {
             Encoding::Raw => None,
             Encoding::Pipeline => bail!(
                 InvalidArgument,
@@ -601,26 +716,47 @@ impl<W: Write> Writer<W> {
                         zstd_level_range()
                     );
                 }
-                Some(match v2 {
-                    true => FrameEncoder::seekable(options.level),
-                    false => FrameEncoder::new(options.level),
-                })
+                Some(if options.level == 0 { 3 } else { options.level })
             }
         };
-        self.pad_to_alignment()?;
+        let logical_type = logical_type
+            .map(CText::new)
+            .transpose()
+            .map_err(as_argument)?;
+        let mut hasher = Hasher::new(digest);
+        if zstd.is_some() {
+            // A v2 component starts on a 64 KiB boundary (every frame before it written
+            // out), and its digest covers the decoded bytes: `hasher` stays in the stream.
+            if v2 {
+                self.pad_to_alignment()?;
+            }
+            // Placed (padded, hashed) when its first frame is written out.
+            let stored = match v2 {
+                true => Hasher::new(DigestAlgorithm::None),
+                false => std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None)),
+            };
+            let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0, v2));
+            let (output, objects, placing) =
+                (&mut self.output, &mut self.objects, &mut self.placing);
+            let begin = Mark::Begin {
+                hasher: stored,
+                seekable: v2,
+            };
+            let r = frames.mark(begin, &mut |item| place(output, objects, placing, item));
+            self.after_io(r)?;
+        } else {
+            self.pad_to_alignment()?;
+        }
         self.stream = Some(Stream {
             role: role_c,
             dtype,
-            logical_type: logical_type
-                .map(CText::new)
-                .transpose()
-                .map_err(as_argument)?,
+            logical_type,
             offset: self.output.pos,
             decoded: 0,
-            hasher: Hasher::new(digest),
-            content: (v2 && encoder.is_none()).then(Box::default),
-            encoder,
+            hasher,
+            zstd,
             decoded_digest: v2,
+            content: (v2 && zstd.is_none()).then(Box::default),
             last: None,
         });
         Ok(())
@@ -651,25 +787,23 @@ impl<W: Write> Writer<W> {
         if let Some(&last) = data.last() {
             s.last = Some(last);
         }
-        let result = match s.encoder.as_mut() {
-            None => {
+        let result = match (s.zstd, &mut self.frames) {
+            (Some(level), Some(frames)) => {
+                if s.decoded_digest {
+                    s.hasher.update(data);
+                }
+                let (output, objects, placing) =
+                    (&mut self.output, &mut self.objects, &mut self.placing);
+                frames.write(level, data, &mut |item| {
+                    place(output, objects, placing, item)
+                })
+            }
+            _ => {
                 s.hasher.update(data);
                 if let Some(c) = &mut s.content {
                     c.update(data);
                 }
                 self.emit(data)
-            }
-            Some(enc) => {
-                if s.decoded_digest {
-                    s.hasher.update(data);
-                }
-                let (hasher, stored) = (&mut s.hasher, !s.decoded_digest);
-                enc.write(data, &mut |piece| {
-                    if stored {
-                        hasher.update(piece);
-                    }
-                    self.output.emit(piece)
-                })
             }
         };
         self.stream = Some(s);
@@ -702,25 +836,16 @@ impl<W: Write> Writer<W> {
     /// Ends the component being streamed and records it in the open object.
     pub fn end_component(&mut self) -> Result<()> {
         self.check_usable()?;
-        let Some(mut s) = self.stream.take() else {
+        let Some(s) = self.stream.take() else {
             bail!(State, "no component is being written");
         };
-        if let Some(enc) = s.encoder.as_mut() {
-            let (hasher, stored) = (&mut s.hasher, !s.decoded_digest);
-            let r = enc.finish(&mut |piece| {
-                if stored {
-                    hasher.update(piece);
-                }
-                self.output.emit(piece)
-            });
-            self.after_io(r)?;
-        }
         let unit = s.dtype.size() as u64
             * s.logical_type
                 .as_ref()
                 .and_then(|t| logical_type_info(t.as_str()))
                 .map_or(1, |i| i.ratio);
         if s.decoded % unit != 0 {
+            self.discard_frames();
             bail!(
                 InvalidArgument,
                 "object '{}' component '{}': {} bytes is not a whole number of {}-byte elements",
@@ -730,7 +855,7 @@ impl<W: Write> Writer<W> {
                 unit
             );
         }
-        let encoding = if s.encoder.is_some() {
+        let encoding = if s.zstd.is_some() {
             Encoding::Zstd
         } else {
             Encoding::Raw
@@ -743,13 +868,15 @@ impl<W: Write> Writer<W> {
             && crate::dtype::numel(obj.shape()).is_some_and(|n| n % 2 == 1)
             && s.last.is_some_and(|b| b & 0xf0 != 0)
         {
-            bail!(
+            let e = err!(
                 InvalidArgument,
                 "object '{}' component '{}': the unused high nibble of the last byte of an odd \
                  number of f4_e2m1 values must be 0",
                 obj.name(),
                 s.role.as_str()
             );
+            self.discard_frames();
+            return Err(e);
         }
         let mut component = Component {
             role: s.role,
@@ -769,12 +896,34 @@ impl<W: Write> Writer<W> {
         if let Some(content) = s.content {
             self.v2_share(&mut component, content.digest128())?;
         }
-        self.objects
-            .last_mut()
-            .expect("open object")
-            .components
-            .push(component);
+        let object = self.objects.len() - 1;
+        let components = &mut self.objects[object].components;
+        components.push(component);
+        let at = components.len() - 1;
+        if let (Some(level), Some(frames)) = (s.zstd, &mut self.frames) {
+            // Recorded (place, length, digest) when its last frame is written out.
+            let (output, objects, placing) =
+                (&mut self.output, &mut self.objects, &mut self.placing);
+            let mut out = |item: Out<'_, Mark>| place(output, objects, placing, item);
+            let r = frames
+                .end_frames(level, &mut out)
+                .and_then(|()| frames.mark(Mark::End(object, at), &mut out));
+            self.after_io(r)?;
+            // A v2 object is checked against its profile at `end_object`, with its
+            // parts' places known.
+            if self.version == FileVersion::V2 {
+                self.settle()?;
+            }
+        }
         Ok(())
+    }
+
+    /// Forgets the zstd component being streamed: frames already handed to the pool are
+    /// still written out (unreferenced), input not yet in a frame is dropped.
+    fn discard_frames(&mut self) {
+        if let Some(frames) = &mut self.frames {
+            frames.discard_input();
+        }
     }
 
     /// Ends the open object after checking its components against its shape and format
@@ -806,6 +955,10 @@ impl<W: Write> Writer<W> {
     /// Drops the open object (its bytes stay in the file, unreferenced).
     fn abandon_object(&mut self) {
         if self.open_object {
+            // Its components' frames are written out (or fail) before it goes, so that
+            // no place is recorded into an object that took its index.
+            let _ = self.settle();
+            self.discard_frames();
             self.stream = None;
             if let Some(o) = self.objects.pop() {
                 self.by_name.remove(o.name());
@@ -857,6 +1010,29 @@ impl<W: Write> Writer<W> {
             .by_name
             .get(name)
             .ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
+        self.replace_object_attributes(i, attributes)
+    }
+
+    /// Typed attributes (`attributes`, whose plain CBOR is `value`) as this writer's
+    /// version stores them: v1.2 keeps their type record; v2, whose manifest has none,
+    /// stores their values as deterministic CBOR. Checked as `attributes_for` checks.
+    fn typed_attributes_for(
+        &self,
+        attributes: Attributes,
+        value: &Value,
+        at: usize,
+        whose: &str,
+    ) -> Result<Attributes> {
+        let checked = self.attributes_for(value, at, whose)?;
+        Ok(match self.version {
+            FileVersion::V1_2 => attributes,
+            FileVersion::V2 => checked,
+        })
+    }
+
+    /// Replaces object `i`'s attributes; a v2 object already ended must still meet its
+    /// layout's profile with them (else they are not replaced).
+    fn replace_object_attributes(&mut self, i: usize, attributes: Attributes) -> Result<()> {
         let old = self.objects[i].attributes.replace(attributes);
         let ended = !(self.open_object && i + 1 == self.objects.len());
         if self.version == FileVersion::V2
@@ -874,6 +1050,7 @@ impl<W: Write> Writer<W> {
     /// temporary file into place. Returns the underlying writer.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
+        self.settle()?;
         match self.version {
             FileVersion::V1_2 => {
                 let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
@@ -936,7 +1113,8 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far. zstd frames still being compressed count once written out:
+    /// by later calls, at the latest by `finish`.
     pub fn position(&self) -> u64 {
         self.output.pos
     }

@@ -91,6 +91,7 @@ impl<W: Write> Writer<W> {
     /// Pads with zeros to the next 64 KiB boundary: a hole when the output is a file and
     /// the gap spans a page.
     pub(super) fn v2_pad(&mut self) -> Result<()> {
+        self.settle()?;
         let target = align_up(self.output.pos)?;
         let gap = target - self.output.pos;
         if gap >= HOLE && self.state().file.is_some() {

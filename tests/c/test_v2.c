@@ -64,7 +64,7 @@ static void test_write_and_read(const char *dir) {
   CHECK_STR(zt_file_format(r), "zt");
   CHECK_U64(zt_object_count(r), 5);
   /* Listed in name order. */
-  CHECK_OK(zt_object_info_get(r, 0, &oi));
+  CHECK_OK(zt_object_get_info(r, 0, &oi));
   CHECK_STR(oi.name, "blk.0.q8");
   CHECK_STR(oi.format, "gguf.q8_0/1");
   CHECK_OK(zt_object_find(r, "tok.weight", &i));
@@ -83,11 +83,11 @@ static void test_write_and_read(const char *dir) {
   CHECK_OK(zt_component_view(r, i, "data", &p));
   CHECK_U64(p.dtype, ZT_BOOL);
   CHECK_OK(zt_object_find(r, "blk.0.q8", &i));
-  CHECK_OK(zt_object_quant_info_get(r, i, &q));
+  CHECK_OK(zt_object_get_quant_info(r, i, &q));
   CHECK_STR(q.name, "Q8_0");
   CHECK_U64(q.block_size, 32);
   CHECK_U64(q.type_size, 34);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   for (i = 0; i < zt_object_count(r); i++) CHECK_OK(zt_object_validate(r, i));
 
   /* ZT_OPEN_VERIFY checks the xxh3 digests of the decoded bytes while opening. */
@@ -99,7 +99,7 @@ static void test_write_and_read(const char *dir) {
     unsigned char *bytes = zt_test_slurp(path, &size);
     o.flags = ZT_OPEN_VERIFY;
     CHECK_OK(zt_object_find(r, "packed", &i));
-    CHECK_OK(zt_component_info_get(r, i, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, i, 0, &ci));
     CHECK(bytes != NULL && ci.offset + 16 < size);
     if (bytes != NULL) {
       size_t packed_byte = (size_t)(ci.offset + ci.length - 30); /* in the last frame */
@@ -111,7 +111,7 @@ static void test_write_and_read(const char *dir) {
       CHECK(bad == NULL);
       bytes[packed_byte] ^= 0x40; /* undo, then break the tied blob */
       CHECK_OK(zt_object_find(r, "lm_head", &i));
-      CHECK_OK(zt_component_info_get(r, i, 0, &ci));
+      CHECK_OK(zt_component_get_info(r, i, 0, &ci));
       CHECK_OK(zt_open_memory_with(bytes, size, &o, &bad));
       zt_close(bad);
       bad = NULL;
@@ -206,12 +206,12 @@ static zt_status walk(const zt_reader *r) {
   } while (0)
   for (i = 0; i < zt_object_count(r); i++) {
     zt_object_info oi;
-    if (zt_object_info_get(r, i, &oi) != ZT_OK) continue;
+    if (zt_object_get_info(r, i, &oi) != ZT_OK) continue;
     for (c = 0; c < oi.component_count; c++) {
       zt_component_info ci;
       zt_view v;
       unsigned char *buf;
-      if (zt_component_info_get(r, i, c, &ci) != ZT_OK) continue;
+      if (zt_component_get_info(r, i, c, &ci) != ZT_OK) continue;
       buf = (unsigned char *)malloc(ci.decoded_length > 0 && ci.decoded_length < (1u << 26) ? (size_t)ci.decoded_length : 1);
       if (ci.decoded_length < (1u << 26)) NOTE(zt_component_read(r, i, ci.role, buf, (size_t)ci.decoded_length));
       free(buf);
@@ -219,10 +219,10 @@ static zt_status walk(const zt_reader *r) {
       NOTE(zt_component_verify(r, i, ci.role));
     }
     NOTE(zt_object_validate(r, i));
-    NOTE(zt_attributes_json(r, i, &json));
+    NOTE(zt_object_get_attributes_json(r, i, &json));
   }
-  NOTE(zt_attributes_json(r, SIZE_MAX, &json));
-  NOTE(zt_verify(r));
+  NOTE(zt_file_get_attributes_json(r, &json));
+  NOTE(zt_file_verify(r));
 #undef NOTE
   return first;
 }

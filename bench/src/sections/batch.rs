@@ -13,7 +13,8 @@ use std::io::Read;
 
 use super::{Ctx, Runs, Section};
 use crate::Res;
-use crate::files::{Files, map, stored_ranges};
+use crate::files::{Files, stored_ranges};
+use crate::formats::{safetensors_copy, zstd_decode_all};
 use crate::harness::{
     caller_buffers, case, filled_right, measure, names_of, parallel_note, row_from,
 };
@@ -34,7 +35,7 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
 
 /// The reader's object index of each workload tensor, by name (a writer may order its
 /// manifest otherwise: the reference's is not in the order tensors were added).
-fn order_of(r: &ztensor::Reader<'_>, w: &Workload) -> Res<Vec<usize>> {
+pub(super) fn order_of(r: &ztensor::Reader<'_>, w: &Workload) -> Res<Vec<usize>> {
     w.tensors
         .iter()
         .map(|t| {
@@ -46,7 +47,11 @@ fn order_of(r: &ztensor::Reader<'_>, w: &Workload) -> Res<Vec<usize>> {
 
 /// One `load_batch` of every tensor's data component into `bufs` (`order[i]`: the object
 /// of buffer i).
-fn batch_into(r: &ztensor::Reader<'_>, bufs: &mut [Vec<u8>], order: &[usize]) -> Res<()> {
+pub(super) fn batch_into(
+    r: &ztensor::Reader<'_>,
+    bufs: &mut [Vec<u8>],
+    order: &[usize],
+) -> Res<()> {
     let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
         .iter_mut()
         .enumerate()
@@ -85,13 +90,7 @@ fn small_tensors(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res
         })
         .check(check("one by one")),
         case("safetensors mmap+copy (with open)", || {
-            let m = map(st)?;
-            let s = safetensors::SafeTensors::deserialize(&m)?;
-            let mut b = bufs.borrow_mut();
-            for (name, v) in s.iter() {
-                b[w.by_name[name]].copy_from_slice(v.data());
-            }
-            Ok(())
+            safetensors_copy(w, st, &mut bufs.borrow_mut())
         })
         .check(check("safetensors")),
         case("read() whole file, 1 buffer", || {
@@ -129,15 +128,7 @@ fn single_frames(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res
         })
         .check(check("one by one")),
         case("zstd 1-thread decode, same frames", || {
-            let m = map(&f.reference)?;
-            let mut d = zstd::bulk::Decompressor::new()?;
-            for (i, b) in bufs.borrow_mut().iter_mut().enumerate() {
-                let (off, len) = stored[order[i]];
-                if d.decompress_to_buffer(&m[off..off + len], &mut b[..])? != b.len() {
-                    return Err("short zstd decode".into());
-                }
-            }
-            Ok(())
+            zstd_decode_all(&f.reference, &stored, &order, &mut bufs.borrow_mut())
         })
         .check(check("zstd limit")),
     ];

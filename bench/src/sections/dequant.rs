@@ -42,7 +42,13 @@ const TYPES: [(&str, u32, usize, usize, &[usize]); 5] = [
 
 /// A GGUF v3 file holding one tensor "w" of `rows` x 4096 values of the ggml type: random
 /// blocks with scales of a realistic size.
-fn gguf_file(id: u32, block: usize, size: usize, scales: &[usize], rows: usize) -> Vec<u8> {
+pub(super) fn gguf_file(
+    id: u32,
+    block: usize,
+    size: usize,
+    scales: &[usize],
+    rows: usize,
+) -> Vec<u8> {
     let cols = 4096usize;
     let mut out = b"GGUF".to_vec();
     out.extend(3u32.to_le_bytes());
@@ -96,7 +102,8 @@ fn set_affinity(set: &libc::cpu_set_t) -> Res<()> {
     Ok(())
 }
 
-/// The first CPU of `set` alone: the library then sees one CPU and uses one thread.
+/// The first CPU of `set` alone (with a pool of one thread, the library then works on
+/// this thread alone, on one CPU).
 fn first_cpu(set: &libc::cpu_set_t) -> libc::cpu_set_t {
     // SAFETY: plain bit operations on a valid set.
     unsafe {
@@ -182,7 +189,10 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
                 r.read_as(0, 0, ztensor::DType::F32, &mut out.borrow_mut())?;
                 Ok(())
             })
-            .setup(|| set_affinity(&one))
+            .setup(|| {
+                ztensor::pool::set_threads(1)?;
+                set_affinity(&one)
+            })
             .check(|| {
                 first.borrow_mut().copy_from_slice(&out.borrow());
                 Ok(())
@@ -191,7 +201,12 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
                 r.read_as(0, 0, ztensor::DType::F32, &mut out.borrow_mut())?;
                 Ok(())
             })
-            .setup(|| set_affinity(&all))
+            .setup(|| {
+                // Affinity first: the pool's new threads inherit this thread's.
+                set_affinity(&all)?;
+                ztensor::pool::set_threads(a.threads)?;
+                Ok(())
+            })
             .check(|| {
                 let o = out.borrow();
                 if o[..] != first.borrow()[..] {
@@ -208,6 +223,7 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
         ];
         let t = measure(a.runs, cases);
         set_affinity(&all)?;
+        ztensor::pool::set_threads(a.threads)?;
         let t = t?;
         let ggml = GGML_TO_FLOAT_GBPS
             .iter()

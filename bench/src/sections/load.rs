@@ -9,8 +9,8 @@ use std::io::Read;
 use super::{Ctx, Runs, Section};
 use crate::Res;
 use crate::datagen::fingerprint;
-use crate::files::{Files, map};
-use crate::formats::{read_all_ours, read_all_ref};
+use crate::files::Files;
+use crate::formats::{read_all_ours, read_all_ref, safetensors_copy};
 use crate::harness::{Case, caller_buffers, case, filled_right, measure, names_of};
 use crate::report::Row;
 use crate::workloads::Workload;
@@ -88,13 +88,7 @@ fn cases<'a>(
         })
         .check(check("ztensor-1.2.3 view+copy")),
         case("safetensors mmap+copy", move || {
-            let m = map(st)?;
-            let s = safetensors::SafeTensors::deserialize(&m)?;
-            let mut b = bufs.borrow_mut();
-            for (name, v) in s.iter() {
-                b[w.by_name[name]].copy_from_slice(v.data());
-            }
-            Ok(())
+            safetensors_copy(w, st, &mut bufs.borrow_mut())
         })
         .check(check("safetensors")),
         case("gguf (ztensor-1.2.3) view+copy", move || {

@@ -9,6 +9,7 @@ pub mod load;
 pub mod memory;
 pub mod range;
 pub mod remote;
+pub mod scaling;
 pub mod seek;
 pub mod shards;
 pub mod v2;

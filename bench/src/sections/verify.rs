@@ -1,13 +1,10 @@
 //! (7) verify (W1): ours `verify()` on the sha256 copy against `sha2::Sha256` over the same
 //! stored bytes, one thread.
 
-use std::hint::black_box;
-
-use sha2::Digest as _;
-
 use super::{Ctx, Runs, Section};
 use crate::Res;
-use crate::files::{Files, map, stored_ranges};
+use crate::files::{Files, stored_ranges};
+use crate::formats::sha2_ranges;
 use crate::harness::{case, measure, names_of, parallel_note, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;
@@ -28,15 +25,7 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
             ztensor::Reader::open(path)?.verify()?;
             Ok(())
         }),
-        case("sha2 single-threaded", || {
-            let m = map(path)?;
-            let mut acc = 0u8;
-            for &(off, len) in &ranges {
-                acc ^= sha2::Sha256::digest(&m[off..off + len])[0];
-            }
-            black_box(acc);
-            Ok(())
-        }),
+        case("sha2 single-threaded", || sha2_ranges(path, &ranges)),
     ];
     let labels = names_of(&cases);
     let t = measure(ctx.args.runs, cases)?;

@@ -3,14 +3,13 @@
 //! `zstd::bulk::compress` single-threaded.
 
 use std::fs::{self, File};
-use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{Ctx, Runs, Section};
 use crate::Res;
 use crate::files::Files;
-use crate::formats::{write_ours, write_ref, write_safetensors};
+use crate::formats::{write_ours, write_ref, write_safetensors, zstd_compress_all};
 use crate::harness::{Case, case, measure, names_of, parallel_note, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;
@@ -149,12 +148,7 @@ fn zstd_write(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
         })
         .setup(setup),
         case("zstd::bulk::compress 1-thread (memory only)", || {
-            let mut acc = 0usize;
-            for i in 0..w.tensors.len() {
-                acc += zstd::bulk::compress(w.bytes(i), 3)?.len();
-            }
-            black_box(acc);
-            Ok(())
+            zstd_compress_all(w, 3)
         }),
     ];
     let labels = names_of(&cases);

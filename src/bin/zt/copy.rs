@@ -115,11 +115,12 @@ fn write_file(
         }
     };
     if let Some((_, first)) = inputs.first()
-        && let Some(attributes) = first.attributes()
+        && let Some(attributes) = first.raw_attributes()
     {
+        // With their types (a GGUF's u32 and f32 key/values stay u32 and f32).
         match &mut writer {
-            Out::One(w) => w.set_file_attributes(attributes),
-            Out::Set(w) => w.set_file_attributes(attributes),
+            Out::One(w) => w.set_file_attributes_from(attributes),
+            Out::Set(w) => w.set_file_attributes_from(attributes),
         }
         .map_err(cannot_write)?;
     }

@@ -83,6 +83,7 @@ const TRAITS: Traits = Traits {
     digest_kinds: &[DigestKind::Xxh3],
     decoded_digests: false,
     value_rules: false,
+    shared_blobs: false,
     ..super::UNALIGNED
 };
 

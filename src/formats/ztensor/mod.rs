@@ -30,6 +30,7 @@ pub(crate) const TRAITS: Traits = Traits {
     digest_kinds: ZTENSOR_KINDS,
     decoded_digests: false,
     value_rules: false,
+    shared_blobs: false,
 };
 
 /// True for the first bytes of a v1.x file.

@@ -62,6 +62,7 @@ pub(crate) const TRAITS: Traits = Traits {
     digest_kinds: DIGEST_KINDS,
     decoded_digests: true,
     value_rules: true,
+    shared_blobs: false,
 };
 
 /// The rules a v2 file can break, named as the v2 conformance corpus names them.

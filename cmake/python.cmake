@@ -1,0 +1,66 @@
+# The Python package (python/, ztensor-c) as ctest tests. Included by CMakeLists.txt inside
+# its tests section (it uses _ztensor_add_test).
+#
+#   python_venv    fixture: three venvs in the build tree, pinned, made by
+#                  tests/languages/make_venv.py: venv-python (runtime and test packages,
+#                  no build tools), venv-python-ref2 (ztensor==2.1.2), venv-python-build
+#                  (pypa/build, for the sdist)
+#   python_wheel   fixture: `pip wheel ./python` (pip's isolated build environment runs
+#                  maturin, which compiles the library against this build's cargo
+#                  directory: only the library itself is compiled again), the wheel
+#                  installed into venv-python with --no-deps
+#   python_tests   pytest python/tests in venv-python, on the installed wheel
+#   python_sdist   the sdist (python -m build --sdist), a wheel built from it, the same files
+#
+# The first run needs network access (pip); later runs reuse the venvs while their pins
+# are unchanged, and pip's cache for the build environment.
+
+if(NOT ZTENSOR_BUILD_TESTS)
+  return()
+endif()
+
+set(_py_dir "${PROJECT_SOURCE_DIR}/python")
+set(_py_venv "${PROJECT_BINARY_DIR}/venv-python")
+set(_py_python "${_py_venv}/bin/python")
+set(_py_ref2 "${PROJECT_BINARY_DIR}/venv-python-ref2")
+set(_py_build "${PROJECT_BINARY_DIR}/venv-python-build")
+set(_py_dist "${PROJECT_BINARY_DIR}/python-dist")
+set(_py_make_venv "${PROJECT_SOURCE_DIR}/tests/languages/make_venv.py")
+set(_py_interop_pins "${PROJECT_SOURCE_DIR}/tests/interop/requirements.txt")
+
+if(ZTENSOR_PYTHON3)
+  add_test(NAME python_venv
+    COMMAND "${CMAKE_COMMAND}"
+            "-DPYTHON=${ZTENSOR_PYTHON3}"
+            "-DMAKE_VENV=${_py_make_venv}"
+            "-DVENVS=${_py_venv}|${_py_dir}/tests/requirements.txt;${_py_ref2}|${_py_dir}/tests/requirements-ref2.txt;${_py_build}|${_py_dir}/tests/requirements-build.txt"
+            "-DINTEROP_PINS=${_py_interop_pins}"
+            -P "${_py_dir}/tests/make_venvs.cmake")
+else()
+  add_test(NAME python_venv
+    COMMAND "${CMAKE_COMMAND}" "-DMESSAGE=python3 not found (install python3 and python3-venv)"
+            -P "${_ztensor_fail_script}")
+endif()
+set_tests_properties(python_venv PROPERTIES FIXTURES_SETUP ztensor_python_venv TIMEOUT 900)
+
+# The cargo environment of the CMake build (target directory, profile settings), so that
+# maturin's cargo run finds the dependencies already compiled.
+set(_py_cargo_env ${_ztensor_cargo_env})
+if(CMAKE_BUILD_TYPE STREQUAL "Debug")
+  list(APPEND _py_cargo_env "MATURIN_PEP517_ARGS=--profile dev")
+endif()
+_ztensor_add_test(python_wheel "${CMAKE_COMMAND}" -E env ${_py_cargo_env} "CARGO=${CARGO_EXECUTABLE}"
+  "${_py_python}" "${_py_dir}/tests/wheel.py" build "${_py_dist}")
+set_tests_properties(python_wheel PROPERTIES TIMEOUT 1800 FIXTURES_SETUP ztensor_python_wheel)
+
+_ztensor_add_test(python_tests "${_py_python}" -m pytest -p no:cacheprovider -rs
+  "${_py_dir}/tests")
+set_tests_properties(python_tests PROPERTIES TIMEOUT 1200
+  ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS};ZT_REF2_PYTHON=${_py_ref2}/bin/python;PYTHONDONTWRITEBYTECODE=1")
+
+_ztensor_add_test(python_sdist "${CMAKE_COMMAND}" -E env ${_py_cargo_env} "CARGO=${CARGO_EXECUTABLE}"
+  "${_py_python}" "${_py_dir}/tests/wheel.py" sdist "${_py_dist}" "${_py_build}/bin/python")
+set_tests_properties(python_sdist PROPERTIES TIMEOUT 1800)
+
+set_property(TEST python_wheel python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_venv)
+set_property(TEST python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_wheel)

@@ -1,0 +1,88 @@
+"""PEP 517 backend of ztensor-c: maturin's, with the C declarations cffi needs.
+
+maturin (bindings = "cffi") builds the Rust library as a cdylib, puts it in the wheel, and
+compiles C declarations with cffi into ztensor_c/_native/ffi.py (out-of-line ABI mode: no
+C compiler, no Python extension). It takes those declarations from `<cargo target
+dir>/header.h` when that file exists, else from its own cbindgen run, which can't be used
+here: include/ztensor.h is written for C and C++ compilers (#if blocks, the ZT_API
+visibility macro) and cffi's parser takes plain declarations only. So before each wheel
+build this writes header.h from include/ztensor.h (cffi_header.py says how), into the
+target directory cargo metadata names (the one maturin uses: CARGO_TARGET_DIR and cargo's
+configuration count), and then calls maturin. Every other hook is maturin's own.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import maturin
+from maturin import (  # noqa: F401  (the hooks this backend passes through unchanged)
+    build_sdist,
+    get_requires_for_build_editable,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_editable,
+    prepare_metadata_for_build_wheel,
+)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cffi_header  # noqa: E402
+
+
+def _crate_root():
+    """The directory of the Cargo.toml that pyproject.toml's manifest-path names."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
+    with open(os.path.join(here, "pyproject.toml"), "rb") as f:
+        text = f.read().decode("utf-8")
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "manifest-path":
+            return os.path.dirname(os.path.normpath(os.path.join(here, value.strip().strip('"'))))
+    return here
+
+
+def _target_dir(root):
+    cargo = os.environ.get("CARGO", shutil.which("cargo") or "cargo")
+    try:
+        out = subprocess.run(
+            [cargo, "metadata", "--format-version", "1", "--no-deps",
+             "--manifest-path", os.path.join(root, "Cargo.toml")],
+            check=True, capture_output=True, cwd=root, stdin=subprocess.DEVNULL).stdout
+    except FileNotFoundError:
+        raise RuntimeError("ztensor-c: cargo not found. The package compiles the ztensor Rust "
+                           "library: install Rust (https://rustup.rs) or put cargo on PATH")
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"ztensor-c: cargo metadata failed:\n{e.stderr.decode(errors='replace')}")
+    return json.loads(out)["target_directory"]
+
+
+def _write_cffi_header():
+    root = _crate_root()
+    source = os.path.join(root, "include", "ztensor.h")
+    with open(source, encoding="utf-8") as f:
+        text = cffi_header.cdef_from_header(f.read())
+    target = _target_dir(root)
+    os.makedirs(target, exist_ok=True)
+    path = os.path.join(target, "header.h")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    _write_cffi_header()
+    return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    _write_cffi_header()
+    return maturin.build_editable(wheel_directory, config_settings, metadata_directory)

@@ -1,0 +1,138 @@
+"""safetensors' API (numpy.load_file/save_file/load/save, safe_open) against the
+safetensors package itself, on its own files and on ours."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import safetensors
+import safetensors.numpy as st_numpy
+
+import ztensor_c
+import ztensor_c.numpy as zt_numpy
+from conftest import values
+
+
+def sample():
+    return {
+        "embed": values(48, "float32").reshape(6, 8),
+        "bias": values(8, "float64", 1),
+        "ids": values(10, "int64", 2),
+        "mask": values(5, "bool", 3),
+        "half": values(12, "float16", 4).reshape(3, 4),
+        "bf16": values(6, "float32", 5).astype(ml_dtypes.bfloat16).reshape(2, 3),
+        "small": values(7, "uint8", 6),
+        "scalar": np.array(3.5, np.float32),
+        "empty": np.zeros((0, 4), np.int32),
+    }
+
+
+def assert_same(ours, theirs):
+    assert list(ours) == list(theirs) or sorted(ours) == sorted(theirs)
+    for k in theirs:
+        assert ours[k].dtype == theirs[k].dtype, k
+        assert ours[k].shape == theirs[k].shape, k
+        assert ours[k].tobytes() == theirs[k].tobytes(), k
+
+
+def test_load_file_of_a_safetensors_file_equals_safetensors(tmp_path):
+    path = tmp_path / "m.safetensors"
+    st_numpy.save_file(sample(), path, metadata={"step": "7", "name": "tiny"})
+    theirs = st_numpy.load_file(path)
+    ours = zt_numpy.load_file(path)
+    assert_same(ours, theirs)
+    assert ztensor_c.Reader(path).attributes == {"step": "7", "name": "tiny"}
+    with open(path, "rb") as f:
+        assert_same(zt_numpy.load(f.read()), theirs)
+
+
+@pytest.mark.parametrize("compress", [None, True])
+def test_save_file_then_load_file(tmp_path, compress):
+    path = tmp_path / "m.zt"
+    zt_numpy.save_file(sample(), path, metadata={"step": "7"}, compress=compress, checksum="crc32c")
+    loaded = zt_numpy.load_file(path)
+    assert list(loaded) == list(sample())  # the order given
+    assert_same(loaded, sample())
+    r = ztensor_c.Reader(path)
+    assert r.attributes == {"step": "7"}
+    r.verify()
+    copies = zt_numpy.load_file(path, copy=True)
+    assert all(a.flags.writeable and a.flags.owndata for a in copies.values())
+    assert_same(copies, sample())
+
+
+def test_save_and_load_bytes():
+    data = zt_numpy.save(sample(), metadata={"k": "v"})
+    assert data[:8] == b"ZTEN1000" and data[-8:] == b"ZTEN1000"  # a zTensor 1.x file
+    loaded = zt_numpy.load(data)
+    assert_same(loaded, sample())
+    assert not loaded["embed"].flags.writeable  # views of the loaded bytes' aligned copy
+    del data
+    np.testing.assert_array_equal(loaded["ids"], sample()["ids"])
+
+
+def test_save_file_refuses_what_safetensors_refuses(tmp_path):
+    with pytest.raises(ValueError):
+        zt_numpy.save_file([np.ones(2)], tmp_path / "x.zt")
+    with pytest.raises(ValueError, match="np.ndarray"):
+        zt_numpy.save_file({"a": [1, 2]}, tmp_path / "x.zt")
+    assert not (tmp_path / "x.zt").exists()
+
+
+def test_safe_open_matches_safetensors(tmp_path):
+    path = tmp_path / "m.safetensors"
+    st_numpy.save_file(sample(), path, metadata={"format": "np"})
+    with safetensors.safe_open(path, framework="np") as theirs, \
+            ztensor_c.safe_open(path, framework="np") as ours:
+        assert ours.keys() == theirs.keys()
+        assert ours.metadata() == theirs.metadata()
+        for k in theirs.keys():
+            a, b = ours.get_tensor(k), theirs.get_tensor(k)
+            assert a.dtype == b.dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes(), k
+            sa, sb = ours.get_slice(k), theirs.get_slice(k)
+            assert sa.get_shape() == sb.get_shape()
+            assert sa.get_dtype() == sb.get_dtype()
+        for key in [np.s_[1:3], np.s_[1:5, 2:4], np.s_[:, 3], np.s_[-2:, ::3], np.s_[4],
+                    np.s_[..., 1], np.s_[::-2, 1:7:2], np.s_[5:2:-1], np.s_[7:], np.s_[:0]]:
+            a = ours.get_slice("embed")[key]
+            b = theirs.get_tensor("embed")[key]
+            np.testing.assert_array_equal(a, b, err_msg=str(key))
+            assert a.shape == b.shape, key
+
+
+@pytest.mark.parametrize("options", [{}, {"compress": True}, {"compress": 1}])
+def test_get_slice_range_reads_of_compressed_tensors(tmp_path, options):
+    """Rows of a zstd tensor come from the frames holding them (the library's range
+    read); the values equal slicing the whole tensor."""
+    a = np.arange(3 * 1024 * 1024, dtype=np.float32).reshape(3072, 1024)  # 12 MiB: 3 frames
+    path = tmp_path / "big.zt"
+    with ztensor_c.Writer(path) as w:
+        w.add("a", a, **options)
+    with ztensor_c.safe_open(path, framework="np") as f:
+        s = f.get_slice("a")
+        for key in [np.s_[0:2], np.s_[1500:1502, 10:20], np.s_[3071], np.s_[-1, -5:], np.s_[1000:3000:500, ::256]]:
+            np.testing.assert_array_equal(s[key], a[key], err_msg=str(key))
+    r = ztensor_c.Reader(path, mmap=False)  # pread: never a view, always a range read
+    with ztensor_c.safe_open(path, framework="np") as f:
+        np.testing.assert_array_equal(f.get_slice("a")[2000:2001], a[2000:2001])
+    del r
+
+
+def test_safe_open_errors(tmp_path):
+    path = tmp_path / "m.zt"
+    zt_numpy.save_file({"a": np.ones((2, 2))}, path)
+    with pytest.raises(ValueError, match="framework"):
+        ztensor_c.safe_open(path, framework="flax")
+    with ztensor_c.safe_open(path, framework="numpy") as f:
+        with pytest.raises(KeyError):
+            f.get_tensor("b")
+        with pytest.raises(IndexError):
+            f.get_slice("a")[2]
+        with pytest.raises(IndexError):
+            f.get_slice("a")[0, 0, 0]
+        assert f.metadata() is None
+        assert f.offset_keys() == ["a"]
+    with pytest.raises(ValueError, match="closed"):
+        f.keys()
+    with pytest.raises(FileNotFoundError):
+        ztensor_c.safe_open(tmp_path / "none.safetensors", framework="np")

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Builds the package the way a user does, for the ctest tests (cmake/python.cmake).
+
+    python wheel.py build DIST          # pip wheel ./python, then install it here
+    python wheel.py sdist DIST BUILDPY  # BUILDPY -m build --sdist, then a wheel from it
+
+`build` runs `python -m pip wheel <repo>/python --no-deps -w DIST` with this
+interpreter's pip (pip makes its own isolated build environment with the pinned maturin
+and cffi of pyproject.toml), checks the wheel's tag, and installs it with --no-deps into
+this interpreter's venv, which holds no build tools (this checks it). The environment
+passes through: CMake sets CARGO_TARGET_DIR to its own cargo directory, so maturin's
+cargo run reuses the dependencies the CMake build compiled and compiles only the library
+itself, with the same profile settings.
+
+`sdist` builds the sdist with pypa/build (the interpreter BUILDPY has it), checks it
+holds what a build needs, builds a wheel from it with pip, and checks that the wheel
+holds the same files as the one `build` made.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(REPO, "python")
+
+
+def run(*args, **kwargs):
+    print("+", " ".join(args), flush=True)
+    subprocess.run(args, check=True, stdin=subprocess.DEVNULL, **kwargs)
+
+
+def one(pattern):
+    found = glob.glob(pattern)
+    if len(found) != 1:
+        sys.exit(f"expected one file {pattern}, found {found}")
+    return found[0]
+
+
+def wheel_files(path):
+    with zipfile.ZipFile(path) as z:
+        return sorted(n for n in z.namelist() if ".dist-info/" not in n)
+
+
+def build(dist):
+    shutil.rmtree(dist, ignore_errors=True)
+    os.makedirs(dist)
+    start = time.monotonic()
+    run(sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-input",
+        "--no-deps", "-w", dist, PACKAGE)
+    print(f"pip wheel ./python: {time.monotonic() - start:.0f} s")
+    wheel = one(os.path.join(dist, "ztensor_c-*.whl"))
+    tag = os.path.basename(wheel)[:-4].split("-", 2)[2]
+    if not tag.startswith("py3-none-"):
+        sys.exit(f"{wheel}: the tag is {tag}, not py3-none-<platform>")
+    files = wheel_files(wheel)
+    for needed in ("ztensor_c/__init__.py", "ztensor_c/_native/ffi.py", "ztensor_c/_native/__init__.py"):
+        if needed not in files:
+            sys.exit(f"{wheel} lacks {needed}: {files}")
+    for tool in ("maturin", "setuptools_rust", "build"):
+        try:
+            __import__(tool)
+        except ImportError:
+            continue
+        sys.exit(f"the test venv has the build tool {tool}: it must be a clean venv")
+    run(sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+        "--no-deps", "--force-reinstall", wheel)
+    print(f"installed {os.path.basename(wheel)}")
+
+
+def sdist(dist, build_python):
+    out = os.path.join(dist, "sdist")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    start = time.monotonic()
+    run(build_python, "-m", "build", "--sdist", "--outdir", out, PACKAGE)
+    archive = one(os.path.join(out, "ztensor_c-*.tar.gz"))
+    with tarfile.open(archive) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    needed = ["pyproject.toml", "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml",
+              "src/lib.rs", "src/ffi/mod.rs", "include/ztensor.h", "build_backend/ztensor_c_build.py",
+              "build_backend/cffi_header.py", "ztensor_c/__init__.py", "ztensor_c/_lib.py"]
+    missing = [n for n in needed if n not in names]
+    if missing:
+        sys.exit(f"{archive} lacks {missing}")
+    print(f"sdist {os.path.basename(archive)}: {len(names)} files, {os.path.getsize(archive)} bytes")
+    run(sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-input",
+        "--no-deps", "-w", out, archive)
+    print(f"sdist and its wheel: {time.monotonic() - start:.0f} s")
+    ours = wheel_files(one(os.path.join(out, "ztensor_c-*.whl")))
+    direct = glob.glob(os.path.join(dist, "ztensor_c-*.whl"))
+    if direct and wheel_files(direct[0]) != ours:
+        sys.exit(f"the sdist's wheel holds other files than pip wheel ./python's:\n{ours}\n{wheel_files(direct[0])}")
+    print("the sdist's wheel holds the same files")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "build":
+        build(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "sdist":
+        sdist(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""DLPack export: `__dlpack__` capsules over memory the package keeps alive.
+
+The structs (DLManagedTensorVersioned, DLManagedTensor, DLTensor ...) are declared in the
+cffi module the build compiles (build_backend/cffi_header.py), written from the DLPack
+specification. Rules followed (DLPack's python_spec):
+
+- A capsule is named "dltensor_versioned" (DLPack >= 1.0, when the consumer passes
+  max_version >= (1, 0)) or "dltensor" (the legacy struct, for older consumers).
+- A consumer renames the capsule to "used_dltensor[_versioned]" and calls the struct's
+  deleter when it is done. A capsule never consumed calls the deleter from its own
+  destructor (it still has its original name then). The deleter runs once either way,
+  from any thread, with or without the GIL (cffi's callback takes it).
+- The struct, its shape array and the object owning the data (a NumPy array, which keeps
+  the reader and its mapping alive) live in a table until the deleter runs.
+- Read-only memory (views of a mapped file, a reader's decoded copies) is flagged
+  DLPACK_FLAG_BITMASK_READ_ONLY in the versioned struct; the legacy struct has no flags,
+  so a legacy consumer can't know (see the README).
+"""
+
+import ctypes
+import threading
+
+from ._lib import ffi
+
+DLPACK_VERSION = (1, 1)  # the fp8 and packed fp4/fp6 type codes came with 1.1
+FLAG_READ_ONLY = 1 << 0
+FLAG_IS_COPIED = 1 << 1
+KDL_CPU = 1
+
+_VERSIONED = b"dltensor_versioned"
+_LEGACY = b"dltensor"
+
+_live = {}  # address of a struct -> (struct cdata, shape cdata, owner)
+_live_lock = threading.RLock()  # re-entrant: a collection inside may run a destructor
+
+
+def _release(address):
+    with _live_lock:
+        _live.pop(address, None)
+
+
+@ffi.callback("void(DLManagedTensorVersioned *)")
+def _delete_versioned(managed):
+    _release(int(ffi.cast("uintptr_t", managed)))
+
+
+@ffi.callback("void(DLManagedTensor *)")
+def _delete_legacy(managed):
+    _release(int(ffi.cast("uintptr_t", managed)))
+
+
+# Private prototypes of the C API calls (the shared ctypes.pythonapi attributes are left
+# as they are: other code may set their argtypes differently).
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+# The capsule destructor gets the capsule as a raw pointer: it is being destroyed, so no
+# Python reference to it may be made.
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _destroy_capsule(capsule):
+    try:
+        for name in (_VERSIONED, _LEGACY):
+            if _capsule_is_valid(capsule, name):  # not consumed: the deleter is ours to call
+                _release(_capsule_pointer(capsule, name))
+                return
+    except Exception:  # pragma: no cover - nothing may escape a destructor
+        pass
+
+
+_DESTROY = ctypes.cast(_destroy_capsule, ctypes.c_void_p).value
+
+
+def capsule(data_address, shape, code, bits, owner, *, read_only, copied=False, versioned=True):
+    """A DLPack capsule of a C-contiguous CPU tensor at `data_address` of `shape`, whose
+    elements have DLPack type `code` and `bits`. `owner` is kept alive until the consumer
+    is done with the memory."""
+    ndim = len(shape)
+    shape_c = ffi.new("int64_t[]", list(shape)) if ndim else ffi.NULL
+    if versioned:
+        managed = ffi.new("DLManagedTensorVersioned *")
+        managed.version.major, managed.version.minor = DLPACK_VERSION
+        managed.deleter = _delete_versioned
+        managed.flags = (FLAG_READ_ONLY if read_only else 0) | (FLAG_IS_COPIED if copied else 0)
+    else:
+        managed = ffi.new("DLManagedTensor *")
+        managed.deleter = _delete_legacy
+    t = managed.dl_tensor
+    t.data = ffi.cast("void *", data_address)
+    t.device.device_type = KDL_CPU
+    t.device.device_id = 0
+    t.ndim = ndim
+    t.dtype.code = code
+    t.dtype.bits = bits
+    t.dtype.lanes = 1
+    t.shape = shape_c
+    t.strides = ffi.NULL  # compact, row-major
+    t.byte_offset = 0
+    address = int(ffi.cast("uintptr_t", managed))
+    with _live_lock:
+        _live[address] = (managed, shape_c, owner)
+    try:
+        return _capsule_new(address, _VERSIONED if versioned else _LEGACY, _DESTROY)
+    except BaseException:
+        _release(address)
+        raise
+
+
+def live_count():
+    """How many exported tensors have not been released yet (for tests)."""
+    with _live_lock:
+        return len(_live)

@@ -1,0 +1,602 @@
+"""One open C reader and the arrays made from it.
+
+Lifetime: the `zt_reader *` is wrapped by `ffi.gc`, so `zt_close` runs when the last
+Python object holding it is gone. Holding it are the `Handle` (what Reader, safe_open
+and Tensor objects use) and, for every array viewing memory the reader owns (the file's
+mapping, its decoded copies), that array: NumPy keeps the memoryview it was made from,
+the memoryview a cffi buffer, the buffer a cdata whose destructor closure holds the
+reader. So closing a Reader never unmaps memory an array still shows, and the file is
+closed as soon as nothing uses it. The mapping buffers of a Handle are cached on the
+Handle, never on what they keep alive, so no reference cycle forms.
+
+Thread safety: the C reader is immutable after open and every call may run on any
+thread at once; cffi releases the GIL around each call. The caches here are filled under
+a lock or idempotently.
+"""
+
+import threading
+
+import numpy as np
+
+from . import _dtypes, _lib, _sparse, _values
+from ._lib import ffi
+
+_RAW = _lib.ENCODING_RAW
+_OK = _lib.OK
+_SIZE_MAX = int(ffi.cast("size_t", -1))
+_URL_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://",
+                "http://", "https://")
+
+
+def _struct(ctype, *fields):
+    """A new `ctype` struct, and for each field named a (memoryview, index) reading it
+    from the struct's bytes: an item of an 8-byte view for 8-byte fields (pointers as
+    addresses, size_t, uint64_t), of a 4-byte view for uint32_t. Reading a field so costs
+    a fraction of a cffi attribute access."""
+    cdata = ffi.new(ctype + " *")
+    raw = memoryview(ffi.buffer(cdata))
+    views = {8: raw.cast("Q"), 4: raw.cast("I")}
+    out = []
+    for name in fields:
+        size = ffi.sizeof(dict(ffi.typeof(ctype).fields)[name].type)
+        offset = ffi.offsetof(ctype, name)
+        if size not in views or offset % size:
+            raise AssertionError(f"{ctype}.{name}: {size} bytes at {offset}")
+        out.append((views[size], offset // size))
+    return cdata, out
+
+
+class _Role:
+    """What Handle.view needs of a component: its role (and index)."""
+
+    __slots__ = ("role", "index")
+
+    def __init__(self, role, index):
+        self.role = role
+        self.index = index
+
+
+_DATA = _Role("data", 0)
+
+
+def _checked(shape, count):
+    """`shape` when it holds `count` elements, else None (one dimension of them)."""
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return shape if n == count else None
+
+
+def view_array(buffer, dtype, shape, offset):
+    """A read-only array of `shape` over `buffer` (a read-only memoryview) at `offset`.
+    np.frombuffer keeps the memoryview as the array's base, so the array can't be made
+    writable (np.ndarray(buffer=...) would keep the writable object under it)."""
+    count = 1
+    for d in shape:
+        count *= d
+    arr = np.frombuffer(buffer, dtype, count, offset)
+    return arr if len(shape) == 1 else arr.reshape(shape)
+
+
+def _keep(owner):
+    """A cffi destructor that does nothing but hold `owner` until its cdata is collected."""
+    return lambda _cdata: owner
+
+
+def _address(pointer):
+    return int(ffi.cast("uintptr_t", pointer))
+
+
+def _text(pointer):
+    return None if pointer == ffi.NULL else ffi.string(pointer).decode("utf-8", "surrogateescape")
+
+
+def is_url(path):
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "surrogateescape")
+    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+
+
+class Component:
+    """One component of an object: role, storage dtype (a zt_dtype value), logical type,
+    encoding and sizes, as zt_component_get_info gives them."""
+
+    __slots__ = ("index", "role", "dtype", "type", "encoding", "offset", "length",
+                 "decoded_length", "digest")
+
+    def __init__(self, index, info):
+        self.index = index
+        self.role = _text(info.role)
+        self.dtype = info.dtype
+        self.type = _text(info.type)
+        self.encoding = info.encoding
+        self.offset = info.offset
+        self.length = info.length
+        self.decoded_length = info.decoded_length
+        self.digest = _text(info.digest)
+
+    def as_dict(self):
+        return {"dtype": _dtypes.LONG_NAMES[self.dtype], "type": self.type,
+                "encoding": ("raw", "zstd", "pipeline")[self.encoding] if self.encoding < 3 else str(self.encoding),
+                "offset": self.offset, "length": self.length,
+                "decoded_length": self.decoded_length, "digest": self.digest}
+
+
+class Object:
+    """One object: index, name, format, shape and components."""
+
+    __slots__ = ("index", "name", "format", "shape", "components")
+
+    def __init__(self, index, name, format, shape, components):
+        self.index = index
+        self.name = name
+        self.format = format
+        self.shape = shape
+        self.components = components
+
+    def component(self, role):
+        for c in self.components:
+            if c.role == role:
+                return c
+        raise KeyError(f"object '{self.name}' ({self.format}) has no component '{role}' "
+                       f"(it has {', '.join(c.role for c in self.components)})")
+
+    @property
+    def primary(self):
+        """The component whose dtype the object's dtype is: data, values, else the first."""
+        for role in ("data", "values"):
+            for c in self.components:
+                if c.role == role:
+                    return c
+        return self.components[0] if self.components else None
+
+
+class Handle:
+    """An open `zt_reader *` with the Python-side caches of one Reader."""
+
+    def __init__(self, reader, path, kind, memory=None):
+        if memory is None:
+            self.ptr = ffi.gc(reader, _lib.close)
+        else:  # the reader borrows `memory`: its destructor holds it until zt_close ran
+            self.ptr = ffi.gc(reader, lambda p, _memory=memory: _lib.close(p))
+        self.path = path
+        self.kind = kind  # "mapped", "pread", "memory" or "remote"
+        self.views = kind in ("mapped", "memory")  # raw components are zero-copy
+        self._lock = threading.Lock()
+        self._regions = ()  # (start, end, memoryview) of memory arrays may view
+        self._names = None
+        self._index = None
+        if memory is not None:  # read-only: views of it need only it, not the reader
+            start = memory.ctypes.data
+            self._regions = ((start, start + memory.nbytes, memoryview(memory)),)
+
+    # --- opening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path, *, mmap=True, verify=False, populate=False, all_shards=False,
+             one_file=False, remote=None, **limits):
+        options = ffi.new("zt_open_options *")
+        flags = ((0 if mmap else _lib.OPEN_NO_MMAP) | (_lib.OPEN_VERIFY if verify else 0)
+                         | (_lib.OPEN_POPULATE if populate else 0)
+                         | (_lib.OPEN_ALL_SHARDS if all_shards else 0)
+                 | (_lib.OPEN_ONE_FILE if one_file else 0))
+        options.flags = flags
+        _open_options(limits, options)
+        out = ffi.new("zt_reader **")
+        raw = _lib.fspath(path)
+        url = is_url(raw)
+        if remote is not None:
+            if not url:
+                raise ValueError("remote options are for URLs (s3://, gs://, az://, http(s)://)")
+            remote_c, keep = _remote_options(remote)
+            status = _lib.open_url_with(raw, options, remote_c, out)
+            del keep
+        else:
+            status = _lib.open_with(raw, options, out)
+        _lib.check(status)
+        kind = "remote" if url else ("mapped" if mmap else "pread")
+        return cls(out[0], raw.decode("utf-8", "surrogateescape"), kind)
+
+    @classmethod
+    def open_memory(cls, data, **limits):
+        """Opens a copy of `data` (bytes-like) placed 64-byte aligned, so raw components
+        are zero-copy views of it; the copy lives as long as the reader or its arrays."""
+        view = memoryview(data).cast("B")
+        store = np.empty(view.nbytes + 64, np.uint8)
+        skip = (-store.ctypes.data) % 64
+        memory = store[skip:skip + view.nbytes]
+        memory[:] = view
+        memory.flags.writeable = False
+        options = _open_options(limits)
+        out = ffi.new("zt_reader **")
+        _lib.check(_lib.open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
+        return cls(out[0], None, "memory", memory)
+
+    # --- what is in the file -----------------------------------------------------------
+    @property
+    def format(self):
+        return ffi.string(_lib.file_format(self.ptr)).decode()
+
+    @property
+    def version(self):
+        return ffi.string(_lib.file_version(self.ptr)).decode()
+
+    def count(self):
+        return _lib.object_count(self.ptr)
+
+    def names(self):
+        """Every object name in file order (one C call; cached)."""
+        names = self._names
+        if names is None:
+            block = ffi.new("const char **")
+            size = ffi.new("size_t *")
+            _lib.check(_lib.file_get_names(self.ptr, block, size))
+            n = size[0]
+            if n == 0:
+                names = []
+            else:
+                names = ffi.unpack(block[0], n - 1).decode("utf-8", "surrogateescape").split("\0")
+            self._names = names
+        return names
+
+    def index_of(self, name):
+        """The index of the object named `name`; KeyError (NotFoundError) if none."""
+        try:
+            return self._name_index()[name]
+        except KeyError:
+            if not isinstance(name, str):
+                raise TypeError(f"tensor names are str, not {type(name).__name__}") from None
+            out = ffi.new("size_t *")
+            _lib.check(_lib.object_find(self.ptr, name.encode("utf-8", "surrogateescape"), out))
+            return out[0]  # pragma: no cover - the C index and ours agree
+
+    def _name_index(self):
+        index = self._index
+        if index is None:
+            index = self._index = {n: i for i, n in enumerate(self.names())}
+        return index
+
+    def contains(self, name):
+        return name in self._name_index()
+
+    def object(self, index):
+        info = ffi.new("zt_object_info *")
+        _lib.check(_lib.object_get_info(self.ptr, index, info))
+        shape = tuple(ffi.unpack(info.shape, info.ndim)) if info.ndim else ()
+        ci = ffi.new("zt_component_info *")
+        components = []
+        for c in range(info.component_count):
+            _lib.check(_lib.component_get_info(self.ptr, index, c, ci))
+            components.append(Component(c, ci))
+        return Object(index, _text(info.name), _text(info.format), shape, components)
+
+    def attributes(self, index=None):
+        out = ffi.new("const zt_value **")
+        if index is None:
+            _lib.check(_lib.file_get_attributes(self.ptr, out))
+        else:
+            _lib.check(_lib.object_get_attributes(self.ptr, index, out))
+        return _values.convert(out[0])
+
+    def attributes_json(self, index=None):
+        out = ffi.new("const char **")
+        if index is None:
+            _lib.check(_lib.file_get_attributes_json(self.ptr, out))
+        else:
+            _lib.check(_lib.object_get_attributes_json(self.ptr, index, out))
+        return ffi.string(out[0]).decode("utf-8", "surrogateescape")
+
+    def shard_paths(self):
+        out = ffi.new("const char **")
+        paths = []
+        for i in range(_lib.shard_count(self.ptr)):
+            paths.append(_text(out[0]) if _lib.shard_get_path(self.ptr, i, out) == _OK else None)
+        return paths
+
+    def remote_stats(self):
+        requests = ffi.new("uint64_t *")
+        transferred = ffi.new("uint64_t *")
+        _lib.check(_lib.file_get_remote_stats(self.ptr, requests, transferred))
+        return requests[0], transferred[0]
+
+    # --- memory ------------------------------------------------------------------------
+    def _region(self, address, index, component):
+        """(start, memoryview) of the mapping holding `address`: a shard's whole mapping,
+        made once per shard; None when the address is in none (a decoded copy)."""
+        for start, end, view in self._regions:
+            if start <= address < end:
+                return start, view
+        if self.kind != "mapped":
+            return None
+        loc = ffi.new("zt_location *")
+        if _lib.component_get_location(self.ptr, index, component, loc) != _OK:
+            return None
+        base = ffi.new("const void **")
+        size = ffi.new("uint64_t *")
+        if _lib.shard_get_mapping(self.ptr, loc.shard, base, size) != _OK:
+            return None
+        start = _address(base[0])
+        end = start + size[0]
+        if not start <= address < end:
+            return None
+        with self._lock:
+            for s, e, view in self._regions:
+                if s == start:
+                    return s, view
+            keeper = ffi.gc(ffi.cast("char *", base[0]), _keep(self.ptr))
+            view = memoryview(ffi.buffer(keeper, size[0])).toreadonly()
+            self._regions = self._regions + ((start, end, view),)
+        return start, view
+
+    def memory(self, address, size, index, component):
+        """A read-only buffer of `size` bytes at `address`, memory this reader owns, and
+        the offset of the bytes in it."""
+        if size == 0:
+            return memoryview(b""), 0
+        region = self._region(address, index, component)
+        if region is not None:
+            return region[1], address - region[0]
+        keeper = ffi.gc(ffi.cast("char *", address), _keep(self.ptr))
+        return memoryview(ffi.buffer(keeper, size)).toreadonly(), 0
+
+    def view(self, index, component):
+        """(address, size, zt dtype, zero_copy) of zt_component_view."""
+        v = ffi.new("zt_view *")
+        _lib.check(_lib.component_view(self.ptr, index, component.role.encode(), v))
+        return _address(v.data), v.size, v.dtype, bool(v.zero_copy)
+
+    # --- arrays ------------------------------------------------------------------------
+    def component_array(self, index, component, shape, copy=False):
+        """A component's values as a NumPy array: a read-only view of the reader's memory
+        when the component is raw (zero-copy for mapped files), else a new array it is
+        decoded into. Shaped `shape` when its size matches, else one dimension."""
+        np_dtype, _per = _dtypes.numpy_dtype(component.dtype, component.type)
+        count = component.decoded_length // np_dtype.itemsize
+        n = 1
+        for d in shape:
+            n *= d
+        if n != count:
+            shape = (count,)
+        if not copy and self.views and component.encoding == _RAW:
+            address, size, _dtype, _zero = self.view(index, component)
+            buffer, offset = self.memory(address, size, index, component.index)
+            return view_array(buffer, np_dtype, shape, offset)
+        out = np.empty(shape, np_dtype)
+        self.read_into(index, component, out)
+        return out
+
+    def read_into(self, index, component, out):
+        """Reads a component's stored values (decoded) into the C-contiguous buffer `out`
+        (NumPy array or anything with the buffer protocol, of exactly its size)."""
+        dst = ffi.from_buffer(out, require_writable=True)
+        _lib.check(_lib.component_read(self.ptr, index, component.role.encode(), dst, len(dst)))
+
+    def read_as(self, index, component, zt_dtype, shape, np_dtype):
+        """The values converted (or dequantized) to `zt_dtype`, in a new array."""
+        out = np.empty(shape, np_dtype)
+        dst = ffi.from_buffer(out, require_writable=True)
+        _lib.check(_lib.component_read_as(self.ptr, index, component.role.encode(), zt_dtype,
+                                          dst, len(dst)))
+        return out
+
+    def value(self, index, copy=False):
+        """What object `index` holds, as Python users expect it: a dense tensor as an
+        array, a GGUF block-quantized one dequantized to float32, a sparse one as SciPy
+        (or (data, indices, indptr) without SciPy), anything else as {role: array}."""
+        obj = self.object(index)
+        fmt = obj.format
+        if fmt == "dense" and len(obj.components) == 1:
+            return self.component_array(index, obj.components[0], obj.shape, copy)
+        if fmt.startswith("ggml_"):
+            return self.read_as(index, obj.component("data"), _dtypes.F32, obj.shape, np.float32)
+        if fmt == "sparse_csr":
+            return _sparse.csr(*(self.component_array(index, obj.component(r), (), copy)
+                                 for r in ("values", "indices", "indptr")), obj.shape)
+        if fmt == "sparse_coo":
+            values = self.component_array(index, obj.component("values"), (), copy)
+            coords = self.component_array(index, obj.component("coords"), (), copy)
+            return _sparse.coo(values, coords.reshape(len(obj.shape), -1) if obj.shape else coords,
+                               obj.shape)
+        return {c.role: self.component_array(index, c, obj.shape if c.role == "data" else (), copy)
+                for c in obj.components}
+
+    def _whole_mapping(self):
+        """(start, memoryview) of the file's mapping when raw components can be read at
+        mapping + their offset, as the C API documents for a mapped file ("a component's
+        stored bytes are at base + offset"): one file, in a format whose raw data is
+        stored little-endian, as NumPy reads it (zTensor 1.x, safetensors, GGUF; not
+        legacy v0.1, which may be big-endian, nor Tensogram). None otherwise."""
+        if self.kind != "mapped" or _lib.shard_count(self.ptr) != 1:
+            return None
+        fmt = self.format
+        if not (fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))):
+            return None
+        base = ffi.new("const void **")
+        size = ffi.new("uint64_t *")
+        if _lib.shard_get_mapping(self.ptr, 0, base, size) != _OK or size[0] == 0:
+            return None
+        start = _address(base[0])
+        return self._region(start, 0, 0)
+
+    def indices(self, names_wanted=None):
+        """Object indices in file order: all, or those of the names given."""
+        if names_wanted is None:
+            return range(self.count())
+        return sorted({self.index_of(n) for n in names_wanted})
+
+    def dense_entries(self, indices):
+        """For each object: (index, name, shape, zt dtype, logical type pointer, encoding,
+        offset, decoded length) of a dense object of one component, its shape None when
+        it has one dimension (the element count says it); (index, name, False, ...) for
+        any other object. The loop of numpy.load_file and torch.load_file, which turn each
+        entry into a tensor: one C call describes every object (zt_file_get_objects), and
+        the entries are read through memoryviews of their bytes (a cdata field access
+        costs more than a C call)."""
+        names = self.names()
+        n = len(names)
+        if n == 0:
+            return
+        entries = ffi.new("zt_object_entry[]", n)
+        _lib.check(_lib.file_get_objects(self.ptr, 0, entries, n))
+        raw = memoryview(ffi.buffer(entries))
+        q, d = raw.cast("Q"), raw.cast("I")
+        stride = ffi.sizeof("zt_object_entry")
+        f = {name: ffi.offsetof("zt_object_entry", name) for name in (
+            "format", "ndim", "component_count", "dtype", "encoding", "type", "offset", "decoded_length")}
+        q_format, q_ndim, q_count, q_type, q_offset, q_decoded = (
+            f[k] // 8 for k in ("format", "ndim", "component_count", "type", "offset", "decoded_length"))
+        d_dtype, d_encoding = f["dtype"] // 4, f["encoding"] // 4
+        qs, ds = stride // 8, stride // 4
+        dense_formats = {}  # format pointer -> is "dense"
+        unpack = ffi.unpack
+        for i in indices:
+            b = i * qs
+            fmt = q[b + q_format]
+            dense = dense_formats.get(fmt)
+            if dense is None:
+                dense = dense_formats[fmt] = ffi.string(entries[i].format) == b"dense"
+            if not dense or q[b + q_count] != 1:
+                yield i, names[i], False, 0, 0, 0, 0, 0
+                continue
+            nd = q[b + q_ndim]
+            if nd == 1:
+                shape = None
+            elif nd == 2:
+                sp = entries[i].shape
+                shape = (sp[0], sp[1])
+            else:
+                shape = tuple(unpack(entries[i].shape, nd)) if nd else ()
+            c = i * ds
+            yield (i, names[i], shape, d[c + d_dtype], q[b + q_type], d[c + d_encoding],
+                   q[b + q_offset], q[b + q_decoded])
+
+    @staticmethod
+    def type_name(pointer):
+        """The logical type at `pointer` (an address from dense_entries; 0: none)."""
+        return ffi.string(ffi.cast("const char *", pointer)).decode() if pointer else None
+
+    def load_dense(self, names_wanted=None, copy=False):
+        """{name: value} of every object (or of `names_wanted`), in file order: dense raw
+        components as views (zero-copy), other dense ones decoded in one parallel batch
+        load, the rest through `value`. The fast path of numpy.load_file."""
+        numpy_dtype = _dtypes.numpy_dtype
+        frombuffer = np.frombuffer
+        views = self.views and not copy
+        whole = self._whole_mapping() if views else None
+        whole_buffer = whole[1] if whole is not None else None
+        dtypes = {}  # (dtype, type pointer) -> NumPy dtype
+        last = None  # the (dtype, type pointer) of the previous tensor: mostly the same
+        out = {}
+        pending = []  # (index, array) decoded by one batch load
+        for i, name, shape, code, tptr, encoding, offset, decoded in self.dense_entries(self.indices(names_wanted)):
+            if shape is False:
+                out[name] = self.value(i, copy)
+                continue
+            if (code, tptr) != last:
+                last = (code, tptr)
+                np_dtype = dtypes.get(last)
+                if np_dtype is None:
+                    np_dtype = dtypes[last] = numpy_dtype(code, self.type_name(tptr))[0]
+                itemsize = np_dtype.itemsize
+            count = decoded // itemsize
+            if shape is not None and (shape[0] * shape[1] != count if len(shape) == 2 else
+                                      _checked(shape, count) is None):
+                shape = None  # a size the shape doesn't give: the elements, one dimension
+            if views and encoding == _RAW:
+                if whole is not None:  # the bytes are at mapping + offset
+                    arr = frombuffer(whole_buffer, np_dtype, count, offset)
+                else:  # the library says where
+                    address, size, _dtype, _zero = self.view(i, _DATA)
+                    buffer, at = self.memory(address, size, i, 0)
+                    arr = frombuffer(buffer, np_dtype, count, at)
+                out[name] = arr if shape is None else arr.reshape(shape)
+            else:
+                arr = np.empty((count,) if shape is None else shape, np_dtype)
+                out[name] = arr
+                pending.append((i, arr))
+        if pending:
+            self.batch_read(pending)
+        return out
+
+    def batch_read(self, pending, role=None):
+        """Reads the components of [(object index, destination array)] in one
+        zt_batch_load call (parallel in the library, the GIL released)."""
+        requests = ffi.new("zt_load_request[]", len(pending))
+        keep = []
+        role_c = ffi.NULL if role is None else ffi.new("char[]", role.encode())
+        for k, (index, arr) in enumerate(pending):
+            dst = ffi.from_buffer(arr, require_writable=True)
+            keep.append(dst)
+            r = requests[k]
+            r.object = index
+            r.role = role_c
+            r.dst = dst
+            r.dst_size = len(dst)
+        status = _lib.batch_load(self.ptr, requests, len(pending), ffi.NULL)
+        if status != _OK:
+            raise _lib.error(status)
+
+    def verify(self):
+        _lib.check(_lib.file_verify(self.ptr))
+
+    def validate(self, index):
+        _lib.check(_lib.object_validate(self.ptr, index))
+
+
+def _remote_options(remote):
+    """A zt_remote_options from a dict, and the cdata that must outlive the call."""
+    known = {"bearer_token", "headers", "config", "endpoint", "allow_http", "retry",
+             "max_concurrency", "retries", "timeout_ms"}
+    unknown = set(remote) - known
+    if unknown:
+        raise TypeError(f"unknown remote option(s): {', '.join(sorted(unknown))} "
+                        f"(known: {', '.join(sorted(known))})")
+    o = ffi.new("zt_remote_options *")
+    keep = [o]
+
+    def text(s):
+        c = ffi.new("char[]", s.encode())
+        keep.append(c)
+        return c
+
+    def texts(items):
+        arr = ffi.new("const char *[]", [text(s) for s in items])
+        keep.append(arr)
+        return arr, len(items)
+
+    if remote.get("bearer_token"):
+        o.bearer_token = text(remote["bearer_token"])
+    headers = remote.get("headers") or {}
+    if isinstance(headers, dict):
+        headers = [f"{k}: {v}" for k, v in headers.items()]
+    if headers:
+        o.headers, o.header_count = texts(list(headers))
+    config = remote.get("config") or {}
+    if isinstance(config, dict):
+        config = [f"{k}={v}" for k, v in config.items()]
+    if config:
+        o.config, o.config_count = texts(list(config))
+    if remote.get("endpoint"):
+        o.endpoint = text(remote["endpoint"])
+    o.flags = ((_lib.REMOTE_ALLOW_HTTP if remote.get("allow_http") else 0)
+               | (0 if remote.get("retry", True) else _lib.lib.ZT_REMOTE_NO_RETRY))
+    for key in ("max_concurrency", "retries", "timeout_ms"):
+        if remote.get(key) is not None:
+            setattr(o, key, int(remote[key]))
+    return o, keep
+
+
+def _open_options(limits, options=None):
+    """A zt_open_options with the limits given by name (max_total_cached=..., ...)."""
+    if options is None:
+        options = ffi.new("zt_open_options *")
+    for key, value in limits.items():
+        if key == "flags" or key not in _LIMITS:
+            raise TypeError(f"unknown open option '{key}' (limits: {', '.join(_LIMITS)})")
+        setattr(options, key, value)
+    return options
+
+
+_LIMITS = ("max_cbor_depth", "max_rank", "max_name_length", "max_manifest_size",
+           "max_decoded_size", "max_total_cached")

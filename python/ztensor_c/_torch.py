@@ -1,0 +1,210 @@
+"""PyTorch support: tensors from a reader, and the raw bytes of tensors to write.
+
+Loading: a raw component of a local mapped file becomes a tensor over the file's pages
+mapped copy-on-write by torch itself (`torch.UntypedStorage.from_file(path,
+shared=False)`, one storage per file, what safetensors does): no byte is read until
+used, and writing to the tensor changes only the process's copy. PyTorch has no
+read-only tensors, so the reader's own read-only mapping is not handed to it. Everything
+else (compressed, remote, pread readers, big-endian legacy data, quantized blocks) is
+decoded straight into tensors of their own, in one parallel batch.
+"""
+
+import os
+
+import numpy as np
+import torch
+
+from . import _dtypes, _lib
+from ._handle import _DATA, _checked
+from ._lib import ffi
+
+_OK = _lib.OK
+
+
+def torch_dtype(code, logical):
+    """The torch dtype of a component, or None when torch has none (packed sub-byte)."""
+    if logical is not None and logical in _dtypes.LOGICAL and _dtypes.LOGICAL[logical][0] == code:
+        name = _dtypes.LOGICAL[logical][4]
+        if logical in _dtypes.PACKED:
+            return None
+        return getattr(torch, name, None)
+    return getattr(torch, _dtypes.TORCH[code], None)
+
+
+def raw_of(t):
+    """(contiguous NumPy array of the tensor's bytes, zt dtype, logical type) of a CPU
+    copy of `t`, for the writer."""
+    t = t.detach()
+    if t.is_sparse or t.layout != torch.strided:
+        raise ValueError("sparse torch tensors: convert to SciPy (or dense) to write them")
+    t = t.to("cpu").contiguous()
+    dtype = t.dtype
+    for code, name in _dtypes.TORCH.items():
+        if getattr(torch, name, None) == dtype:
+            logical = None
+            break
+    else:
+        for logical, spec in _dtypes.LOGICAL.items():
+            if spec[4] is not None and getattr(torch, spec[4], None) == dtype:
+                code = spec[0]
+                break
+        else:
+            raise ValueError(f"no zTensor dtype for torch dtype {dtype}")
+    # every view below keeps the element size, so the array has the tensor's shape
+    if logical is not None and logical.startswith("complex"):
+        arr = t.numpy()
+    elif code == _dtypes.BF16:
+        arr = t.view(torch.int16).numpy().view(np.uint16)
+    elif logical is not None:
+        arr = t.view(torch.uint8).numpy()
+    elif code in (_dtypes.U16, _dtypes.U32, _dtypes.U64):
+        signed = {_dtypes.U16: torch.int16, _dtypes.U32: torch.int32, _dtypes.U64: torch.int64}[code]
+        arr = t.view(signed).numpy().view(_dtypes.STORAGE_NUMPY[code])
+    else:
+        arr = t.numpy()
+    return (arr if arr.flags.c_contiguous else arr.copy(order="C")), code, logical
+
+
+class _Storages:
+    """Copy-on-write torch storages of the files of one reader, one per file, and a flat
+    tensor of each dtype over each (what torch.as_strided cuts tensors from)."""
+
+    def __init__(self):
+        self._by_path = {}
+
+    def flat(self, path, dtype):
+        entry = self._by_path.get(path)
+        if entry is None:
+            size = os.path.getsize(path)
+            storage = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
+            entry = self._by_path[path] = (storage, size, {})
+        storage, size, flats = entry
+        flat = flats.get(dtype)
+        if flat is None:
+            flat = flats[dtype] = torch.empty((0,), dtype=dtype).set_(storage, 0, (size // dtype.itemsize,))
+        return flat
+
+
+def _strides(shape):
+    strides = []
+    step = 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def load(handle, names, device="cpu", copy=False, storages=None):
+    """{name: torch tensor} of the named objects of `handle`, in file order."""
+    storages = storages if storages is not None else _Storages()
+    ptr = handle.ptr
+    loc = ffi.new("zt_location *")
+    path_c = ffi.new("const char **")
+    mapped = handle.kind == "mapped" and not copy
+    whole = handle._whole_mapping() is not None if mapped else False
+    whole_path = handle.shard_paths()[0] if whole else None
+    dtypes = {}  # (zt dtype, type pointer) -> torch dtype (or uint8 for packed bytes)
+    paths = {}
+    strides = {}
+    as_strided = torch.as_strided
+    out = {}
+    pending = []
+    for i, name, shape, code, tptr, encoding, offset, decoded in handle.dense_entries(handle.indices(names)):
+        if shape is False:
+            out[name] = _other(handle, i)
+            continue
+        dtype = dtypes.get((code, tptr))
+        if dtype is None:
+            dtype = dtypes[code, tptr] = torch_dtype(code, handle.type_name(tptr)) or torch.uint8
+        itemsize = dtype.itemsize
+        count = decoded // itemsize
+        shape = _checked(shape, count)
+        if shape is None:
+            shape = (count,)
+        if mapped and encoding == _lib.ENCODING_RAW:
+            path = None
+            if whole:
+                path = whole_path
+            else:
+                address, _size, _dtype, zero_copy = handle.view(i, _DATA)
+                if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
+                    offset = loc.offset
+                    path = paths.get(loc.shard)
+                    if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
+                        path = paths[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
+            if path is not None and offset % itemsize == 0:
+                st = strides.get(shape)
+                if st is None:
+                    st = strides[shape] = _strides(shape)
+                t = as_strided(storages.flat(path, dtype), shape, st, offset // itemsize)
+                out[name] = t if device == "cpu" else t.to(device)
+                continue
+        t = torch.empty(shape, dtype=dtype)
+        out[name] = t
+        pending.append((i, t))
+    if pending:
+        _batch_read(handle, pending)
+        if device != "cpu":
+            names = handle.names()
+            for i, t in pending:
+                out[names[i]] = t.to(device)
+    return out
+
+
+def _batch_read(handle, pending):
+    requests = ffi.new("zt_load_request[]", len(pending))
+    for k, (index, t) in enumerate(pending):
+        r = requests[k]
+        r.object = index
+        r.role = ffi.NULL
+        r.dst = ffi.cast("void *", t.data_ptr())
+        r.dst_size = t.numel() * t.element_size()
+    status = _lib.batch_load(handle.ptr, requests, len(pending), ffi.NULL)
+    if status != _OK:
+        raise _lib.error(status)
+
+
+def _other(handle, index):
+    """A non-dense object as torch: dequantized GGUF blocks, sparse COO/CSR tensors, or
+    {role: tensor}."""
+    value = handle.value(index, copy=True)
+    return from_value(value, handle.object(index))
+
+
+def from_value(value, obj):
+    if isinstance(value, np.ndarray):
+        return from_numpy(value)
+    if obj.format == "sparse_csr":
+        values, indices, indptr = _parts(value, "csr")
+        return torch.sparse_csr_tensor(torch.from_numpy(np.asarray(indptr, np.int64)),
+                                       torch.from_numpy(np.asarray(indices, np.int64)),
+                                       from_numpy(np.asarray(values)), tuple(obj.shape))
+    if obj.format == "sparse_coo":
+        values, coords = _parts(value, "coo")
+        return torch.sparse_coo_tensor(torch.from_numpy(np.asarray(coords, np.int64)),
+                                       from_numpy(np.asarray(values)), tuple(obj.shape))
+    return {k: from_numpy(v) for k, v in value.items()}
+
+
+def _parts(value, kind):
+    if isinstance(value, tuple):
+        return value
+    if kind == "csr":
+        return value.data, value.indices, value.indptr
+    return value.data, np.stack(value.coords)
+
+
+def from_numpy(arr):
+    """A torch tensor of its own from a NumPy array (bf16/fp8 of ml_dtypes or of our
+    structured raw dtypes included)."""
+    if not arr.flags.c_contiguous or not arr.flags.writeable:
+        arr = arr.copy()
+    code, logical = _dtypes.from_numpy(arr.dtype)
+    dtype = torch_dtype(code, logical)
+    if dtype is None or arr.dtype.names is not None or arr.dtype.kind == "V" or \
+            code == _dtypes.BF16 or (logical is not None and not logical.startswith("complex")):
+        raw = torch.from_numpy(arr.view(np.uint8).reshape(-1))
+        if dtype is None:
+            return raw
+        return raw.view(dtype).reshape(arr.shape)
+    return torch.from_numpy(arr)

@@ -1,0 +1,197 @@
+"""Writer: zTensor files (format 1.2.0) from NumPy arrays, torch tensors and SciPy matrices."""
+
+import json
+import threading
+
+import numpy as np
+
+from . import _dtypes, _lib
+from ._lib import ffi
+
+_DIGESTS = {"none": _lib.DIGEST_NONE, None: _lib.DIGEST_NONE, "sha256": _lib.DIGEST_SHA256,
+            "crc32c": _lib.DIGEST_CRC32C}
+
+
+def _write_options(compress, checksum):
+    o = ffi.new("zt_write_options *")
+    if compress is None or compress is False or compress == 0:
+        o.encoding = _lib.ENCODING_RAW
+    elif compress is True:
+        o.encoding = _lib.ENCODING_ZSTD  # level 0: the library's default (3)
+    elif isinstance(compress, int):
+        o.encoding = _lib.ENCODING_ZSTD
+        o.level = compress
+    else:
+        raise TypeError(f"compress is False, True or a zstd level, not {compress!r}")
+    try:
+        o.digest = _DIGESTS[checksum]
+    except (KeyError, TypeError):
+        raise ValueError(f"checksum is 'none', 'crc32c' or 'sha256', not {checksum!r}") from None
+    return o
+
+
+def _c_contiguous(arr):
+    """`arr`, or a C-contiguous copy (np.ascontiguousarray would make a 0-d array 1-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _little_endian_contiguous(arr):
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return _c_contiguous(arr)
+
+
+def _jsonable(value):
+    """Attribute values as the JSON the C writer takes (bytes as {"$bytes": hex})."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": bytes(value).hex()}
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Writer:
+    """Writes a zTensor file (format 1.2.0, every blob 64-byte aligned).
+
+        with ztensor_c.Writer("model.zt") as w:
+            w.add("weight", np.ones((2, 3), np.float32), compress=True, checksum="sha256")
+            w.set_attributes({"model": "demo"})
+        # finished on leaving the block; discarded (nothing at the path) on an exception
+
+    `add` takes NumPy arrays of every dtype (ml_dtypes' bfloat16 and float8 types, complex
+    as complex64/128), torch tensors, and SciPy sparse CSR/COO matrices and arrays.
+    `compress`: False (raw), True (zstd, level 3) or a zstd level; `checksum`: "none",
+    "crc32c" or "sha256". The file appears at its path only when `finish` succeeds (the
+    bytes go to a temporary file beside it until then, and are fsynced unless
+    `sync=False`). `max_shard_size=N` writes a sharded set instead:
+    `<path>-0000k-of-0000n.zt` and `<path>.zt.index.json`.
+    """
+
+    def __init__(self, path, *, sync=True, max_shard_size=None):
+        options = ffi.new("zt_writer_options *")
+        options.flags = 0 if sync else _lib.WRITER_NO_SYNC
+        out = ffi.new("zt_writer **")
+        if max_shard_size is None:
+            _lib.check(_lib.writer_create_with(_lib.fspath(path), options, out))
+        else:
+            _lib.check(_lib.writer_create_sharded_with(_lib.fspath(path), int(max_shard_size),
+                                                       options, out))
+        self._w = ffi.gc(out[0], _lib.writer_free)
+        self._lock = threading.Lock()  # a zt_writer is used by one thread at a time
+        self._finished = False
+
+    def _writer(self):
+        if self._w is None:
+            raise ValueError("the writer is finished" if self._finished else "the writer was discarded")
+        return self._w
+
+    def add(self, name, data, compress=None, checksum="none"):
+        """Adds one tensor: a NumPy array (or anything np.asarray takes), a torch tensor,
+        or a SciPy sparse CSR/COO matrix or array."""
+        options = _write_options(compress, checksum)
+        if hasattr(data, "tocsr") and hasattr(data, "nnz"):
+            return self._add_sparse(name, data, options)
+        if type(data).__module__.startswith("torch"):
+            from . import _torch
+
+            arr, code, logical = _torch.raw_of(data)
+        else:
+            arr = _little_endian_contiguous(np.asarray(data))
+            code, logical = _dtypes.from_numpy(arr.dtype)
+        self._add_raw(name, "dense", arr.shape, [("data", code, logical, arr)], options)
+
+    def write_numpy(self, name, data, *, compress=None, checksum="none"):
+        """The reference package's name for add()."""
+        self.add(name, data, compress=compress, checksum=checksum)
+
+    def write_torch(self, name, data, *, compress=None, checksum="none"):
+        """The reference package's name for add() of a torch tensor."""
+        self.add(name, data, compress=compress, checksum=checksum)
+
+    def _add_sparse(self, name, matrix, options):
+        fmt = matrix.format
+        shape = tuple(matrix.shape)
+        if fmt == "coo":
+            values = _little_endian_contiguous(np.asarray(matrix.data))
+            coords = np.stack([np.asarray(c, dtype=np.uint64) for c in matrix.coords]) \
+                if hasattr(matrix, "coords") else np.stack([matrix.row.astype(np.uint64), matrix.col.astype(np.uint64)])
+            code, logical = _dtypes.from_numpy(values.dtype)
+            parts = [("values", code, logical, values),
+                     ("coords", _dtypes.U64, None, _c_contiguous(coords.astype(np.uint64)))]
+            return self._add_raw(name, "sparse_coo", shape, parts, options)
+        csr = matrix.tocsr()
+        values = _little_endian_contiguous(np.asarray(csr.data))
+        code, logical = _dtypes.from_numpy(values.dtype)
+        parts = [("values", code, logical, values),
+                 ("indices", _dtypes.U64, None, np.ascontiguousarray(csr.indices, dtype=np.uint64)),
+                 ("indptr", _dtypes.U64, None, np.ascontiguousarray(csr.indptr, dtype=np.uint64))]
+        return self._add_raw(name, "sparse_csr", shape, parts, options)
+
+    def _add_raw(self, name, fmt, shape, parts, options):
+        """One object of components [(role, zt dtype, logical type, contiguous array)]."""
+        name_c = name.encode("utf-8") if isinstance(name, str) else None
+        if name_c is None:
+            raise TypeError(f"tensor names are str, not {type(name).__name__}")
+        shape_c = ffi.new("uint64_t[]", [int(d) for d in shape]) if shape else ffi.NULL
+        with self._lock:
+            w = self._writer()
+            if fmt == "dense" and parts[0][2] is None:
+                _role, code, _logical, arr = parts[0]
+                data = ffi.from_buffer(arr)
+                _lib.check(_lib.writer_add(w, name_c, code, shape_c, len(shape), data, arr.nbytes, options))
+                return
+            _lib.check(_lib.writer_begin_object(w, name_c, fmt.encode(), shape_c, len(shape)))
+            for role, code, logical, arr in parts:
+                data = ffi.from_buffer(arr)
+                _lib.check(_lib.writer_add_component(
+                    w, role.encode(), code, ffi.NULL if logical is None else logical.encode(),
+                    data, arr.nbytes, options))
+            _lib.check(_lib.writer_end_object(w))
+
+    def set_attributes(self, attributes, name=None):
+        """Sets the file's attributes (name=None) or an object's, from a dict of JSON-like
+        values (bytes become CBOR byte strings)."""
+        text = json.dumps(_jsonable(dict(attributes)), allow_nan=False).encode()
+        with self._lock:
+            _lib.check(_lib.writer_set_attributes_json(
+                self._writer(), ffi.NULL if name is None else name.encode(), text))
+
+    def finish(self):
+        """Writes the manifest, syncs and renames the file into place."""
+        with self._lock:
+            w = self._writer()
+            try:
+                _lib.check(_lib.writer_finish(w))
+            finally:
+                self._finished = True
+                self._w = None
+                ffi.gc(w, None)  # freed here, not again when collected
+                _lib.writer_free(w)
+
+    def abandon(self):
+        """Discards the file: nothing appears at the path."""
+        with self._lock:
+            w, self._w = self._w, None
+            if w is not None:
+                ffi.gc(w, None)
+                _lib.writer_free(w)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._w is not None:
+            if exc_type is None:
+                self.finish()
+            else:
+                self.abandon()
+        return False
+
+    def __repr__(self):
+        return f"<ztensor_c.Writer ({'open' if self._w is not None else 'finished' if self._finished else 'discarded'})>"

@@ -1,0 +1,242 @@
+/*
+ * test_listing: zt_file_get_names (every name in one block) and zt_file_get_objects
+ * (every object's description in one call).
+ *
+ *   test_listing <repo>/tests/vectors      (run in an empty scratch directory)
+ *
+ * The exact block (names in file order, each followed by a NUL) for a file written here
+ * and for a safetensors vector, the same pointer on every call and from 8 threads racing
+ * on the first call, an empty file, NULL arguments; entries equal to what
+ * zt_object_get_info, zt_component_get_info and zt_component_get_location say, for a file,
+ * a safetensors vector and a sharded set, ranges and their refusals.
+ */
+#include "zt_test.h"
+
+#define THREADS 8
+
+static const char *const NAMES[] = {"layers.1.w", "b", "\xc3\xbc.weight", "a"};
+#define NAME_COUNT (sizeof NAMES / sizeof NAMES[0])
+
+static void write_file(const char *path, size_t count) {
+  zt_writer *w = NULL;
+  uint64_t shape[1] = {2};
+  uint8_t data[2] = {1, 2};
+  size_t i;
+  CHECK_OK(zt_writer_create(path, &w));
+  for (i = 0; i < count; i++) {
+    CHECK_OK(zt_writer_add(w, NAMES[i], ZT_U8, shape, 1, data, sizeof data, NULL));
+  }
+  CHECK_OK(zt_writer_finish(w));
+  zt_writer_free(w);
+}
+
+typedef struct race {
+  const zt_reader *reader;
+  const char *names;
+  size_t size;
+  zt_status status;
+} race;
+
+static void *get_names(void *arg) {
+  race *r = (race *)arg;
+  r->status = zt_file_get_names(r->reader, &r->names, &r->size);
+  return NULL;
+}
+
+static void test_written(void) {
+  zt_reader *r = NULL;
+  const char *names = NULL, *again = NULL;
+  size_t size = 0, again_size = 0, i;
+  char expected[64];
+  size_t expected_size = 0;
+  pthread_t threads[THREADS];
+  race races[THREADS];
+
+  write_file("names.zt", NAME_COUNT);
+  for (i = 0; i < NAME_COUNT; i++) {
+    size_t n = strlen(NAMES[i]) + 1;
+    memcpy(expected + expected_size, NAMES[i], n);
+    expected_size += n;
+  }
+
+  /* 8 threads racing on the first call of a fresh reader: one block for all */
+  CHECK_OK(zt_open("names.zt", &r));
+  for (i = 0; i < THREADS; i++) {
+    races[i].reader = r;
+    races[i].names = NULL;
+    races[i].size = 0;
+    races[i].status = ZT_ERR_INTERNAL;
+    CHECK(pthread_create(&threads[i], NULL, get_names, &races[i]) == 0);
+  }
+  for (i = 0; i < THREADS; i++) {
+    CHECK(pthread_join(threads[i], NULL) == 0);
+  }
+  CHECK_OK(zt_file_get_names(r, &names, &size));
+  CHECK_U64(size, expected_size);
+  CHECK(memcmp(names, expected, expected_size) == 0);
+  for (i = 0; i < THREADS; i++) {
+    CHECK_STATUS(ZT_OK, races[i].status);
+    CHECK(races[i].names == names);
+    CHECK_U64(races[i].size, expected_size);
+  }
+  CHECK_OK(zt_file_get_names(r, &again, &again_size));
+  CHECK(again == names && again_size == size);
+
+  /* NULL arguments leave the outputs untouched */
+  again = NULL;
+  again_size = 7;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_names(NULL, &again, &again_size));
+  CHECK(again == NULL && again_size == 7);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_names(r, NULL, &again_size));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_names(r, &again, NULL));
+  CHECK(again == NULL && again_size == 7);
+  CHECK(strstr(zt_last_error(), "out_size") != NULL);
+  zt_close(r);
+
+  /* a file without objects: size 0 and an empty string, never NULL */
+  write_file("empty.zt", 0);
+  CHECK_OK(zt_open("empty.zt", &r));
+  names = NULL;
+  size = 9;
+  CHECK_OK(zt_file_get_names(r, &names, &size));
+  CHECK(names != NULL && names[0] == '\0');
+  CHECK_U64(size, 0);
+  zt_close(r);
+}
+
+static void test_safetensors(const char *vectors) {
+  char path[1200];
+  zt_reader *r = NULL;
+  const char *names = NULL;
+  size_t size = 0, i, at = 0;
+  snprintf(path, sizeof path, "%s/safetensors/dtypes.safetensors", vectors);
+  if (zt_open(path, &r) != ZT_OK) {
+    printf("note: %s: %s: safetensors case not run\n", path, zt_last_error());
+    return;
+  }
+  CHECK_OK(zt_file_get_names(r, &names, &size));
+  /* the block splits into exactly the names zt_object_get_info gives, in file order */
+  for (i = 0; i < zt_object_count(r); i++) {
+    zt_object_info info;
+    CHECK_OK(zt_object_get_info(r, i, &info));
+    CHECK(at + strlen(info.name) < size);
+    CHECK(strcmp(names + at, info.name) == 0);
+    at += strlen(info.name) + 1;
+  }
+  CHECK(zt_object_count(r) > 0);
+  CHECK_U64(at, size);
+  zt_close(r);
+}
+
+/* Every entry of `r` against the per-object calls; `first` .. in chunks of 3. */
+static void check_entries(const zt_reader *r) {
+  size_t n = zt_object_count(r), i, at;
+  zt_object_entry *e = (zt_object_entry *)calloc(n + 1, sizeof *e);
+  CHECK(e != NULL);
+  for (at = 0; at < n; at += 3) {
+    size_t count = n - at < 3 ? n - at : 3;
+    CHECK_OK(zt_file_get_objects(r, at, e + at, count));
+  }
+  for (i = 0; i < n; i++) {
+    zt_object_info info;
+    zt_component_info c;
+    zt_location loc;
+    size_t d;
+    CHECK_OK(zt_object_get_info(r, i, &info));
+    CHECK(e[i].name == info.name && e[i].format == info.format && e[i].shape == info.shape);
+    CHECK_U64(e[i].ndim, info.ndim);
+    CHECK_U64(e[i].component_count, info.component_count);
+    for (d = 0; d < info.ndim; d++) {
+      CHECK_U64(e[i].shape[d], info.shape[d]);
+    }
+    if (info.component_count == 0) {
+      continue;
+    }
+    CHECK_OK(zt_component_get_info(r, i, 0, &c));
+    CHECK_U64(e[i].dtype, c.dtype);
+    CHECK_U64(e[i].encoding, c.encoding);
+    CHECK(e[i].type == c.type);
+    CHECK_U64(e[i].offset, c.offset);
+    CHECK_U64(e[i].length, c.length);
+    CHECK_U64(e[i].decoded_length, c.decoded_length);
+    CHECK_OK(zt_component_get_location(r, i, 0, &loc));
+    CHECK_U64(e[i].shard, loc.shard);
+  }
+  /* ranges: the end exactly, past it, overflowing; count 0 with NULL */
+  e[n].ndim = 77;
+  CHECK_OK(zt_file_get_objects(r, n, NULL, 0));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(r, n, e + n, 1));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(r, 1, e, SIZE_MAX));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(r, n + 1, NULL, 0));
+  CHECK_U64(e[n].ndim, 77); /* untouched */
+  if (n > 0) {
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(r, 0, NULL, 1));
+  }
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(NULL, 0, e, 1));
+  free(e);
+}
+
+static void test_objects(const char *vectors) {
+  char path[1200];
+  zt_reader *r = NULL;
+  zt_writer *w = NULL;
+  uint64_t shape[2] = {2, 3}, one[1] = {4};
+  float values[6] = {1, 2, 3, 4, 5, 6};
+  uint16_t bits[4] = {0x3f80, 0, 0, 0};
+  zt_write_options zstd = {0};
+  zstd.encoding = ZT_ENCODING_ZSTD;
+  zstd.digest = ZT_DIGEST_CRC32C;
+  CHECK_OK(zt_writer_create("objects.zt", &w));
+  CHECK_OK(zt_writer_add(w, "m", ZT_F32, shape, 2, values, sizeof values, NULL));
+  CHECK_OK(zt_writer_add(w, "z", ZT_F32, shape, 2, values, sizeof values, &zstd));
+  CHECK_OK(zt_writer_add(w, "s", ZT_F32, NULL, 0, values, sizeof values[0], NULL));
+  CHECK_OK(zt_writer_begin_object(w, "f8", "dense", one, 1));
+  CHECK_OK(zt_writer_add_component(w, "data", ZT_U8, "f8_e4m3fn", bits, 4, NULL));
+  CHECK_OK(zt_writer_end_object(w));
+  CHECK_OK(zt_writer_finish(w));
+  zt_writer_free(w);
+  CHECK_OK(zt_open("objects.zt", &r));
+  check_entries(r);
+  {
+    zt_object_entry e[4];
+    CHECK_OK(zt_file_get_objects(r, 0, e, 4));
+    CHECK_STR(e[0].name, "m");
+    CHECK_U64(e[0].ndim, 2);
+    CHECK_U64(e[0].decoded_length, 24);
+    CHECK(e[0].type == NULL && e[0].encoding == ZT_ENCODING_RAW && e[0].offset % 64 == 0);
+    CHECK_U64(e[1].encoding, ZT_ENCODING_ZSTD);
+    CHECK(e[2].ndim == 0 && e[2].shape == NULL);
+    CHECK_STR(e[3].type, "f8_e4m3fn");
+    CHECK_U64(e[3].dtype, ZT_U8);
+  }
+  zt_close(r);
+
+  snprintf(path, sizeof path, "%s/safetensors/dtypes.safetensors", vectors);
+  if (zt_open(path, &r) == ZT_OK) {
+    check_entries(r);
+    zt_close(r);
+  } else {
+    printf("note: %s: %s: safetensors case not run\n", path, zt_last_error());
+  }
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  if (zt_open(path, &r) == ZT_OK) {
+    zt_object_entry last;
+    check_entries(r);
+    CHECK_OK(zt_file_get_objects(r, zt_object_count(r) - 1, &last, 1));
+    CHECK_U64(last.shard, 2); /* the third shard */
+    zt_close(r);
+  } else {
+    printf("note: %s: %s: set case not run\n", path, zt_last_error());
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s <repo>/tests/vectors  (run in an empty scratch directory)\n", argv[0]);
+    return 2;
+  }
+  test_written();
+  test_safetensors(argv[1]);
+  test_objects(argv[1]);
+  return zt_test_summary();
+}
