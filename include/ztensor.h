@@ -183,6 +183,17 @@
 #define ZT_WRITER_NO_SYNC 1
 
 /**
+ * `zt_writer_options.flags`, zTensor v2: keep the blobs in the order they were written.
+ * By default a v2 writer whose objects were added out of ascending name order (or
+ * components out of ascending role order) copies the blobs into canonical order at
+ * `zt_writer_finish` (one more read and write of the data, in bounded memory), so that
+ * the file is canonical: byte for byte what any canonical writer makes of the same
+ * tensors. With this flag the file stays as written, valid but canonical only if it was
+ * written in that order.
+ */
+#define ZT_WRITER_KEEP_ORDER 2
+
+/**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
  */
 #define ZT_COPY_ENCODING 1
@@ -294,9 +305,13 @@ typedef enum zt_digest {
    */
   ZT_DIGEST_SHA256 = 1,
   /**
-   * "crc32c:0x<8 hex>".
+   * "crc32c:0x<8 hex>" (zTensor v1.2 only).
    */
   ZT_DIGEST_CRC32C = 2,
+  /**
+   * "xxh3:<16 hex>": XXH3-64 (zTensor v2 only, where it is the default).
+   */
+  ZT_DIGEST_XXH3 = 3,
 } zt_digest;
 
 /**
@@ -339,6 +354,25 @@ typedef enum zt_value_type {
    */
   ZT_VALUE_MIXED = 255,
 } zt_value_type;
+
+/**
+ * The zTensor version a writer writes (`zt_writer_options.version`); values are stable.
+ */
+typedef enum zt_write_version {
+  /**
+   * The library's default for new files (zTensor v1.2.0 in this release).
+   */
+  ZT_WRITE_DEFAULT = 0,
+  /**
+   * zTensor v1.2.0: 64-byte aligned blobs; read by `ztensor` 1.x.
+   */
+  ZT_WRITE_V1_2 = 1,
+  /**
+   * zTensor v2: 64 KiB placement, xxh3 digests of every part, canonical form; read by
+   * `ztensor` 2.x.
+   */
+  ZT_WRITE_V2 = 2,
+} zt_write_version;
 
 /**
  * An open file. Opaque; immutable after `zt_open`, so every function taking a
@@ -752,13 +786,18 @@ typedef struct zt_batch_options {
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
- * (durable).
+ * (durable, the default version).
  */
 typedef struct zt_writer_options {
   /**
    * `ZT_WRITER_*` flags, or-ed.
    */
   uint32_t flags;
+  /**
+   * A `zt_write_version` value: `ZT_WRITE_DEFAULT` (0), `ZT_WRITE_V1_2` or
+   * `ZT_WRITE_V2`.
+   */
+  uint32_t version;
 } zt_writer_options;
 
 /**
@@ -896,10 +935,26 @@ ZT_API void zt_close(struct zt_reader *reader);
 ZT_API const char *zt_file_format(const struct zt_reader *reader);
 
 /**
- * The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
- * version for other formats, e.g. "3" for GGUF v3); borrowed. "" for NULL.
+ * The file's format version ("2" for zTensor v2, "1.2.0", "1.1.0", "0.1.0" for zTensor
+ * v1 and legacy files; the container's own version for other formats, e.g. "3" for
+ * GGUF v3); borrowed. "" for NULL.
  */
 ZT_API const char *zt_file_version(const struct zt_reader *reader);
+
+/**
+ * The content digest of a zTensor v2 file (spec §6.4): the identity of the model, the
+ * same however its tensors are laid out, aligned, encoded or split into shards, computed
+ * from the manifest alone (no tensor byte is read; nothing is stored in the file).
+ * `algorithm` is `ZT_DIGEST_XXH3` or `ZT_DIGEST_SHA256`; `*out_digest` is
+ * `"xxh3:<16 hex>"` or `"sha256:<64 hex>"`, borrowed until `zt_close`.
+ * `ZT_ERR_UNSUPPORTED` for a file that is not v2, and for a v2 file with a part that
+ * carries no digest (its content digest is then undefined); `ZT_ERR_INVALID_ARGUMENT`
+ * for another algorithm. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_get_content_digest(const struct zt_reader *file,
+                                          uint32_t algorithm,
+                                          const char **out_digest);
 
 /**
  * The file's data-section offset and alignment, for any format. For a set, the first
@@ -1185,7 +1240,9 @@ enum zt_status zt_component_verify(const struct zt_reader *reader,
 
 /**
  * Checks every component that has a digest; returns the first failure, `ZT_OK` when all
- * match or none has a digest. Thread-safe.
+ * match or none has a digest. For zTensor v2 files digests cover decoded bytes, bool and
+ * packed fp4 values are checked too (`ZT_ERR_FORMAT`), and the shards of a set are checked
+ * against their root's table (size, whole-file digest: `ZT_ERR_CHECKSUM`). Thread-safe.
  */
 ZT_API enum zt_status zt_file_verify(const struct zt_reader *reader);
 

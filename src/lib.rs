@@ -63,4 +63,4 @@ pub use source::RemoteOptions;
 #[cfg(feature = "remote")]
 pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
-pub use writer::{CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
+pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};

@@ -763,6 +763,11 @@ pub(crate) struct Shard {
     mapping: Mapping,
     opened: std::sync::OnceLock<Source<'static>>,
     lock: std::sync::Mutex<()>,
+    /// Where `path` is opened when first read (set with `at`; local by default).
+    place: Place,
+    /// Run on the shard once opened, before its first read: what its format requires of
+    /// a file in its place (a zTensor v2 shard's magic and footer, §7.3).
+    check: Option<fn(&Source<'static>) -> Result<()>>,
 }
 
 impl Shard {
@@ -787,7 +792,21 @@ impl Shard {
             mapping,
             opened: cell,
             lock: std::sync::Mutex::new(()),
+            place: Place::Local,
+            check: None,
         }
+    }
+
+    /// The shard opened through `place` (a remote directory) when first read.
+    pub(crate) fn at(mut self, place: &Place) -> Shard {
+        self.place = place.clone();
+        self
+    }
+
+    /// The shard checked by `check` once opened, before anything is read from it.
+    pub(crate) fn checked_by(mut self, check: fn(&Source<'static>) -> Result<()>) -> Shard {
+        self.check = Some(check);
+        self
     }
 
     /// Where the shard is.
@@ -810,15 +829,19 @@ impl Shard {
         if let Some(s) = self.opened.get() {
             return Ok(s);
         }
-        let source = Source::open(&self.path, self.mapping)?;
+        let source = self.place.open(&self.path, self.mapping)?;
         if source.size() != self.size {
             bail!(
                 Format,
-                "shard {} is {} bytes now, {} when the set was opened",
+                "shard {} is {} bytes now, not the {} the set records",
                 self.name,
                 source.size(),
                 self.size
             );
+        }
+        if let Some(check) = self.check {
+            check(&source)
+                .map_err(|e| e.context(format_args!("shard {} ({})", self.name, self.shown)))?;
         }
         Ok(self.opened.get_or_init(|| source))
     }
@@ -829,6 +852,11 @@ impl Shards {
         Shards {
             files: files.into_boxed_slice(),
         }
+    }
+
+    /// Opens every shard not open yet (the first failure is the error).
+    pub(crate) fn open_all(&self) -> Result<()> {
+        self.files.iter().try_for_each(|s| s.source().map(drop))
     }
 }
 
@@ -845,11 +873,13 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// The source of file `file` if it is open (a single file always is).
+    /// The source of file `file` if it is open (a single file always is: file 0).
     #[inline]
     pub(crate) fn opened(&self, file: u32) -> Option<&Source<'a>> {
         match self {
-            Files::One(s) => Some(s),
+            // Only file 0: a zTensor v2 root read alone (from memory or a descriptor) has
+            // blobs in shards it can't open, at offsets of those files.
+            Files::One(s) => (file == 0).then_some(s),
             Files::Set(set) => set.files.get(file as usize)?.opened.get(),
         }
     }

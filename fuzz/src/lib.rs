@@ -8,7 +8,8 @@
 //! - no call returns ErrorKind::Internal (a caught bug);
 //! - range reads, read and view return the same bytes, views are 64-byte aligned
 //!   (zero-copy views into files of other formats: aligned to their element size);
-//! - a component with a digest never verifies as NotFound, one without always does.
+//! - a component with a digest never verifies as NotFound, one without never verifies
+//!   (NotFound, or the failure of a zTensor v2 value check: bool bytes, the fp4 nibble).
 //!
 //! The decode limit is lowered to 64 MiB so that a claimed size can't make the harness
 //! itself allocate gigabytes: the fuzzer looks for faults, not for the allocation of
@@ -102,7 +103,12 @@ pub fn walk(r: &Reader<'_>) {
                 }
                 other => {
                     ok_or_expected(&other, "verify_component");
-                    assert!(comp.digest().is_some(), "no digest, yet not NotFound");
+                    // Without a digest, only a failing value check (zTensor v2 verifies
+                    // bool and packed fp4 values) comes before the NotFound.
+                    assert!(
+                        comp.digest().is_some() || other.is_err(),
+                        "no digest, yet verified"
+                    );
                 }
             }
             let elements = comp.element_count();

@@ -1,7 +1,7 @@
 //! C ABI: the file as a whole: its format and version, data-section layout, the files of a
 //! set (how many, where each is, each one's mapping), and what a remote reader moved.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 
 use super::open::{reader, zt_reader};
 use super::{guard, guard_value, need_out, put, zt_status};
@@ -17,13 +17,54 @@ pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_ch
     })
 }
 
-/// The file's format version ("1.2.0", "1.1.0", "0.1.0" for zTensor; the container's own
-/// version for other formats, e.g. "3" for GGUF v3); borrowed. "" for NULL.
+/// The file's format version ("2" for zTensor v2, "1.2.0", "1.1.0", "0.1.0" for zTensor
+/// v1 and legacy files; the container's own version for other formats, e.g. "3" for
+/// GGUF v3); borrowed. "" for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_char {
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
         Some(r) => r.reader.model().version.as_ptr(),
         None => c"".as_ptr(),
+    })
+}
+
+/// The content digest of a zTensor v2 file (spec §6.4): the identity of the model, the
+/// same however its tensors are laid out, aligned, encoded or split into shards, computed
+/// from the manifest alone (no tensor byte is read; nothing is stored in the file).
+/// `algorithm` is `ZT_DIGEST_XXH3` or `ZT_DIGEST_SHA256`; `*out_digest` is
+/// `"xxh3:<16 hex>"` or `"sha256:<64 hex>"`, borrowed until `zt_close`.
+/// `ZT_ERR_UNSUPPORTED` for a file that is not v2, and for a v2 file with a part that
+/// carries no digest (its content digest is then undefined); `ZT_ERR_INVALID_ARGUMENT`
+/// for another algorithm. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_get_content_digest(
+    file: *const zt_reader,
+    algorithm: u32,
+    out_digest: *mut *const c_char,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(file)?;
+        need_out(out_digest, "out_digest")?;
+        let algo = crate::codec::DigestAlgorithm::from_u32(algorithm)
+            .ok_or_else(|| err!(InvalidArgument, "unknown zt_digest value {algorithm}"))?;
+        let cached = || r.content_digests.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, text)) = cached().iter().find(|(a, _)| *a == algorithm) {
+            put(out_digest, text.as_ptr());
+            return Ok(());
+        }
+        let digest = r.reader.content_digest(algo).map_err(|e| r.in_file(e))?;
+        let text = CString::new(digest).expect("hex has no NUL");
+        let mut list = cached();
+        let at = match list.iter().position(|(a, _)| *a == algorithm) {
+            Some(i) => i,
+            None => {
+                list.push((algorithm, text));
+                list.len() - 1
+            }
+        };
+        // The CString's bytes stay where they are until zt_close.
+        put(out_digest, list[at].1.as_ptr());
+        Ok(())
     })
 }
 

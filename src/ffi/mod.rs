@@ -157,8 +157,23 @@ pub enum zt_digest {
     ZT_DIGEST_NONE = 0,
     /// "sha256:<64 hex>".
     ZT_DIGEST_SHA256 = 1,
-    /// "crc32c:0x<8 hex>".
+    /// "crc32c:0x<8 hex>" (zTensor v1.2 only).
     ZT_DIGEST_CRC32C = 2,
+    /// "xxh3:<16 hex>": XXH3-64 (zTensor v2 only, where it is the default).
+    ZT_DIGEST_XXH3 = 3,
+}
+
+/// The zTensor version a writer writes (`zt_writer_options.version`); values are stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_write_version {
+    /// The library's default for new files (zTensor v1.2.0 in this release).
+    ZT_WRITE_DEFAULT = 0,
+    /// zTensor v1.2.0: 64-byte aligned blobs; read by `ztensor` 1.x.
+    ZT_WRITE_V1_2 = 1,
+    /// zTensor v2: 64 KiB placement, xxh3 digests of every part, canonical form; read by
+    /// `ztensor` 2.x.
+    ZT_WRITE_V2 = 2,
 }
 
 impl From<ErrorKind> for zt_status {
@@ -493,9 +508,10 @@ mod tests {
             D::None => "NONE",
             D::Sha256 => "SHA256",
             D::Crc32c => "CRC32C",
+            D::Xxh3 => "XXH3",
         };
         let digests = header_enum("zt_digest");
-        assert_eq!(digests.len(), 3);
+        assert_eq!(digests.len(), 4);
         for (name, value) in &digests {
             let d = D::from_u32(*value).unwrap_or_else(|| panic!("{name} = {value} is no digest"));
             assert_eq!(

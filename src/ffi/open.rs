@@ -24,6 +24,9 @@ pub struct zt_reader {
     pub(super) paths: Box<[Option<CString>]>,
     /// Every name in one block (`zt_file_get_names`), made on first request.
     pub(super) names: super::listing::Names,
+    /// Content digests computed on first request, by `zt_digest` value
+    /// (`zt_file_get_content_digest`).
+    pub(super) content_digests: Mutex<Vec<(u32, CString)>>,
     /// The descriptor `zt_open_fd_with` was handed with `ZT_OPEN_TAKE_FD`: closed at
     /// `zt_close` (dropped after the reader, which reads its own duplicate).
     _taken_fd: Option<std::os::fd::OwnedFd>,
@@ -154,6 +157,7 @@ fn finish_open_taking(
             json,
             paths,
             names: Default::default(),
+            content_digests: Mutex::default(),
             _taken_fd: taken,
         })),
     );

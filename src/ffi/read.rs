@@ -175,7 +175,9 @@ pub unsafe extern "C" fn zt_component_verify(
 }
 
 /// Checks every component that has a digest; returns the first failure, `ZT_OK` when all
-/// match or none has a digest. Thread-safe.
+/// match or none has a digest. For zTensor v2 files digests cover decoded bytes, bool and
+/// packed fp4 values are checked too (`ZT_ERR_FORMAT`), and the shards of a set are checked
+/// against their root's table (size, whole-file digest: `ZT_ERR_CHECKSUM`). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_verify(reader: *const zt_reader) -> zt_status {
     guard(|| self::reader(reader)?.reader.verify())

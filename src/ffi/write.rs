@@ -1,4 +1,4 @@
-//! C ABI: writing files (always the current spec, 1.2.0).
+//! C ABI: writing files (zTensor v1.2.0 or v2, `zt_writer_options.version`).
 
 use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
@@ -8,7 +8,9 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{AnyWriter, CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
+use crate::writer::{
+    AnyWriter, CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer,
+};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
@@ -88,13 +90,25 @@ pub unsafe extern "C" fn zt_writer_create(
 /// caches and tests; the default is durable.
 pub const ZT_WRITER_NO_SYNC: u32 = 1;
 
+/// `zt_writer_options.flags`, zTensor v2: keep the blobs in the order they were written.
+/// By default a v2 writer whose objects were added out of ascending name order (or
+/// components out of ascending role order) copies the blobs into canonical order at
+/// `zt_writer_finish` (one more read and write of the data, in bounded memory), so that
+/// the file is canonical: byte for byte what any canonical writer makes of the same
+/// tensors. With this flag the file stays as written, valid but canonical only if it was
+/// written in that order.
+pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
+
 /// How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
-/// (durable).
+/// (durable, the default version).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_writer_options {
     /// `ZT_WRITER_*` flags, or-ed.
     pub flags: u32,
+    /// A `zt_write_version` value: `ZT_WRITE_DEFAULT` (0), `ZT_WRITE_V1_2` or
+    /// `ZT_WRITE_V2`.
+    pub version: u32,
 }
 
 /// `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
@@ -127,16 +141,25 @@ pub unsafe extern "C" fn zt_writer_create_with(
 
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
     // SAFETY: NULL or a valid struct, per the API contract.
-    let flags = unsafe { options.as_ref() }.map_or(0, |o| o.flags);
-    if flags & !ZT_WRITER_NO_SYNC != 0 {
+    let o = unsafe { options.as_ref() }.copied().unwrap_or_default();
+    let known = ZT_WRITER_NO_SYNC | ZT_WRITER_KEEP_ORDER;
+    if o.flags & !known != 0 {
         bail!(
             InvalidArgument,
             "unknown writer flags 0x{:x}",
-            flags & !ZT_WRITER_NO_SYNC
+            o.flags & !known
         );
     }
+    let version = match o.version {
+        0 => FileVersion::default(),
+        1 => FileVersion::V1_2,
+        2 => FileVersion::V2,
+        v => bail!(InvalidArgument, "unknown zt_write_version value {v}"),
+    };
     Ok(CreateOptions {
-        durable: flags & ZT_WRITER_NO_SYNC == 0,
+        durable: o.flags & ZT_WRITER_NO_SYNC == 0,
+        version,
+        keep_order: o.flags & ZT_WRITER_KEEP_ORDER != 0,
     })
 }
 

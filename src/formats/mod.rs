@@ -22,6 +22,7 @@ mod tensogram;
 mod zip;
 pub(crate) mod ztensor;
 pub(crate) mod ztensor_v01;
+pub(crate) mod ztensor_v2;
 
 use crate::error::{Result, bail};
 use crate::limits::Limits;
@@ -39,6 +40,8 @@ pub(crate) const UNALIGNED: Traits = Traits {
     blob_alignment: 1,
     view_alignment: 0,
     digest_kinds: &[],
+    decoded_digests: false,
+    value_rules: false,
     shared_blobs: false,
 };
 
@@ -54,7 +57,12 @@ struct Format {
 
 /// The formats, in the order a file's first bytes are tried: the ones with a magic
 /// first, safetensors (recognised by the shape of its header) last.
-const FORMATS: [Format; 9] = [
+const FORMATS: [Format; 10] = [
+    Format {
+        containers: &[Container::ZTensor],
+        detect: ztensor_v2::detect,
+        parse: ztensor_v2::parse,
+    },
     Format {
         containers: &[Container::ZTensor],
         detect: ztensor::detect,
@@ -116,6 +124,16 @@ pub(crate) fn read_model(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Resul
     }
     let head = read(0, size.min(HEAD))?;
     let Some(format) = FORMATS.iter().find(|f| (f.detect)(&head)) else {
+        // A zTensor v2 footer behind a damaged header: say which rule it breaks.
+        if size >= 48 && read(size - 8, 8)?[..] == ztensor_v2::MAGIC_V2 {
+            return Err(ztensor_v2::reject(
+                ztensor_v2::Rule::HeaderMagic,
+                format_args!(
+                    "the first 8 bytes are {}, though the footer is a v2 footer",
+                    printable(&head[..8])
+                ),
+            ));
+        }
         let names: Vec<&str> = Container::ALL.iter().map(|c| c.title()).collect();
         let (last, rest) = names.split_last().expect("formats");
         // An index of a set is JSON: say how a set opens (one descriptor or one buffer

@@ -1112,6 +1112,7 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         digest_regions: regions,
         data_offset,
         split: None,
+        v2_shards: Box::default(),
         shard_layouts,
         external: Box::default(),
     })

@@ -617,6 +617,11 @@ pub(crate) struct Traits {
     pub(crate) view_alignment: usize,
     /// The digest algorithms the format defines (others are reported as unsupported).
     pub(crate) digest_kinds: &'static [digest::Kind],
+    /// Digests cover a component's decoded bytes (zTensor v2), not its stored bytes.
+    pub(crate) decoded_digests: bool,
+    /// Verification also checks the values logical types constrain (bool bytes are 0 or
+    /// 1, the unused nibble of an odd count of packed fp4 values is 0), as v2 requires.
+    pub(crate) value_rules: bool,
     /// Blobs may overlap partially: views into one shared storage (PyTorch). Elsewhere
     /// a partial overlap is a corrupt file.
     pub(crate) shared_blobs: bool,
@@ -651,6 +656,9 @@ pub struct Model {
     pub(crate) data_offset: u64,
     /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
     pub(crate) split: Option<Split>,
+    /// A zTensor v2 root's shard table, sorted by name: blobs of file `i + 1` are in the
+    /// shard at `i`. Empty for every other file.
+    pub(crate) v2_shards: Box<[ShardEntry]>,
     /// A set's `(data_offset, blob alignment)` of each shard, in shard order (each shard
     /// is a file of its own: its data section and alignment are its own); empty for a
     /// single file, whose are `data_offset` and `traits.blob_alignment`.
@@ -659,6 +667,15 @@ pub struct Model {
     /// file's directory: blobs with `file` k > 0 are in `external[k - 1]`. The reader
     /// opens them as a set (`sets::open_external`).
     pub(crate) external: Box<[Box<str>]>,
+}
+
+/// An entry of a zTensor v2 shard table (§7.1): a label, and the file's identity (its
+/// exact size and whole-file digest), never a location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ShardEntry {
+    pub(crate) name: Box<str>,
+    pub(crate) size: u64,
+    pub(crate) digest: Box<str>,
 }
 
 /// A file's place in a set it declares itself part of: GGUF's `split.no` (from 0),
@@ -702,6 +719,7 @@ impl Model {
             digest_regions: Default::default(),
             data_offset: 0,
             split: None,
+            v2_shards: Box::default(),
             shard_layouts: Box::default(),
             external: Box::default(),
         })

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{Writer, check_attributes};
+use super::Writer;
 use crate::error::{Result, err};
 use crate::formats::ztensor::manifest;
 use crate::model::Attributes;
@@ -36,7 +36,12 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()> {
         self.check_usable()?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
-        check_attributes(&value, manifest::FILE_ATTRIBUTES_DEPTH, "the file's")?;
+        let attrs = self.typed_attributes_for(
+            attrs,
+            &value,
+            manifest::FILE_ATTRIBUTES_DEPTH,
+            "the file's",
+        )?;
         self.file_attributes = Some(attrs);
         Ok(())
     }
@@ -50,9 +55,13 @@ impl<W: Write> Writer<W> {
         self.check_usable()?;
         let i = self.object_index(name)?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
-        check_attributes(&value, manifest::OBJECT_ATTRIBUTES_DEPTH, "an object's")?;
-        self.objects[i].attributes = Some(attrs);
-        Ok(())
+        let attrs = self.typed_attributes_for(
+            attrs,
+            &value,
+            manifest::OBJECT_ATTRIBUTES_DEPTH,
+            "an object's",
+        )?;
+        self.replace_object_attributes(i, attrs)
     }
 
     /// Sets one file attribute, typed: the value of `key` replaced, or the key added last.
@@ -84,12 +93,13 @@ impl<W: Write> Writer<W> {
         if attributes.widths().is_some() {
             return self.set_file_attributes_typed(&attributes.typed_value()?);
         }
-        check_attributes(
+        let attrs = self.typed_attributes_for(
+            attributes.clone(),
             &attributes.value(),
             manifest::FILE_ATTRIBUTES_DEPTH,
             "the file's",
         )?;
-        self.file_attributes = Some(attributes.clone());
+        self.file_attributes = Some(attrs);
         Ok(())
     }
 
@@ -104,13 +114,13 @@ impl<W: Write> Writer<W> {
             return self.set_object_attributes_typed(name, &attributes.typed_value()?);
         }
         let i = self.object_index(name)?;
-        check_attributes(
+        let attrs = self.typed_attributes_for(
+            attributes.clone(),
             &attributes.value(),
             manifest::OBJECT_ATTRIBUTES_DEPTH,
             "an object's",
         )?;
-        self.objects[i].attributes = Some(attributes.clone());
-        Ok(())
+        self.replace_object_attributes(i, attrs)
     }
 
     /// The index of the object `name` (begun, open or ended).

@@ -280,13 +280,13 @@ impl<'a> Keys<'a> {
 /// Strings that repeat across objects (formats, roles, logical types) are stored once;
 /// the others (names, digests) side by side in an arena.
 #[derive(Default)]
-struct Interner {
+pub(crate) struct Interner {
     repeated: Vec<CText>,
-    arena: TextArena,
+    pub(crate) arena: TextArena,
 }
 
 impl Interner {
-    fn get(&mut self, s: &str) -> Result<CText> {
+    pub(crate) fn get(&mut self, s: &str) -> Result<CText> {
         if let Some(t) = self.repeated.iter().find(|t| t.as_str() == s) {
             return Ok(t.clone());
         }

@@ -28,6 +28,8 @@ pub(crate) const TRAITS: Traits = Traits {
     blob_alignment: ALIGNMENT,
     view_alignment: ALIGNMENT as usize,
     digest_kinds: ZTENSOR_KINDS,
+    decoded_digests: false,
+    value_rules: false,
     shared_blobs: false,
 };
 
