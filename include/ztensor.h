@@ -194,6 +194,19 @@
 #define ZT_WRITER_KEEP_ORDER 2
 
 /**
+ * `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
+ * every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+ * the library's default is written: zTensor v1.2.0 in this release.
+ */
+#define ZT_WRITER_V2 4
+
+/**
+ * `zt_writer_options.flags`: write zTensor v1.2.0 (64-byte aligned blobs, read by
+ * `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
+ */
+#define ZT_WRITER_V1_2 8
+
+/**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
  */
 #define ZT_COPY_ENCODING 1
@@ -354,25 +367,6 @@ typedef enum zt_value_type {
    */
   ZT_VALUE_MIXED = 255,
 } zt_value_type;
-
-/**
- * The zTensor version a writer writes (`zt_writer_options.version`); values are stable.
- */
-typedef enum zt_write_version {
-  /**
-   * The library's default for new files (zTensor v1.2.0 in this release).
-   */
-  ZT_WRITE_DEFAULT = 0,
-  /**
-   * zTensor v1.2.0: 64-byte aligned blobs; read by `ztensor` 1.x.
-   */
-  ZT_WRITE_V1_2 = 1,
-  /**
-   * zTensor v2: 64 KiB placement, xxh3 digests of every part, canonical form; read by
-   * `ztensor` 2.x.
-   */
-  ZT_WRITE_V2 = 2,
-} zt_write_version;
 
 /**
  * An open file. Opaque; immutable after `zt_open`, so every function taking a
@@ -786,18 +780,14 @@ typedef struct zt_batch_options {
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
- * (durable, the default version).
+ * (durable, the default version). The version is a flag (`ZT_WRITER_V2`,
+ * `ZT_WRITER_V1_2`), so the struct keeps the size programs were compiled with.
  */
 typedef struct zt_writer_options {
   /**
    * `ZT_WRITER_*` flags, or-ed.
    */
   uint32_t flags;
-  /**
-   * A `zt_write_version` value: `ZT_WRITE_DEFAULT` (0), `ZT_WRITE_V1_2` or
-   * `ZT_WRITE_V2`.
-   */
-  uint32_t version;
 } zt_writer_options;
 
 /**

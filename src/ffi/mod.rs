@@ -163,19 +163,6 @@ pub enum zt_digest {
     ZT_DIGEST_XXH3 = 3,
 }
 
-/// The zTensor version a writer writes (`zt_writer_options.version`); values are stable.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum zt_write_version {
-    /// The library's default for new files (zTensor v1.2.0 in this release).
-    ZT_WRITE_DEFAULT = 0,
-    /// zTensor v1.2.0: 64-byte aligned blobs; read by `ztensor` 1.x.
-    ZT_WRITE_V1_2 = 1,
-    /// zTensor v2: 64 KiB placement, xxh3 digests of every part, canonical form; read by
-    /// `ztensor` 2.x.
-    ZT_WRITE_V2 = 2,
-}
-
 impl From<ErrorKind> for zt_status {
     fn from(kind: ErrorKind) -> Self {
         const { assert!(zt_status::ZT_ERR_INTERNAL as u32 == ErrorKind::Internal as u32) };

@@ -99,16 +99,23 @@ pub const ZT_WRITER_NO_SYNC: u32 = 1;
 /// written in that order.
 pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
 
+/// `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
+/// every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+/// the library's default is written: zTensor v1.2.0 in this release.
+pub const ZT_WRITER_V2: u32 = 4;
+
+/// `zt_writer_options.flags`: write zTensor v1.2.0 (64-byte aligned blobs, read by
+/// `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
+pub const ZT_WRITER_V1_2: u32 = 8;
+
 /// How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
-/// (durable, the default version).
+/// (durable, the default version). The version is a flag (`ZT_WRITER_V2`,
+/// `ZT_WRITER_V1_2`), so the struct keeps the size programs were compiled with.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_writer_options {
     /// `ZT_WRITER_*` flags, or-ed.
     pub flags: u32,
-    /// A `zt_write_version` value: `ZT_WRITE_DEFAULT` (0), `ZT_WRITE_V1_2` or
-    /// `ZT_WRITE_V2`.
-    pub version: u32,
 }
 
 /// `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
@@ -142,7 +149,7 @@ pub unsafe extern "C" fn zt_writer_create_with(
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
     // SAFETY: NULL or a valid struct, per the API contract.
     let o = unsafe { options.as_ref() }.copied().unwrap_or_default();
-    let known = ZT_WRITER_NO_SYNC | ZT_WRITER_KEEP_ORDER;
+    let known = ZT_WRITER_NO_SYNC | ZT_WRITER_KEEP_ORDER | ZT_WRITER_V2 | ZT_WRITER_V1_2;
     if o.flags & !known != 0 {
         bail!(
             InvalidArgument,
@@ -150,11 +157,14 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
             o.flags & !known
         );
     }
-    let version = match o.version {
-        0 => FileVersion::default(),
-        1 => FileVersion::V1_2,
-        2 => FileVersion::V2,
-        v => bail!(InvalidArgument, "unknown zt_write_version value {v}"),
+    let version = match (o.flags & ZT_WRITER_V2 != 0, o.flags & ZT_WRITER_V1_2 != 0) {
+        (false, false) => FileVersion::default(),
+        (false, true) => FileVersion::V1_2,
+        (true, false) => FileVersion::V2,
+        (true, true) => bail!(
+            InvalidArgument,
+            "ZT_WRITER_V2 and ZT_WRITER_V1_2 together: a file has one version"
+        ),
     };
     Ok(CreateOptions {
         durable: o.flags & ZT_WRITER_NO_SYNC == 0,

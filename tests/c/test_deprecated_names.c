@@ -243,7 +243,7 @@ static void test_sets(void) {
   uint64_t shape[1] = {256};
   const void *base = NULL;
   uint64_t size = 0;
-  zt_writer_options o = {ZT_WRITER_NO_SYNC, ZT_WRITE_DEFAULT};
+  zt_writer_options o = {ZT_WRITER_NO_SYNC};
   int i;
   if (!CHECK_OK(zt_writer_create_sharded("set", 1500, &o, &w))) return;
   for (i = 0; i < 2; i++) {

@@ -318,7 +318,7 @@ static void test_shard_layouts(void) {
 static void test_sharded_writer(void) {
   zt_writer *w = NULL;
   zt_reader *r = NULL;
-  zt_writer_options no_sync = {ZT_WRITER_NO_SYNC, ZT_WRITE_DEFAULT};
+  zt_writer_options no_sync = {ZT_WRITER_NO_SYNC};
   static float data[4][1000];
   uint64_t shape[1] = {1000};
   char name[16];

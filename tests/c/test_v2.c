@@ -1,5 +1,5 @@
 /*
- * zTensor v2 through the C API: writing (zt_writer_options.version = ZT_WRITE_V2, objects
+ * zTensor v2 through the C API: writing (ZT_WRITER_V2 in zt_writer_options.flags, objects
  * added out of order, tied weights, zstd, a GGUF block layout, attributes), reading the
  * file back (version "2", zero-copy views sharing one blob, digests, quant info of a
  * gguf.<type>/1 object), the content digest, and the reference conformance corpus when
@@ -28,8 +28,7 @@ static void write_model(const char *path, uint32_t flags) {
   size_t i;
   for (i = 0; i < 1000; i++) weights[i] = (float)i * 0.5f - 3.0f;
   for (i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i * 7);
-  opts.flags = ZT_WRITER_NO_SYNC | flags;
-  opts.version = ZT_WRITE_V2;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2 | flags;
   CHECK_OK(zt_writer_create_with(path, &opts, &w));
   /* Out of name order on purpose: the file is still canonical (reordered at finish). */
   CHECK_OK(zt_writer_add(w, "tok.weight", ZT_F32, shape, 1, weights, sizeof weights, NULL));
@@ -164,13 +163,12 @@ static void test_options_are_checked(const char *dir) {
   uint64_t shape[1] = {2};
   float v[2] = {1.0f, 2.0f};
   snprintf(path, sizeof path, "%s/v2_options.zt", dir);
-  opts.version = 7;
+  opts.flags = ZT_WRITER_V2 | ZT_WRITER_V1_2;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
-  CHECK_ERROR_MENTIONS("zt_write_version");
+  CHECK_ERROR_MENTIONS("ZT_WRITER_V2 and ZT_WRITER_V1_2 together");
   CHECK(w == NULL);
   /* v1.2 records no xxh3; v2 no crc32c. */
-  opts.version = ZT_WRITE_V1_2;
-  opts.flags = ZT_WRITER_NO_SYNC;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V1_2;
   CHECK_OK(zt_writer_create_with(path, &opts, &w));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "x", ZT_F32, shape, 1, v, sizeof v, &xxh3));
   CHECK_OK(zt_writer_add(w, "y", ZT_F32, shape, 1, v, sizeof v, NULL));
@@ -180,7 +178,7 @@ static void test_options_are_checked(const char *dir) {
   CHECK_STR(zt_file_version(r), "1.2.0");
   CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_file_get_content_digest(r, ZT_DIGEST_XXH3, &d));
   zt_close(r);
-  opts.version = ZT_WRITE_V2;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2;
   w = NULL;
   CHECK_OK(zt_writer_create_with(path, &opts, &w));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "x", ZT_F32, shape, 1, v, sizeof v, &crc));

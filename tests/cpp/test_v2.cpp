@@ -1,4 +1,4 @@
-// A zTensor v2 file (written through the C API with zt_writer_options.version) read
+// A zTensor v2 file, written through the C API (ZT_WRITER_V2) and through zt::Writer, read
 // through the C++ wrapper: the same zt::Reader, objects, components and views as a v1.2
 // file, tied weights sharing one zero-copy view, v2 layout ids, verification.
 #include <ztensor.hpp>
@@ -17,8 +17,7 @@ const std::vector<float> k_weights = {1.5f, -2.0f, 3.25f, 4.0f};
 std::string write_v2(const std::string& path) {
   zt_writer* w = nullptr;
   zt_writer_options o{};
-  o.flags = ZT_WRITER_NO_SYNC;
-  o.version = ZT_WRITE_V2;
+  o.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2;
   const std::uint64_t shape[1] = {k_weights.size()};
   const std::uint64_t csr_shape[2] = {2, 3};
   const float values[2] = {1.0f, 2.0f};
@@ -58,6 +57,60 @@ TEST(V2, ReadsThroughTheSameWrapper) {
     EXPECT_NO_THROW(r["csr"].verify());
   }
   zt_test::remove(path);
+}
+
+TEST(V2, WrittenThroughTheWrapperWithOneContentDigest) {
+  const std::string a = zt_test::temp_path("v2_a");
+  const std::string b = zt_test::temp_path("v2_b");
+  zt::writer_options v2;
+  v2.durable = false;
+  v2.version = zt::writer_options::file_version::v2;
+  zt::writer_options keep = v2;
+  keep.keep_order = true;
+  const std::vector<float> other = {4.0f, 3.25f, -2.0f, 1.5f};  // not k_weights: its own blob
+  // The same tensors, added in two orders: one canonical file, one kept as written.
+  {
+    zt::Writer w = zt::Writer::create(a, v2);
+    w.add("z", k_weights, {4});
+    w.add("a", other, {2, 2});
+    w.finish();
+  }
+  {
+    zt::Writer w = zt::Writer::create(b, keep);
+    w.add("z", k_weights, {4});
+    w.add("a", other, {2, 2});
+    w.finish();
+  }
+  zt::Reader ra = zt::Reader::open(a);
+  zt::Reader rb = zt::Reader::open(b);
+  EXPECT_EQ(ra.version(), "2");
+  EXPECT_EQ(rb.version(), "2");
+  const std::string_view da = ra.content_digest();
+  EXPECT_EQ(da.substr(0, 5), "xxh3:");
+  EXPECT_EQ(da.size(), 5u + 16u);
+  EXPECT_EQ(da, rb.content_digest());  // the same model, whatever the placement
+  EXPECT_EQ(ra.content_digest(zt::digest::sha256).size(), 7u + 64u);
+  EXPECT_THROW(ra.content_digest(zt::digest::crc32c), zt::invalid_argument);
+  // The first tensor's blob comes first in the canonical file, not in the kept one.
+  EXPECT_LT(ra["a"].component("data").info().offset, ra["z"].component("data").info().offset);
+  EXPECT_GT(rb["a"].component("data").info().offset, rb["z"].component("data").info().offset);
+  ra.close();
+  rb.close();
+  // v1.2 explicitly: no content digest.
+  zt::writer_options v12;
+  v12.durable = false;
+  v12.version = zt::writer_options::file_version::v1_2;
+  {
+    zt::Writer w = zt::Writer::create(a, v12);
+    w.add("a", k_weights, {4});
+    w.finish();
+  }
+  zt::Reader r12 = zt::Reader::open(a);
+  EXPECT_EQ(r12.version(), "1.2.0");
+  EXPECT_THROW(r12.content_digest(), zt::unsupported);
+  r12.close();
+  zt_test::remove(a);
+  zt_test::remove(b);
 }
 
 }  // namespace

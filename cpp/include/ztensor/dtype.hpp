@@ -21,7 +21,9 @@ enum class dtype : std::uint32_t {
 enum class encoding : std::uint32_t { raw = ZT_ENCODING_RAW, zstd = ZT_ENCODING_ZSTD, pipeline = ZT_ENCODING_PIPELINE };
 
 /// Digest algorithms the writer can record (the values of zt_digest).
-enum class digest : std::uint32_t { none = ZT_DIGEST_NONE, sha256 = ZT_DIGEST_SHA256, crc32c = ZT_DIGEST_CRC32C };
+enum class digest : std::uint32_t {
+  none = ZT_DIGEST_NONE, sha256 = ZT_DIGEST_SHA256, crc32c = ZT_DIGEST_CRC32C, xxh3 = ZT_DIGEST_XXH3
+};
 
 /// Bytes per element of a dtype; 0 for a value outside the enum.
 constexpr std::size_t dtype_size(zt::dtype t) noexcept {

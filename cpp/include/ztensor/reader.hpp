@@ -744,6 +744,16 @@ class Reader {
         span<const std::byte>(static_cast<const std::byte*>(base), static_cast<std::size_t>(size))));
   }
 
+  /// The content digest of a zTensor v2 file (zt_file_get_content_digest): the model's
+  /// identity however its tensors are laid out, "xxh3:<16 hex>" or "sha256:<64 hex>",
+  /// borrowed until the reader closes. unsupported for a file that is not v2.
+  ret<std::string_view> content_digest(zt::digest algorithm = zt::digest::xxh3) const {
+    const char* d = nullptr;
+    zt_status st = zt_file_get_content_digest(handle_.get(), static_cast<std::uint32_t>(algorithm), &d);
+    if (st != ZT_OK) return detail::unwrap(result<std::string_view>(detail::last_failure(st)));
+    return detail::unwrap(result<std::string_view>(detail::sv(d)));
+  }
+
   /// File `index`'s data section (zt_shard_get_layout): each shard of a set is a file with
   /// its own; a component's offset minus the data_offset of the shard that holds it is its
   /// offset in that shard's section. For a single file, index 0 is layout().
