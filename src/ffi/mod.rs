@@ -80,6 +80,8 @@ pub enum zt_status {
     ZT_ERR_STATE = 9,
     /// A bug: a caught panic.
     ZT_ERR_INTERNAL = 10,
+    /// The work was cancelled (`zt_loader_cancel`) before it was done.
+    ZT_ERR_CANCELED = 11,
 }
 
 /// Storage dtypes; values are stable. Functions take them as `uint32_t`.
@@ -128,7 +130,7 @@ pub enum zt_digest {
 
 impl From<ErrorKind> for zt_status {
     fn from(kind: ErrorKind) -> Self {
-        const { assert!(zt_status::ZT_ERR_INTERNAL as u32 == ErrorKind::Internal as u32) };
+        const { assert!(zt_status::ZT_ERR_CANCELED as u32 == ErrorKind::Canceled as u32) };
         // SAFETY: both enums are 32-bit with the values of one table (`error_kinds!`),
         // which `ffi::tests::c_enums_match_the_tables` checks against the header; every
         // ErrorKind value is a zt_status value.
