@@ -19,6 +19,10 @@ mod remote;
 // Typed attributes, after the frame calls.
 mod attrs;
 
+// The staged loader and its devices, last.
+mod device;
+mod load;
+
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -40,6 +44,9 @@ pub use frames::*;
 pub use remote::*;
 
 pub use attrs::*;
+
+pub use device::*;
+pub use load::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.

@@ -218,7 +218,7 @@ fn cut(shape: &[u64], slice: Slice, per: u64, total_units: u64) -> Result<(Cut, 
                     "rows [{first}, {first} + {count}) are outside the {rows} rows of shape {shape:?}"
                 );
             }
-            let inner = if rows == 0 { 0 } else { numel / rows };
+            let inner = numel.checked_div(rows).unwrap_or(0);
             let first = aligned(first * inner, "the first row's first value")?;
             let units = aligned(count * inner, "the rows' value count")?;
             Ok((Cut::Contiguous { first }, units))
@@ -232,7 +232,7 @@ fn cut(shape: &[u64], slice: Slice, per: u64, total_units: u64) -> Result<(Cut, 
                      shape {shape:?}"
                 );
             }
-            let rows = if cols == 0 { 0 } else { numel / cols };
+            let rows = numel.checked_div(cols).unwrap_or(0);
             let row = aligned(cols, "a row of")?;
             let (first, width) = (
                 aligned(first, "the first column")?,

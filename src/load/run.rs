@@ -125,7 +125,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 }
                 Err(e) => {
                     let tally = Tally::new(1);
-                    tally.fail(e.context(format_args!("request {i}")));
+                    tally.fail(e);
                     run.tallies.push(tally);
                     run.chunks.push(1);
                     run.jobs.push(None);
@@ -320,7 +320,12 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
     // --- ends of chunks and requests ------------------------------------------------------
 
     fn finish(&self, request: usize) {
-        let canceled = || err!(Canceled, "request {request}: the load was cancelled");
+        let canceled = || {
+            err!(
+                Canceled,
+                "the load was cancelled before the request was done"
+            )
+        };
         if let Some((result, bytes)) = self.tallies[request].finish(canceled) {
             self.events.completed(request, &result, bytes);
             let _ = self.results[request].set((result, bytes));
