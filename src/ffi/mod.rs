@@ -21,7 +21,7 @@ mod attrs;
 
 // The staged loader and its devices, last.
 mod device;
-mod load;
+mod staged;
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
@@ -46,7 +46,7 @@ pub use remote::*;
 pub use attrs::*;
 
 pub use device::*;
-pub use load::*;
+pub use staged::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.
