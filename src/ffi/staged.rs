@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::device::{CDevice, read_versioned, zt_device};
+use super::device::{CDevice, free_handle, handle_ref, read_versioned, zt_device};
 use super::read::{find_component, reader, zt_reader};
-use super::{guard, guard_value, need_dtype, need_out, put, zt_status};
+use super::{guard, need_dtype, need_out, put, zt_status};
 use crate::error::{Error, Result, bail};
 use crate::load::{Destination, LoadEvents, Loader, LoaderOptions, Request, Slice};
 
@@ -241,17 +241,12 @@ pub unsafe extern "C" fn zt_loader_create_with(
 /// NULL is fine. Not while a load runs on it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_loader_free(loader: *mut zt_loader) {
-    guard_value((), || {
-        if !loader.is_null() {
-            // SAFETY: a handle of zt_loader_create*, freed once, idle.
-            drop(unsafe { Box::from_raw(loader) });
-        }
-    })
+    // SAFETY: a handle of zt_loader_create*, freed once, idle, per the contract.
+    unsafe { free_handle(loader) }
 }
 
 fn loader_of<'l>(loader: *const zt_loader) -> Result<&'l zt_loader> {
-    // SAFETY: NULL or a live handle, per the contract.
-    unsafe { loader.as_ref() }.ok_or_else(|| crate::error::err!(InvalidArgument, "loader is NULL"))
+    handle_ref(loader, "loader")
 }
 
 /// The C callbacks as `LoadEvents`, with request indices mapped back to the caller's.
