@@ -48,6 +48,7 @@ typedef struct host_device {
   long violations;
   int in_call;
   long direct_reads;
+  long registered, unregistered;
 } host_device;
 
 static uint64_t fnv(const unsigned char *p, size_t n) {
@@ -159,6 +160,20 @@ static int hd_host_free(void *ctx, void *p, size_t size) {
   free(p);
   d->freed += (long)size;
   d->free_calls++;
+  leave(d);
+  return 0;
+}
+static int hd_host_register(void *ctx, void *p, size_t size) {
+  host_device *d = (host_device *)ctx;
+  enter(d);
+  d->registered += p != NULL && size > 0;
+  leave(d);
+  return 0;
+}
+static int hd_host_unregister(void *ctx, void *p) {
+  host_device *d = (host_device *)ctx;
+  enter(d);
+  d->unregistered += p != NULL;
   leave(d);
   return 0;
 }
@@ -517,6 +532,12 @@ static void every_byte_lands(zt_reader *rd) {
     CHECK_OK(zt_loader_load(l, rd, q, n));
     CHECK(device_idle(&d));
     check_landed(&r, q, n, 0);
+    {
+      uint64_t total = 0;
+      size_t i;
+      for (i = 0; i < n; i++) total += r.want[i].size;
+      CHECK_U64(r.last_progress, total); /* the last progress call counts every byte */
+    }
     CHECK_OK(zt_loader_get_stats(l, &st));
     CHECK(st.pinned == 1);
     CHECK(st.peak_busy <= st.staging_count);
@@ -778,6 +799,62 @@ static void digests_and_direct_reads(void) {
   zt_close(rd);
 }
 
+static void caller_staging_is_registered(zt_reader *rd) {
+  static run r;
+  static zt_loader_request q[MAX_REQUESTS];
+  host_device d;
+  zt_device dev;
+  zt_loader *l = NULL;
+  zt_loader_options o;
+  zt_loader_stats st;
+  void *buffers[3];
+  size_t n, k;
+  run_reset(&r);
+  device_start(&d, 16 << 20, 0, 0, 100);
+  dev = device_of(&d, 1, 0);
+  dev.host_alloc = NULL; /* the loader never allocates: the buffers are the caller's */
+  dev.host_free = NULL;
+  dev.host_register = hd_host_register;
+  dev.host_unregister = hd_host_unregister;
+  for (k = 0; k < 3; k++) buffers[k] = malloc(64 << 10);
+  o = options_for(&r, 0, 3);
+  o.staging = buffers;
+  o.flags = ZT_LOADER_REGISTER_STAGING;
+  if (!CHECK_OK(zt_loader_create_with(&dev, &o, &l))) return;
+  CHECK(d.registered == 3);
+  n = plan(rd, &r, q, d.memory, 0);
+  CHECK_OK(zt_loader_load(l, rd, q, n));
+  CHECK(device_idle(&d));
+  check_landed(&r, q, n, 0);
+  CHECK_OK(zt_loader_get_stats(l, &st));
+  CHECK(st.pinned == 1);
+  CHECK_U64(st.staging_count, 3);
+  CHECK(st.readers <= 2); /* one buffer more than reader tasks */
+  CHECK(d.peak_pending <= 3 * (64 << 10));
+  CHECK(d.alloc_calls == 0);
+  CHECK(d.violations == 0);
+  zt_loader_free(l);
+  CHECK(d.unregistered == 3);
+  /* Not registered: the loader stages in them as they are (pageable). */
+  o.flags = 0;
+  CHECK_OK(zt_loader_create_with(&dev, &o, &l));
+  CHECK_OK(zt_loader_get_stats(l, &st));
+  CHECK(st.pinned == 0);
+  zt_loader_free(l);
+  CHECK(d.registered == 3 && d.unregistered == 3);
+  /* A count that disagrees, a NULL buffer, buffers without a device. */
+  free(buffers[2]);
+  buffers[2] = NULL;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_create_with(&dev, &o, &l));
+  CHECK_ERROR_MENTIONS("staging buffer 2 is NULL");
+  o.staging_count = 0;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_create_with(&dev, &o, &l));
+  o.staging_count = 3;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_create_with(NULL, &o, &l));
+  for (k = 0; k < 2; k++) free(buffers[k]);
+  device_stop(&d);
+}
+
 static void misuse_is_refused(zt_reader *rd) {
   host_device d;
   zt_device dev, bad;
@@ -932,6 +1009,7 @@ int main(int argc, char **argv) {
   failures_stay_with_their_requests(rd);
   cancel_is_clean(rd);
   digests_and_direct_reads();
+  caller_staging_is_registered(rd);
   misuse_is_refused(rd);
   the_cuda_backend(rd);
   zt_close(rd);
