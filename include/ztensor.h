@@ -191,17 +191,6 @@
 #define ZT_LOAD_VERIFY 8
 
 /**
- * Default staging buffer size: large enough that a copy's fixed cost is small, small
- * enough that several fly while others fill.
- */
-#define DEFAULT_STAGING_SIZE (16 << 20)
-
-/**
- * The smallest staging buffer (a ggml block dequantized to f32 is at most 1 KiB).
- */
-#define MIN_STAGING_SIZE (64 << 10)
-
-/**
  * Status of every fallible call. `ZT_OK` is 0; the values are stable.
  */
 typedef enum zt_status {
