@@ -64,6 +64,19 @@ struct HostDevice {
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
+/// A device of `size` bytes whose copies complete after up to `max_delay_us`, failing
+/// nothing; `direct`: with a direct-read hook.
+fn delayed(size: usize, max_delay_us: u64, direct: bool) -> Arc<HostDevice> {
+    HostDevice::new(
+        size,
+        Faults {
+            max_delay_us,
+            ..Faults::default()
+        },
+        direct,
+    )
+}
+
 fn hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
@@ -525,14 +538,7 @@ fn every_byte_of_every_slice_lands_and_completes_once() {
         ],
     );
     for (readers, count, gap) in [(1, 2, 0), (3, 4, 0), (4, 5, 40), (0, 0, 8)] {
-        let device = HostDevice::new(
-            24 << 20,
-            Faults {
-                max_delay_us: 300,
-                ..Faults::default()
-            },
-            false,
-        );
+        let device = delayed(24 << 20, 300, false);
         let loader = Loader::new(Some(device.clone()), &options(readers, count, 64 << 10)).unwrap();
         let (mut requests, expected) = device_requests(&device, &planned, gap);
         let events = Recorder::new(Some(&device), expected.clone());
@@ -633,14 +639,7 @@ fn quantized_rows_dequantize_and_copy_as_blocks() {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/dequant/dequant.gguf");
     let r = Reader::open(&path).unwrap();
-    let device = HostDevice::new(
-        4 << 20,
-        Faults {
-            max_delay_us: 50,
-            ..Faults::default()
-        },
-        false,
-    );
+    let device = delayed(4 << 20, 50, false);
     let loader = Loader::new(Some(device.clone()), &options(2, 3, 64 << 10)).unwrap();
     let mut planned = Vec::new();
     for (o, obj) in r.objects().iter().enumerate() {
@@ -776,14 +775,7 @@ fn cancel_stops_between_chunks_and_leaves_nothing_in_flight() {
     let r = Reader::from_slice(&file).unwrap();
     let planned = plan(&r, &[]);
     let total: u64 = planned.iter().map(|p| p.3.len() as u64).sum();
-    let device = HostDevice::new(
-        24 << 20,
-        Faults {
-            max_delay_us: 200,
-            ..Faults::default()
-        },
-        false,
-    );
+    let device = delayed(24 << 20, 200, false);
     let loader = Loader::new(Some(device.clone()), &options(2, 3, 64 << 10)).unwrap();
     let (mut requests, expected) = device_requests(&device, &planned, 0);
     let mut events = Recorder::new(Some(&device), expected.clone());
@@ -847,14 +839,7 @@ fn digests_are_checked_before_a_request_is_reported_done() {
         file[at as usize] ^= 0x40;
     }
     let r = Reader::from_slice(&file).unwrap();
-    let device = HostDevice::new(
-        24 << 20,
-        Faults {
-            max_delay_us: 50,
-            ..Faults::default()
-        },
-        false,
-    );
+    let device = delayed(24 << 20, 50, false);
     let mut opts = options(3, 4, 64 << 10);
     opts.verify = true;
     let loader = Loader::new(Some(device.clone()), &opts).unwrap();
@@ -885,14 +870,7 @@ fn direct_reads_go_straight_to_the_device_or_fall_back_to_staging() {
     std::fs::write(&path, model(false)).unwrap();
     let r = Reader::open(&path).unwrap();
     let planned = plan(&r, &[(1, DType::F64)]);
-    let device = HostDevice::new(
-        24 << 20,
-        Faults {
-            max_delay_us: 20,
-            ..Faults::default()
-        },
-        true,
-    );
+    let device = delayed(24 << 20, 20, true);
     let loader = Loader::new(Some(device.clone()), &options(3, 4, 64 << 10)).unwrap();
     let (mut requests, expected) = device_requests(&device, &planned, 0);
     let events = Recorder::new(Some(&device), expected.clone());

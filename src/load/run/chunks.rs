@@ -13,14 +13,10 @@ use super::super::plan::{Check, Dst, Job};
 use super::{CopyOut, Flight, Item, Run};
 
 impl Run<'_, '_, '_> {
-    /// A host chunk, read straight into its destination.
-    pub(super) fn host(&self, item: &Item, scratch: &mut Scratch) {
+    /// Reads (and decodes, converts, gathers) chunk `item` from the reader into `out`.
+    fn fill_item(&self, item: &Item, out: &mut [u8], scratch: &mut Scratch) -> Result<()> {
         let job = self.job(item.request);
-        if self.tallies[item.request].failed() {
-            return self.skip(item.request);
-        }
-        let out = self.host_out(job, item.u0, item.u1);
-        match fill::chunk(
+        fill::chunk(
             self.reader,
             job,
             (item.u0, item.u1),
@@ -28,7 +24,17 @@ impl Run<'_, '_, '_> {
             out,
             scratch,
             None,
-        ) {
+        )
+    }
+
+    /// A host chunk, read straight into its destination.
+    pub(super) fn host(&self, item: &Item, scratch: &mut Scratch) {
+        let job = self.job(item.request);
+        if self.tallies[item.request].failed() {
+            return self.skip(item.request);
+        }
+        let out = self.host_out(job, item.u0, item.u1);
+        match self.fill_item(item, out, scratch) {
             Ok(()) => self.land(Landing {
                 request: item.request,
                 bytes: job.out_bytes(item.u0, item.u1),
@@ -76,15 +82,7 @@ impl Run<'_, '_, '_> {
                 continue;
             }
             let out = &mut buf[start as usize..(start + len) as usize];
-            match fill::chunk(
-                self.reader,
-                job,
-                (item.u0, item.u1),
-                From::Reader,
-                out,
-                scratch,
-                None,
-            ) {
+            match self.fill_item(item, out, scratch) {
                 Ok(()) => self.add(&mut flight, item, start),
                 Err(e) => self.fail(item.request, e),
             }
@@ -182,15 +180,7 @@ impl Run<'_, '_, '_> {
                 let buf = unsafe { self.loader.staging.buffer(slot) };
                 let out = &mut buf[..(end - offset) as usize];
                 let mut flight = Flight::default();
-                match fill::chunk(
-                    self.reader,
-                    job,
-                    (item.u0, item.u1),
-                    From::Reader,
-                    out,
-                    scratch,
-                    None,
-                ) {
+                match self.fill_item(item, out, scratch) {
                     Ok(()) => self.add(&mut flight, item, 0),
                     Err(e) => self.fail(item.request, e),
                 }
