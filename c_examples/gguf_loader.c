@@ -11,7 +11,7 @@
  *    tokenizer.ggml.scores (a contiguous float array) and tokenizer.ggml.token_type
  *    (int32_t array).
  * 3. Every tensor sized without attributes: dense ones by shape x dtype size, quantized
- *    ones by zt_object_quant_info_get (ggml type, row size, rows), with the dimensions
+ *    ones by zt_object_get_quant_info (ggml type, row size, rows), with the dimensions
  *    given back in ggml's order (ne[0] first: the shape reversed).
  * 4. Every quantized tensor dequantized to f32 with zt_component_read_as. With
  *    expected.f32 (the values gguf-py's gguf.quants.dequantize gives, in tensor order, as
@@ -36,7 +36,7 @@ static int fail(const char *what, zt_status s) {
 static int hparam_u32(const zt_reader *r, const char *key, uint32_t *out) {
   const zt_value *v = NULL;
   uint32_t type = 0;
-  zt_status s = zt_file_attribute(r, key, &v);
+  zt_status s = zt_file_get_attribute(r, key, &v);
   if (s != ZT_OK) {
     return fail(key, s);
   }
@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
   errors += hparam_u32(r, "llama.context_length", &n_ctx);
   errors += hparam_u32(r, "llama.embedding_length", &n_embd);
   errors += hparam_u32(r, "llama.attention.head_count", &n_head);
-  if ((s = zt_file_attribute(r, "llama.attention.layer_norm_rms_epsilon", &eps_value)) != ZT_OK ||
+  if ((s = zt_file_get_attribute(r, "llama.attention.layer_norm_rms_epsilon", &eps_value)) != ZT_OK ||
       (s = zt_value_get_f32(eps_value, &eps)) != ZT_OK) {
     errors += fail("llama.attention.layer_norm_rms_epsilon", s);
   }
@@ -109,18 +109,18 @@ int main(int argc, char **argv) {
          (double)eps);
 
   /* 2. The vocabulary: strings by index, scores and types as contiguous arrays. */
-  if ((s = zt_file_attribute(r, "tokenizer.ggml.tokens", &tokens)) != ZT_OK ||
-      (s = zt_value_count(tokens, &n_vocab)) != ZT_OK) {
+  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.tokens", &tokens)) != ZT_OK ||
+      (s = zt_value_get_count(tokens, &n_vocab)) != ZT_OK) {
     errors += fail("tokenizer.ggml.tokens", s);
   }
-  if ((s = zt_file_attribute(r, "tokenizer.ggml.scores", &scores)) != ZT_OK ||
-      (s = zt_value_array_type(scores, &elem)) != ZT_OK || elem != ZT_VALUE_F32 ||
-      (s = zt_value_array_data(scores, &score_data, &n_scores)) != ZT_OK) {
+  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.scores", &scores)) != ZT_OK ||
+      (s = zt_value_get_array_type(scores, &elem)) != ZT_OK || elem != ZT_VALUE_F32 ||
+      (s = zt_value_get_array_data(scores, &score_data, &n_scores)) != ZT_OK) {
     errors += fail("tokenizer.ggml.scores (f32 array)", s);
   }
-  if ((s = zt_file_attribute(r, "tokenizer.ggml.token_type", &types)) != ZT_OK ||
-      (s = zt_value_array_type(types, &elem)) != ZT_OK || elem != ZT_VALUE_I32 ||
-      (s = zt_value_array_data(types, &type_data, &n_types)) != ZT_OK) {
+  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.token_type", &types)) != ZT_OK ||
+      (s = zt_value_get_array_type(types, &elem)) != ZT_OK || elem != ZT_VALUE_I32 ||
+      (s = zt_value_get_array_data(types, &type_data, &n_types)) != ZT_OK) {
     errors += fail("tokenizer.ggml.token_type (i32 array)", s);
   }
   score = (const float *)score_data;
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
   for (i = 0; errors == 0 && i < n_vocab; i++) {
     const char *text = NULL;
     size_t len = 0;
-    if ((s = zt_value_array_string(tokens, i, &text, &len)) != ZT_OK) {
+    if ((s = zt_value_get_element_string(tokens, i, &text, &len)) != ZT_OK) {
       errors += fail("token", s);
       break;
     }
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
     uint64_t numel = 1, bytes;
     size_t d;
     char dims[128] = "";
-    if ((s = zt_object_info_get(r, i, &info)) != ZT_OK) {
+    if ((s = zt_object_get_info(r, i, &info)) != ZT_OK) {
       errors += fail("object", s);
       continue;
     }
@@ -161,11 +161,11 @@ int main(int argc, char **argv) {
       snprintf(dims + used, sizeof dims - used, "%s%llu", d ? ", " : "",
                (unsigned long long)info.shape[info.ndim - 1 - d]);
     }
-    s = zt_object_quant_info_get(r, i, &q);
+    s = zt_object_get_quant_info(r, i, &q);
     if (s == ZT_ERR_NOT_FOUND) { /* dense: shape x dtype size */
       zt_component_info c;
       size_t width = 0;
-      if ((s = zt_component_info_get(r, i, 0, &c)) != ZT_OK || (s = zt_dtype_size(c.dtype, &width)) != ZT_OK) {
+      if ((s = zt_component_get_info(r, i, 0, &c)) != ZT_OK || (s = zt_dtype_get_size(c.dtype, &width)) != ZT_OK) {
         errors += fail(info.name, s);
         continue;
       }

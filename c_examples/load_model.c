@@ -8,7 +8,7 @@
  * Opens the file or the set (memory-mapped), builds a name -> pointer table for every
  * "data" component: raw little-endian tensors are zero-copy views into the mapping,
  * anything else (zstd, legacy big-endian ...) is decoded into memory we allocate, all of
- * them in one zt_load_batch call, in parallel, whichever shard holds them. Then looks
+ * them in one zt_batch_load call, in parallel, whichever shard holds them. Then looks
  * tensors up by name the way a model graph builder would, reports what was mapped and
  * what was decoded, and checks every stored digest.
  */
@@ -111,7 +111,7 @@ static void show(const char *name) {
   if (t == NULL) {
     fail("missing tensor", name);
   }
-  check(zt_dtype_size(t->dtype, &width), name); /* bytes per element: 2 for bf16 */
+  check(zt_dtype_get_size(t->dtype, &width), name); /* bytes per element: 2 for bf16 */
   printf("%s: [", t->name);
   for (i = 0; i < t->ndim; i++) {
     printf(i ? ", %llu" : "%llu", (unsigned long long)t->shape[i]);
@@ -158,14 +158,14 @@ int main(int argc, char **argv) {
     size_t data_index;
     tensor *slot;
 
-    check(zt_object_info_get(g_reader, i, &info), "object info");
+    check(zt_object_get_info(g_reader, i, &info), "object info");
     /* Sparse or quantized objects have no "data" component: a real loader would
        handle their formats; here they are just counted. */
     if (zt_component_find(g_reader, i, "data", &data_index) != ZT_OK) {
       skipped++;
       continue;
     }
-    check(zt_component_info_get(g_reader, i, data_index, &comp), info.name);
+    check(zt_component_get_info(g_reader, i, data_index, &comp), info.name);
 
     slot = table_slot(&g_table, info.name);
     slot->name = info.name;
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
   /* One call decodes them all, on a pool of threads, whichever file of a set holds
      each; every request has its own status. */
   if (batch > 0) {
-    zt_status status = zt_load_batch(g_reader, requests, batch, NULL);
+    zt_status status = zt_batch_load(g_reader, requests, batch, NULL);
     if (status != ZT_OK) {
       free(requests);
       check(status, "batch load");
@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
   show("layers.0.attention.wq.weight");
   show("output.weight");
 
-  check(zt_attributes_json(g_reader, SIZE_MAX, &json), "file attributes");
+  check(zt_file_get_attributes_json(g_reader, &json), "file attributes");
   printf("metadata: %s\n", json);
   printf("files: %zu\n", zt_shard_count(g_reader));
   printf("tensors: %zu (%zu zero-copy, %zu decoded, %zu skipped)\n", zero_copy + decoded, zero_copy, decoded,
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
   printf("bytes decoded: %llu\n", (unsigned long long)decoded_bytes);
 
   /* Reads every stored byte that has a digest; ZT_ERR_CHECKSUM names the bad tensor. */
-  check(zt_verify(g_reader), "verify");
+  check(zt_file_verify(g_reader), "verify");
   printf("digests: OK\n");
 
   cleanup();

@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     g_path = argv[3];
-    check(zt_writer_create_sharded(g_path, (uint64_t)max, NULL, &g_writer), g_path);
+    check(zt_writer_create_sharded_with(g_path, (uint64_t)max, NULL, &g_writer), g_path);
   } else if (argc == 2) {
     g_path = argv[1];
     /* The bytes go to a temporary file next to g_path; it appears there only at finish. */

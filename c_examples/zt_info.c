@@ -68,8 +68,8 @@ static void widen(int column, const char *text) {
 static void cells(size_t object, size_t component, char cell[C_COUNT][256]) {
   zt_object_info info;
   zt_component_info comp;
-  check(zt_object_info_get(g_reader, object, &info), "object info");
-  check(zt_component_info_get(g_reader, object, component, &comp), info.name);
+  check(zt_object_get_info(g_reader, object, &info), "object info");
+  check(zt_component_get_info(g_reader, object, component, &comp), info.name);
   snprintf(cell[C_NAME], 256, "%s", component == 0 ? info.name : "");
   snprintf(cell[C_FORMAT], 256, "%s", component == 0 ? info.format : "");
   if (component == 0) {
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
   }
   for (o = 0; o < count; o++) {
     zt_object_info info;
-    check(zt_object_info_get(g_reader, o, &info), "object info");
+    check(zt_object_get_info(g_reader, o, &info), "object info");
     for (c = 0; c < info.component_count; c++) {
       cells(o, c, cell);
       for (k = 0; k < C_COUNT; k++) {
@@ -132,16 +132,16 @@ int main(int argc, char **argv) {
   print_row(cell, "digest");
   for (o = 0; o < count; o++) {
     zt_object_info info;
-    check(zt_object_info_get(g_reader, o, &info), "object info");
+    check(zt_object_get_info(g_reader, o, &info), "object info");
     for (c = 0; c < info.component_count; c++) {
       zt_component_info comp;
-      check(zt_component_info_get(g_reader, o, c, &comp), info.name);
+      check(zt_component_get_info(g_reader, o, c, &comp), info.name);
       cells(o, c, cell);
       print_row(cell, comp.digest ? comp.digest : "-");
     }
   }
 
-  check(zt_attributes_json(g_reader, SIZE_MAX, &json), "file attributes");
+  check(zt_file_get_attributes_json(g_reader, &json), "file attributes");
   printf("\nattributes: %s\n", json);
   zt_close(g_reader);
   return 0;

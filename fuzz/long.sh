@@ -11,7 +11,7 @@ budget=$1
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(open_walk safetensors gguf tensogram ztensor_v01 manifest writer)
+  targets=(open_walk safetensors gguf tensogram ztensor_v01 ztensor_v2 manifest writer pytorch npy zip onnx)
 fi
 bin_dir="$(dirname "$("$here/build.sh" | tail -n 1)")"
 mkdir -p "$here/corpus" "$here/artifacts" "$here/logs"

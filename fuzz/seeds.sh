@@ -8,7 +8,15 @@
 #   tensogram    the file without the first "TENSOGRM"
 #   ztensor_v01  the file without "ZTEN0001"
 #   manifest     4-byte data length, the data from offset 64, the manifest (v1 files)
+#   ztensor_v2   4-byte data length, the data from offset 4096 to the manifest, the
+#                manifest (v2 files; an empty data region when it is over 64 KiB)
 #   writer       a few fixed call sequences (bytes the target reads as calls)
+#   pytorch      the data.pkl of every PyTorch checkpoint (a zip with <dir>/data.pkl)
+#   npy          a .npy file's header text, a 0 byte, its data (version 1 and 2 files)
+#   zip          every zip archive (.npz, checkpoints) as it is
+#   onnx         every ONNX model as it is
+# ZTENSOR_V2_CORPUS, when set, names the zTensor v2 conformance corpus (not committed
+# here): its files are seeds too.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 vectors="$here/../tests/vectors"
@@ -18,9 +26,16 @@ mkdir -p "$out"
 # Every vector file (a format's own extension, or .zt for the hostile corpus and the
 # reference vectors), one per line.
 all() {
-  find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \) \
-    ! -path '*/alloc/*' | sort
+  {
+    find "$vectors" -type f \( -name '*.zt' -o -name '*.gguf' -o -name '*.safetensors' -o -name '*.tgm' \
+      -o -name '*.npy' -o -name '*.npz' -o -name '*.onnx' -o -name '*.pt' -o -name '*.bin' \) \
+      ! -path '*/alloc/*'
+    if [ -n "${ZTENSOR_V2_CORPUS:-}" ] && [ -d "$ZTENSOR_V2_CORPUS" ]; then
+      find "$ZTENSOR_V2_CORPUS" -type f -name '*.zt'
+    fi
+  } | sort
 }
+v2magic="$(printf '\x89ZT2\r\n\x1a\n' | od -An -tx1 | tr -d ' \n')"
 magic() { head -c 8 "$1"; }
 u64le() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
 n=0
@@ -50,7 +65,45 @@ while IFS= read -r f; do
             tail -c +65 "$f" | head -c $((size - 80)); } > "$out/$base"
         fi
       fi ;;
+    ztensor_v2)
+      if [ "$size" -ge 48 ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = "$v2magic" ]; then
+        at=$(u64le "$f" $((size - 40)))
+        len=$(u64le "$f" $((size - 32)))
+        if [ ${#at} -le 18 ] && [ ${#len} -le 18 ] && [ "$len" -gt 0 ] && [ "$at" -ge 4096 ] \
+          && [ $((at + len)) -le $((size - 40)) ]; then
+          dlen=$((at - 4096))
+          if [ "$dlen" -gt 65536 ]; then dlen=0; fi
+          { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x00' $((dlen & 255)) $((dlen >> 8 & 255)) \
+              $((dlen >> 16 & 255)))"
+            # head stops reading early: tail's SIGPIPE is not a failure.
+            tail -c +4097 "$f" | head -c "$dlen" || true
+            tail -c +$((at + 1)) "$f" | head -c "$len" || true; } > "$out/$(basename "$(dirname "$f")")-$base"
+          base="$(basename "$(dirname "$f")")-$base"
+        fi
+      fi ;;
     writer) ;;
+    pytorch|npy)
+      # Only archives (pytorch) and .npy files (npy) are worth starting python for.
+      { [[ $target == pytorch && $m == PK* ]] || [[ $target == npy && $m == *NUMPY* ]]; } || continue
+      python3 - "$target" "$f" "$out/$base" <<'PY' || true
+import sys, zipfile
+target, src, dst = sys.argv[1:]
+data = open(src, "rb").read()
+if target == "pytorch" and data[:4] == b"PK\x03\x04":
+    try:
+        z = zipfile.ZipFile(src)
+        pkl = [n for n in z.namelist() if n.endswith("data.pkl")]
+        if pkl:
+            open(dst, "wb").write(z.read(pkl[0]))
+    except Exception:
+        pass
+elif target == "npy" and data[:6] == b"\x93NUMPY":
+    n, at = (int.from_bytes(data[8:10], "little"), 10) if data[6] == 1 else (int.from_bytes(data[8:12], "little"), 12)
+    open(dst, "wb").write(data[at:at + n] + b"\0" + data[at + n:])
+PY
+      ;;
+    zip) [[ $m == PK* ]] && cp "$f" "$out/$base" ;;
+    onnx) { [[ $f == *.onnx ]] || [[ $base == onnx_* ]]; } && cp "$f" "$out/$base" ;;
     *) echo "seeds.sh: unknown target $target" >&2; exit 2 ;;
   esac
   [ -e "$out/$base" ] && n=$((n + 1))

@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 seconds="${ZT_FUZZ_SECONDS:-10}"
 if [ "$seconds" -gt 60 ]; then seconds=60; fi
-targets=(${ZT_FUZZ_TARGETS:-open_walk safetensors gguf tensogram ztensor_v01 manifest writer})
+targets=(${ZT_FUZZ_TARGETS:-open_walk safetensors gguf tensogram ztensor_v01 ztensor_v2 manifest writer pytorch npy zip onnx})
 if ! command -v cargo >/dev/null 2>&1; then
   echo "fuzz smoke: SKIP (no cargo)" >&2
   exit 77

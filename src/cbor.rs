@@ -22,6 +22,8 @@ use std::fmt;
 
 use ciborium_ll::{Decoder, Encoder, Header};
 
+pub(crate) mod deterministic;
+
 /// A CBOR data item.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -990,7 +992,8 @@ fn short_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
+    /// Bytes from hex text (shared with `deterministic`'s tests).
+    pub(crate) fn hex(s: &str) -> Vec<u8> {
         (0..s.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())

@@ -85,7 +85,7 @@ fn source_kind(storage: DType, logical: Option<&str>) -> Option<SourceKind> {
         Some("f8_e5m2") => Some(SourceKind::Fp8(f8_e5m2_to_f32)),
         Some("f8_e4m3fnuz") => Some(SourceKind::Fp8(f8_e4m3fnuz_to_f32)),
         Some("f8_e5m2fnuz") => Some(SourceKind::Fp8(f8_e5m2fnuz_to_f32)),
-        Some("f8_e8m0fnu") => Some(SourceKind::Fp8(f8_e8m0fnu_to_f32)),
+        Some("f8_e8m0fnu" | "f8_e8m0") => Some(SourceKind::Fp8(f8_e8m0fnu_to_f32)),
         Some(_) => None,
     }
 }

@@ -111,9 +111,10 @@ pub(crate) fn has_frames(c: &Component) -> bool {
 }
 
 /// The frame index of a component `has_frames` accepts: from its seek table when it ends
-/// with one (a table that disagrees with the component is a `Format` error), else from a
-/// walk of its frame and block headers. Reads only the table or the headers, with `pread`
-/// even from a mapped file, so no page of the mapping is touched.
+/// with one (a table that disagrees with the component, or with the headers of its
+/// frames, is a `Format` error), else from a walk of its frame and block headers. Reads
+/// only the table and the frame headers, with `pread` even from a mapped file, so no page
+/// of the mapping is touched (a remote object fetches the headers concurrently).
 pub(crate) fn frame_index(source: &Source<'_>, c: &Component) -> Result<FrameIndex> {
     if !has_frames(c) {
         bail!(
@@ -129,8 +130,12 @@ pub(crate) fn frame_index(source: &Source<'_>, c: &Component) -> Result<FrameInd
     }
     let blob = &c.blob;
     let mut read = |offset: u64, dst: &mut [u8]| source.peek(blob.offset + offset, dst);
+    let mut heads = |pieces: &[(u64, usize)], out: &mut [u8]| {
+        let at: Vec<(u64, usize)> = pieces.iter().map(|&(o, n)| (blob.offset + o, n)).collect();
+        source.peek_many(&at, out)
+    };
     let (stored, total) = (blob.length, blob.decoded_length);
-    match seek_table::read(&mut read, stored, total, MAX_INDEX_ENTRIES)? {
+    match seek_table::read(&mut read, &mut heads, stored, total, MAX_INDEX_ENTRIES)? {
         Some(index) => Ok(index),
         None => index::walk(&mut read, stored, total, MAX_INDEX_ENTRIES),
     }

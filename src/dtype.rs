@@ -96,14 +96,19 @@ pub struct LogicalTypeInfo {
     pub ratio: u64,
     /// Logical values per unit.
     pub values: u64,
+    /// The last unit may be partly filled (zTensor v2's `f4_e2m1`: ⌈n/2⌉ bytes for n
+    /// values, the unused nibble zero); otherwise the values fill whole units.
+    pub partial: bool,
 }
 
 /// The requirements of a known logical type; None for types this library does not know
 /// (those are accepted and read as their raw storage elements).
 pub fn logical_type_info(name: &str) -> Option<LogicalTypeInfo> {
     let (storage, ratio, values) = match name {
-        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0fnu" => (DType::U8, 1, 1),
-        "f4_e2m1fn_x2" => (DType::U8, 1, 2),
+        "f8_e4m3fn" | "f8_e5m2" | "f8_e4m3fnuz" | "f8_e5m2fnuz" | "f8_e8m0fnu" | "f8_e8m0" => {
+            (DType::U8, 1, 1)
+        }
+        "f4_e2m1fn_x2" | "f4_e2m1" => (DType::U8, 1, 2),
         "f6_e2m3fn_x4" | "f6_e3m2fn_x4" => (DType::U8, 3, 4),
         "complex64" => (DType::F32, 2, 1),
         "complex128" => (DType::F64, 2, 1),
@@ -113,6 +118,7 @@ pub fn logical_type_info(name: &str) -> Option<LogicalTypeInfo> {
         storage,
         ratio,
         values,
+        partial: name == "f4_e2m1",
     })
 }
 
@@ -158,19 +164,22 @@ pub fn numel(shape: &[u64]) -> Option<u64> {
 
 /// Bytes a component with this shape, dtype and logical type must decode to; None on
 /// overflow, for an unknown logical type (whose ratio we can't know), or for a packed
-/// type whose values don't fill whole units (an odd count of fp4 values).
+/// type whose values don't fill whole units (an odd count of `f4_e2m1fn_x2` values; v2's
+/// `f4_e2m1` takes ⌈n/2⌉ bytes).
 pub fn dense_byte_size(shape: &[u64], dtype: DType, logical: Option<&str>) -> Option<u64> {
-    let (ratio, values) = match logical {
-        None => (1, 1),
-        Some(t) => logical_type_info(t).map(|i| (i.ratio, i.values))?,
+    let (ratio, values, partial) = match logical {
+        None => (1, 1, false),
+        Some(t) => logical_type_info(t).map(|i| (i.ratio, i.values, i.partial))?,
     };
     let n = numel(shape)?;
-    if !n.is_multiple_of(values) {
+    let units = if partial {
+        n.div_ceil(values)
+    } else if n.is_multiple_of(values) {
+        n / values
+    } else {
         return None;
-    }
-    (n / values)
-        .checked_mul(ratio)?
-        .checked_mul(dtype.size() as u64)
+    };
+    units.checked_mul(ratio)?.checked_mul(dtype.size() as u64)
 }
 
 #[cfg(test)]
@@ -218,6 +227,9 @@ mod tests {
         assert_eq!(numel(&[1 << 63, 2]), None);
         assert_eq!(dense_byte_size(&[u64::MAX], DType::U16, None), None);
         assert_eq!(dense_byte_size(&[4], DType::U8, Some("mx_fp4")), None);
+        assert_eq!(dense_byte_size(&[5], DType::U8, Some("f4_e2m1fn_x2")), None);
+        assert_eq!(dense_byte_size(&[5], DType::U8, Some("f4_e2m1")), Some(3));
+        assert_eq!(dense_byte_size(&[6], DType::U8, Some("f4_e2m1")), Some(3));
         assert!(check_logical_type(DType::F32, Some("f8_e5m2")).is_err());
         assert!(check_logical_type(DType::U8, Some("f8_e5m2")).is_ok());
         assert!(check_logical_type(DType::U8, Some("my_type")).is_ok());

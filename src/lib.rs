@@ -64,5 +64,5 @@ pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
 pub use source::RemoteOptions;
 #[cfg(feature = "remote")]
 pub use source::TransferStats;
-pub use typed::{AttrScalar, AttrValue, ValueType};
-pub use writer::{CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
+pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
+pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};

@@ -11,12 +11,13 @@ use crate::cbor::Value;
 use crate::codec::FrameIndex;
 use crate::convert::Plan;
 use crate::dtype::DType;
-use crate::error::{Error, Result, bail, err};
+use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::sets::{self, SetOptions};
-use crate::limits::{Limits, MAX_CBOR_DEPTH};
+use crate::formats::ztensor_v2;
+use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
-use crate::typed::{self, AttrValue, Doc, DocCache};
+use crate::typed::{self, AttrValue, DocCache};
 use crate::{decode, formats, verify};
 
 /// How to open a file.
@@ -220,8 +221,23 @@ impl Reader<'static> {
         } else {
             let source = Source::open(path, options.mapping())?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) = sets::open_external(path, source, model, set)
+                    .map_err(|e| e.context(path.display()))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if !model.v2_shards.is_empty() {
+                let shards = ztensor_v2::shards::open_set(
+                    path,
+                    source,
+                    &model,
+                    &Place::Local,
+                    options.mapping(),
+                    options.open_all_shards,
+                )
+                .map_err(|e| e.context(path.display()))?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
                 Reader::new(Files::One(source), model, options)
@@ -266,8 +282,23 @@ impl Reader<'static> {
             // The object itself by its whole URL (a presigned one keeps its query).
             let source = place.open_object()?;
             let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
-            if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+            if !model.external.is_empty() {
+                let (model, shards) =
+                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
                 let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
+                Reader::new(Files::Set(Box::new(shards)), model, options)?
+            } else if !model.v2_shards.is_empty() {
+                let shards = ztensor_v2::shards::open_set(
+                    path,
+                    source,
+                    &model,
+                    &place,
+                    Mapping::None,
+                    options.open_all_shards,
+                )
+                .map_err(|e| e.context(&name))?;
                 Reader::new(Files::Set(Box::new(shards)), model, options)?
             } else {
                 Reader::new(Files::One(source), model, options).map_err(|e| e.context(&name))?
@@ -316,6 +347,7 @@ impl<'a> Reader<'a> {
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
         let model = Reader::parse(&source, options)?;
+        sets::refuse_external(&model)?;
         Reader::new(Files::One(source), model, options)
     }
 
@@ -380,9 +412,9 @@ impl<'a> Reader<'a> {
         let Some(attrs) = attrs else {
             return Ok(typed::empty_map().root());
         };
-        let doc = self.typed.get(object, self.model.objects.len(), || {
-            Doc::build(attrs.as_cbor(), attrs.widths(), MAX_CBOR_DEPTH)
-        })?;
+        let doc = self
+            .typed
+            .get(object, self.model.objects.len(), || attrs.doc())?;
         Ok(doc.root())
     }
 
@@ -486,12 +518,35 @@ impl<'a> Reader<'a> {
 
     /// Where the file's data section is and what alignment its format guarantees there
     /// (GGUF's `gguf_get_data_offset` and `gguf_get_alignment`). O(1). For a set, the
-    /// first file's (each shard has its own data section: components' absolute offsets,
-    /// with `Component::file`, are what locate their bytes).
+    /// first file's: each shard has its own data section (`shard_layout`), and a
+    /// component's offset counts in its own shard (`Component::file`).
     pub fn layout(&self) -> Layout {
         Layout {
             data_offset: self.model.data_offset,
             alignment: self.model.traits.blob_alignment,
+        }
+    }
+
+    /// `layout` of file `shard` (0 for a single file; for a set, the shard
+    /// `Component::file` names): a component's `offset() - data_offset` is the format's
+    /// own offset of its tensor (ggml's for a GGUF split) with the layout of the
+    /// component's shard. O(1), opens nothing. `NotFound` for a shard out of range.
+    pub fn shard_layout(&self, shard: usize) -> Result<Layout> {
+        if self.model.shard_layouts.is_empty() && shard < self.shard_count() {
+            // A single file, or a set whose files share the root's layout (a zTensor v2
+            // root's shards, ONNX external data: absolute offsets, the same alignment).
+            return Ok(self.layout());
+        }
+        match self.model.shard_layouts.get(shard) {
+            Some(&(data_offset, alignment)) => Ok(Layout {
+                data_offset,
+                alignment,
+            }),
+            None => bail!(
+                NotFound,
+                "no file at index {shard} (the reader reads {})",
+                self.shard_count()
+            ),
         }
     }
 
@@ -567,6 +622,12 @@ impl<'a> Reader<'a> {
 
     /// The source of the file holding a component: a set's shard is opened on first use.
     pub(crate) fn source(&self, obj: &Object, c: &Component) -> Result<&Source<'a>> {
+        if c.blob.file != 0 && self.files.single().is_some() {
+            return Err(self.ctx(obj, c)(ztensor_v2::shards::unresolvable(
+                &self.model,
+                c.blob.file,
+            )));
+        }
         self.files.part(c.blob.file).map_err(self.ctx(obj, c))
     }
 
@@ -656,10 +717,14 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// `view` of what isn't zero-copy: the cached or freshly decoded bytes, or the error.
+    /// `view` of what isn't zero-copy yet: a set's shard not opened yet is opened first,
+    /// so its plain components are zero-copy from their first view (one view per
+    /// component, however the shard was opened); otherwise the cached or freshly decoded
+    /// bytes, or the error.
     #[inline(never)]
     fn view_decoded(&self, object: usize, component: usize) -> Result<View<'_>> {
         let (obj, c) = self.component(object, component)?;
+        self.source(obj, c)?;
         if let Some(v) = self.view_in_place(c) {
             return Ok(v);
         }
@@ -1032,7 +1097,7 @@ impl<'a> Reader<'a> {
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
     pub(crate) fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
-            && let Some(source) = self.files.opened(c.blob.file)
+            && let Ok(source) = self.files.part(c.blob.file)
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)
         {
             return Some(data);
@@ -1052,7 +1117,60 @@ impl<'a> Reader<'a> {
     /// Checks every stored digest in the file (each stored blob once, in parallel) and
     /// returns the first failure in file order. A file without digests verifies as Ok.
     pub fn verify(&self) -> Result<()> {
-        verify::all(&self.model, &|oi, ci| self.verify_component(oi, ci))
+        verify::all(&self.model, &|oi, ci| {
+            match self.verify_component(oi, ci) {
+                // Checked for its values only (a v2 bool or fp4 component without a digest).
+                Err(e)
+                    if e.kind() == ErrorKind::NotFound
+                        && self.model.objects[oi].components[ci].digest().is_none() =>
+                {
+                    Ok(())
+                }
+                r => r,
+            }
+        })?;
+        self.verify_shards()
+    }
+
+    /// A zTensor v2 set's shards against the identities its root's table records: their
+    /// whole-file digests (§7.3; sizes were checked when each was opened). Opens any
+    /// shard not open yet and reads it whole.
+    fn verify_shards(&self) -> Result<()> {
+        for file in 1..=self.model.v2_shards.len() {
+            self.verify_shard(file)?;
+        }
+        Ok(())
+    }
+
+    /// Checks file `index` of a set against the identity its root records for it: a
+    /// zTensor v2 shard's size and whole-file digest (§7.3; opens it and reads it whole).
+    /// `Ok(false)` when the set records no identity for that file (the root itself, the
+    /// files of an index or a GGUF split set); `Checksum` on a mismatch.
+    pub fn verify_shard(&self, index: usize) -> Result<bool> {
+        if index >= self.shard_count() {
+            self.shard_path(index)?;
+        }
+        let Some(entry) = index
+            .checked_sub(1)
+            .and_then(|i| self.model.v2_shards.get(i))
+        else {
+            return Ok(false);
+        };
+        let in_file = |e: Error| match self.files.path(index as u32) {
+            Some(p) => e.context(p),
+            None => e,
+        };
+        let source = self.files.part(index as u32).map_err(in_file)?;
+        ztensor_v2::shards::verify_shard(source, entry).map_err(in_file)?;
+        Ok(true)
+    }
+
+    /// The content digest of a zTensor v2 file (its §6.4 identity of the model, whatever
+    /// its layout, sharding or encodings): `"xxh3:<hex>"` or `"sha256:<hex>"`, computed
+    /// from the manifest alone. `Unsupported` for other files and for a v2 file with a
+    /// part without a digest (the content digest is then undefined).
+    pub fn content_digest(&self, algorithm: crate::DigestAlgorithm) -> Result<String> {
+        ztensor_v2::encode::content_digest(&self.model, algorithm)
     }
 
     /// Checks an object's values beyond what the manifest shows: sparse structure (indptr
@@ -1060,8 +1178,16 @@ impl<'a> Reader<'a> {
     /// bool bytes (0 or 1). Decodes the components it checks.
     pub fn validate_values(&self, object: usize) -> Result<()> {
         let obj = self.object(object)?;
-        crate::model::schema::check_values(obj, &mut |ci| self.read_to_vec(object, ci))
-            .map_err(|e| e.context(format!("object '{}'", obj.name())))
+        crate::model::schema::check_values(obj, &mut |ci| self.read_to_vec(object, ci)).map_err(
+            |e| {
+                // A v2 file's value rules are its layouts' data rules and Appendix A's.
+                let e = match self.model.traits.value_rules && e.kind() == ErrorKind::Format {
+                    true => ztensor_v2::reject(ztensor_v2::Rule::LayoutData, e.message()),
+                    false => e,
+                };
+                e.context(format!("object '{}'", obj.name()))
+            },
+        )
     }
 }
 

@@ -438,6 +438,37 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// Reads many small pieces at once, as `peek` does each: (offset, length) pairs in
+    /// increasing order, their bytes one after the other into `out` (exactly their total
+    /// length). Pieces close together (within `PEEK_GROUP` bytes) are read as one range;
+    /// a remote object fetches the ranges concurrently (frame headers, scattered through
+    /// a component, are read so). The caller has bounds-checked the pieces.
+    pub(crate) fn peek_many(&self, pieces: &[(u64, usize)], out: &mut [u8]) -> Result<()> {
+        let groups = group_pieces(pieces);
+        #[cfg(feature = "remote")]
+        if let Kind::Remote(r) = &self.kind {
+            let ranges: Vec<_> = groups.iter().map(|g| g.range.clone()).collect();
+            let fetched = r.read_ranges(&ranges)?;
+            let mut at = 0;
+            for (g, bytes) in groups.iter().zip(&fetched) {
+                at = g.scatter(bytes, pieces, out, at);
+            }
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        let mut at = 0;
+        for g in &groups {
+            let len = g.range.end - g.range.start;
+            buf.clear();
+            buf.try_reserve(len as usize)
+                .map_err(|_| crate::error::err!(Limit, "no memory for {len} bytes"))?;
+            buf.resize(len as usize, 0);
+            self.peek(g.range.start, &mut buf)?;
+            at = g.scatter(&buf, pieces, out, at);
+        }
+        Ok(())
+    }
+
     /// The bytes `[offset, offset + len)`: borrowed from caller memory, else read with
     /// `pread` into a new buffer, also from a mapped file, whose pages are then never
     /// touched: the process's memory does not grow with every part of the file it reads
@@ -498,6 +529,52 @@ impl<'a> Source<'a> {
         let stored = self.region(offset, len)?;
         zstd_decode_into(&stored, dst)
     }
+}
+
+/// Pieces `peek_many` reads as one range when they all lie within this many bytes.
+const PEEK_GROUP: u64 = 64 << 10;
+
+/// A range `peek_many` reads, and the pieces in it.
+struct PieceGroup {
+    range: std::ops::Range<u64>,
+    pieces: std::ops::Range<usize>,
+}
+
+impl PieceGroup {
+    /// Copies the group's pieces out of `bytes` (its range's) into `out` from `at`;
+    /// returns where the next group's pieces go.
+    fn scatter(&self, bytes: &[u8], pieces: &[(u64, usize)], out: &mut [u8], at: usize) -> usize {
+        let mut at = at;
+        for &(offset, len) in &pieces[self.pieces.clone()] {
+            let from = (offset - self.range.start) as usize;
+            out[at..at + len].copy_from_slice(&bytes[from..from + len]);
+            at += len;
+        }
+        at
+    }
+}
+
+/// Groups increasing pieces into ranges of at most `PEEK_GROUP` bytes (a larger piece
+/// is a range of its own).
+fn group_pieces(pieces: &[(u64, usize)]) -> Vec<PieceGroup> {
+    let mut groups: Vec<PieceGroup> = Vec::new();
+    for (i, &(offset, len)) in pieces.iter().enumerate() {
+        let end = offset + len as u64;
+        match groups.last_mut() {
+            Some(g)
+                if offset >= g.range.start
+                    && end.max(g.range.end) - g.range.start <= PEEK_GROUP =>
+            {
+                g.range.end = g.range.end.max(end);
+                g.pieces.end = i + 1;
+            }
+            _ => groups.push(PieceGroup {
+                range: offset..end,
+                pieces: i..i + 1,
+            }),
+        }
+    }
+    groups
 }
 
 /// A range of a source in pieces (`Source::chunks`).
@@ -696,6 +773,11 @@ pub(crate) struct Shard {
     mapping: Mapping,
     opened: std::sync::OnceLock<Source<'static>>,
     lock: std::sync::Mutex<()>,
+    /// Where `path` is opened when first read (set with `at`; local by default).
+    place: Place,
+    /// Run on the shard once opened, before its first read: what its format requires of
+    /// a file in its place (a zTensor v2 shard's magic and footer, §7.3).
+    check: Option<fn(&Source<'static>) -> Result<()>>,
 }
 
 impl Shard {
@@ -720,12 +802,31 @@ impl Shard {
             mapping,
             opened: cell,
             lock: std::sync::Mutex::new(()),
+            place: Place::Local,
+            check: None,
         }
+    }
+
+    /// The shard opened through `place` (a remote directory) when first read.
+    pub(crate) fn at(mut self, place: &Place) -> Shard {
+        self.place = place.clone();
+        self
+    }
+
+    /// The shard checked by `check` once opened, before anything is read from it.
+    pub(crate) fn checked_by(mut self, check: fn(&Source<'static>) -> Result<()>) -> Shard {
+        self.check = Some(check);
+        self
     }
 
     /// Where the shard is.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Its size when the set was opened.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
     }
 
     /// The shard's bytes in this process: opened (and mapped) on first use, once, and
@@ -738,15 +839,19 @@ impl Shard {
         if let Some(s) = self.opened.get() {
             return Ok(s);
         }
-        let source = Source::open(&self.path, self.mapping)?;
+        let source = self.place.open(&self.path, self.mapping)?;
         if source.size() != self.size {
             bail!(
                 Format,
-                "shard {} is {} bytes now, {} when the set was opened",
+                "shard {} is {} bytes now, not the {} the set records",
                 self.name,
                 source.size(),
                 self.size
             );
+        }
+        if let Some(check) = self.check {
+            check(&source)
+                .map_err(|e| e.context(format_args!("shard {} ({})", self.name, self.shown)))?;
         }
         Ok(self.opened.get_or_init(|| source))
     }
@@ -757,6 +862,11 @@ impl Shards {
         Shards {
             files: files.into_boxed_slice(),
         }
+    }
+
+    /// Opens every shard not open yet (the first failure is the error).
+    pub(crate) fn open_all(&self) -> Result<()> {
+        self.files.iter().try_for_each(|s| s.source().map(drop))
     }
 }
 
@@ -773,11 +883,13 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// The source of file `file` if it is open (a single file always is).
+    /// The source of file `file` if it is open (a single file always is: file 0).
     #[inline]
     pub(crate) fn opened(&self, file: u32) -> Option<&Source<'a>> {
         match self {
-            Files::One(s) => Some(s),
+            // Only file 0: a zTensor v2 root read alone (from memory or a descriptor) has
+            // blobs in shards it can't open, at offsets of those files.
+            Files::One(s) => (file == 0).then_some(s),
             Files::Set(set) => set.files.get(file as usize)?.opened.get(),
         }
     }

@@ -8,7 +8,8 @@
 //!   (copied only when the CBOR split them into chunks).
 //! - An array whose elements all have one numeric type (or bool) is stored as those
 //!   numbers, contiguous and aligned ("packed"), so C gets a `const uint32_t *`. Its
-//!   element nodes are made only if someone asks for an element as a value handle.
+//!   element nodes are made only when someone asks for an element as a value handle,
+//!   `ELEMENT_CHUNK` at a time, within the tree's budget.
 //! - CBOR integers carry no width: they are `U64` (non-negative) or `I64`, floats `F64`.
 //!   A format that has widths (GGUF) records them as `widths` at parse time, a pre-order
 //!   stream of `ValueType` codes for the top-level values: a scalar's type; for an array
@@ -16,19 +17,24 @@
 //! - Tags are transparent (the tagged item); undefined is `Null`; simple values other
 //!   than bool, null and undefined, and integers below -2^63, are `Other`.
 //!
-//! Memory: 16 bytes per item (fewer for packed numbers). What a tree keeps is at most
+//! Memory: 16 bytes per item (fewer for packed numbers, which are read as numbers, not
+//! nodes). What a tree keeps, element values made later included, is at most
 //! `BUDGET_PER_BYTE` bytes per byte of its CBOR plus `BUDGET_BASE` (a pathological file,
 //! e.g. an array of alternating one-byte items, needs more and gets a `Limit` error);
 //! allocation failure is a `Limit` error too.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ciborium_ll::Header;
-
-use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
+
+mod build;
+mod desc;
+mod owned;
+
+pub(crate) use desc::Desc;
+pub use owned::TypedValue;
 
 /// The type of an attribute value. The numbers are stable (the C enum `zt_value_type`).
 #[repr(u8)]
@@ -51,7 +57,7 @@ pub enum ValueType {
     Array = 14,
     Map = 15,
     /// A CBOR simple value other than false/true/null/undefined, or an integer below
-    /// -2^63: no typed equivalent (`zt_attributes_json` renders it).
+    /// -2^63: no typed equivalent (`zt_file_get_attributes_json` renders it).
     Other = 16,
 }
 
@@ -195,13 +201,23 @@ impl Node {
     }
 }
 
-/// A packed array's numbers and, made on first request, their nodes.
+/// A packed array's numbers and, made on request, their element values.
 struct Packed {
     data: *const u8,
     elem: ValueType,
     count: usize,
-    nodes: OnceLock<Box<[Node]>>,
+    /// The element values, made `ELEMENT_CHUNK` at a time as they are asked for
+    /// (`element`): a table of chunks, then each chunk.
+    chunks: OnceLock<Box<[Chunk]>>,
+    /// The bytes the tree may still take (its `Doc`'s `spare`).
+    spare: *const AtomicUsize,
 }
+
+/// Element values of a packed array are made this many at a time (16 KiB).
+const ELEMENT_CHUNK: usize = 1024;
+
+/// `ELEMENT_CHUNK` element values of a packed array, once made.
+type Chunk = OnceLock<Box<[Node]>>;
 
 /// The typed tree of one attribute map. Immutable once built (the lazily made element
 /// nodes of packed arrays are `OnceLock`s), so it is shared between threads.
@@ -210,6 +226,9 @@ pub struct Doc {
     _packed: Box<[Packed]>,
     _data: Box<[u64]>,
     _text: Box<[u8]>,
+    /// What the tree may still take of its budget: element values of packed arrays are
+    /// made on request, within it.
+    _spare: Box<AtomicUsize>,
 }
 
 // SAFETY: the raw pointers in `Node` and `Packed` point into the boxes the `Doc` owns or
@@ -229,24 +248,34 @@ impl Doc {
     /// format's integer and float widths when it has them. `cbor` must outlive the `Doc`
     /// and never move or change (strings point into it).
     pub fn build(cbor: &[u8], widths: Option<&[u8]>, max_depth: usize) -> Result<Doc> {
-        let mut b = Builder {
-            cur: Cursor::new(cbor, max_depth),
-            widths: widths.unwrap_or(&[]),
-            wpos: 0,
-            nodes: Vec::new(),
-            packed: Vec::new(),
-            data: Vec::new(),
-            data_len: 0,
-            text: Vec::new(),
-            kept: 0,
-            budget: cbor
-                .len()
-                .saturating_mul(BUDGET_PER_BYTE)
-                .saturating_add(BUDGET_BASE),
-        };
-        let root = b.item(0, Hint::Root)?;
-        b.cur.finish().map_err(|e| e.positioned("attributes", 0))?;
-        b.finish(root)
+        build::build(cbor, widths, None, max_depth)
+    }
+
+    /// `build` with a width record by key of the root item (`desc.rs`).
+    pub(crate) fn build_with_record(cbor: &[u8], desc: &Desc, max_depth: usize) -> Result<Doc> {
+        build::build(cbor, None, Some(desc), max_depth)
+    }
+
+    /// `build` with the CBOR bytes of a width record by key of the root item (`desc.rs`), as a
+    /// zTensor manifest keeps one beside an attribute map (validated when the file was
+    /// opened; a record this version can't read is no record).
+    pub(crate) fn build_with_record_bytes(
+        cbor: &[u8],
+        record: &[u8],
+        max_depth: usize,
+    ) -> Result<Doc> {
+        // The record's tree is bounded like any attribute tree: by its bytes.
+        let budget = record
+            .len()
+            .saturating_mul(BUDGET_PER_BYTE * 8)
+            .saturating_add(BUDGET_BASE);
+        let desc = crate::cbor::decode_within(record, max_depth, budget)
+            .ok()
+            .and_then(|(v, _)| Desc::from_value(&v));
+        match desc {
+            Some(d) => build::build(cbor, None, Some(&d), max_depth),
+            None => build::build(cbor, None, None, max_depth),
+        }
     }
 
     /// The root value.
@@ -265,325 +294,6 @@ impl Doc {
     }
 }
 
-/// What a value's width record says.
-#[derive(Clone, Copy)]
-enum Hint {
-    None,
-    /// The root map: its values each read their widths from the stream.
-    Root,
-    /// Read this value's widths from the stream.
-    Next,
-    /// This scalar type (elements of an array whose element type was declared).
-    Type(ValueType),
-}
-
-struct Builder<'a> {
-    cur: Cursor<'a>,
-    widths: &'a [u8],
-    wpos: usize,
-    nodes: Vec<Node>,
-    packed: Vec<(usize, ValueType, usize)>,
-    data: Vec<u64>,
-    data_len: usize,
-    text: Vec<u8>,
-    /// Bytes of nodes, numbers, strings and records kept so far, and the most allowed.
-    kept: usize,
-    budget: usize,
-}
-
-fn oom(what: &str) -> Error {
-    err!(Limit, "attributes: out of memory for the typed {what}")
-}
-
-impl<'a> Builder<'a> {
-    /// Counts `bytes` more kept; `Limit` past the budget.
-    fn charge(&mut self, bytes: usize) -> Result<()> {
-        self.kept = self.kept.saturating_add(bytes);
-        if self.kept > self.budget {
-            bail!(
-                Limit,
-                "attributes: their typed values would take more than {} bytes ({} per byte \
-                 of their {}-byte encoding, plus {})",
-                self.budget,
-                BUDGET_PER_BYTE,
-                self.cur.bytes().len(),
-                BUDGET_BASE
-            );
-        }
-        Ok(())
-    }
-
-    fn next_width(&mut self) -> Option<ValueType> {
-        let code = *self.widths.get(self.wpos)?;
-        self.wpos += 1;
-        ValueType::from_u32(u32::from(code))
-    }
-
-    /// The value's own type hint, its children's, and an array's declared element type.
-    fn resolve(&mut self, hint: Hint) -> (Option<ValueType>, Hint, Option<ValueType>) {
-        match hint {
-            Hint::None => (None, Hint::None, None),
-            Hint::Root => (None, Hint::Next, None),
-            Hint::Type(t) => (Some(t), Hint::None, None),
-            Hint::Next => match self.next_width() {
-                Some(ValueType::Array) => match self.next_width() {
-                    Some(ValueType::Array) => {
-                        (Some(ValueType::Array), Hint::Next, Some(ValueType::Array))
-                    }
-                    Some(e) => (Some(ValueType::Array), Hint::Type(e), Some(e)),
-                    None => (None, Hint::None, None),
-                },
-                t => (t, Hint::None, None),
-            },
-        }
-    }
-
-    fn decode_err(e: crate::cbor::DecodeError) -> Error {
-        e.positioned("attributes", 0)
-    }
-
-    fn item(&mut self, depth: usize, hint: Hint) -> Result<Node> {
-        let (own, children, declared) = if self.widths.is_empty() {
-            (None, Hint::None, None)
-        } else {
-            self.resolve(hint)
-        };
-        if let Some(f) = self.cur.float() {
-            let kind = match own {
-                Some(ValueType::F32) => ValueType::F32,
-                _ => ValueType::F64,
-            };
-            return Ok(Node::scalar(kind, f.to_bits()));
-        }
-        let start = self.cur.position();
-        let header = self.cur.head().map_err(Self::decode_err)?;
-        Ok(match header {
-            Header::Positive(n) => match own {
-                Some(t) if t.is_integer() => Node::scalar(t, n),
-                _ => Node::scalar(ValueType::U64, n),
-            },
-            Header::Negative(n) => {
-                if n > i64::MAX as u64 {
-                    Node::scalar(ValueType::Other, 0)
-                } else {
-                    let v = -1 - n as i64;
-                    match own {
-                        Some(t) if t.is_signed() => Node::scalar(t, v as u64),
-                        _ => Node::scalar(ValueType::I64, v as u64),
-                    }
-                }
-            }
-            Header::Float(f) => match own {
-                Some(ValueType::F32) => Node::scalar(ValueType::F32, f.to_bits()),
-                _ => Node::scalar(ValueType::F64, f.to_bits()),
-            },
-            Header::Simple(20) => Node::scalar(ValueType::Bool, 0),
-            Header::Simple(21) => Node::scalar(ValueType::Bool, 1),
-            Header::Simple(22 | 23) => Node::scalar(ValueType::Null, 0),
-            Header::Simple(_) => Node::scalar(ValueType::Other, 0),
-            Header::Bytes(len) | Header::Text(len) => {
-                let text = matches!(header, Header::Text(_));
-                let body = self.cur.string(text, len).map_err(Self::decode_err)?;
-                // GGUF strings that are not UTF-8 are byte strings in the CBOR; typed,
-                // they stay strings (as the file stored them).
-                let kind = if text || own == Some(ValueType::String) {
-                    ValueType::String
-                } else {
-                    ValueType::Bytes
-                };
-                self.string(kind, body)?
-            }
-            Header::Tag(_) => {
-                // Transparent; the widths (GGUF's, which has no tags) were already taken.
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                return self.item(depth, Hint::None);
-            }
-            Header::Array(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 1).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items.try_reserve(len.reserve()).map_err(|_| oom("array"))?;
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let child = self.item(depth, children)?;
-                    items.try_reserve(1).map_err(|_| oom("array"))?;
-                    items.push(child);
-                }
-                self.array(items, declared)?
-            }
-            Header::Map(len) => {
-                let depth = self.cur.enter(depth, start).map_err(Self::decode_err)?;
-                let mut len = self.cur.declared(len, 2).map_err(Self::decode_err)?;
-                let mut items = Vec::new();
-                items
-                    .try_reserve(len.reserve() * 2)
-                    .map_err(|_| oom("map"))?;
-                while self.cur.more(&mut len).map_err(Self::decode_err)? {
-                    let key = self.item(depth, Hint::None)?;
-                    let value = self.item(depth, children)?;
-                    items.try_reserve(2).map_err(|_| oom("map"))?;
-                    items.push(key);
-                    items.push(value);
-                }
-                let n = count(items.len() / 2)?;
-                let first = self.append(&items)?;
-                Node {
-                    kind: ValueType::Map as u8,
-                    elem: 0,
-                    flags: 0,
-                    _pad: 0,
-                    n,
-                    x: first as u64,
-                }
-            }
-            Header::Break => bail!(Format, "attributes: unexpected break at byte {start}"),
-        })
-    }
-
-    fn string(&mut self, kind: ValueType, body: Cow<'a, [u8]>) -> Result<Node> {
-        let n = count(body.len())?;
-        Ok(match body {
-            Cow::Borrowed(b) => Node {
-                kind: kind as u8,
-                elem: 0,
-                flags: 0,
-                _pad: 0,
-                n,
-                x: b.as_ptr() as u64,
-            },
-            Cow::Owned(b) => {
-                self.charge(b.len())?;
-                let at = self.text.len();
-                self.text.try_reserve(b.len()).map_err(|_| oom("strings"))?;
-                self.text.extend_from_slice(&b);
-                Node {
-                    kind: kind as u8,
-                    elem: 0,
-                    flags: OWNED_TEXT,
-                    _pad: 0,
-                    n,
-                    x: at as u64,
-                }
-            }
-        })
-    }
-
-    /// Appends children, returning the index of the first.
-    fn append(&mut self, items: &[Node]) -> Result<usize> {
-        self.charge(std::mem::size_of_val(items))?;
-        let first = self.nodes.len();
-        self.nodes
-            .try_reserve(items.len())
-            .map_err(|_| oom("values"))?;
-        self.nodes.extend_from_slice(items);
-        Ok(first)
-    }
-
-    fn array(&mut self, items: Vec<Node>, declared: Option<ValueType>) -> Result<Node> {
-        let n = count(items.len())?;
-        let elem = match items.first() {
-            None => declared,
-            Some(first) => items
-                .iter()
-                .all(|c| c.kind == first.kind)
-                .then(|| first.kind()),
-        };
-        let mut node = Node {
-            kind: ValueType::Array as u8,
-            elem: elem.map_or(MIXED, |t| t as u8),
-            flags: 0,
-            _pad: 0,
-            n,
-            x: 0,
-        };
-        match elem.and_then(|t| t.packed_width().map(|w| (t, w))) {
-            Some((t, w)) => {
-                let offset = self.data_len.next_multiple_of(8);
-                let end = offset + w * items.len();
-                self.charge(end - self.data_len + size_of::<Packed>())?;
-                let words = end.div_ceil(8);
-                if words > self.data.len() {
-                    self.data
-                        .try_reserve(words - self.data.len())
-                        .map_err(|_| oom("numbers"))?;
-                    self.data.resize(words, 0);
-                }
-                // SAFETY: `data` holds at least `end` bytes; u64 storage viewed as bytes.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), end)
-                };
-                for (i, c) in items.iter().enumerate() {
-                    let at = offset + i * w;
-                    let out = &mut bytes[at..at + w];
-                    match t {
-                        ValueType::F32 => {
-                            out.copy_from_slice(&(f64::from_bits(c.x) as f32).to_ne_bytes())
-                        }
-                        ValueType::F64 => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        _ => match w {
-                            1 => out[0] = c.x as u8,
-                            2 => out.copy_from_slice(&(c.x as u16).to_ne_bytes()),
-                            4 => out.copy_from_slice(&(c.x as u32).to_ne_bytes()),
-                            _ => out.copy_from_slice(&c.x.to_ne_bytes()),
-                        },
-                    }
-                }
-                self.data_len = end;
-                self.packed.try_reserve(1).map_err(|_| oom("arrays"))?;
-                self.packed.push((offset, t, items.len()));
-                node.flags = PACKED;
-                node.x = (self.packed.len() - 1) as u64;
-            }
-            None => node.x = self.append(&items)? as u64,
-        }
-        Ok(node)
-    }
-
-    /// Boxes the storage and turns indexes into pointers.
-    fn finish(mut self, root: Node) -> Result<Doc> {
-        self.append(&[root])?;
-        let data = std::mem::take(&mut self.data).into_boxed_slice();
-        let text = std::mem::take(&mut self.text).into_boxed_slice();
-        let base = data.as_ptr().cast::<u8>();
-        let packed: Box<[Packed]> = self
-            .packed
-            .iter()
-            .map(|&(offset, elem, count)| Packed {
-                // SAFETY: offset is within (or one past) the data.
-                data: unsafe { base.add(offset) },
-                elem,
-                count,
-                nodes: OnceLock::new(),
-            })
-            .collect();
-        let mut nodes = std::mem::take(&mut self.nodes).into_boxed_slice();
-        let nodes_at = nodes.as_ptr() as u64;
-        for node in nodes.iter_mut() {
-            match node.kind() {
-                ValueType::Array if node.flags & PACKED != 0 => {
-                    node.x = &packed[node.x as usize] as *const Packed as u64;
-                }
-                ValueType::Array | ValueType::Map => {
-                    node.x = nodes_at + node.x * size_of::<Node>() as u64;
-                }
-                ValueType::String | ValueType::Bytes if node.flags & OWNED_TEXT != 0 => {
-                    node.x += text.as_ptr() as u64;
-                }
-                _ => {}
-            }
-        }
-        Ok(Doc {
-            nodes,
-            _packed: packed,
-            _data: data,
-            _text: text,
-        })
-    }
-}
-
-fn count(n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| err!(Limit, "attributes: {n} items in one container"))
-}
-
 /// A value of an attribute tree, borrowed from the reader that holds the tree.
 #[derive(Clone, Copy)]
 pub struct AttrValue<'a> {
@@ -595,7 +305,10 @@ impl fmt::Debug for AttrValue<'_> {
         match self.value_type() {
             ValueType::String => write!(f, "{:?}", String::from_utf8_lossy(self.bytes_unchecked())),
             ValueType::Bytes => write!(f, "bytes({})", self.node.n),
-            ValueType::Array => f.debug_list().entries(self.elements()).finish(),
+            ValueType::Array => f
+                .debug_list()
+                .entries(self.elements().map_while(Result::ok))
+                .finish(),
             ValueType::Map => f
                 .debug_map()
                 .entries((0..self.node.n as usize).map(|i| self.entry(i).expect("in range")))
@@ -821,17 +534,23 @@ impl<'a> AttrValue<'a> {
         if i >= self.node.n as usize {
             return Err(self.out_of_range(i));
         }
-        let nodes: &'a [Node] = match self.packed() {
-            Some(p) => p.nodes.get_or_init(|| p.element_nodes()),
-            None => self.children(),
-        };
-        Ok(AttrValue { node: &nodes[i] })
+        match self.packed() {
+            Some(p) => p.element(i).map(|node| AttrValue { node }),
+            None => Ok(AttrValue {
+                node: &self.children()[i],
+            }),
+        }
     }
 
-    /// Element `i` of an array of strings, without making a value for it.
+    /// Element `i` of an array of strings, without making a value for it. An array of
+    /// numbers is refused before anything is made.
     pub fn string_at(&self, i: usize) -> Result<&'a [u8]> {
-        if self.packed().is_some() {
-            return self.at(i)?.string_bytes();
+        if let Some(p) = self.packed() {
+            bail!(
+                InvalidArgument,
+                "attribute value is an array of {}, not of strings",
+                p.elem
+            );
         }
         if self.value_type() != ValueType::Array {
             return Err(wrong(self, "array"));
@@ -840,15 +559,16 @@ impl<'a> AttrValue<'a> {
         AttrValue { node }.string_bytes()
     }
 
-    /// All elements of an array (nothing for other types).
-    pub fn elements(&self) -> impl Iterator<Item = AttrValue<'a>> + 'a {
+    /// All elements of an array (nothing for other types), as `at` gives them: an
+    /// element of a packed array whose value can't be made (`Limit`) is an error.
+    pub fn elements(&self) -> impl Iterator<Item = Result<AttrValue<'a>>> + 'a {
         let this = *self;
         let n = if this.value_type() == ValueType::Array {
             this.node.n as usize
         } else {
             0
         };
-        (0..n).map(move |i| this.at(i).expect("in range"))
+        (0..n).map(move |i| this.at(i))
     }
 
     /// A map's entry `i`: key and value, in the file's order.
@@ -910,31 +630,100 @@ impl<'a> AttrValue<'a> {
 }
 
 impl Packed {
-    fn element_nodes(&self) -> Box<[Node]> {
-        let w = self.elem.packed_width().expect("packed types have a width");
-        (0..self.count)
-            .map(|i| {
+    /// Element `i`'s value, made with the `ELEMENT_CHUNK` values around it on the first
+    /// request for one of them, then kept: a caller that reads a few elements of a
+    /// million as values pays for a few chunks. Every chunk (and the table of chunks) is
+    /// taken from the tree's budget and allocated fallibly, so reading all elements of a
+    /// huge array this way is a `Limit` error at some point, never an abort.
+    fn element(&self, i: usize) -> Result<&Node> {
+        let table = match self.chunks.get() {
+            Some(t) => t,
+            None => {
+                let n = self.count.div_ceil(ELEMENT_CHUNK);
+                let bytes = n * size_of::<Chunk>();
+                self.take(bytes)?;
+                let mut v = Vec::new();
+                if v.try_reserve_exact(n).is_err() {
+                    self.give(bytes);
+                    return Err(build::oom("element values"));
+                }
+                v.resize_with(n, OnceLock::new);
+                if self.chunks.set(v.into_boxed_slice()).is_err() {
+                    self.give(bytes); // another thread made it first
+                }
+                self.chunks.get().expect("just set")
+            }
+        };
+        let k = i / ELEMENT_CHUNK;
+        let cell = &table[k];
+        let nodes = match cell.get() {
+            Some(nodes) => nodes,
+            None => {
+                let range = k * ELEMENT_CHUNK..self.count.min((k + 1) * ELEMENT_CHUNK);
+                let bytes = range.len() * size_of::<Node>();
+                self.take(bytes)?;
+                let mut v = Vec::new();
+                if v.try_reserve_exact(range.len()).is_err() {
+                    self.give(bytes);
+                    return Err(build::oom("element values"));
+                }
+                let w = self.elem.packed_width().expect("packed types have a width");
                 // SAFETY: `count` elements of width `w` at `data`.
-                let b = unsafe { std::slice::from_raw_parts(self.data.add(i * w), w) };
-                let x = match (self.elem, w) {
-                    (ValueType::F32, _) => {
-                        f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits()
-                    }
-                    (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
-                    (t, 2) if t.is_signed() => {
-                        i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64
-                    }
-                    (t, 4) if t.is_signed() => {
-                        i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64
-                    }
-                    (_, 1) => u64::from(b[0]),
-                    (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
-                    (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
-                    _ => u64::from_ne_bytes(b.try_into().expect("8")),
-                };
-                Node::scalar(self.elem, x)
+                let all = unsafe { std::slice::from_raw_parts(self.data, self.count * w) };
+                v.extend(
+                    all[range.start * w..range.end * w]
+                        .chunks_exact(w)
+                        .map(|b| Node::scalar(self.elem, unpack(self.elem, b))),
+                );
+                if cell.set(v.into_boxed_slice()).is_err() {
+                    self.give(bytes);
+                }
+                cell.get().expect("just set")
+            }
+        };
+        Ok(&nodes[i % ELEMENT_CHUNK])
+    }
+
+    /// Takes `bytes` from the tree's budget, or says why not.
+    fn take(&self, bytes: usize) -> Result<()> {
+        // SAFETY: `spare` points into the `Doc` that owns this record.
+        let spare = unsafe { &*self.spare };
+        spare
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                s.checked_sub(bytes)
             })
-            .collect()
+            .map(|_| ())
+            .map_err(|_| {
+                err!(
+                    Limit,
+                    "attributes: the element values of an array of {} {} would take more \
+                     than the typed values of these attributes may ({BUDGET_PER_BYTE} bytes \
+                     per byte of their encoding, plus {BUDGET_BASE}): read its numbers \
+                     contiguously (zt_value_array_data, AttrValue::array_data)",
+                    self.count,
+                    self.elem
+                )
+            })
+    }
+
+    /// Gives back what `take` took (a chunk another thread made first, or not allocated).
+    fn give(&self, bytes: usize) {
+        // SAFETY: as in `take`.
+        unsafe { &*self.spare }.fetch_add(bytes, Ordering::AcqRel);
+    }
+}
+
+/// The node payload of one packed number of type `t` (its bytes, native order).
+fn unpack(t: ValueType, b: &[u8]) -> u64 {
+    match (t, b.len()) {
+        (ValueType::F32, _) => f64::from(f32::from_ne_bytes(b.try_into().expect("4"))).to_bits(),
+        (t, 1) if t.is_signed() => b[0] as i8 as i64 as u64,
+        (t, 2) if t.is_signed() => i16::from_ne_bytes(b.try_into().expect("2")) as i64 as u64,
+        (t, 4) if t.is_signed() => i32::from_ne_bytes(b.try_into().expect("4")) as i64 as u64,
+        (_, 1) => u64::from(b[0]),
+        (_, 2) => u64::from(u16::from_ne_bytes(b.try_into().expect("2"))),
+        (_, 4) => u64::from(u32::from_ne_bytes(b.try_into().expect("4"))),
+        _ => u64::from_ne_bytes(b.try_into().expect("8")),
     }
 }
 
@@ -977,151 +766,4 @@ pub(crate) fn empty_map() -> &'static Doc {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ErrorKind;
-    use crate::cbor::{Value, to_vec};
-
-    fn doc(v: &Value, widths: Option<&[u8]>) -> (Vec<u8>, Doc) {
-        let cbor = to_vec(v);
-        let d = Doc::build(&cbor, widths, 128).unwrap();
-        (cbor, d)
-    }
-
-    #[test]
-    fn scalars_strings_and_packed_arrays() {
-        let v = Value::Map(vec![
-            (Value::Text("n".into()), Value::Unsigned(300)),
-            (Value::Text("neg".into()), Value::Negative(4)),
-            (Value::Text("s".into()), Value::Text("héllo".into())),
-            (
-                Value::Text("a".into()),
-                Value::Array(vec![Value::Unsigned(1), Value::Unsigned(2)]),
-            ),
-            (
-                Value::Text("m".into()),
-                Value::Array(vec![Value::Unsigned(1), Value::Text("x".into())]),
-            ),
-        ]);
-        let (_cbor, d) = doc(&v, None);
-        let root = d.root();
-        assert_eq!(root.len().unwrap(), 5);
-        let n = root.find("n").unwrap().unwrap();
-        assert_eq!(n.value_type(), ValueType::U64);
-        assert_eq!(n.get::<u32>().unwrap(), 300);
-        assert_eq!(n.get::<u16>().unwrap(), 300);
-        let e = n.get::<u8>().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert_eq!(e.message(), "attribute value is u64 (300), not u8");
-        let neg = root.find("neg").unwrap().unwrap();
-        assert_eq!(neg.get::<i8>().unwrap(), -5);
-        assert!(neg.get::<u64>().is_err());
-        assert_eq!(root.find("s").unwrap().unwrap().as_str().unwrap(), "héllo");
-        let a = root.find("a").unwrap().unwrap();
-        assert_eq!(a.as_slice::<u64>().unwrap(), &[1, 2]);
-        assert_eq!(a.at(1).unwrap().get::<u8>().unwrap(), 2);
-        let m = root.find("m").unwrap().unwrap();
-        assert_eq!(m.elem_type().unwrap(), None);
-        assert_eq!(m.string_at(1).unwrap(), b"x");
-        assert!(root.find("absent").unwrap().is_none());
-    }
-
-    /// A 152,000-token vocabulary: the tree is smaller than twice its CBOR.
-    #[test]
-    fn a_vocabulary_costs_less_than_twice_its_encoding() {
-        let tokens = (0..152_000)
-            .map(|i| Value::Text(format!("tok{}", i % 100_000)))
-            .collect();
-        let scores = (0..152_000).map(|i| Value::Float(-f64::from(i))).collect();
-        let v = Value::Map(vec![
-            (Value::Text("tokens".into()), Value::Array(tokens)),
-            (Value::Text("scores".into()), Value::Array(scores)),
-        ]);
-        let (cbor, d) = doc(&v, None);
-        assert!(
-            d.heap_size() < 2 * cbor.len(),
-            "{} bytes of tree for {} of CBOR",
-            d.heap_size(),
-            cbor.len()
-        );
-        let tokens = d.root().find("tokens").unwrap().unwrap();
-        assert_eq!(tokens.string_at(151_999).unwrap(), b"tok51999");
-    }
-
-    /// One-byte items: packed integers fit the budget (8 bytes for 1), alternating types
-    /// (a 16-byte node each) don't, and say so.
-    #[test]
-    fn the_tree_is_bounded_by_its_encoding() {
-        let n = 1 << 21;
-        let zeros = Value::Map(vec![(
-            Value::Text("a".into()),
-            Value::Array(vec![Value::Unsigned(0); n]),
-        )]);
-        let (_cbor, d) = doc(&zeros, None);
-        let a = d.root().find("a").unwrap().unwrap();
-        assert_eq!(a.as_slice::<u64>().unwrap().len(), n);
-
-        let mixed = Value::Map(vec![(
-            Value::Text("a".into()),
-            Value::Array(
-                (0..n)
-                    .map(|i| {
-                        if i % 2 == 0 {
-                            Value::Unsigned(0)
-                        } else {
-                            Value::Null
-                        }
-                    })
-                    .collect(),
-            ),
-        )]);
-        let cbor = to_vec(&mixed);
-        let e = Doc::build(&cbor, None, 128).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Limit);
-        assert_eq!(
-            e.message(),
-            format!(
-                "attributes: their typed values would take more than {} bytes (8 per byte of \
-                 their {}-byte encoding, plus 1048576)",
-                cbor.len() * 8 + (1 << 20),
-                cbor.len()
-            )
-        );
-    }
-
-    #[test]
-    fn widths_apply_to_top_level_values_and_nested_arrays() {
-        use ValueType as T;
-        let v = Value::Map(vec![
-            (Value::Text("a".into()), Value::Unsigned(7)),
-            (
-                Value::Text("b".into()),
-                Value::Array(vec![
-                    Value::Array(vec![Value::Negative(0)]),
-                    Value::Array(vec![Value::Float(0.5)]),
-                ]),
-            ),
-            (Value::Text("c".into()), Value::Bytes(vec![0xff])),
-        ]);
-        let widths = [
-            T::U8 as u8,
-            T::Array as u8,
-            T::Array as u8,
-            T::Array as u8,
-            T::I16 as u8,
-            T::Array as u8,
-            T::F32 as u8,
-            T::String as u8,
-        ];
-        let (_cbor, d) = doc(&v, Some(&widths));
-        let root = d.root();
-        assert_eq!(root.find("a").unwrap().unwrap().value_type(), T::U8);
-        let b = root.find("b").unwrap().unwrap();
-        assert_eq!(b.elem_type().unwrap(), Some(T::Array));
-        assert_eq!(b.at(0).unwrap().as_slice::<i16>().unwrap(), &[-1]);
-        assert_eq!(b.at(1).unwrap().as_slice::<f32>().unwrap(), &[0.5]);
-        let c = root.find("c").unwrap().unwrap();
-        assert_eq!(c.value_type(), T::String);
-        assert_eq!(c.string_bytes().unwrap(), &[0xff]);
-    }
-}
+mod tests;

@@ -320,7 +320,7 @@ fn safetensors_headers_may_begin_with_whitespace() {
     assert_eq!(e.kind(), ErrorKind::Format);
     assert_eq!(
         e.message(),
-        "not a zTensor, safetensors, GGUF or Tensogram file: the header magic is \"\\x10\\x00\\x00\\x00\\x00\\x00\\x00\\x00\""
+        "not a zTensor, safetensors, GGUF, Tensogram, PyTorch, NumPy or ONNX file: the header magic is \"\\x10\\x00\\x00\\x00\\x00\\x00\\x00\\x00\""
     );
 }
 

@@ -422,32 +422,158 @@ fn tables_that_lie_are_format_errors_and_reads_still_work() {
     assert_eq!(e.kind(), ErrorKind::Format, "{e}");
     assert!(e.message().contains("zstd seek table: 3 frames"), "{e}");
 
-    // Sizes that add up but put the boundaries in the wrong places: the index builds, and
-    // a read of a frame the table misplaces fails to decode exactly; never a wrong byte.
+    // Sizes that add up but put the boundaries in the wrong places: each frame's header
+    // says where it is and what it decodes to, so the index is refused, naming the frame;
+    // whole reads are unaffected.
     let swapped = patched(&patched(&file, entry(0), |n| n + 1), entry(1), |n| n - 1);
     let shifted = patched(
         &patched(&file, entry(2) + 4, |n| n - 1000),
         entry(3) + 4,
         |n| n + 1000,
     );
-    for (what, bad) in [("compressed", swapped), ("decompressed", shifted)] {
+    for (what, bad, message) in [
+        ("compressed", swapped, "frame 1 (stored bytes "),
+        ("decompressed", shifted, "frame 2 (stored bytes "),
+    ] {
         each_reader(&bad, "misplaced", |r, how| {
-            let index = r.frame_index(0, 0).unwrap();
-            let mut failures = 0;
-            for f in index.iter() {
-                let mut dst = vec![0u8; (f.decoded.end - f.decoded.start) as usize];
-                match r.read_range(0, 0, f.decoded.start, &mut dst) {
-                    Ok(()) => assert!(dst == d[f.decoded.start as usize..f.decoded.end as usize]),
-                    Err(e) => {
-                        assert_eq!(e.kind(), ErrorKind::Format, "{what} ({how}): {e}");
-                        failures += 1;
-                    }
-                }
+            let e = r.frame_index(0, 0).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Format, "{what} ({how}): {e}");
+            assert!(e.message().contains(message), "{what} ({how}): {e}");
+            for f in [0u64, FRAME as u64 + 5, 3 * FRAME as u64 + 5] {
+                let mut dst = [0u8; 100];
+                let e = r.read_range(0, 0, f, &mut dst).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Format, "{what} ({how}): {e}");
             }
-            assert!(failures > 0, "{what} ({how})");
             assert!(r.read_to_vec(0, 0).unwrap() == d);
         });
     }
+}
+
+/// The library's 9 MiB component (frames of 4, 4 and 1 MiB, and a seek table), and
+/// where its table's entries are in the file.
+fn nine_mib() -> (Vec<u8>, Vec<u8>, usize) {
+    let d = data(14, 9 << 20);
+    let file = ours(&d);
+    let r = Reader::from_slice(&file).unwrap();
+    let c = &r.objects()[0].components()[0];
+    let table = (c.offset() + c.length()) as usize - (8 + 3 * 8 + 9);
+    (d, file.clone(), table + 8)
+}
+
+/// A seek table whose decoded sizes add up but are not the frames' (0, 0 and 9 MiB for
+/// frames of 4, 4 and 1 MiB) is a Format error naming the component and the frame, for
+/// every range and every kind of source: never the bytes of another frame with Ok. Also
+/// with frames and a table made by hand; and with frames that don't state their size,
+/// whose table can't be checked without decoding them, every range reads right (the
+/// index places nothing after the first such frame).
+#[test]
+fn decoded_sizes_that_add_up_but_lie_never_give_wrong_bytes() {
+    let (d, file, entries) = nine_mib();
+    let sizes = |file: &[u8], sizes: [u32; 3]| {
+        let mut f = file.to_vec();
+        for (k, size) in sizes.iter().enumerate() {
+            let at = entries + 8 * k + 4;
+            f[at..at + 4].copy_from_slice(&size.to_le_bytes());
+        }
+        f
+    };
+    let nine = 9u32 << 20;
+    let four = 4u32 << 20;
+    for (lie, frame, says) in [
+        ([0, 0, nine], 0, 0),
+        ([four, 0, four + (1 << 20)], 1, 0),
+        ([four + 1, four - 1, 1 << 20], 0, four + 1),
+        // Frame 2 read: the first two entries together are right, frame 2's own is not.
+        ([four, four + 1, (1 << 20) - 1], 1, four + 1),
+    ] {
+        let bad = sizes(&file, lie);
+        each_reader(&bad, "lying_sizes", |r, how| {
+            let e = r.frame_index(0, 0).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Format, "{lie:?} ({how}): {e}");
+            assert!(
+                e.message().starts_with("object 'w' component 'data': ")
+                    || e.message().contains(": object 'w' component 'data': "),
+                "{how}: {e}"
+            );
+            assert!(
+                e.message()
+                    .contains(&format!("zstd seek table: frame {frame} (stored bytes "))
+                    && e.message().contains(&format!(
+                        "decodes to {says} bytes per the table, but its header says it \
+                     decodes to "
+                    )),
+                "{lie:?} ({how}): {e}"
+            );
+            for at in [0u64, 100, 4 << 20, (8 << 20) + 7, (9 << 20) - 100] {
+                let mut b = [0u8; 100];
+                let e = r.read_range(0, 0, at, &mut b).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Format, "{how}: {e}");
+            }
+            assert!(r.read_to_vec(0, 0).unwrap() == d, "{how}");
+        });
+    }
+
+    // Hand-made: frames of 300, 200 and 100 KB, the table saying 0, 0 and 600 KB.
+    let parts = [data(15, 300_000), data(16, 200_000), data(17, 100_000)];
+    let all = parts.concat();
+    let table = |frames: &[Vec<u8>], decoded: [u32; 3]| {
+        let sizes: Vec<(u32, u32)> = frames
+            .iter()
+            .zip(decoded)
+            .map(|(f, n)| (f.len() as u32, n))
+            .collect();
+        [frames.concat(), seek_table(&sizes, None)].concat()
+    };
+    let sized: Vec<Vec<u8>> = parts.iter().map(|p| sized_frame(p)).collect();
+    let file = file_with_stream(&table(&sized, [0, 0, 600_000]), 600_000);
+    each_reader(&file, "hand_made_lie", |r, how| {
+        let mut b = [0u8; 100];
+        let e = r.read_range(0, 0, 0, &mut b).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Format, "{how}: {e}");
+        let frame0 = format!(
+            "zstd seek table: frame 0 (stored bytes 0..{}) decodes to 0 bytes per the table, \
+             but its header says it decodes to 300000 bytes",
+            sized[0].len()
+        );
+        assert!(e.message().ends_with(&frame0), "{how}: {e}");
+        assert!(r.read_to_vec(0, 0).unwrap() == all);
+    });
+    // Frames that state no size: the same lies read every byte right.
+    let unsized_frames: Vec<Vec<u8>> = parts.iter().map(|p| unsized_frame(p)).collect();
+    for lie in [
+        [0, 0, 600_000],
+        [300_000, 250_000, 50_000],
+        [300_000, 200_000, 100_000],
+    ] {
+        let file = file_with_stream(&table(&unsized_frames, lie), 600_000);
+        each_reader(&file, "hand_made_unsized", |r, how| {
+            let index = r.frame_index(0, 0).unwrap();
+            assert!(index.has_seek_table());
+            assert_eq!(
+                index.len(),
+                1,
+                "{how}: nothing is placed after an unsized frame"
+            );
+            check_ranges(r, &all, how);
+        });
+    }
+    // Sized frames, then unsized ones: the sized ones are checked and placed.
+    let mixed = [
+        sized[0].clone(),
+        unsized_frames[1].clone(),
+        unsized_frames[2].clone(),
+    ];
+    let file = file_with_stream(&table(&mixed, [300_000, 0, 300_000]), 600_000);
+    each_reader(&file, "hand_made_mixed", |r, how| {
+        let decoded: Vec<_> = r
+            .frame_index(0, 0)
+            .unwrap()
+            .iter()
+            .map(|f| f.decoded)
+            .collect();
+        assert_eq!(decoded, [0..300_000, 300_000..600_000], "{how}");
+        check_ranges(r, &all, how);
+    });
 }
 
 #[test]

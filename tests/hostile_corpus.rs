@@ -9,17 +9,17 @@
 //!
 //! ```text
 //! for each object i:
-//!   object(i)                                     (C: zt_object_info_get; on failure skip)
+//!   object(i)                                     (C: zt_object_get_info; on failure skip)
 //!   for each component c:
-//!     (component info; C: zt_component_info_get)
+//!     (component info; C: zt_component_get_info)
 //!     if decoded_length > 0: read_range of byte 0, then of byte decoded_length - 1
 //!     read_into an exact-size buffer              (C: zt_component_read)
 //!     view, every byte read                       (C: zt_component_view)
 //!     verify_component; NotFound ("no digest") is not a failure
 //!   validate_values(i)                            (C: zt_object_validate)
-//!   attributes of i rendered as JSON              (C: zt_attributes_json(i))
-//! file attributes rendered as JSON                (C: zt_attributes_json(SIZE_MAX))
-//! verify()                                        (C: zt_verify)
+//!   attributes of i rendered as JSON              (C: zt_object_get_attributes_json)
+//! file attributes rendered as JSON                (C: zt_file_get_attributes_json)
+//! verify()                                        (C: zt_file_verify)
 //! ```
 //!
 //! Range reads and the read come before the view because a view caches the decoded bytes

@@ -393,3 +393,75 @@ fn reference_reads_our_multi_frame_zstd_components_with_seek_tables() {
         "{err}"
     );
 }
+
+/// Typed attributes (issue 23 item 3) keep their values plain CBOR, and their types in a
+/// manifest key the reference doesn't know (`attribute_types`): it opens the file and
+/// reads every object's attributes as the values they are, while our typed read gives
+/// back the types.
+#[test]
+fn reference_reads_typed_attributes_as_plain_values() {
+    use ztensor::{TypedValue, ValueType};
+    let python = reference_python();
+    let dir = temp_dir("interop_reference_typed");
+    let path = dir.join("typed.zt");
+    let text = TypedValue::text;
+    let scores: Vec<u8> = [0.5f32, -1.25, 3.0]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
+    let kinds: Vec<u8> = [1i32, -2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mut w = Writer::create(&path).unwrap();
+    w.add("t", DType::F32, &[1], &[0; 4], &WriteOptions::default())
+        .unwrap();
+    let attrs = TypedValue::Map(vec![
+        (text("context_length"), TypedValue::U32(4096)),
+        (text("eps"), TypedValue::F32(0.5)),
+        (text("neg"), TypedValue::I8(-3)),
+        (
+            text("scores"),
+            TypedValue::numbers(ValueType::F32, scores).unwrap(),
+        ),
+        (
+            text("kinds"),
+            TypedValue::numbers(ValueType::I32, kinds).unwrap(),
+        ),
+        (
+            text("names"),
+            TypedValue::Array {
+                elem: None,
+                items: vec![text("a"), text("b")],
+            },
+        ),
+        (
+            text("inner"),
+            TypedValue::Map(vec![(text("u16"), TypedValue::U16(7))]),
+        ),
+    ]);
+    w.set_object_attributes_typed("t", &attrs).unwrap();
+    w.set_file_attribute("file.u32", &TypedValue::U32(1))
+        .unwrap();
+    w.finish().unwrap();
+
+    let dump = reference_dump(&python, &path).unwrap_or_else(|e| {
+        panic!("the reference failed to open a file with typed attributes: {e}")
+    });
+    let theirs = dump.get("objects").unwrap().as_array().unwrap()[0]
+        .get("attributes")
+        .unwrap()
+        .clone();
+    let want = from_json(
+        r#"{"context_length": 4096, "eps": 0.5, "neg": -3, "scores": [0.5, -1.25, 3.0],
+            "kinds": [1, -2, 3], "names": ["a", "b"], "inner": {"u16": 7}}"#,
+        8,
+    )
+    .unwrap();
+    assert!(same(&want, &theirs), "{theirs:?}");
+    // Our typed read of the same file gives the types back.
+    let r = Reader::open(&path).unwrap();
+    let got = TypedValue::from_attr(r.typed_attributes(Some(0)).unwrap()).unwrap();
+    assert_eq!(got, attrs);
+    assert_eq!(
+        r.typed_attribute(None, "file.u32").unwrap().value_type(),
+        ValueType::U32
+    );
+}

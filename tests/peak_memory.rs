@@ -91,23 +91,33 @@ struct Outcome {
     error: String,
 }
 
-fn run_child(path: &Path, mode: &str) -> Outcome {
+/// Runs this test binary's test `test` alone in a child process with `env` set; its
+/// stdout, after checking that it ended well.
+fn run_test_child(test: &str, env: (&str, String)) -> String {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env(CHILD, format!("{}\t{mode}", path.display()))
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(env.0, &env.1)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{}: the child ended with {:?}\n{stdout}\n{}",
-        path.display(),
+        env.1,
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("ZT_RESULT ").map(|p| p.1))
+    stdout
+}
+
+/// What follows `tag` on the first line of `text` that has it.
+fn after<'t>(text: &'t str, tag: &str) -> Option<&'t str> {
+    text.lines().find_map(|l| l.split_once(tag).map(|p| p.1))
+}
+
+fn run_child(path: &Path, mode: &str) -> Outcome {
+    let stdout = run_test_child("child", (CHILD, format!("{}\t{mode}", path.display())));
+    let line = after(&stdout, "ZT_RESULT ")
         .unwrap_or_else(|| panic!("no result from the child: {stdout}"));
     let f: Vec<&str> = line.split(' ').collect();
     let (before, peak): (u64, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
@@ -120,11 +130,7 @@ fn run_child(path: &Path, mode: &str) -> Outcome {
             .unwrap()
             .saturating_sub(f[4].parse().unwrap())
             * 1024,
-        error: stdout
-            .lines()
-            .find_map(|l| l.split_once("ZT_ERROR ").map(|p| p.1))
-            .unwrap_or("")
-            .to_owned(),
+        error: after(&stdout, "ZT_ERROR ").unwrap_or("").to_owned(),
     }
 }
 
@@ -697,4 +703,65 @@ fn tensogram_many_objects() {
             assert!(of_cbor <= 3.0, "{what}: {of_cbor:.2}x the CBOR");
         }
     }
+}
+
+// ----- Typed values of a huge array -------------------------------------------------------
+
+const ARRAY_CHILD: &str = "ZT_ARRAY_CHILD";
+
+/// The child of `element_values_of_a_huge_array_are_made_on_request`: under an address
+/// space of what it has mapped, three times the file and 256 MiB, opens the GGUF at
+/// `ZT_ARRAY_CHILD`, builds the typed values of its attributes, gets the first and last
+/// elements of the array "big" as values and asks for one as a string. Prints
+/// "ZT_ARRAY <count> <first> <last> <kind of the string refusal> <its message>".
+#[test]
+fn array_child() {
+    let Ok(path) = std::env::var(ARRAY_CHILD) else {
+        return; // Run directly: nothing to do.
+    };
+    let size = std::fs::metadata(&path).unwrap().len();
+    let limit = status_kib("VmSize:") * 1024 + 3 * size + (256 << 20);
+    let rl = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: a plain system call on a local struct.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+    let r = Reader::open(&path).unwrap();
+    let a = r.typed_attribute(None, "big").unwrap();
+    let n = a.len().unwrap();
+    let first = a.at(0).unwrap().get::<u8>().unwrap();
+    let last = a.at(n - 1).unwrap().get::<u8>().unwrap();
+    let e = a.string_at(5).unwrap_err();
+    println!("ZT_ARRAY {n} {first} {last} {:?} {}", e.kind(), e.message());
+}
+
+/// Issue 23: the typed value of a GGUF array of 30,000,000 u8 (30 MB) is built and read
+/// under an address-space limit far below what 16-byte values for each element take
+/// (480 MB): its numbers are read as numbers (one byte each, not a node each), an element
+/// asked for as a value makes its value and 1023 neighbours (16 KiB), and asking for an
+/// element as a string is refused before anything is made. Before, the build held 480 MB
+/// of nodes, and the first element asked for made all 30,000,000 element values with an
+/// allocation that aborts when it fails.
+#[test]
+fn element_values_of_a_huge_array_are_made_on_request() {
+    let n = 30_000_000u64;
+    let mut h = gguf_head(0, 1);
+    gguf_key(&mut h, "big", 9);
+    h.extend(0u32.to_le_bytes()); // u8 elements
+    h.extend(n.to_le_bytes());
+    h.extend((0..n).map(|i| (i % 23) as u8));
+    h.resize(h.len().next_multiple_of(32), 0);
+    let s = scratch("big_array.gguf");
+    std::fs::write(&s.0, &h).unwrap();
+    let stdout = run_test_child("array_child", (ARRAY_CHILD, s.0.display().to_string()));
+    let line =
+        after(&stdout, "ZT_ARRAY ").unwrap_or_else(|| panic!("no result from the child: {stdout}"));
+    assert_eq!(
+        line,
+        format!(
+            "{n} 0 {} InvalidArgument attribute value is an array of u8, not of strings",
+            (n - 1) % 23
+        )
+    );
 }

@@ -163,6 +163,16 @@ fn one_tensor(path: &Path, data: &[u8]) {
     w.finish().unwrap();
 }
 
+/// A server for a scratch directory holding `m.zt`, a file of one u8 tensor of `data`;
+/// and the file's URL.
+fn serve_one_tensor(test: &str, data: &[u8]) -> (PathBuf, Server, String) {
+    let dir = common::temp_dir(test);
+    one_tensor(&dir.join("m.zt"), data);
+    let server = Server::start(&dir, "");
+    let url = server.url("m.zt");
+    (dir, server, url)
+}
+
 fn component(r: &Reader<'_>, name: &str) -> (usize, ztensor::Component) {
     let o = r.find(name).unwrap();
     (o, r.objects()[o].components()[0].clone())
@@ -229,7 +239,9 @@ fn a_remote_read_moves_only_what_it_reads() {
         "{requests} {bytes}"
     );
 
-    // A range of the zstd tensor: the seek table and one frame, not the component.
+    // A range of the zstd tensor: the seek table, the header of each of its five frames
+    // (checked against the table, fetched concurrently, once per reader) and one frame;
+    // not the component.
     server.reset();
     let (z, c) = component(&r, "z");
     let mut got = vec![0u8; 1000];
@@ -243,10 +255,16 @@ fn a_remote_read_moves_only_what_it_reads() {
         c.length()
     );
     assert!(
-        requests <= 3 && bytes < c.length() / 3,
+        requests <= 2 + 5 && bytes < c.length() / 3,
         "{requests} {bytes} of {}",
         c.length()
     );
+    // Another range of it: the index is built; one frame.
+    server.reset();
+    r.read_range(z, 0, 1 << 20, &mut got).unwrap();
+    local.read_range(z, 0, 1 << 20, &mut want).unwrap();
+    assert!(got == want);
+    assert_eq!(server.stats().0, 1);
 
     // A 1/8 slice of every tensor (tensor parallelism) through one batch.
     server.reset();
@@ -460,6 +478,10 @@ fn injected_faults_are_statuses_that_name_the_url() {
         assert!(
             text.contains("faults: 7 kinds"),
             "{program} injected nothing"
+        );
+        assert!(
+            text.contains("fork: a URL opened in the child"),
+            "{program} did not fork"
         );
     }
 
@@ -938,5 +960,226 @@ fn s3_objects_read_as_their_local_copies_from_rust_and_c() {
             2,
             "{program} loaded nothing, or not the set"
         );
+    }
+}
+
+/// A body longer than the range asked for is refused as soon as its first byte too many
+/// arrives, never read to its end: an endless one (Content-Length 10^12, then zeros) and
+/// one twice as long, at open (the suffix request) and at a read. The reader stays usable.
+#[test]
+fn a_body_longer_than_its_range_is_refused_at_once() {
+    let data = common::bytes(6, 300_000);
+    let (dir, server, url) = serve_one_tensor("remote_long_bodies", &data);
+    for kind in ["endless", "long"] {
+        server.reset();
+        server.fault(kind, 1);
+        let t = std::time::Instant::now();
+        let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{kind}: {e}");
+        assert!(
+            e.message().contains(&format!(
+                "{url}: reading its size and last bytes: the server sent more than the {} \
+                 bytes asked for",
+                std::fs::metadata(dir.join("m.zt"))
+                    .unwrap()
+                    .len()
+                    .min(64 << 10)
+            )),
+            "{kind}: {e}"
+        );
+        let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
+        server.fault(kind, 1);
+        let e = r.read_to_vec(0, 0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{kind}: {e}");
+        assert!(
+            e.message()
+                .contains("the server sent more than the 300000 bytes asked for"),
+            "{kind}: {e}"
+        );
+        assert_eq!(r.read_to_vec(0, 0).unwrap(), data, "{kind}");
+        // At once: what the server managed to send before the connection closed is the
+        // socket's buffers, not the body it announced.
+        let (_, sent) = server.stats();
+        eprintln!("{kind}: refused in {:?}, {sent} bytes sent", t.elapsed());
+        assert!(sent < 64 * MIB, "{kind}: {sent} bytes sent");
+    }
+}
+
+/// An endless body under an address-space limit (`RLIMIT_AS`: what the process uses now
+/// and 1 GiB) is an `Io` error, not an allocation failure that aborts the process: the
+/// test runs itself in a child process that sets the limit.
+#[test]
+fn an_endless_body_under_a_memory_limit_is_an_error_not_an_abort() {
+    const NAME: &str = "an_endless_body_under_a_memory_limit_is_an_error_not_an_abort";
+    if let Ok(url) = std::env::var("ZT_TEST_ENDLESS_URL") {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmSize:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        let limit = vm_kb * 1024 + (1 << 30);
+        let rl = libc::rlimit {
+            rlim_cur: limit,
+            rlim_max: limit,
+        };
+        // SAFETY: setrlimit with a valid struct.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+        let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        println!("child: {e}");
+        println!("CHILD-OK");
+        return;
+    }
+    let (_dir, server, url) =
+        serve_one_tensor("remote_endless_limited", &common::bytes(7, 100_000));
+    server.fault("endless", 1);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+        .env("ZT_TEST_ENDLESS_URL", &url)
+        .env("MALLOC_ARENA_MAX", "2")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the child failed: {:?}", out.status);
+    assert!(text.contains("CHILD-OK"), "the child did not run the test");
+}
+
+/// A GGUF header of 6.4 MB (a vocabulary of 200,000 tokens), read by the parser in
+/// pieces, is fetched about once: blocks that grow while the reads go forward, a read that
+/// crosses the end of the last block continuing from there.
+#[test]
+fn a_gguf_header_of_megabytes_is_fetched_about_once() {
+    use common::gguf::{Gguf, gstr};
+    let dir = common::temp_dir("remote_gguf_header");
+    let n = 200_000u64;
+    let mut tokens = 8u32.to_le_bytes().to_vec();
+    tokens.extend(n.to_le_bytes());
+    for i in 0..n {
+        tokens.extend(gstr(format!("token-{i:08}-{}", "x".repeat(10)).as_bytes()));
+    }
+    let weights = common::bytes(8, 4000);
+    let g = Gguf::new()
+        .kv("tokenizer.ggml.tokens", 9, &tokens)
+        .tensor("w", &[1000], 0, &weights);
+    let header = g.header().len() as u64;
+    let file = g.build();
+    std::fs::write(dir.join("vocab.gguf"), &file).unwrap();
+    let server = Server::start(&dir, "");
+    let r = Reader::open(server.url("vocab.gguf")).unwrap();
+    let (requests, bytes) = server.stats();
+    eprintln!("open of a GGUF with a {header}-byte header: {requests} requests, {bytes} bytes");
+    assert!(header > 6_000_000, "{header}");
+    // Blocks double from 128 KiB to 1 MiB: about header / 1 MiB + 4 requests, and at most
+    // one block more than the header.
+    assert!(requests <= 14, "{requests} requests");
+    assert!(
+        bytes <= header + 2 * MIB,
+        "{bytes} bytes for a {header}-byte header"
+    );
+    assert_eq!(r.read_to_vec(0, 0).unwrap(), weights);
+    let tokens = r.typed_attribute(None, "tokenizer.ggml.tokens").unwrap();
+    assert_eq!(tokens.len().unwrap(), n as usize);
+    assert_eq!(
+        tokens.string_at(199_999).unwrap(),
+        b"token-00199999-xxxxxxxxxx"
+    );
+}
+
+/// An error answer's page in a message: the status and at most 200 characters of the
+/// body, whitespace made single spaces; an endless one is read only so far.
+#[test]
+fn an_error_page_is_its_status_and_a_short_excerpt() {
+    // Larger than the blocks an open holds, so that a read asks the server.
+    let data = common::bytes(9, 1_000_000);
+    let (_dir, server, url) = serve_one_tensor("remote_error_page", &data);
+    for kind in ["page:404", "endless_page:404", "page:403"] {
+        let status = if kind.ends_with("403") {
+            "403 Forbidden"
+        } else {
+            "404 Not Found"
+        };
+        server.reset();
+        server.fault(kind, 1);
+        let e = Reader::open_url(&url, &opts(), &no_retry()).unwrap_err();
+        eprintln!("{kind}: {e}");
+        assert!(
+            matches!(e.kind(), ErrorKind::Io | ErrorKind::NotFound),
+            "{kind}: {e}"
+        );
+        let m = e.message();
+        assert!(m.contains(&url) && m.contains(status), "{kind}: {e}");
+        let body = m
+            .split(&format!("{status}: "))
+            .nth(1)
+            .expect("a body excerpt");
+        assert!(
+            body.trim_start_matches("<html><body>")
+                .starts_with("<p>There is nothing here.</p> <p>There"),
+            "{kind}: {e}"
+        );
+        assert!(body.ends_with(" ..."), "{kind}: {e}");
+        assert!(
+            body.chars().count() <= 204,
+            "{kind}: {} characters",
+            body.len()
+        );
+        assert!(!m.contains("END-OF-PAGE"), "{kind}");
+        let (_, sent) = server.stats();
+        assert!(sent < 64 * MIB, "{kind}: {sent} bytes sent");
+        // At a read too.
+        let r = Reader::open_url(&url, &opts(), &no_retry()).unwrap();
+        server.fault(kind, 1);
+        let e = r.read_to_vec(0, 0).err().expect("the read fails");
+        assert!(e.message().contains(status), "{kind}: {e}");
+        assert!(!e.message().contains("END-OF-PAGE"), "{kind}");
+        assert!(e.message().len() < 1000, "{kind}: {e}");
+    }
+}
+
+/// Malformed URLs, and URLs no store takes, with user info (and a signature in the
+/// query): every message, from every way of opening, shows neither.
+#[test]
+fn malformed_urls_never_show_their_credentials() {
+    let urls = [
+        "http://user:SECRETPW@127.0.0.1:99999/x.zt",
+        "http://user:SECRETPW@256.1.1.1/x.zt",
+        "http://user:SECRETPW@[::g]/x.zt",
+        "http://user:SECRETPW@ho st/x.zt",
+        "https://user:SECRETPW@/x.zt",
+        "http://user:SECRET/PW@host:1/x.zt",
+        "s3://user:SECRETPW@bu cket/x.zt",
+        "http://user:SECRETPW@127.0.0.1:99999/x.zt?sig=SECRETSIG",
+        "ftp://user:SECRETPW@host/x.zt",
+        "http://user:SECRET PW@127.0.0.1:1/x.zt",
+    ];
+    for url in urls {
+        let mut errors = vec![
+            Reader::open_url(url, &opts(), &no_retry()).unwrap_err(),
+            Reader::open_url(
+                url,
+                &OpenOptions {
+                    one_file: true,
+                    ..opts()
+                },
+                &no_retry(),
+            )
+            .unwrap_err(),
+        ];
+        if !url.starts_with("ftp:") {
+            errors.push(Reader::open(url).unwrap_err());
+        }
+        for e in errors {
+            eprintln!("{url}: {e}");
+            assert!(!e.message().contains("SECRET"), "{url}: {e}");
+            assert!(
+                matches!(
+                    e.kind(),
+                    ErrorKind::InvalidArgument | ErrorKind::Io | ErrorKind::Unsupported
+                ),
+                "{url}: {e}"
+            );
+        }
     }
 }

@@ -74,6 +74,7 @@ fn every_dtype_encoding_and_digest_round_trips() {
                 DigestAlgorithm::None => assert_eq!(c.digest(), None),
                 DigestAlgorithm::Sha256 => assert!(c.digest().unwrap().starts_with("sha256:")),
                 DigestAlgorithm::Crc32c => assert!(c.digest().unwrap().starts_with("crc32c:0x")),
+                DigestAlgorithm::Xxh3 => unreachable!("a v2 digest"),
             }
             assert_eq!(&r.read_to_vec(i, 0).unwrap(), data);
             let view = r.view(i, 0).unwrap();

@@ -219,6 +219,115 @@ fn any_split_of_a_gguf_set_opens_the_set() {
     assert!(r.mapping().is_some());
 }
 
+/// A view of a tensor in a shard not open yet opens the shard first: from many threads at
+/// once, every view of a tensor is the one zero-copy slice of its shard's mapping (before,
+/// the first view decoded a copy into the reader's cache and the next ones pointed into
+/// the mapping: two addresses for one tensor, and the copy kept).
+#[test]
+fn first_views_of_a_set_are_zero_copy_from_every_thread() {
+    for (set, first) in [
+        ("gguf", "split-00001-of-00003.gguf"),
+        ("safetensors", "model.safetensors.index.json"),
+    ] {
+        let r = Reader::open(vectors().join(set).join(first)).unwrap();
+        let n = r.objects().len();
+        let seen: Vec<Vec<(usize, bool)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|t| {
+                    let r = &r;
+                    s.spawn(move || {
+                        let mut got = vec![(0, false); n];
+                        for k in 0..n {
+                            let i = (t + k) % n;
+                            let v = r.view(i, 0).unwrap();
+                            got[i] = (v.data.as_ptr() as usize, v.zero_copy);
+                        }
+                        got
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (i, o) in r.objects().iter().enumerate() {
+            let c = &o.components()[0];
+            let map = r.shard_mapping(c.file() as usize).unwrap().unwrap();
+            let at = map.as_ptr() as usize + c.offset() as usize;
+            for got in &seen {
+                assert_eq!(got[i], (at, true), "{set}: {}", o.name());
+            }
+        }
+    }
+}
+
+/// A set's index opened from a descriptor (or memory) is refused with a message saying
+/// how a set is opened.
+#[test]
+fn an_index_by_descriptor_says_how_to_open_a_set() {
+    let index = vectors().join("safetensors/model.safetensors.index.json");
+    let file = std::fs::File::open(&index).unwrap();
+    let e = Reader::from_file(file, "fd 7", &OpenOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Format);
+    assert!(
+        e.message().ends_with(
+            "it looks like JSON, such as a sharded set's index: a set is opened by the path \
+             of its *.index.json (its shards are opened next to it), not from a file \
+             descriptor or memory, which hold one file (open each shard so instead)"
+        ),
+        "{e}"
+    );
+    assert!(e.message().starts_with("fd 7: "), "{e}");
+    let bytes = std::fs::read(&index).unwrap();
+    let e = Reader::from_slice(&bytes).unwrap_err();
+    assert!(e.message().contains("a set is opened by the path"), "{e}");
+}
+
+/// Each shard of a set has its own layout: its data section is where the shard's own
+/// header ends, so a component's `offset - data_offset` is computed with its shard's
+/// layout (with the first shard's, a tensor of split 2 underflowed).
+#[test]
+fn every_shard_has_its_own_layout() {
+    for (set, first) in [
+        ("gguf", "split-00001-of-00003.gguf"),
+        ("safetensors", "model.safetensors.index.json"),
+    ] {
+        let dir = vectors().join(set);
+        let r = Reader::open(dir.join(first)).unwrap();
+        let alone = |shard: usize| {
+            let opts = OpenOptions {
+                one_file: true,
+                ..Default::default()
+            };
+            let path = r.shard_path(shard).unwrap().unwrap();
+            Reader::open_with(path, &opts).unwrap().layout()
+        };
+        let layouts: Vec<_> = (0..r.shard_count())
+            .map(|i| r.shard_layout(i).unwrap())
+            .collect();
+        for (i, l) in layouts.iter().enumerate() {
+            assert_eq!(*l, alone(i), "{set} shard {i}");
+        }
+        assert_eq!(layouts[0], r.layout());
+        assert!(
+            layouts
+                .iter()
+                .any(|l| l.data_offset != layouts[0].data_offset),
+            "{set}: the shards' headers differ in length, so do their data sections"
+        );
+        for o in r.objects() {
+            let c = &o.components()[0];
+            let l = layouts[c.file() as usize];
+            assert!(c.offset() >= l.data_offset, "{set}: {}", o.name());
+            assert_eq!((c.offset() - l.data_offset) % l.alignment, 0);
+        }
+        let e = r.shard_layout(r.shard_count()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+    }
+    // A single file: shard 0 is the file.
+    let r = Reader::open(repo().join("tests/vectors/gguf/plain_v3.gguf")).unwrap();
+    assert_eq!(r.shard_layout(0).unwrap(), r.layout());
+    assert_eq!(r.shard_layout(1).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
 #[test]
 fn shards_open_when_first_read_unless_all_are_opened_at_open() {
     for name in ["safetensors", "gguf"] {

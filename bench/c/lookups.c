@@ -91,12 +91,12 @@ __attribute__((noinline)) size_t list_once(const char *path) {
   check(zt_open(path, &r), "open");
   n = zt_object_count(r);
   for (i = 0; i < n; i++) {
-    check(zt_object_info_get(r, i, &o), "info");
+    check(zt_object_get_info(r, i, &o), "info");
     acc += strlen(o.name);
     for (d = 0; d < o.ndim; d++) {
       acc ^= o.shape[d];
     }
-    check(zt_component_info_get(r, i, 0, &c), "component");
+    check(zt_component_get_info(r, i, 0, &c), "component");
     acc += c.dtype + c.offset;
   }
   zt_close(r);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use memmap2::Mmap;
 
-use crate::formats::{write_gguf, write_ours, write_ref, write_safetensors};
+use crate::formats::{write_gguf, write_ours, write_ours_v2, write_ref, write_safetensors};
 use crate::workloads::Workload;
 use crate::{MIB, Res};
 
@@ -102,6 +102,10 @@ pub struct Files {
     pub gguf: Option<PathBuf>,
     /// Ours with sha256 digests (W1 only).
     pub ours_sha: Option<PathBuf>,
+    /// Ours as zTensor v2, canonical (the raw workloads W1, W2): not warmed with the
+    /// others (its 64 KiB placement leaves holes between small tensors, which a whole-file
+    /// read would fill the page cache with); its cases' warm-up calls read what they use.
+    pub v2: Option<PathBuf>,
 }
 
 impl Files {
@@ -176,12 +180,24 @@ pub fn files_for(w: &Workload, d: &Path, quick: bool) -> Res<Files> {
     } else {
         None
     };
+    let v2 = if zstd {
+        None
+    } else {
+        Some(ensure(
+            w,
+            quick,
+            d.join(format!("{id}.v2.zt")),
+            true,
+            |p| write_ours_v2(w, p),
+        )?)
+    };
     Ok(Files {
         ours,
         reference,
         safetensors,
         gguf,
         ours_sha,
+        v2,
     })
 }
 

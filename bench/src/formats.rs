@@ -18,9 +18,42 @@ pub fn write_ours(
     opts: &ztensor::WriteOptions,
     durable: bool,
 ) -> Res<()> {
-    let mut wr = ztensor::Writer::create_with(path, &ztensor::CreateOptions { durable })?;
+    let options = ztensor::CreateOptions {
+        durable,
+        ..Default::default()
+    };
+    let mut wr = ztensor::Writer::create_with(path, &options)?;
     for (i, t) in w.tensors.iter().enumerate() {
         wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
+    }
+    wr.finish()?;
+    Ok(())
+}
+
+/// Ours as zTensor v2: canonical, the tensors added in name order (canonical placement
+/// order, so nothing is reordered at the end).
+pub fn write_ours_v2(w: &Workload, path: &Path) -> Res<()> {
+    let options = ztensor::CreateOptions {
+        version: ztensor::FileVersion::V2,
+        ..Default::default()
+    };
+    let mut wr = ztensor::Writer::create_with(path, &options)?;
+    let mut order: Vec<usize> = (0..w.tensors.len()).collect();
+    order.sort_by(|&a, &b| {
+        w.tensors[a]
+            .name
+            .as_bytes()
+            .cmp(w.tensors[b].name.as_bytes())
+    });
+    for i in order {
+        let t = &w.tensors[i];
+        wr.add(
+            &t.name,
+            t.dt.ours(),
+            &t.shape,
+            w.bytes(i),
+            &ztensor::WriteOptions::default(),
+        )?;
     }
     wr.finish()?;
     Ok(())

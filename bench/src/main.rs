@@ -39,6 +39,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// Every section, in the order in which they run on a workload (and their rows appear).
 const SECTIONS: &[Section] = &[
     sections::list::SECTION,
+    sections::v2::SECTION,
     sections::shards::SECTION,
     sections::views::SECTION,
     sections::load::SECTION,

@@ -126,19 +126,19 @@ func (d DType) String() string {
 	return C.GoString(C.zt_dtype_name(C.uint32_t(d)))
 }
 
-// Size is the size of one element in bytes, from the library (zt_dtype_size); 0 for a
+// Size is the size of one element in bytes, from the library (zt_dtype_get_size); 0 for a
 // value outside the enum.
 func (d DType) Size() uint64 {
 	var size C.size_t
 	// The message of a failure is not needed: an unknown value is all it can say.
-	if C.zt_dtype_size(C.uint32_t(d), &size) != C.ZT_OK {
+	if C.zt_dtype_get_size(C.uint32_t(d), &size) != C.ZT_OK {
 		return 0
 	}
 	return uint64(size)
 }
 
 // ParseDType is the dtype a name stands for ("f32", "bf16" ...: the names String gives),
-// from the library (zt_dtype_from_name).
+// from the library (zt_dtype_find).
 func ParseDType(name string) (DType, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))

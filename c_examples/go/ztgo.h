@@ -32,7 +32,7 @@ static inline zt_status ztgo_status(zt_status status, char **msg) {
 }
 
 static inline zt_status ztgo_dtype_from_name(const char *name, uint32_t *out, char **msg) {
-  return ztgo_status(zt_dtype_from_name(name, out), msg);
+  return ztgo_status(zt_dtype_find(name, out), msg);
 }
 
 static inline zt_status ztgo_open(const char *path, const zt_open_options *options, zt_reader **out,
@@ -45,12 +45,12 @@ static inline zt_status ztgo_object_find(const zt_reader *r, const char *name, s
 }
 
 static inline zt_status ztgo_object_info(const zt_reader *r, size_t index, zt_object_info *out, char **msg) {
-  return ztgo_status(zt_object_info_get(r, index, out), msg);
+  return ztgo_status(zt_object_get_info(r, index, out), msg);
 }
 
 static inline zt_status ztgo_component_info(const zt_reader *r, size_t object, size_t component,
                                             zt_component_info *out, char **msg) {
-  return ztgo_status(zt_component_info_get(r, object, component, out), msg);
+  return ztgo_status(zt_component_get_info(r, object, component, out), msg);
 }
 
 /* Looks the object up by name, then describes its component `role`. */
@@ -62,7 +62,7 @@ static inline zt_status ztgo_find_component(const zt_reader *r, const char *name
     s = zt_component_find(r, object, role, &component);
   }
   if (s == ZT_OK) {
-    s = zt_component_info_get(r, object, component, out);
+    s = zt_component_get_info(r, object, component, out);
   }
   return ztgo_status(s, msg);
 }
@@ -97,14 +97,17 @@ static inline zt_status ztgo_read_as(const zt_reader *r, const char *name, const
   return ztgo_status(s, msg);
 }
 
-static inline zt_status ztgo_verify(const zt_reader *r, char **msg) { return ztgo_status(zt_verify(r), msg); }
+static inline zt_status ztgo_verify(const zt_reader *r, char **msg) { return ztgo_status(zt_file_verify(r), msg); }
 
 /* name NULL: the file's attributes. */
 static inline zt_status ztgo_attributes(const zt_reader *r, const char *name, const char **json, char **msg) {
-  size_t object = SIZE_MAX;
-  zt_status s = name == NULL ? ZT_OK : zt_object_find(r, name, &object);
+  if (name == NULL) {
+    return ztgo_status(zt_file_get_attributes_json(r, json), msg);
+  }
+  size_t object = 0;
+  zt_status s = zt_object_find(r, name, &object);
   if (s == ZT_OK) {
-    s = zt_attributes_json(r, object, json);
+    s = zt_object_get_attributes_json(r, object, json);
   }
   return ztgo_status(s, msg);
 }

@@ -88,12 +88,12 @@ function objects(r::Reader)
     count = ccall((:zt_object_count, libztensor), Csize_t, (Ptr{Cvoid},), handle(r))
     map(0:Int(count)-1) do i
         info = Ref{ObjectInfo}()
-        check(ccall((:zt_object_info_get, libztensor), Cint,
+        check(ccall((:zt_object_get_info, libztensor), Cint,
                     (Ptr{Cvoid}, Csize_t, Ref{ObjectInfo}), handle(r), i, info))
         shape = [unsafe_load(info[].shape, d) for d in 1:Int(info[].ndim)]
         components = map(0:Int(info[].component_count)-1) do c
             comp = Ref{ComponentInfo}()
-            check(ccall((:zt_component_info_get, libztensor), Cint,
+            check(ccall((:zt_component_get_info, libztensor), Cint,
                         (Ptr{Cvoid}, Csize_t, Csize_t, Ref{ComponentInfo}), handle(r), i, c, comp))
             (cstring(comp[].role), dtype_name(comp[].dtype))
         end

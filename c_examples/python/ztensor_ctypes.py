@@ -89,8 +89,8 @@ _SIGNATURES = {
     "zt_file_format": (ctypes.c_char_p, [_reader_p]),
     "zt_object_count": (ctypes.c_size_t, [_reader_p]),
     "zt_object_find": (_status, [_reader_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]),
-    "zt_object_info_get": (_status, [_reader_p, ctypes.c_size_t, ctypes.POINTER(zt_object_info)]),
-    "zt_component_info_get": (_status, [_reader_p, ctypes.c_size_t, ctypes.c_size_t,
+    "zt_object_get_info": (_status, [_reader_p, ctypes.c_size_t, ctypes.POINTER(zt_object_info)]),
+    "zt_component_get_info": (_status, [_reader_p, ctypes.c_size_t, ctypes.c_size_t,
                                         ctypes.POINTER(zt_component_info)]),
     "zt_component_view": (_status, [_reader_p, ctypes.c_size_t, ctypes.c_char_p,
                                     ctypes.POINTER(zt_view)]),
@@ -201,11 +201,11 @@ class Reader:
 
     def object(self, index):
         info = zt_object_info()
-        self._check(self._lib.zt_object_info_get(self._ptr(), index, ctypes.byref(info)))
+        self._check(self._lib.zt_object_get_info(self._ptr(), index, ctypes.byref(info)))
         components = []
         for c in range(info.component_count):
             ci = zt_component_info()
-            self._check(self._lib.zt_component_info_get(self._ptr(), index, c, ctypes.byref(ci)))
+            self._check(self._lib.zt_component_get_info(self._ptr(), index, c, ctypes.byref(ci)))
             components.append(ComponentInfo(
                 ci.role.decode(), self._lib.zt_dtype_name(ci.dtype).decode(), ci.type.decode() if ci.type else None,
                 ENCODING_NAMES[ci.encoding], ci.offset, ci.length, ci.decoded_length,

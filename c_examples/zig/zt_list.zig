@@ -44,7 +44,7 @@ pub fn main() !u8 {
     try out.print("{s} {s}, {d} objects\n", .{ std.mem.span(c.zt_file_format(reader)), std.mem.span(c.zt_file_version(reader)), count });
     for (0..count) |i| {
         var info: c.zt_object_info = undefined;
-        check(c.zt_object_info_get(reader, i, &info), "object info") catch return 1;
+        check(c.zt_object_get_info(reader, i, &info), "object info") catch return 1;
         // Names and shapes are borrowed from the reader: no copies.
         try out.print("  {s} {s} [", .{ std.mem.span(info.name), std.mem.span(info.format) });
         if (info.ndim > 0) {
@@ -55,7 +55,7 @@ pub fn main() !u8 {
         try out.print("]", .{});
         for (0..info.component_count) |k| {
             var comp: c.zt_component_info = undefined;
-            check(c.zt_component_info_get(reader, i, k, &comp), "component info") catch return 1;
+            check(c.zt_component_get_info(reader, i, k, &comp), "component info") catch return 1;
             try out.print(" {s}:{s}", .{ std.mem.span(comp.role), dtypeName(comp.dtype) });
             if (comp.type != null) try out.print("/{s}", .{std.mem.span(comp.type)});
             if (comp.encoding == c.ZT_ENCODING_ZSTD) try out.print("(zstd)", .{});
@@ -69,9 +69,9 @@ pub fn main() !u8 {
     var data_index: usize = 0;
     check(c.zt_component_find(reader, index, "data", &data_index), name) catch return 1;
     var comp: c.zt_component_info = undefined;
-    check(c.zt_component_info_get(reader, index, data_index, &comp), name) catch return 1;
+    check(c.zt_component_get_info(reader, index, data_index, &comp), name) catch return 1;
     var element: usize = 0; // bytes per element of the stored dtype
-    check(c.zt_dtype_size(comp.dtype, &element), name) catch return 1;
+    check(c.zt_dtype_get_size(comp.dtype, &element), name) catch return 1;
     const n: usize = @intCast(comp.decoded_length / @as(u64, @intCast(element)));
     const values = try allocator.alloc(f32, n);
     defer allocator.free(values);

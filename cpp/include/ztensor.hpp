@@ -57,9 +57,10 @@
  * component first. The C API has no way to abandon an object, so the library then keeps
  * the object if its components fit its format and drops it otherwise (dense data shorter
  * than the shape, a missing sparse component ...); either way the writer is never left
- * with an open object. Call end() yourself to see errors. Builders stay linked to their
- * Writer through moves of either, and any destruction order is safe: a Writer destroyed
- * first closes its open builders, whose calls then report state_error.
+ * with an open object. Call end() yourself to see errors. A Writer and its builders share
+ * one small state on the heap (which builder is open), never pointers to each other, so
+ * either may be moved, and destroyed in any order: a Writer destroyed first ends its
+ * open builders' work, and their calls then report state_error.
  *
  * Types. zt::dtype_of<T> maps double, float, bool and the integer types (by size and
  * signedness; not char) to their dtype, and as<T>(), read<T>(), read_as<T>() and the
@@ -82,6 +83,8 @@
  *   ztensor/arguments.hpp  string_arg, shape_ref, open_options, write_options
  *   ztensor/view.hpp       zt::tensor_view
  *   ztensor/value.hpp      zt::value, zt::value_type: typed attributes
+ *   ztensor/owned_value.hpp  zt::owned_value, make_value(), make_array() ...: attributes to write
+ *   ztensor/pool.hpp       zt::pool::set_threads, zt::pool::thread_count
  *   ztensor/reader.hpp     zt::Reader, zt::Object, zt::Component, iterators
  *   ztensor/writer.hpp     zt::Writer, zt::object_builder, zt::component_builder
  *   ztensor/loader.hpp     zt::Loader, zt::load_request, zt::device_callbacks, zt::Cuda
@@ -97,6 +100,8 @@
 #include "ztensor/arguments.hpp"
 #include "ztensor/view.hpp"
 #include "ztensor/value.hpp"
+#include "ztensor/owned_value.hpp"
+#include "ztensor/pool.hpp"
 #include "ztensor/reader.hpp"
 #include "ztensor/writer.hpp"
 #include "ztensor/loader.hpp"

@@ -132,7 +132,7 @@ def test_the_gil_test_can_fail(model):
                                        next(f for f in os.listdir(os.path.join(
                                            os.path.dirname(ztensor_c.__file__), "_native"))
                                            if f.endswith((".so", ".dylib", ".dll")))))
-    open_url = getattr(native, _lib.SYMBOLS[_lib.open_url_with])
+    open_url = native.zt_open_url_with
     open_url.restype = ctypes.c_int
     open_url.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     remote = ffi.new("zt_remote_options *")

@@ -5,10 +5,8 @@ cffi module in ABI mode (ffi.py, compiled from include/ztensor.h) and the bundle
 cffi releases the GIL around every C call, so reads and decodes run while other Python
 threads do.
 
-The C API is renaming its functions (zt_object_info_get -> zt_object_get_info ...), with
-the old names kept as deprecated aliases. The package calls each function under the name
-given below; `_fn(new, old)` takes the new name when the header declares it and the old
-one otherwise, so this table is the only place either name appears.
+The package calls the C API's current names only (docs/c-api.md, "Names"); the deprecated
+old names stay in the library for C programs, never here.
 """
 
 import errno as _errno
@@ -18,32 +16,18 @@ import re
 from ._native import ffi, lib
 
 
-SYMBOLS = {}  # function -> the C name it was found under
-
-
-def _fn(new, old=None):
-    try:
-        f, name = getattr(lib, new), new
-    except AttributeError:
-        if old is None:
-            raise
-        f, name = getattr(lib, old), old
-    SYMBOLS[f] = name
-    return f
-
-
 # --- library ------------------------------------------------------------------------
 version = lib.zt_version
 version_number = lib.zt_version_number
 status_name = lib.zt_status_name
 last_error = lib.zt_last_error
 dtype_name = lib.zt_dtype_name
-dtype_get_size = _fn("zt_dtype_get_size", "zt_dtype_size")
+dtype_get_size = lib.zt_dtype_get_size
 
 # --- open / close --------------------------------------------------------------------
 open_with = lib.zt_open_with
 open_memory_with = lib.zt_open_memory_with
-open_url_with = _fn("zt_open_url_with", "zt_open_url")
+open_url_with = lib.zt_open_url_with
 close = lib.zt_close
 
 # --- what is in the file ---------------------------------------------------------------
@@ -53,15 +37,15 @@ file_get_names = lib.zt_file_get_names
 file_get_objects = lib.zt_file_get_objects
 object_count = lib.zt_object_count
 object_find = lib.zt_object_find
-object_get_info = _fn("zt_object_get_info", "zt_object_info_get")
-object_get_quant_info = _fn("zt_object_get_quant_info", "zt_object_quant_info_get")
+object_get_info = lib.zt_object_get_info
+object_get_quant_info = lib.zt_object_get_quant_info
 component_find = lib.zt_component_find
-component_get_info = _fn("zt_component_get_info", "zt_component_info_get")
-component_get_location = _fn("zt_component_get_location", "zt_component_location")
+component_get_info = lib.zt_component_get_info
+component_get_location = lib.zt_component_get_location
 shard_count = lib.zt_shard_count
-shard_get_path = _fn("zt_shard_get_path", "zt_shard_path")
-shard_get_mapping = _fn("zt_shard_get_mapping", "zt_shard_mapping")
-file_get_remote_stats = _fn("zt_file_get_remote_stats", "zt_remote_stats")
+shard_get_path = lib.zt_shard_get_path
+shard_get_mapping = lib.zt_shard_get_mapping
+file_get_remote_stats = lib.zt_file_get_remote_stats
 
 # --- the bytes -------------------------------------------------------------------------
 component_view = lib.zt_component_view
@@ -69,38 +53,27 @@ component_read = lib.zt_component_read
 component_read_as = lib.zt_component_read_as
 component_read_range = lib.zt_component_read_range
 component_read_as_range = lib.zt_component_read_as_range
-batch_load = _fn("zt_batch_load", "zt_load_batch")
-file_verify = _fn("zt_file_verify", "zt_verify")
+batch_load = lib.zt_batch_load
+file_verify = lib.zt_file_verify
 component_verify = lib.zt_component_verify
 object_validate = lib.zt_object_validate
 
 # --- attributes ------------------------------------------------------------------------
-if hasattr(lib, "zt_file_get_attributes"):
-    def file_get_attributes(reader, out):
-        return lib.zt_file_get_attributes(reader, out)
+def file_get_attributes(reader, out):
+    return lib.zt_file_get_attributes(reader, out)
 
-    def object_get_attributes(reader, index, out):
-        return lib.zt_object_get_attributes(reader, index, out)
 
-    def file_get_attributes_json(reader, out):
-        return lib.zt_file_get_attributes_json(reader, out)
+def object_get_attributes(reader, index, out):
+    return lib.zt_object_get_attributes(reader, index, out)
 
-    def object_get_attributes_json(reader, index, out):
-        return lib.zt_object_get_attributes_json(reader, index, out)
-else:  # before the rename: one function, SIZE_MAX for the file
-    _SIZE_MAX = int(ffi.cast("size_t", -1))
 
-    def file_get_attributes(reader, out):
-        return lib.zt_attributes(reader, _SIZE_MAX, out)
+def file_get_attributes_json(reader, out):
+    return lib.zt_file_get_attributes_json(reader, out)
 
-    def object_get_attributes(reader, index, out):
-        return lib.zt_attributes(reader, index, out)
 
-    def file_get_attributes_json(reader, out):
-        return lib.zt_attributes_json(reader, _SIZE_MAX, out)
+def object_get_attributes_json(reader, index, out):
+    return lib.zt_object_get_attributes_json(reader, index, out)
 
-    def object_get_attributes_json(reader, index, out):
-        return lib.zt_attributes_json(reader, index, out)
 
 value_get_type = lib.zt_value_get_type
 value_type_name = lib.zt_value_type_name
@@ -108,18 +81,18 @@ value_get_bool = lib.zt_value_get_bool
 value_get_i64 = lib.zt_value_get_i64
 value_get_u64 = lib.zt_value_get_u64
 value_get_f64 = lib.zt_value_get_f64
-value_get_string = _fn("zt_value_get_string", "zt_value_string")
-value_get_bytes = _fn("zt_value_get_bytes", "zt_value_bytes")
-value_get_count = _fn("zt_value_get_count", "zt_value_count")
-value_get_array_type = _fn("zt_value_get_array_type", "zt_value_array_type")
-value_get_array_data = _fn("zt_value_get_array_data", "zt_value_array_data")
-value_get_element = _fn("zt_value_get_element", "zt_value_array_get")
-value_get_element_string = _fn("zt_value_get_element_string", "zt_value_array_string")
-value_get_entry = _fn("zt_value_get_entry", "zt_value_map_entry")
+value_get_string = lib.zt_value_get_string
+value_get_bytes = lib.zt_value_get_bytes
+value_get_count = lib.zt_value_get_count
+value_get_array_type = lib.zt_value_get_array_type
+value_get_array_data = lib.zt_value_get_array_data
+value_get_element = lib.zt_value_get_element
+value_get_element_string = lib.zt_value_get_element_string
+value_get_entry = lib.zt_value_get_entry
 
 # --- writing ---------------------------------------------------------------------------
 writer_create_with = lib.zt_writer_create_with
-writer_create_sharded_with = _fn("zt_writer_create_sharded_with", "zt_writer_create_sharded")
+writer_create_sharded_with = lib.zt_writer_create_sharded_with
 writer_add = lib.zt_writer_add
 writer_begin_object = lib.zt_writer_begin_object
 writer_add_component = lib.zt_writer_add_component

@@ -51,9 +51,11 @@ struct Job {
 }
 
 /// What the pool's threads share with the pipeline: compression contexts to reuse (one
-/// per frame compressed at once, at most).
+/// per frame compressed at once, at most), and whether every frame carries its content
+/// checksum (zTensor v2's `zt.zstd-seekable/1`).
 struct Shared {
     contexts: Mutex<Vec<(i32, zstd::bulk::Compressor<'static>)>>,
+    checksums: bool,
 }
 
 impl Shared {
@@ -66,8 +68,15 @@ impl Shared {
         };
         let mut cctx = match stashed {
             Some(c) => c,
-            None => zstd::bulk::Compressor::new(level)
-                .map_err(|e| err!(InvalidArgument, "zstd level {level}: {e}"))?,
+            None => {
+                let mut c = zstd::bulk::Compressor::new(level)
+                    .map_err(|e| err!(InvalidArgument, "zstd level {level}: {e}"))?;
+                if self.checksums {
+                    c.include_checksum(true)
+                        .map_err(|e| err!(Internal, "zstd checksum flag: {e}"))?;
+                }
+                c
+            }
         };
         let out = cctx
             .compress(input)
@@ -149,8 +158,8 @@ pub(crate) struct FramePipeline<M> {
 
 impl<M> FramePipeline<M> {
     /// A pipeline of at most `window` frames in flight (0: 2 x the pool's threads, at
-    /// least 4, at most 64).
-    pub(crate) fn new(window: usize) -> Self {
+    /// least 4, at most 64), every frame carrying its content checksum when `checksums`.
+    pub(crate) fn new(window: usize, checksums: bool) -> Self {
         let window = match window {
             0 => (2 * crate::pool::threads()).clamp(4, 64),
             n => n,
@@ -158,6 +167,7 @@ impl<M> FramePipeline<M> {
         FramePipeline {
             shared: Arc::new(Shared {
                 contexts: Mutex::new(Vec::new()),
+                checksums,
             }),
             items: VecDeque::new(),
             in_flight: 0,
@@ -331,7 +341,7 @@ mod tests {
         let a = noise(3 * ZSTD_FRAME_SIZE + 1000, 1);
         let b = noise(ZSTD_FRAME_SIZE / 2, 2);
         for (window, piece) in [(1, 1 << 20), (2, 3_000_001), (4, 10 << 20), (0, 4096)] {
-            let mut p = FramePipeline::new(window);
+            let mut p = FramePipeline::new(window, false);
             let mut got: Vec<(Option<&str>, Vec<u8>, usize)> = Vec::new();
             let mut out = |o: Out<'_, &'static str>| {
                 match o {
@@ -380,7 +390,7 @@ mod tests {
     #[test]
     fn a_failing_consumer_stops_it() {
         let a = noise(6 * ZSTD_FRAME_SIZE, 3);
-        let mut p = FramePipeline::<()>::new(2);
+        let mut p = FramePipeline::<()>::new(2, false);
         let mut n = 0;
         let mut out = |_: Out<'_, ()>| {
             n += 1;
@@ -403,7 +413,7 @@ mod tests {
         let a = noise(5 * ZSTD_FRAME_SIZE / 2, 4);
         let writers = crate::pool::threads() + 1;
         let sizes = crate::pool::map((0..writers).collect(), writers, |_| {
-            let mut p = FramePipeline::<()>::new(1);
+            let mut p = FramePipeline::<()>::new(1, false);
             let mut total = 0;
             let mut out = |o: Out<'_, ()>| {
                 if let Out::Frame { decoded, .. } = o {

@@ -16,6 +16,8 @@ pub enum DigestAlgorithm {
     Sha256 = 1,
     /// CRC-32C (Castagnoli), written as "crc32c:0x<8 upper-case hex>".
     Crc32c = 2,
+    /// XXH3-64 (seed 0), written as "xxh3:<16 lower-case hex>": zTensor v2's digest.
+    Xxh3 = 3,
 }
 
 impl DigestAlgorithm {
@@ -25,6 +27,7 @@ impl DigestAlgorithm {
             0 => Some(DigestAlgorithm::None),
             1 => Some(DigestAlgorithm::Sha256),
             2 => Some(DigestAlgorithm::Crc32c),
+            3 => Some(DigestAlgorithm::Xxh3),
             _ => None,
         }
     }
@@ -138,6 +141,7 @@ impl Hasher {
             DigestAlgorithm::None => Hasher::None,
             DigestAlgorithm::Sha256 => Hasher::Sha256(Box::new(Sha256::new())),
             DigestAlgorithm::Crc32c => Hasher::Crc32c(0),
+            DigestAlgorithm::Xxh3 => Hasher::Xxh3(Box::default()),
         }
     }
     pub(crate) fn update(&mut self, bytes: &[u8]) {

@@ -22,6 +22,11 @@ const MAX_WALK_READS: u64 = 1 << 20;
 /// Reads the stream's bytes at an offset of the stream, exactly filling the buffer.
 pub(crate) type ReadAt<'a> = dyn FnMut(u64, &mut [u8]) -> Result<()> + 'a;
 
+/// Reads many small pieces of the stream at once: (offset, length) pairs in increasing
+/// order, their bytes one after the other into the buffer (exactly their total length).
+/// Lets a remote source fetch them concurrently.
+pub(crate) type ReadMany<'a> = dyn FnMut(&[(u64, usize)], &mut [u8]) -> Result<()> + 'a;
+
 /// One entry of a `FrameIndex`: a frame (or a run of consecutive frames), its stored bytes
 /// as offsets into the component's stored bytes, and its decoded bytes as offsets into the
 /// component's decoded bytes. The stored bytes decode on their own (any zstd decoder's
@@ -117,6 +122,16 @@ impl FrameIndex {
             .unwrap_or(0)
     }
 
+    /// Makes entry `entry` the last one, reaching to the end of the stream: for a stream
+    /// whose frames from there on can't be placed (see `seek_table::read`). Its checksum,
+    /// which was of one frame, goes.
+    pub(crate) fn end_at(&mut self, entry: usize) {
+        self.starts.truncate(entry + 1);
+        if let Some(c) = self.checksums.as_mut() {
+            c.truncate(entry);
+        }
+    }
+
     /// The memory the index holds, in bytes.
     pub(crate) fn heap_bytes(&self) -> u64 {
         let checksums = self.checksums.as_ref().map_or(0, |c| c.capacity() * 4);
@@ -168,6 +183,11 @@ impl IndexBuilder {
             c.push(checksum.unwrap_or(0));
         }
         self.in_last = 1;
+    }
+
+    /// Frames per entry so far.
+    pub(crate) fn frames_per_entry(&self) -> u64 {
+        self.frames_per_entry
     }
 
     /// The index of the frames pushed, whose last entry ends at `stored_end` and
@@ -242,32 +262,45 @@ enum Sized {
     Rest,
 }
 
-/// What the headers of the frame at `pos` say, with `rest` decoded bytes still to place.
-fn sized_frame_at(
-    read: &mut ReadAt<'_>,
-    pos: u64,
-    stored: u64,
-    rest: u64,
-    reads: &mut u64,
-) -> Result<Sized> {
-    let mut head = [0u8; 18];
-    let n = (stored - pos).min(head.len() as u64) as usize;
-    if n < 8 {
-        return Ok(Sized::Rest);
+/// The most bytes a frame header takes: magic (4), descriptor (1), window (1), dictionary
+/// id (up to 4), content size (up to 8).
+pub(crate) const MAX_FRAME_HEADER: usize = 18;
+
+/// What the first bytes of a frame say about it (`frame_head`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameHead {
+    /// A skippable frame of this many bytes in all (its 8-byte header included).
+    Skippable(u64),
+    /// A zstd frame: the length of its header, the decoded size the header states (None:
+    /// not stated), and whether a 4-byte content checksum follows its last block.
+    Zstd {
+        header_len: usize,
+        content_size: Option<u64>,
+        checksum: bool,
+    },
+    /// No frame this reader understands: another magic, a reserved bit, or fewer bytes
+    /// than the header needs.
+    Unknown,
+}
+
+/// Parses the header at the start of `head` (at most `MAX_FRAME_HEADER` bytes are looked
+/// at; fewer may be given when the frame's stored bytes end sooner).
+pub(crate) fn frame_head(head: &[u8]) -> FrameHead {
+    if head.len() < 5 {
+        return FrameHead::Unknown;
     }
-    read(pos, &mut head[..n])?;
-    *reads += 1;
     let magic = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
     if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
-        let len = 8 + u64::from(u32::from_le_bytes(head[4..8].try_into().expect("4")));
-        return Ok(placed(pos + len <= stored, len, 0));
-    }
-    if magic != ZSTD_MAGIC {
-        return Ok(Sized::Rest);
+        return match head.get(4..8) {
+            Some(len) => FrameHead::Skippable(
+                8 + u64::from(u32::from_le_bytes(len.try_into().expect("4 bytes"))),
+            ),
+            None => FrameHead::Unknown,
+        };
     }
     let descriptor = head[4];
-    if descriptor & 0x08 != 0 {
-        return Ok(Sized::Rest); // reserved bit
+    if magic != ZSTD_MAGIC || descriptor & 0x08 != 0 {
+        return FrameHead::Unknown; // another magic, or the reserved bit
     }
     let single_segment = descriptor & 0x20 != 0;
     let size_bytes = match descriptor >> 6 {
@@ -279,12 +312,46 @@ fn sized_frame_at(
     let dict_bytes = [0usize, 1, 2, 4][usize::from(descriptor & 3)];
     let at = 5 + usize::from(!single_segment) + dict_bytes;
     let header_len = at + size_bytes;
-    if size_bytes == 0 || header_len > n {
-        return Ok(Sized::Rest); // no decoded size, or a truncated header
+    if header_len > head.len() {
+        return FrameHead::Unknown; // a truncated header
     }
-    let mut size = [0u8; 8];
-    size[..size_bytes].copy_from_slice(&head[at..header_len]);
-    let decoded = u64::from_le_bytes(size) + if size_bytes == 2 { 256 } else { 0 };
+    let content_size = (size_bytes > 0).then(|| {
+        let mut size = [0u8; 8];
+        size[..size_bytes].copy_from_slice(&head[at..header_len]);
+        u64::from_le_bytes(size) + if size_bytes == 2 { 256 } else { 0 }
+    });
+    FrameHead::Zstd {
+        header_len,
+        content_size,
+        checksum: descriptor & 0x04 != 0,
+    }
+}
+
+/// What the headers of the frame at `pos` say, with `rest` decoded bytes still to place.
+fn sized_frame_at(
+    read: &mut ReadAt<'_>,
+    pos: u64,
+    stored: u64,
+    rest: u64,
+    reads: &mut u64,
+) -> Result<Sized> {
+    let mut head = [0u8; MAX_FRAME_HEADER];
+    let n = (stored - pos).min(head.len() as u64) as usize;
+    if n < 8 {
+        return Ok(Sized::Rest);
+    }
+    read(pos, &mut head[..n])?;
+    *reads += 1;
+    let (header_len, decoded, checksum) = match frame_head(&head[..n]) {
+        FrameHead::Skippable(len) => return Ok(placed(pos + len <= stored, len, 0)),
+        FrameHead::Zstd {
+            header_len,
+            content_size: Some(decoded),
+            checksum,
+        } => (header_len, decoded, checksum),
+        // No decoded size, or no frame understood here.
+        FrameHead::Zstd { .. } | FrameHead::Unknown => return Ok(Sized::Rest),
+    };
     if decoded > rest {
         return Ok(Sized::TooLarge(decoded));
     }
@@ -312,7 +379,7 @@ fn sized_frame_at(
             break;
         }
     }
-    if descriptor & 0x04 != 0 {
+    if checksum {
         block += 4; // content checksum
     }
     Ok(placed(block <= stored, block - pos, decoded))

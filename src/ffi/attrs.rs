@@ -1,15 +1,18 @@
-//! C ABI: typed attribute values (`Reader::typed_attributes`, `typed::AttrValue`).
+//! C ABI: attributes, as JSON text and as typed values (`Reader::typed_attributes`,
+//! `typed::AttrValue`).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 
-use super::read::reader as handle;
+use super::open::{reader as handle, zt_reader};
 use super::{guard, guard_value, need, need_out, need_str, put, zt_status};
 use crate::error::{Result, err};
 use crate::typed::{AttrScalar, AttrValue, Node, ValueType};
 
-/// An attribute value: a scalar, a string, bytes, an array or a map. Opaque and borrowed:
-/// valid until `zt_close` of the reader it came from, never freed by the caller, and
-/// usable from many threads at once.
+/// An attribute value: a scalar, a string, bytes, an array or a map. Opaque and
+/// immutable, usable from many threads at once. A reader's values (`const zt_value *`)
+/// are borrowed: valid until `zt_close` of that reader, never freed by the caller. A value
+/// made to write (`zt_value_create_*`, a `zt_value *`) is the caller's: valid until
+/// `zt_value_free`. Every `zt_value_get_*` call reads both kinds.
 pub struct zt_value {
     _opaque: [u8; 0],
 }
@@ -40,48 +43,113 @@ pub enum zt_value_type {
     ZT_VALUE_ARRAY = 14,
     ZT_VALUE_MAP = 15,
     /// No typed equivalent: a CBOR simple value other than false, true, null and
-    /// undefined, or an integer below -2^63 (`zt_attributes_json` renders it).
+    /// undefined, or an integer below -2^63 (`zt_file_get_attributes_json` renders it).
     ZT_VALUE_OTHER = 16,
-    /// Only from `zt_value_array_type`: elements of more than one type, or an empty array
+    /// Only from `zt_value_get_array_type`: elements of more than one type, or an empty array
     /// whose format declares no element type.
     ZT_VALUE_MIXED = 255,
 }
 
-fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
+pub(super) fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
     need(v, "value")?;
     // SAFETY: a value handle is an `AttrValue::as_ptr` of a tree its reader keeps until
     // zt_close, per the API contract.
     Ok(unsafe { AttrValue::from_ptr(v.cast::<Node>()) })
 }
 
-fn handle_of(v: AttrValue<'_>) -> *const zt_value {
+pub(super) fn handle_of(v: AttrValue<'_>) -> *const zt_value {
     v.as_ptr().cast()
 }
 
-/// The typed attribute map of the file (`object == SIZE_MAX`) or of an object: an empty
-/// map when there are none. The first call for a map builds its values (16 bytes per
-/// item; strings are not copied); every later call and every `zt_value_*` call allocates
-/// nothing. `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+/// The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as
+/// {"$tag":n,"value":v}, map keys that are not text as their JSON text, or as
+/// "$cbor:<hex>" when they hold such keys themselves), borrowed until `zt_close`;
+/// rendered once on first request; "{}" when there are none. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_attributes(
+pub unsafe extern "C" fn zt_file_get_attributes_json(
+    reader: *const zt_reader,
+    out_json: *mut *const c_char,
+) -> zt_status {
+    guard(|| attributes_json(handle(reader)?, None, out_json))
+}
+
+/// Object `object`'s attributes as JSON text, as `zt_file_get_attributes_json` gives the
+/// file's; "{}" when there are none. `ZT_ERR_NOT_FOUND` for an object index out of range.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_attributes_json(
+    reader: *const zt_reader,
+    object: usize,
+    out_json: *mut *const c_char,
+) -> zt_status {
+    guard(|| attributes_json(handle(reader)?, Some(object), out_json))
+}
+
+/// The attributes of `object` (None: the file's) as JSON, rendered once and kept until
+/// `zt_close`.
+pub(super) fn attributes_json(
+    r: &zt_reader,
+    object: Option<usize>,
+    out_json: *mut *const c_char,
+) -> Result<()> {
+    need_out(out_json, "out_json")?;
+    let (slot, attrs) = match object {
+        None => (r.reader.objects().len(), r.reader.raw_attributes()),
+        Some(object) => (object, r.reader.object(object)?.raw_attributes()),
+    };
+    let rendered = || r.json.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(text) = rendered().get(&slot) {
+        put(out_json, text.as_ptr());
+        return Ok(());
+    }
+    // Rendered without the lock; a thread that rendered the same first wins.
+    let json = attrs.map_or_else(|| Ok("{}".to_owned()), |a| a.to_json())?;
+    // JSON escapes every control character, so there is no NUL inside.
+    let json = CString::new(json).unwrap_or_else(|_| c"{}".to_owned());
+    // The text stays where it is (a CString owns its bytes) until zt_close.
+    put(out_json, rendered().entry(slot).or_insert(json).as_ptr());
+    Ok(())
+}
+
+/// The file's typed attribute map: an empty map when there are none. The first call for
+/// a map builds its values (16 bytes per item; strings are not copied); every later call
+/// and every `zt_value_*` call allocates nothing. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_get_attributes(
+    reader: *const super::zt_reader,
+    out: *mut *const zt_value,
+) -> zt_status {
+    guard(|| attributes(reader, None, out))
+}
+
+/// Object `object`'s typed attribute map, as `zt_file_get_attributes` gives the file's.
+/// `ZT_ERR_NOT_FOUND` for an object index out of range. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_attributes(
     reader: *const super::zt_reader,
     object: usize,
     out: *mut *const zt_value,
 ) -> zt_status {
-    guard(|| {
-        let r = handle(reader)?;
-        need_out(out, "out")?;
-        let object = (object != usize::MAX).then_some(object);
-        put(out, handle_of(r.inner().typed_attributes(object)?));
-        Ok(())
-    })
+    guard(|| attributes(reader, Some(object), out))
+}
+
+/// The typed attribute map of `object` (None: the file's).
+pub(super) fn attributes(
+    reader: *const super::zt_reader,
+    object: Option<usize>,
+    out: *mut *const zt_value,
+) -> Result<()> {
+    let r = handle(reader)?;
+    need_out(out, "out")?;
+    put(out, handle_of(r.inner().typed_attributes(object)?));
+    Ok(())
 }
 
 /// One file attribute by key, e.g. "llama.block_count", "general.alignment" (GGUF
 /// key/values), a safetensors `__metadata__` entry, a zTensor or Tensogram file
 /// attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_file_attribute(
+pub unsafe extern "C" fn zt_file_get_attribute(
     reader: *const super::zt_reader,
     key: *const c_char,
     out: *mut *const zt_value,
@@ -98,7 +166,7 @@ pub unsafe extern "C" fn zt_file_attribute(
 /// One attribute of an object by key. `ZT_ERR_NOT_FOUND` naming the key when absent, or
 /// for an object index out of range. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_attribute(
+pub unsafe extern "C" fn zt_object_get_attribute(
     reader: *const super::zt_reader,
     object: usize,
     key: *const c_char,
@@ -224,7 +292,7 @@ pub unsafe extern "C" fn zt_value_get_f64(v: *const zt_value, out: *mut f64) -> 
 /// string may contain NUL); UTF-8 except a GGUF string that was not. The pointer is
 /// non-NULL even for "". `ZT_ERR_INVALID_ARGUMENT` for another type. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_string(
+pub unsafe extern "C" fn zt_value_get_string(
     v: *const zt_value,
     out_data: *mut *const c_char,
     out_len: *mut usize,
@@ -251,7 +319,7 @@ fn nonnull(s: &[u8]) -> *const u8 {
 
 /// A byte string: its bytes and length, borrowed until `zt_close`. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_bytes(
+pub unsafe extern "C" fn zt_value_get_bytes(
     v: *const zt_value,
     out_data: *mut *const u8,
     out_len: *mut usize,
@@ -269,7 +337,10 @@ pub unsafe extern "C" fn zt_value_bytes(
 
 /// The number of elements of an array or entries of a map. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_count(v: *const zt_value, out_count: *mut usize) -> zt_status {
+pub unsafe extern "C" fn zt_value_get_count(
+    v: *const zt_value,
+    out_count: *mut usize,
+) -> zt_status {
     guard(|| {
         let v = value(v)?;
         need_out(out_count, "out_count")?;
@@ -282,7 +353,10 @@ pub unsafe extern "C" fn zt_value_count(v: *const zt_value, out_count: *mut usiz
 /// `ZT_VALUE_MIXED` when they differ, or for an empty array with no declared type.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_type(v: *const zt_value, out_type: *mut u32) -> zt_status {
+pub unsafe extern "C" fn zt_value_get_array_type(
+    v: *const zt_value,
+    out_type: *mut u32,
+) -> zt_status {
     guard(|| {
         let v = value(v)?;
         need_out(out_type, "out_type")?;
@@ -297,11 +371,11 @@ pub unsafe extern "C" fn zt_value_array_type(v: *const zt_value, out_type: *mut 
 
 /// The elements of an array of one numeric type or of bools, contiguous in memory and
 /// aligned for their type: cast `*out_data` to `const uint32_t *` for `ZT_VALUE_U32`
-/// (`zt_value_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
+/// (`zt_value_get_array_type`), `const bool *` for `ZT_VALUE_BOOL`, and so on. Borrowed until
 /// `zt_close`; never NULL. `ZT_ERR_INVALID_ARGUMENT` for arrays of strings, arrays, maps
 /// or mixed types (read those by index) and for non-arrays. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_data(
+pub unsafe extern "C" fn zt_value_get_array_data(
     v: *const zt_value,
     out_data: *mut *const c_void,
     out_count: *mut usize,
@@ -323,10 +397,13 @@ pub unsafe extern "C" fn zt_value_array_data(
 }
 
 /// Element `index` of an array as a value. `ZT_ERR_INVALID_ARGUMENT` for an index out of
-/// range or a non-array. (The first call on a numeric array makes its element values: 16
-/// bytes each; `zt_value_array_data` needs none.) Thread-safe.
+/// range or a non-array. (An array of numbers keeps its numbers, not values: the first
+/// call for an element makes the values of the 1024 around it, 16 bytes each, kept until
+/// `zt_close`, within the attribute tree's budget (8 bytes per byte of the attributes'
+/// encoding, plus 1 MiB); past it, or when memory runs out, `ZT_ERR_LIMIT`.
+/// `zt_value_get_array_data` reads the numbers themselves and needs none.) Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_get(
+pub unsafe extern "C" fn zt_value_get_element(
     v: *const zt_value,
     index: usize,
     out: *mut *const zt_value,
@@ -340,9 +417,10 @@ pub unsafe extern "C" fn zt_value_array_get(
 }
 
 /// Element `index` of an array of strings (e.g. GGUF's tokenizer.ggml.tokens), as
-/// `zt_value_string` gives it, in one call. Thread-safe.
+/// `zt_value_get_string` gives it, in one call, making no value. An array of numbers is
+/// `ZT_ERR_INVALID_ARGUMENT` at once, whatever the index. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_array_string(
+pub unsafe extern "C" fn zt_value_get_element_string(
     v: *const zt_value,
     index: usize,
     out_data: *mut *const c_char,
@@ -363,7 +441,7 @@ pub unsafe extern "C" fn zt_value_array_string(
 /// may be NULL when not wanted). Keys are strings in every format but CBOR maps may have
 /// others. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_map_entry(
+pub unsafe extern "C" fn zt_value_get_entry(
     v: *const zt_value,
     index: usize,
     out_key: *mut *const zt_value,
@@ -385,7 +463,7 @@ pub unsafe extern "C" fn zt_value_map_entry(
 /// The value of a map's first entry whose key is the string `key`; `ZT_ERR_NOT_FOUND`
 /// naming it when absent. Linear in the map's size. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_value_map_find(
+pub unsafe extern "C" fn zt_value_find(
     v: *const zt_value,
     key: *const c_char,
     out: *mut *const zt_value,

@@ -34,7 +34,7 @@ static C_NAMES: [[u8; NAME_CAPACITY]; ALL_DTYPES.len()] = {
 /// `*out_size`. `ZT_ERR_INVALID_ARGUMENT` for a value outside `zt_dtype` (the size is never
 /// 0, so there is no "unknown" size to return instead). No allocation; thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_dtype_size(dtype: u32, out_size: *mut usize) -> zt_status {
+pub unsafe extern "C" fn zt_dtype_get_size(dtype: u32, out_size: *mut usize) -> zt_status {
     guard(|| {
         need_out(out_size, "out_size")?;
         put(out_size, need_dtype(dtype)?.size());
@@ -58,7 +58,7 @@ pub extern "C" fn zt_dtype_name(dtype: u32) -> *const c_char {
 /// `ZT_BF16`) into `*out`. Names are exact and lower case; anything else (including the
 /// legacy spellings such as "float32") is `ZT_ERR_INVALID_ARGUMENT`. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_dtype_from_name(name: *const c_char, out: *mut u32) -> zt_status {
+pub unsafe extern "C" fn zt_dtype_find(name: *const c_char, out: *mut u32) -> zt_status {
     guard(|| {
         let name = need_str(name, "name")?;
         need_out(out, "out")?;
@@ -94,7 +94,7 @@ mod tests {
             let mut size = 0usize;
             // SAFETY: valid out-pointer.
             assert_eq!(
-                unsafe { zt_dtype_size(d as u32, &mut size) },
+                unsafe { zt_dtype_get_size(d as u32, &mut size) },
                 zt_status::ZT_OK
             );
             assert_eq!(size, d.size());
@@ -102,7 +102,7 @@ mod tests {
             let c_name = zt_dtype_name(d as u32);
             // SAFETY: a static name and a valid out-pointer.
             assert_eq!(
-                unsafe { zt_dtype_from_name(c_name, &mut value) },
+                unsafe { zt_dtype_find(c_name, &mut value) },
                 zt_status::ZT_OK
             );
             assert_eq!(value, d as u32);
@@ -112,7 +112,7 @@ mod tests {
         let mut value = 7u32;
         // SAFETY: valid pointers.
         assert_eq!(
-            unsafe { zt_dtype_from_name(c"unknown".as_ptr(), &mut value) },
+            unsafe { zt_dtype_find(c"unknown".as_ptr(), &mut value) },
             zt_status::ZT_ERR_INVALID_ARGUMENT
         );
         assert_eq!(value, 7);

@@ -3,7 +3,8 @@
 
 use std::ffi::c_char;
 
-use super::read::{self, find_component};
+use super::objects::find_component;
+use super::open::{self, zt_reader};
 use super::{guard, need_out, put, zt_status};
 use crate::error::err;
 
@@ -37,14 +38,14 @@ pub struct zt_frame_info {
 /// `ZT_ERR_INVALID_ARGUMENT` for a component that is not zstd frames of its bytes (raw,
 /// another format's pipeline, legacy byte-swapped data). Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_frame_count(
-    reader: *const super::zt_reader,
+pub unsafe extern "C" fn zt_component_get_frame_count(
+    reader: *const zt_reader,
     object: usize,
     role: *const c_char,
     out_count: *mut usize,
 ) -> zt_status {
     guard(|| {
-        let r = read::reader(reader)?;
+        let r = open::reader(reader)?;
         need_out(out_count, "out_count")?;
         let ci = find_component(r, object, role)?;
         put(out_count, r.inner().frame_index(object, ci)?.len());
@@ -52,18 +53,18 @@ pub unsafe extern "C" fn zt_component_frame_count(
     })
 }
 
-/// Describes frame `frame` (`0 .. zt_component_frame_count - 1`) of a zstd component;
+/// Describes frame `frame` (`0 .. zt_component_get_frame_count - 1`) of a zstd component;
 /// `ZT_ERR_NOT_FOUND` past the last. O(1) once the index is built. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_component_frame_get(
-    reader: *const super::zt_reader,
+pub unsafe extern "C" fn zt_component_get_frame(
+    reader: *const zt_reader,
     object: usize,
     role: *const c_char,
     frame: usize,
     out: *mut zt_frame_info,
 ) -> zt_status {
     guard(|| {
-        let r = read::reader(reader)?;
+        let r = open::reader(reader)?;
         need_out(out, "out")?;
         let ci = find_component(r, object, role)?;
         let index = r.inner().frame_index(object, ci)?;

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 use std::sync::OnceLock;
 
-use super::read::reader;
+use super::open::reader;
 use super::{guard, need_out, put, zt_status};
 use crate::error::{Result, bail, err};
 use crate::model::Object;
@@ -51,7 +51,7 @@ fn names_block(objects: &[Object]) -> Result<Box<[u8]>> {
 /// names) and every later call returns the same pointer; borrowed until `zt_close`.
 ///
 /// For bindings that pay for each call (Python's cffi and ctypes, cgo, JNI): the names of
-/// 50,000 objects in one call instead of 50,000 `zt_object_info_get` calls. Thread-safe.
+/// 50,000 objects in one call instead of 50,000 `zt_object_get_info` calls. Thread-safe.
 /// `ZT_ERR_LIMIT` when the block can't be allocated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_names(
@@ -75,8 +75,8 @@ pub unsafe extern "C" fn zt_file_get_names(
     })
 }
 
-/// One object as `zt_file_get_objects` describes it: what `zt_object_info_get` gives, and
-/// what `zt_component_info_get` gives of its first component (the `data` of a dense
+/// One object as `zt_file_get_objects` describes it: what `zt_object_get_info` gives, and
+/// what `zt_component_get_info` gives of its first component (the `data` of a dense
 /// object). Strings and the shape are borrowed until `zt_close`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -103,14 +103,14 @@ pub struct zt_object_entry {
     pub length: u64,
     /// Component 0: decoded bytes.
     pub decoded_length: u64,
-    /// Component 0: the file holding it (`zt_component_location`'s `shard`; 0 for a
+    /// Component 0: the file holding it (`zt_component_get_location`'s `shard`; 0 for a
     /// single file).
     pub shard: u32,
 }
 
 /// Describes objects `first` .. `first + count - 1` into `out[0 .. count]`, one
 /// `zt_object_entry` each, in one call: the object and its first component, as
-/// `zt_object_info_get` and `zt_component_info_get` describe them. For bindings that pay
+/// `zt_object_get_info` and `zt_component_get_info` describe them. For bindings that pay
 /// for each call: the 50,000 objects of a large file in one call instead of 100,000.
 /// O(count), no allocation, thread-safe. `ZT_ERR_INVALID_ARGUMENT` for a range past the
 /// last object (`out` is then untouched); `count` 0 is a no-op (`out` may be NULL).
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn zt_file_get_objects(
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
         for (k, o) in objects[first..end].iter().enumerate() {
             let c = o.components().first();
-            let info = super::read::object_info(o);
+            let info = super::objects::object_info(o);
             let entry = zt_object_entry {
                 name: info.name,
                 format: info.format,

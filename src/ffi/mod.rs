@@ -3,25 +3,58 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-mod dtype;
-mod listing;
-mod loader;
-mod pool;
-mod quant;
-mod read;
-mod sets;
-mod write;
+// cbindgen declares the functions in the order of these modules (and of the items in each),
+// so the header reads by task. One declaration per group, so that rustfmt, which sorts a
+// group of `mod` lines, keeps this order.
 
-// After the reading calls in the header.
-mod frames;
+// Opening and closing: the handle, by path, memory, descriptor or URL.
+mod open;
+
+// The settings of a remote open.
 mod remote;
 
-// Typed attributes, after the frame calls.
-mod attrs;
+// The file or set as a whole.
+mod file;
 
-// The staged loader and its devices, last.
+// What is in it: objects and components.
+mod objects;
+
+// Every name and object in one call.
+mod listing;
+
+// Where each zstd frame is.
+mod frames;
+
+// Reading and checking.
+mod read;
+
+// Batches and page advice.
+mod load;
+
+// The staged loader (zt_loader) and its devices (zt_device, the CUDA backend zt_cuda).
 mod device;
 mod staged;
+
+// Attributes: JSON and typed values.
+mod attrs;
+
+// Values to write.
+mod values;
+
+// Writing.
+mod write;
+
+// Dtypes.
+mod dtype;
+
+// The library: status names, errors, versions.
+mod library;
+
+// The library's thread pool.
+mod pool;
+
+// Last: the old names of renamed functions.
+mod deprecated;
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
@@ -31,22 +64,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 
-pub use dtype::*;
-pub use listing::*;
-pub use loader::*;
-pub use pool::*;
-pub use quant::*;
-pub use read::*;
-pub use sets::*;
-pub use write::*;
-
-pub use frames::*;
-pub use remote::*;
-
 pub use attrs::*;
-
+pub use deprecated::*;
 pub use device::*;
+pub use dtype::*;
+pub use file::*;
+pub use frames::*;
+pub use library::*;
+pub use listing::*;
+pub use load::*;
+pub use objects::*;
+pub use open::*;
+pub use pool::*;
+pub use read::*;
+pub use remote::*;
 pub use staged::*;
+pub use values::*;
+pub use write::*;
 
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.
@@ -131,8 +165,23 @@ pub enum zt_digest {
     ZT_DIGEST_NONE = 0,
     /// "sha256:<64 hex>".
     ZT_DIGEST_SHA256 = 1,
-    /// "crc32c:0x<8 hex>".
+    /// "crc32c:0x<8 hex>" (zTensor v1.2 only).
     ZT_DIGEST_CRC32C = 2,
+    /// "xxh3:<16 hex>": XXH3-64 (zTensor v2 only, where it is the default).
+    ZT_DIGEST_XXH3 = 3,
+}
+
+/// The zTensor version a writer writes (`zt_writer_options.version`); values are stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_write_version {
+    /// The library's default for new files (zTensor v1.2.0 in this release).
+    ZT_WRITE_DEFAULT = 0,
+    /// zTensor v1.2.0: 64-byte aligned blobs; read by `ztensor` 1.x.
+    ZT_WRITE_V1_2 = 1,
+    /// zTensor v2: 64 KiB placement, xxh3 digests of every part, canonical form; read by
+    /// `ztensor` 2.x.
+    ZT_WRITE_V2 = 2,
 }
 
 impl From<ErrorKind> for zt_status {
@@ -326,42 +375,6 @@ pub(crate) fn need_out<T>(out: *mut T, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.
-#[unsafe(no_mangle)]
-pub extern "C" fn zt_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}
-
-/// The library's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH, the run-time
-/// counterpart of `ZT_VERSION_NUMBER`. Thread-safe; does not change `zt_last_error()`.
-#[unsafe(no_mangle)]
-pub extern "C" fn zt_version_number() -> std::ffi::c_uint {
-    ZT_VERSION_NUMBER
-}
-
-/// The name of a status value, e.g. "ZT_ERR_FORMAT"; "ZT_UNKNOWN_STATUS" for values
-/// outside the enum. Never NULL; static storage. Thread-safe.
-#[unsafe(no_mangle)]
-pub extern "C" fn zt_status_name(status: u32) -> *const c_char {
-    match ErrorKind::from_code(status) {
-        Some(kind) => kind.c_name(),
-        None if status == 0 => crate::error::OK_NAME,
-        None => c"ZT_UNKNOWN_STATUS",
-    }
-    .as_ptr()
-}
-
-/// A human-readable message for the last failing `zt_` call on this thread, with context
-/// (file, object, component, offset). Never NULL; "" after a successful call. Valid until
-/// the next `zt_` call on this thread. Thread-safe (each thread has its own).
-#[unsafe(no_mangle)]
-pub extern "C" fn zt_last_error() -> *const c_char {
-    if !HAS_ERROR.get() {
-        return c"".as_ptr();
-    }
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,8 +388,8 @@ mod tests {
                 .to_owned()
         };
         let mut size = 0usize;
-        let fail = |size: &mut usize| unsafe { zt_dtype_size(13, size) };
-        let succeed = |size: &mut usize| unsafe { zt_dtype_size(DType::F32 as u32, size) };
+        let fail = |size: &mut usize| unsafe { zt_dtype_get_size(13, size) };
+        let succeed = |size: &mut usize| unsafe { zt_dtype_get_size(DType::F32 as u32, size) };
         assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
         assert_eq!(last(), "unknown dtype value 13");
         // Another thread: its own calls, its own message, none of ours.
@@ -461,7 +474,8 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(name(0), "ZT_OK");
-        assert_eq!(name(11), "ZT_UNKNOWN_STATUS");
+        assert_eq!(name(11), "ZT_ERR_CANCELED");
+        assert_eq!(name(12), "ZT_UNKNOWN_STATUS");
         assert_eq!(name(u32::MAX), "ZT_UNKNOWN_STATUS");
 
         let dtypes = header_enum("zt_dtype");
@@ -471,7 +485,136 @@ mod tests {
                 (format!("ZT_{}", d.name().to_ascii_uppercase()), *d as u32),
                 (name.clone(), *value)
             );
+            assert_eq!(need_dtype(*value).ok(), Some(*d));
         }
+        assert!(need_dtype(dtypes.len() as u32).is_err());
+
+        // Encodings: every variant of the model's, spelled as its manifest name. The match
+        // stops compiling when a variant is added, so this list can't fall behind.
+        use crate::model::Encoding;
+        let encodings = [Encoding::Raw, Encoding::Zstd, Encoding::Pipeline];
+        for e in encodings {
+            match e {
+                Encoding::Raw | Encoding::Zstd | Encoding::Pipeline => {}
+            }
+        }
+        let expected: Vec<(String, u32)> = encodings
+            .iter()
+            .map(|e| {
+                let name = format!("ZT_ENCODING_{}", e.name().to_ascii_uppercase());
+                (name, *e as u32)
+            })
+            .collect();
+        assert_eq!(header_enum("zt_encoding"), expected);
+        // The writer takes the ones it writes, and only those.
+        assert_eq!(Encoding::from_u32(0), Some(Encoding::Raw));
+        assert_eq!(Encoding::from_u32(1), Some(Encoding::Zstd));
+        assert_eq!(Encoding::from_u32(2), None);
+
+        // Digests: every algorithm the writer records, by the C value from_u32 takes.
+        use crate::codec::DigestAlgorithm as D;
+        let digest_name = |d: D| match d {
+            D::None => "NONE",
+            D::Sha256 => "SHA256",
+            D::Crc32c => "CRC32C",
+            D::Xxh3 => "XXH3",
+        };
+        let digests = header_enum("zt_digest");
+        assert_eq!(digests.len(), 4);
+        for (name, value) in &digests {
+            let d = D::from_u32(*value).unwrap_or_else(|| panic!("{name} = {value} is no digest"));
+            assert_eq!(
+                (format!("ZT_DIGEST_{}", digest_name(d)), d as u32),
+                (name.clone(), *value)
+            );
+        }
+        assert_eq!(D::from_u32(digests.len() as u32), None);
+
+        // Value types: every typed::ValueType by its name, then ZT_VALUE_MIXED (255), which
+        // only zt_value_get_array_type gives.
+        use crate::typed::ValueType;
+        let types = header_enum("zt_value_type");
+        let all: Vec<ValueType> = (0..).map_while(ValueType::from_u32).collect();
+        assert_eq!(types.len(), all.len() + 1);
+        for (t, (name, value)) in all.iter().zip(&types) {
+            assert_eq!(
+                (
+                    format!("ZT_VALUE_{}", t.name().to_ascii_uppercase()),
+                    *t as u32
+                ),
+                (name.clone(), *value)
+            );
+            // SAFETY: static NUL-terminated strings.
+            let c = unsafe { CStr::from_ptr(zt_value_type_name(*value)) };
+            assert_eq!(c.to_str().unwrap(), t.name());
+        }
+        assert_eq!(types.last().unwrap(), &("ZT_VALUE_MIXED".to_owned(), 255));
+        assert_eq!(ValueType::from_u32(255), None);
+        // SAFETY: as above.
+        let mixed = unsafe { CStr::from_ptr(zt_value_type_name(255)) };
+        assert_eq!(mixed.to_str().unwrap(), "mixed");
+    }
+
+    /// The header declares functions by task (the order of this module's `mod` lines,
+    /// which a formatter's sorting would undo): open, the file, objects, reading,
+    /// loading, attributes, writing, dtypes, the library; the deprecated old names last.
+    #[test]
+    fn header_is_ordered_by_task() {
+        let header =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/ztensor.h"))
+                .unwrap();
+        // (name, deprecated) of every function declaration, in order.
+        let mut functions = Vec::new();
+        let mut deprecated = false;
+        for line in header.lines() {
+            if line.starts_with("ZT_DEPRECATED(") {
+                deprecated = true;
+            }
+            let decl = line.starts_with("ZT_API ") || line.starts_with("enum zt_status zt_");
+            // The name is the word before the first '(' of a declaration's first line.
+            if let Some((head, _)) = line.split_once('(').filter(|_| decl)
+                && let Some(name) = head.rsplit([' ', '*']).next()
+                && name.starts_with("zt_")
+            {
+                functions.push((name.to_owned(), deprecated));
+                deprecated = false;
+            }
+        }
+        let at = |name: &str| {
+            functions
+                .iter()
+                .position(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{name} is not declared"))
+        };
+        let sections = [
+            "zt_open",
+            "zt_close",
+            "zt_file_format",
+            "zt_object_count",
+            "zt_component_get_frame",
+            "zt_component_view",
+            "zt_file_verify",
+            "zt_batch_load",
+            "zt_file_get_attributes_json",
+            "zt_value_get_type",
+            "zt_writer_create",
+            "zt_writer_free",
+            "zt_dtype_get_size",
+            "zt_status_name",
+            "zt_version_number",
+            "zt_pool_set_threads",
+            "zt_pool_thread_count",
+        ];
+        for pair in sections.windows(2) {
+            assert!(at(pair[0]) < at(pair[1]), "{} after {}", pair[0], pair[1]);
+        }
+        assert_eq!(at("zt_open"), 0);
+        let first_old = functions.iter().position(|(_, d)| *d).unwrap();
+        assert!(
+            functions[first_old..].iter().all(|(_, d)| *d),
+            "a current function among the deprecated ones"
+        );
+        assert_eq!(functions[first_old - 1].0, "zt_pool_thread_count");
     }
 
     /// build.rs generates the header into OUT_DIR on every build that changes src/; the

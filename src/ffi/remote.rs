@@ -1,12 +1,10 @@
-//! C ABI: opening remote objects by URL (`zt_open_url`), with the settings the
-//! environment can't give, and what a remote reader has transferred.
+//! C ABI: the settings of a remote open (`zt_open_url_with`) that the environment can't
+//! give.
 
 use std::ffi::c_char;
 
-use super::read::{finish_open, open_options, reader, zt_open_options, zt_reader};
-use super::{guard, need_out, need_str, zt_status};
+use super::need_str;
 use crate::error::{Result, bail};
-use crate::reader::Reader;
 use crate::source::RemoteOptions;
 
 /// Allow plain `http://` endpoints for S3, GCS and Azure (an `http://` URL is always
@@ -17,7 +15,7 @@ pub const ZT_REMOTE_NO_RETRY: u32 = 2;
 
 const REMOTE_FLAGS: u32 = ZT_REMOTE_ALLOW_HTTP | ZT_REMOTE_NO_RETRY;
 
-/// What a remote open needs that the environment can't say (`zt_open_url`). A
+/// What a remote open needs that the environment can't say (`zt_open_url_with`). A
 /// zero-filled struct, or NULL, means the defaults; credentials, regions and endpoints
 /// otherwise come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[repr(C)]
@@ -80,7 +78,7 @@ fn optional_str(p: *const c_char, what: &str) -> Result<Option<String>> {
     Ok(Some(need_str(p, what)?.to_owned()))
 }
 
-fn remote_options(options: *const zt_remote_options) -> Result<RemoteOptions> {
+pub(super) fn remote_options(options: *const zt_remote_options) -> Result<RemoteOptions> {
     // SAFETY: NULL or a valid struct, per the API contract.
     let Some(o) = (unsafe { options.as_ref() }) else {
         return Ok(RemoteOptions::default());
@@ -108,56 +106,5 @@ fn remote_options(options: *const zt_remote_options) -> Result<RemoteOptions> {
             0 => None,
             ms => Some(std::time::Duration::from_millis(ms as u64)),
         },
-    })
-}
-
-/// Opens a remote object by URL: `s3://bucket/key`, `gs://bucket/key`,
-/// `az://container/blob` (also `abfs://`, `azure://`), `http://` or `https://`; any
-/// format `zt_open` reads. `zt_open` and `zt_open_with` take the same URLs with the
-/// environment's settings only. Opening costs a few range requests (the size and last
-/// 64 KiB, then the header or manifest), never the whole object; reads fetch only their
-/// bytes; views are copies the reader keeps (under `max_total_cached`); `zt_mapping` is
-/// `ZT_ERR_NOT_FOUND`. A network failure, a refused request (401/403/404) or an answer of
-/// the wrong range or length is `ZT_ERR_IO` naming the URL; an object that changed after
-/// the open is `ZT_ERR_FORMAT`. `ZT_ERR_UNSUPPORTED` in a build without remote support.
-/// The URL of a set's index, or of one GGUF split, opens the whole set, its shards at the
-/// same location (unless `ZT_OPEN_ONE_FILE`); `zt_remote_stats` then counts every file.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_open_url(
-    url: *const c_char,
-    options: *const zt_open_options,
-    remote: *const zt_remote_options,
-    out: *mut *mut zt_reader,
-) -> zt_status {
-    guard(|| {
-        need_out(out, "out")?;
-        let url = need_str(url, "url")?;
-        let reader = Reader::open_url(url, &open_options(options)?, &remote_options(remote)?)?;
-        finish_open(reader, out);
-        Ok(())
-    })
-}
-
-/// What a reader of a remote object has transferred so far: GET requests answered and
-/// body bytes received. `ZT_ERR_NOT_FOUND` for a reader of a local file or memory.
-/// Thread-safe.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_remote_stats(
-    reader_: *const zt_reader,
-    requests: *mut u64,
-    bytes: *mut u64,
-) -> zt_status {
-    guard(|| {
-        let r = reader(reader_)?;
-        need_out(requests, "requests")?;
-        need_out(bytes, "bytes")?;
-        #[cfg(feature = "remote")]
-        if let Some(s) = r.inner().transfer_stats() {
-            super::put(requests, s.requests);
-            super::put(bytes, s.bytes);
-            return Ok(());
-        }
-        let _ = r;
-        bail!(NotFound, "the reader is not of a remote object")
     })
 }

@@ -7,7 +7,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::device::{CDevice, free_handle, handle_ref, read_versioned, zt_device};
-use super::read::{find_component, reader, zt_reader};
+use super::objects::find_component;
+use super::open::{reader, zt_reader};
 use super::{guard, need_dtype, need_out, put, zt_status};
 use crate::error::{Error, Result, bail};
 use crate::load::{Destination, LoadEvents, Loader, LoaderOptions, Request, Slice};

@@ -1,4 +1,4 @@
-//! C ABI: writing files (always the current spec, 1.2.0).
+//! C ABI: writing files (zTensor v1.2.0 or v2, `zt_writer_options.version`).
 
 use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
@@ -8,7 +8,9 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{AnyWriter, CopyOptions, CreateOptions, ShardedWriter, WriteOptions, Writer};
+use crate::writer::{
+    AnyWriter, CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer,
+};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
@@ -88,13 +90,25 @@ pub unsafe extern "C" fn zt_writer_create(
 /// caches and tests; the default is durable.
 pub const ZT_WRITER_NO_SYNC: u32 = 1;
 
+/// `zt_writer_options.flags`, zTensor v2: keep the blobs in the order they were written.
+/// By default a v2 writer whose objects were added out of ascending name order (or
+/// components out of ascending role order) copies the blobs into canonical order at
+/// `zt_writer_finish` (one more read and write of the data, in bounded memory), so that
+/// the file is canonical: byte for byte what any canonical writer makes of the same
+/// tensors. With this flag the file stays as written, valid but canonical only if it was
+/// written in that order.
+pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
+
 /// How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
-/// (durable).
+/// (durable, the default version).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_writer_options {
     /// `ZT_WRITER_*` flags, or-ed.
     pub flags: u32,
+    /// A `zt_write_version` value: `ZT_WRITE_DEFAULT` (0), `ZT_WRITE_V1_2` or
+    /// `ZT_WRITE_V2`.
+    pub version: u32,
 }
 
 /// `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
@@ -127,16 +141,25 @@ pub unsafe extern "C" fn zt_writer_create_with(
 
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
     // SAFETY: NULL or a valid struct, per the API contract.
-    let flags = unsafe { options.as_ref() }.map_or(0, |o| o.flags);
-    if flags & !ZT_WRITER_NO_SYNC != 0 {
+    let o = unsafe { options.as_ref() }.copied().unwrap_or_default();
+    let known = ZT_WRITER_NO_SYNC | ZT_WRITER_KEEP_ORDER;
+    if o.flags & !known != 0 {
         bail!(
             InvalidArgument,
             "unknown writer flags 0x{:x}",
-            flags & !ZT_WRITER_NO_SYNC
+            o.flags & !known
         );
     }
+    let version = match o.version {
+        0 => FileVersion::default(),
+        1 => FileVersion::V1_2,
+        2 => FileVersion::V2,
+        v => bail!(InvalidArgument, "unknown zt_write_version value {v}"),
+    };
     Ok(CreateOptions {
-        durable: flags & ZT_WRITER_NO_SYNC == 0,
+        durable: o.flags & ZT_WRITER_NO_SYNC == 0,
+        version,
+        keep_order: o.flags & ZT_WRITER_KEEP_ORDER != 0,
     })
 }
 
@@ -154,7 +177,7 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
 /// `ZT_WRITER_NO_SYNC`). `ZT_ERR_INVALID_ARGUMENT` for a `max_shard_bytes` of 0 or a
 /// `base` that names no file. Free with `zt_writer_free`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_create_sharded(
+pub unsafe extern "C" fn zt_writer_create_sharded_with(
     base: *const c_char,
     max_shard_bytes: u64,
     options: *const zt_writer_options,
@@ -312,6 +335,76 @@ pub unsafe extern "C" fn zt_writer_set_attributes_json(
             None => w.set_file_attributes(value),
             Some(name) => w.set_object_attributes(name, value),
         }
+    })
+}
+
+/// Sets one file attribute: `key` (NUL-terminated UTF-8) to `value`, a reader's value
+/// (copied as it is, e.g. a GGUF's `llama.context_length`) or one made by
+/// `zt_value_create_*` (still the caller's to free). The value keeps its type: a typed
+/// read of the file gives back `ZT_VALUE_U32` for a u32, an array of `ZT_VALUE_F32` for
+/// f32s (docs/format.md says how). A key set before gets the new value in its place;
+/// the other attributes stay (each call copies the map so far: for many keys at once,
+/// `zt_writer_set_file_attributes` with a map is cheaper). Any time before finish. For
+/// a set (`zt_writer_create_sharded_with`), the file's attributes go into the index's
+/// JSON `metadata`, which keeps values but not their widths. `ZT_ERR_INVALID_ARGUMENT`
+/// for a value of type `ZT_VALUE_OTHER`, which has no typed equivalent to write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_file_attribute(
+    w: *mut zt_writer,
+    key: *const c_char,
+    value: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let key = need_str(key, "key")?;
+        w.set_file_attribute(key, &super::values::typed(value)?)
+    })
+}
+
+/// `zt_writer_set_file_attribute` for object `object` (its name), already begun (open or
+/// ended; in a set, before a later object starts another shard).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_object_attribute(
+    w: *mut zt_writer,
+    object: *const c_char,
+    key: *const c_char,
+    value: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let object = need_str(object, "object")?;
+        let key = need_str(key, "key")?;
+        w.set_object_attribute(object, key, &super::values::typed(value)?)
+    })
+}
+
+/// Sets all of the file's attributes from `map`, a map value (a reader's, e.g. every
+/// key/value of a GGUF from `zt_file_get_attributes`, copied with their types, or one
+/// made by `zt_value_create_map`); replaces them. `ZT_ERR_INVALID_ARGUMENT` for a value
+/// that is not a map, or that nests deeper than a reader with the default limits
+/// accepts.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_file_attributes(
+    w: *mut zt_writer,
+    map: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        w.set_file_attributes_typed(&super::values::typed(map)?)
+    })
+}
+
+/// `zt_writer_set_file_attributes` for object `object` (its name), already begun.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_object_attributes(
+    w: *mut zt_writer,
+    object: *const c_char,
+    map: *const super::zt_value,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let object = need_str(object, "object")?;
+        w.set_object_attributes_typed(object, &super::values::typed(map)?)
     })
 }
 

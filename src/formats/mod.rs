@@ -10,11 +10,19 @@
 use std::borrow::Cow;
 
 mod gguf;
+mod npy;
+mod onnx;
+mod pickle;
+mod protobuf;
+mod pytorch;
 mod safetensors;
 pub(crate) mod sets;
+mod strided;
 mod tensogram;
+mod zip;
 pub(crate) mod ztensor;
 pub(crate) mod ztensor_v01;
+pub(crate) mod ztensor_v2;
 
 use crate::error::{Result, bail};
 use crate::limits::Limits;
@@ -32,41 +40,71 @@ pub(crate) const UNALIGNED: Traits = Traits {
     blob_alignment: 1,
     view_alignment: 0,
     digest_kinds: &[],
+    decoded_digests: false,
+    value_rules: false,
+    shared_blobs: false,
 };
 
 /// A format's entry points. `parse` returns the model and the end of the region its
 /// blobs may occupy (for `model::validate`).
 struct Format {
-    container: Container,
+    /// The containers its `parse` may report (a zip archive is a PyTorch checkpoint or
+    /// an `.npz`, told apart by its entries).
+    containers: &'static [Container],
     detect: fn(&[u8]) -> bool,
     parse: fn(&ReadAt<'_>, u64, &Limits) -> Result<(Model, u64)>,
 }
 
 /// The formats, in the order a file's first bytes are tried: the ones with a magic
 /// first, safetensors (recognised by the shape of its header) last.
-const FORMATS: [Format; 5] = [
+const FORMATS: [Format; 10] = [
     Format {
-        container: Container::ZTensor,
+        containers: &[Container::ZTensor],
+        detect: ztensor_v2::detect,
+        parse: ztensor_v2::parse,
+    },
+    Format {
+        containers: &[Container::ZTensor],
         detect: ztensor::detect,
         parse: ztensor::parse,
     },
     Format {
-        container: Container::ZTensor,
+        containers: &[Container::ZTensor],
         detect: ztensor_v01::detect,
         parse: ztensor_v01::parse,
     },
     Format {
-        container: Container::Gguf,
+        containers: &[Container::Gguf],
         detect: gguf::detect,
         parse: gguf::parse,
     },
     Format {
-        container: Container::Tensogram,
+        containers: &[Container::Tensogram],
         detect: tensogram::detect,
         parse: tensogram::parse,
     },
     Format {
-        container: Container::Safetensors,
+        containers: &[Container::NumPy],
+        detect: npy::detect,
+        parse: npy::parse,
+    },
+    Format {
+        containers: &[Container::PyTorch, Container::NumPy],
+        detect: zip::detect,
+        parse: zip::parse,
+    },
+    Format {
+        containers: &[Container::PyTorch],
+        detect: pytorch::detect_legacy,
+        parse: pytorch::parse_legacy,
+    },
+    Format {
+        containers: &[Container::Onnx],
+        detect: onnx::detect,
+        parse: onnx::parse,
+    },
+    Format {
+        containers: &[Container::Safetensors],
         detect: safetensors::detect,
         parse: safetensors::parse,
     },
@@ -86,18 +124,36 @@ pub(crate) fn read_model(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Resul
     }
     let head = read(0, size.min(HEAD))?;
     let Some(format) = FORMATS.iter().find(|f| (f.detect)(&head)) else {
+        // A zTensor v2 footer behind a damaged header: say which rule it breaks.
+        if size >= 48 && read(size - 8, 8)?[..] == ztensor_v2::MAGIC_V2 {
+            return Err(ztensor_v2::reject(
+                ztensor_v2::Rule::HeaderMagic,
+                format_args!(
+                    "the first 8 bytes are {}, though the footer is a v2 footer",
+                    printable(&head[..8])
+                ),
+            ));
+        }
         let names: Vec<&str> = Container::ALL.iter().map(|c| c.title()).collect();
         let (last, rest) = names.split_last().expect("formats");
+        // An index of a set is JSON: say how a set opens (one descriptor or one buffer
+        // holds one file; a set's shards are found next to its index).
+        let set_hint = if head.trim_ascii_start().starts_with(b"{") {
+            "; it looks like JSON, such as a sharded set's index: a set is opened by the \
+             path of its *.index.json (its shards are opened next to it), not from a file \
+             descriptor or memory, which hold one file (open each shard so instead)"
+        } else {
+            ""
+        };
         bail!(
             Format,
-            "not a {} or {last} file: the header magic is {}",
+            "not a {} or {last} file: the header magic is {}{set_hint}",
             rest.join(", "),
             printable(&head[..8])
         )
     };
-    debug_assert!(Container::ALL.contains(&format.container));
     let (model, data_end) = (format.parse)(read, size, limits)?;
-    debug_assert_eq!(model.container, format.container);
+    debug_assert!(format.containers.contains(&model.container));
     validate(&model, data_end, limits.max_decoded_size)?;
     Ok(model)
 }

@@ -722,7 +722,7 @@ impl<'de> serde::Deserialize<'de> for Index<'de> {
 
 /// Why a file name from an index may not be opened: empty, absolute, or reaching out of
 /// the index's directory.
-fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
+pub(crate) fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
     let path = Path::new(file);
     if file.is_empty() || file.contains('\0') {
         return Err("not a file name");
@@ -930,6 +930,108 @@ pub(crate) fn open_split(
     Ok((model, Shards::new(shards)))
 }
 
+/// Opens the files a model keeps some of its blobs in (ONNX external data) beside the
+/// file at `path` (parsed into `model` through `source`): each named relative to that
+/// file's directory, refused if it resolves (links followed) outside it, and every blob
+/// checked to lie inside its file. The model's own file is shard 0.
+pub(crate) fn open_external(
+    path: &Path,
+    source: Source<'static>,
+    model: Model,
+    options: SetOptions,
+) -> Result<(Model, Shards)> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let local = options.place.parallel_opens().is_none();
+    let real_dir = if local {
+        let shown = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        Some(
+            shown
+                .canonicalize()
+                .map_err(|e| crate::error::Error::io(shown.display(), e))?,
+        )
+    } else {
+        None
+    };
+    let own = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let mut shards = vec![Shard::new(
+        own,
+        path.to_path_buf(),
+        source.size(),
+        options.mapping,
+        Some(source),
+    )];
+    for name in model.external.iter() {
+        if let Err(why) = check_relative(name) {
+            bail!(Format, "external data file {name:?} is {why}");
+        }
+        let file = dir.join(&**name);
+        if let Some(real_dir) = &real_dir {
+            let real = file.canonicalize().map_err(|e| {
+                crate::error::Error::io(format_args!("external data file {}", file.display()), e)
+            })?;
+            if !real.starts_with(real_dir) {
+                bail!(
+                    Format,
+                    "external data file {name:?} leads to {}, outside the model's directory {}",
+                    real.display(),
+                    real_dir.display()
+                );
+            }
+        }
+        let mapping = if options.eager {
+            options.mapping
+        } else {
+            Mapping::None
+        };
+        let opened = (options.place.open(&file, mapping))
+            .map_err(|e| e.context(format_args!("external data file {name}")))?;
+        let size = opened.size();
+        let keep = options.eager.then_some(opened);
+        shards.push(Shard::new(name, file, size, options.mapping, keep));
+    }
+    for o in &model.objects {
+        for c in o.components.iter() {
+            let b = &c.blob;
+            if b.file == 0 {
+                continue;
+            }
+            let shard = &shards[b.file as usize];
+            if b.offset
+                .checked_add(b.length)
+                .is_none_or(|end| end > shard.size())
+            {
+                bail!(
+                    Format,
+                    "tensor '{}': bytes [{}, {} + {}) of external data file {} reach past its end ({} bytes)",
+                    o.name(),
+                    b.offset,
+                    b.offset,
+                    b.length,
+                    shard.name,
+                    shard.size()
+                );
+            }
+        }
+    }
+    Ok((model, Shards::new(shards)))
+}
+
+/// Refuses a model with external files where no directory is known to find them in.
+pub(crate) fn refuse_external(model: &Model) -> Result<()> {
+    if let Some(name) = model.external.first() {
+        bail!(
+            Unsupported,
+            "the model keeps tensors in the external file {name:?}: open it by path, so \
+             that the files beside it can be found"
+        );
+    }
+    Ok(())
+}
+
 fn shown_count(n: Option<u64>) -> String {
     n.map_or_else(|| "absent".to_owned(), |n| n.to_string())
 }
@@ -950,7 +1052,19 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
     objects.reserve_exact(total - objects.len());
     let mut regions = DigestRegions::default();
     let mut starts = Vec::with_capacity(parts.len());
+    let shard_layouts: Box<[(u64, u64)]> = parts
+        .iter()
+        .map(|p| (p.data_offset, p.traits.blob_alignment))
+        .collect();
     for (i, part) in parts.into_iter().enumerate() {
+        if !part.external.is_empty() {
+            bail!(
+                Unsupported,
+                "shard {} keeps its data in other files ({}): a set of such files is not read",
+                names[i],
+                part.external[0]
+            );
+        }
         if part.container != container {
             bail!(
                 Format,
@@ -998,6 +1112,9 @@ fn merge(parts: Vec<Model>, names: &[&str], attributes: Option<Attributes>) -> R
         digest_regions: regions,
         data_offset,
         split: None,
+        v2_shards: Box::default(),
+        shard_layouts,
+        external: Box::default(),
     })
 }
 

@@ -8,6 +8,7 @@ use crate::cbor::Value;
 use crate::codec::digest;
 use crate::dtype::DType;
 use crate::error::{Result, bail};
+use crate::typed::{Doc, TypedValue};
 use std::ptr::NonNull;
 
 pub mod schema;
@@ -188,6 +189,9 @@ struct AttrBytes {
     /// The widths of the top-level values, for formats that have them (GGUF): the
     /// stream `typed::Doc::build` reads.
     widths: Option<Box<[u8]>>,
+    /// A width record by key (`typed::Desc`, its CBOR), as a zTensor manifest keeps one
+    /// under `attribute_types`.
+    record: Option<Box<[u8]>>,
 }
 
 /// The two forms, borrowed.
@@ -243,7 +247,9 @@ impl Drop for Attributes {
 
 impl PartialEq for Attributes {
     fn eq(&self, other: &Attributes) -> bool {
-        self.as_cbor() == other.as_cbor() && self.widths() == other.widths()
+        self.as_cbor() == other.as_cbor()
+            && self.widths() == other.widths()
+            && self.record() == other.record()
     }
 }
 
@@ -255,7 +261,37 @@ impl Attributes {
         Attributes(unsafe { NonNull::new_unchecked(p.wrapping_add(1)) })
     }
     fn own(cbor: Box<[u8]>, widths: Option<Box<[u8]>>) -> Attributes {
-        Attributes::boxed(AttrBytes { cbor, widths })
+        Attributes::boxed(AttrBytes {
+            cbor,
+            widths,
+            record: None,
+        })
+    }
+    /// CBOR bytes of a map and of its width record (`typed::Desc`).
+    pub(crate) fn with_record(cbor: Vec<u8>, record: Option<Vec<u8>>) -> Attributes {
+        Attributes::boxed(AttrBytes {
+            cbor: cbor.into_boxed_slice(),
+            widths: None,
+            record: record.map(Vec::into_boxed_slice),
+        })
+    }
+    /// The map of a typed value (`InvalidArgument` for another type), written as plain
+    /// CBOR and the width record that gives its types back; the CBOR value too, for the
+    /// writer's checks.
+    pub(crate) fn from_typed(v: &TypedValue) -> Result<(Attributes, Value)> {
+        if !matches!(v, TypedValue::Map(_)) {
+            bail!(
+                InvalidArgument,
+                "attributes must be a map, not {}",
+                v.value_type()
+            );
+        }
+        let (value, desc) = v.encode();
+        let record = desc.map(|d| crate::cbor::to_vec(&d.to_value()));
+        Ok((
+            Attributes::with_record(crate::cbor::to_vec(&value), record),
+            value,
+        ))
     }
     pub(crate) fn from_cbor(bytes: &[u8]) -> Attributes {
         Attributes::own(bytes.into(), None)
@@ -293,6 +329,29 @@ impl Attributes {
             AttrRef::Own(own) => own.widths.as_deref(),
             AttrRef::Shared(_) => None,
         }
+    }
+    /// The width record by key (its CBOR), when there is one.
+    pub(crate) fn record(&self) -> Option<&[u8]> {
+        match self.form() {
+            AttrRef::Own(own) => own.record.as_deref(),
+            AttrRef::Shared(_) => None,
+        }
+    }
+    /// These attributes with a width record (a manifest's `attribute_types`).
+    pub(crate) fn and_record(self, record: &[u8]) -> Attributes {
+        Attributes::with_record(self.as_cbor().to_vec(), Some(record.to_vec()))
+    }
+    /// The typed tree of the map, with its widths or record.
+    pub(crate) fn doc(&self) -> Result<Doc> {
+        let depth = crate::limits::MAX_CBOR_DEPTH;
+        match self.record() {
+            Some(record) => Doc::build_with_record_bytes(self.as_cbor(), record, depth),
+            None => Doc::build(self.as_cbor(), self.widths(), depth),
+        }
+    }
+    /// The map as a typed value, types as a typed read gives them.
+    pub(crate) fn typed_value(&self) -> Result<TypedValue> {
+        TypedValue::from_attr(self.doc()?.root())
     }
     /// Decodes the attribute map (allocates the tree).
     pub fn value(&self) -> Value {
@@ -498,18 +557,28 @@ pub enum Container {
     Gguf,
     /// ECMWF Tensogram v3 (`.tgm`).
     Tensogram,
+    /// PyTorch checkpoints (`torch.save`'s zip format: `pytorch_model.bin`, `.pt`).
+    PyTorch,
+    /// NumPy `.npy` and `.npz`.
+    NumPy,
+    /// ONNX models' initializers (`.onnx`).
+    Onnx,
 }
 
 impl Container {
     /// Every format.
-    pub const ALL: [Container; 4] = [
+    pub const ALL: [Container; 7] = [
         Container::ZTensor,
         Container::Safetensors,
         Container::Gguf,
         Container::Tensogram,
+        Container::PyTorch,
+        Container::NumPy,
+        Container::Onnx,
     ];
 
-    /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram".
+    /// The name the C API reports: "zt", "safetensors", "gguf", "tensogram", "pytorch",
+    /// "numpy", "onnx".
     pub fn name(self) -> &'static str {
         self.names().0.to_str().expect("ASCII")
     }
@@ -530,6 +599,9 @@ impl Container {
             Container::Safetensors => (c"safetensors", "safetensors"),
             Container::Gguf => (c"gguf", "GGUF"),
             Container::Tensogram => (c"tensogram", "Tensogram"),
+            Container::PyTorch => (c"pytorch", "PyTorch"),
+            Container::NumPy => (c"numpy", "NumPy"),
+            Container::Onnx => (c"onnx", "ONNX"),
         }
     }
 }
@@ -545,6 +617,14 @@ pub(crate) struct Traits {
     pub(crate) view_alignment: usize,
     /// The digest algorithms the format defines (others are reported as unsupported).
     pub(crate) digest_kinds: &'static [digest::Kind],
+    /// Digests cover a component's decoded bytes (zTensor v2), not its stored bytes.
+    pub(crate) decoded_digests: bool,
+    /// Verification also checks the values logical types constrain (bool bytes are 0 or
+    /// 1, the unused nibble of an odd count of packed fp4 values is 0), as v2 requires.
+    pub(crate) value_rules: bool,
+    /// Blobs may overlap partially: views into one shared storage (PyTorch). Elsewhere
+    /// a partial overlap is a corrupt file.
+    pub(crate) shared_blobs: bool,
 }
 
 impl Traits {
@@ -576,6 +656,26 @@ pub struct Model {
     pub(crate) data_offset: u64,
     /// Where the file sits in a split set, when it says (GGUF's `split.*` keys).
     pub(crate) split: Option<Split>,
+    /// A zTensor v2 root's shard table, sorted by name: blobs of file `i + 1` are in the
+    /// shard at `i`. Empty for every other file.
+    pub(crate) v2_shards: Box<[ShardEntry]>,
+    /// A set's `(data_offset, blob alignment)` of each shard, in shard order (each shard
+    /// is a file of its own: its data section and alignment are its own); empty for a
+    /// single file, whose are `data_offset` and `traits.blob_alignment`.
+    pub(crate) shard_layouts: Box<[(u64, u64)]>,
+    /// Other files the model's blobs are in (ONNX external data), relative to the
+    /// file's directory: blobs with `file` k > 0 are in `external[k - 1]`. The reader
+    /// opens them as a set (`sets::open_external`).
+    pub(crate) external: Box<[Box<str>]>,
+}
+
+/// An entry of a zTensor v2 shard table (§7.1): a label, and the file's identity (its
+/// exact size and whole-file digest), never a location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ShardEntry {
+    pub(crate) name: Box<str>,
+    pub(crate) size: u64,
+    pub(crate) digest: Box<str>,
 }
 
 /// A file's place in a set it declares itself part of: GGUF's `split.no` (from 0),
@@ -619,6 +719,9 @@ impl Model {
             digest_regions: Default::default(),
             data_offset: 0,
             split: None,
+            v2_shards: Box::default(),
+            shard_layouts: Box::default(),
+            external: Box::default(),
         })
     }
 

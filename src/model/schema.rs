@@ -28,9 +28,9 @@ impl ObjectKind {
     pub fn of(format: &str) -> ObjectKind {
         match format {
             "dense" => ObjectKind::Dense,
-            "sparse_csr" => ObjectKind::SparseCsr,
-            "sparse_coo" => ObjectKind::SparseCoo,
-            "quantized_group" => ObjectKind::QuantizedGroup,
+            "sparse_csr" | V2_CSR => ObjectKind::SparseCsr,
+            "sparse_coo" | V2_COO => ObjectKind::SparseCoo,
+            "quantized_group" | "zt.quant_group/1" => ObjectKind::QuantizedGroup,
             _ => ObjectKind::Other,
         }
     }
@@ -60,6 +60,13 @@ impl ObjectKind {
         self.index_roles().contains(&role)
     }
 }
+
+/// zTensor v2's sparse layouts: the kinds of ours, with their own metadata rules (checked
+/// by the v2 format when the file is parsed, since they differ in details: u32 indices,
+/// nnz from the index part) and two more value rules (strictly increasing columns within
+/// a CSR row, no repeated COO coordinate).
+const V2_CSR: &str = "zt.sparse_csr/1";
+const V2_COO: &str = "zt.sparse_coo/1";
 
 fn component_of<'o>(obj: &'o Object, role: &str) -> Result<&'o Component> {
     obj.components
@@ -97,6 +104,9 @@ fn logical_elements(c: &Component) -> u64 {
 /// open); `tests::each_required_role_is_required` keeps the two in step.
 pub(crate) fn check_sizes(obj: &Object) -> Result<()> {
     let total = numel(&obj.shape).unwrap_or(u64::MAX);
+    if matches!(obj.format(), V2_CSR | V2_COO) {
+        return Ok(());
+    }
     match ObjectKind::of(obj.format()) {
         ObjectKind::Dense => check_dense(obj, component_of(obj, "data")?),
         ObjectKind::SparseCsr => {
@@ -226,16 +236,9 @@ pub(crate) fn check_values(
     read: &mut dyn FnMut(usize) -> Result<Vec<u8>>,
 ) -> Result<()> {
     for (ci, c) in obj.components().iter().enumerate() {
-        if c.dtype() == DType::Bool {
+        if has_value_rules(c) {
             let bytes = read(ci)?;
-            if let Some(i) = bytes.iter().position(|&b| b > 1) {
-                bail!(
-                    Format,
-                    "component '{}': bool byte {} at index {i} is neither 0 nor 1",
-                    c.role(),
-                    bytes[i]
-                );
-            }
+            check_component_values(c, obj.format() == "dense", obj.shape(), &bytes)?;
         }
     }
     let mut indices = |role: &str| -> Result<Vec<u64>> {
@@ -255,6 +258,9 @@ pub(crate) fn check_values(
                     idx[i]
                 );
             }
+            if obj.format() == V2_CSR {
+                check_rows_increase(&indptr, &idx)?;
+            }
         }
         ObjectKind::SparseCoo => {
             let coords = indices("coords")?;
@@ -269,9 +275,87 @@ pub(crate) fn check_values(
                         );
                     }
                 }
+                if obj.format() == V2_COO {
+                    check_unique_coords(&coords, obj.shape().len(), nnz)?;
+                }
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// True for a component whose values its type constrains: bool bytes, and the unused
+/// nibble of v2's `f4_e2m1`.
+pub(crate) fn has_value_rules(c: &Component) -> bool {
+    c.dtype() == DType::Bool || c.logical_type() == Some("f4_e2m1")
+}
+
+/// The value rules of a component's type over its decoded bytes: bool bytes are 0 or 1;
+/// the last byte of an odd count of `f4_e2m1` values (of a dense object, whose count the
+/// shape gives) has a zero high nibble.
+pub(crate) fn check_component_values(
+    c: &Component,
+    dense: bool,
+    shape: &[u64],
+    bytes: &[u8],
+) -> Result<()> {
+    if c.dtype() == DType::Bool
+        && let Some(i) = bytes.iter().position(|&b| b > 1)
+    {
+        bail!(
+            Format,
+            "component '{}': bool byte {} at index {i} is neither 0 nor 1",
+            c.role(),
+            bytes[i]
+        );
+    }
+    if c.logical_type() == Some("f4_e2m1")
+        && dense
+        && numel(shape).is_some_and(|n| n % 2 == 1)
+        && let Some(&last) = bytes.last()
+        && last & 0xf0 != 0
+    {
+        bail!(
+            Format,
+            "component '{}': the unused high nibble of the last byte of an odd number of \
+             f4_e2m1 values is {:#x}, not 0",
+            c.role(),
+            last >> 4
+        );
+    }
+    Ok(())
+}
+
+/// A v2 CSR row's column indices strictly increase (the indptr was checked).
+fn check_rows_increase(indptr: &[u64], idx: &[u64]) -> Result<()> {
+    for (row, w) in indptr.windows(2).enumerate() {
+        let cols = &idx[w[0] as usize..w[1] as usize];
+        if let Some(i) = cols.windows(2).position(|p| p[1] <= p[0]) {
+            bail!(
+                Format,
+                "row {row}: column indices {} then {} do not strictly increase",
+                cols[i],
+                cols[i + 1]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// No two values of a v2 COO tensor share a cell.
+fn check_unique_coords(coords: &[u64], ndim: usize, nnz: usize) -> Result<()> {
+    let mut cells: Vec<usize> = (0..nnz).collect();
+    let at = |i: usize| (0..ndim).map(move |d| coords[d * nnz + i]);
+    cells.sort_unstable_by(|&a, &b| at(a).cmp(at(b)));
+    if let Some(w) = cells.windows(2).find(|w| at(w[0]).eq(at(w[1]))) {
+        let cell: Vec<u64> = at(w[0]).collect();
+        bail!(
+            Format,
+            "values {} and {} are both at coordinates {cell:?}",
+            w[0].min(w[1]),
+            w[0].max(w[1])
+        );
     }
     Ok(())
 }

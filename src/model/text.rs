@@ -10,12 +10,12 @@
 //! is read in O(1) (lookups compare names by length first, and never scan for the NUL),
 //! or found by the NUL for the rare long text (texts hold none).
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::alloc::{Layout, alloc, dealloc};
 use std::ffi::c_char;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
-use crate::error::{Result, bail};
+use crate::error::{Result, bail, err};
 
 /// A block's header.
 #[repr(C)]
@@ -44,12 +44,16 @@ struct Block {
 }
 
 impl Block {
-    /// A new block of `size` bytes (at most `u32::MAX`) with one reference, the caller's.
-    fn new(size: usize) -> Block {
-        let layout = Layout::from_size_align(size, 8).expect("a small block");
+    /// A new block of `size` bytes with one reference, the caller's; `Limit` when the
+    /// size is over `u32::MAX` or the allocation fails (never an abort).
+    fn new(size: usize) -> Result<Block> {
+        let no_memory = || err!(Limit, "out of memory for a block of {size} bytes of names");
+        let layout = Layout::from_size_align(size, 8).map_err(|_| no_memory())?;
+        if u32::try_from(size).is_err() || tests::fail_allocation() {
+            return Err(no_memory());
+        }
         // SAFETY: the layout has a non-zero size.
-        let start =
-            NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout));
+        let start = NonNull::new(unsafe { alloc(layout) }).ok_or_else(no_memory)?;
         // SAFETY: the block is at least HEADER bytes and 8-aligned.
         unsafe {
             start.cast::<Header>().write(Header {
@@ -57,11 +61,11 @@ impl Block {
                 size: size as u32,
             });
         }
-        Block {
+        Ok(Block {
             start,
             used: HEADER,
             size,
-        }
+        })
     }
 
     fn room(&self) -> usize {
@@ -194,7 +198,7 @@ impl CText {
     /// Copies `s`, refusing interior NUL bytes. One allocation.
     pub fn new(s: &str) -> Result<CText> {
         check_no_nul(s)?;
-        let mut block = Block::new(HEADER + (ENTRY_OVERHEAD + s.len()).next_multiple_of(2));
+        let mut block = Block::new(HEADER + (ENTRY_OVERHEAD + s.len()).next_multiple_of(2))?;
         let text = block.push(s);
         block.release();
         Ok(text)
@@ -318,24 +322,28 @@ impl TextArena {
             return CText::new(s);
         }
         check_no_nul(s)?;
-        Ok(CText(self.entry(s.as_bytes())))
+        Ok(CText(self.entry(s.as_bytes())?))
     }
 
     /// Copies `b` into the arena, or None when it is too long for an entry (64 KiB or
-    /// more, or more than a block's eighth): the caller keeps such bytes otherwise.
+    /// more, or more than a block's eighth) or no block could be had: the caller keeps
+    /// such bytes otherwise.
     pub(crate) fn bytes(&mut self, b: &[u8]) -> Option<CBytes> {
-        (b.len() <= LONG).then(|| CBytes(self.entry(b)))
+        if b.len() > LONG {
+            return None;
+        }
+        self.entry(b).ok().map(CBytes)
     }
 
     /// Appends an entry of at most `LONG` bytes, starting a block when this one is full.
-    fn entry(&mut self, b: &[u8]) -> Entry {
+    fn entry(&mut self, b: &[u8]) -> Result<Entry> {
         let need = ENTRY_OVERHEAD + b.len();
         if self.block.as_ref().is_none_or(|bl| bl.room() < need)
-            && let Some(full) = self.block.replace(Block::new(BLOCK))
+            && let Some(full) = self.block.replace(Block::new(BLOCK)?)
         {
             full.release();
         }
-        self.block.as_mut().expect("made above").push_entry(b)
+        Ok(self.block.as_mut().expect("made above").push_entry(b))
     }
 }
 
@@ -347,9 +355,59 @@ impl Drop for TextArena {
     }
 }
 
+/// A switch for the tests: make the next block allocation fail, as a full memory would.
+#[cfg(not(test))]
+mod tests {
+    #[inline(always)]
+    pub(super) fn fail_allocation() -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        static FAIL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// True once after `fail_next_allocation` (on this thread).
+    pub(super) fn fail_allocation() -> bool {
+        FAIL.with(|f| f.replace(false))
+    }
+
+    fn fail_next_allocation() {
+        FAIL.with(|f| f.set(true));
+    }
+
+    /// A failed allocation is a `Limit` error, never an abort (`handle_alloc_error`); an
+    /// arena that could not start a block keeps working once memory is back, and bytes
+    /// that could not be put in it are left to the caller.
+    #[test]
+    fn a_failed_allocation_is_an_error_not_an_abort() {
+        fail_next_allocation();
+        let e = CText::new("a.weight").err().expect("refused");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Limit);
+        assert_eq!(
+            e.message(),
+            "out of memory for a block of 22 bytes of names"
+        );
+        let mut arena = TextArena::default();
+        fail_next_allocation();
+        let e = arena.text("b.weight").err().expect("refused");
+        assert_eq!(
+            e.message(),
+            format!("out of memory for a block of {BLOCK} bytes of names")
+        );
+        fail_next_allocation();
+        assert!(arena.bytes(b"\xa1\x61\x62").is_none());
+        assert_eq!(arena.text("b.weight").unwrap().as_str(), "b.weight");
+        assert_eq!(arena.bytes(b"xyz").unwrap().as_bytes(), b"xyz");
+        // A size a block can't describe (over u32::MAX) is refused before allocating.
+        let e = Block::new(1 << 33).err().expect("refused");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Limit);
+    }
 
     #[test]
     fn texts_share_blocks_and_outlive_the_arena() {

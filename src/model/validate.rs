@@ -34,7 +34,7 @@ pub(crate) fn check_name_text(what: &str, name: &str, max_len: usize) -> Result<
 pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result<()> {
     // Blobs in file order (what writers produce) are checked for overlap on the way;
     // only a file with blobs out of order pays for collecting and sorting them.
-    let mut last: (u64, u64) = (0, 0);
+    let mut last: (u32, u64, u64) = (0, 0, 0);
     let mut in_order = true;
     for obj in &model.objects {
         let ctx = |e: Error| e.context(format!("object '{}'", obj.name()));
@@ -42,8 +42,10 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
             .ok_or_else(|| ctx(err!(Format, "shape {:?} overflows u64", obj.shape)))?;
         for c in &obj.components {
             let cctx = |e: Error| ctx(e.context(format!("component '{}'", c.role())));
-            check_blob(&c.blob, data_end, max_decoded, model.traits.blob_alignment)
-                .map_err(cctx)?;
+            // Blobs in other files (ONNX external data) are checked against the size of
+            // theirs when those are opened (`sets::open_external`).
+            let end = if c.blob.file == 0 { data_end } else { u64::MAX };
+            check_blob(&c.blob, end, max_decoded, model.traits.blob_alignment).map_err(cctx)?;
             if c.decoded_length > max_decoded {
                 return Err(cctx(err!(
                     Limit,
@@ -72,15 +74,15 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
                 }
             }
             check_steps(c).map_err(cctx)?;
-            let blob = (c.blob.offset, c.blob.length);
-            if blob.1 > 0 && blob != last {
-                in_order &= blob.0 >= last.0 + last.1;
+            let blob = (c.blob.file, c.blob.offset, c.blob.length);
+            if blob.2 > 0 && blob != last {
+                in_order &= (blob.0, blob.1) >= (last.0, last.1 + last.2);
                 last = blob;
             }
         }
         schema::check_sizes(obj).map_err(ctx)?;
     }
-    if in_order {
+    if in_order || model.traits.shared_blobs {
         return Ok(());
     }
     check_overlap(model)
@@ -88,19 +90,19 @@ pub(crate) fn validate(model: &Model, data_end: u64, max_decoded: u64) -> Result
 
 /// Refuses blobs that overlap partially (two components may share one blob exactly).
 fn check_overlap(model: &Model) -> Result<()> {
-    let mut blobs: Vec<(u64, u64)> = model
+    let mut blobs: Vec<(u32, u64, u64)> = model
         .objects
         .iter()
         .flat_map(|o| o.components.iter())
-        .map(|c| (c.blob.offset, c.blob.length))
-        .filter(|&(_, len)| len > 0)
+        .map(|c| (c.blob.file, c.blob.offset, c.blob.length))
+        .filter(|&(_, _, len)| len > 0)
         .collect();
     blobs.sort_unstable();
     blobs.dedup();
     for pair in blobs.windows(2) {
-        let (a_off, a_len) = pair[0];
-        let (b_off, b_len) = pair[1];
-        if b_off < a_off + a_len {
+        let (a_file, a_off, a_len) = pair[0];
+        let (b_file, b_off, b_len) = pair[1];
+        if a_file == b_file && b_off < a_off + a_len {
             bail!(
                 Format,
                 "blobs [{a_off}, {}) and [{b_off}, {}) overlap",
@@ -120,7 +122,7 @@ fn check_blob(blob: &Blob, data_end: u64, max_decoded: u64, alignment: u64) -> R
         encoding,
         decoded_length,
     } = *blob;
-    if offset == 0 {
+    if offset == 0 && blob.file == 0 {
         bail!(Format, "offset 0 points at the file header");
     }
     if offset % alignment != 0 {

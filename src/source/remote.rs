@@ -11,8 +11,8 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -22,7 +22,10 @@ use object_store::{
 };
 
 use super::RemoteOptions;
-use crate::error::{Error, ErrorKind, Result, bail, err};
+
+mod errors;
+use crate::error::{Error, Result, bail, err};
+use errors::{Connector, map_error, redact, redact_text, scrub};
 
 /// Bytes fetched at open from the end of the object (footer, manifest, seek tables).
 const TAIL: u64 = 64 << 10;
@@ -72,6 +75,10 @@ pub(crate) struct Site {
     concurrency: usize,
     requests: AtomicU64,
     bytes: AtomicU64,
+    /// The process the site was made in: its store's connections belong to that
+    /// process's runtime (see `runtime`), so another process (a child made by `fork()`)
+    /// must open the URL again.
+    pid: u32,
 }
 
 pub(crate) struct Remote {
@@ -84,21 +91,49 @@ pub(crate) struct Remote {
     blocks: Mutex<Blocks>,
 }
 
-/// The runtime every remote reader shares: two worker threads, made on first use.
+/// The library's runtime and the process it was started in.
+struct Owned {
+    pid: u32,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// The runtime every remote reader of this process shares: two worker threads, made on
+/// first use. Never dropped.
+static RUNTIME: AtomicPtr<Owned> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The runtime of this process. A child made by `fork()` inherits its parent's runtime
+/// without its threads (only the forking thread is copied), so blocking on it would wait
+/// forever: a process that finds its parent's runtime starts its own (and leaves the
+/// inherited one alone: its threads are not there to stop). No lock is taken (a lock held
+/// by another thread at the fork would stay held in the child).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
-        OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("zt-remote")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| err!(Io, "starting the runtime for remote reads: {e}"))
+    let pid = std::process::id();
+    loop {
+        let current = RUNTIME.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is a leaked `Owned`, never freed.
+        if let Some(owned) = unsafe { current.as_ref() }
+            && owned.pid == pid
+        {
+            return Ok(&owned.runtime);
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zt-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| err!(Io, "starting the runtime for remote reads: {e}"))?;
+        let fresh = Box::into_raw(Box::new(Owned { pid, runtime }));
+        match RUNTIME.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+            // SAFETY: just leaked; never freed.
+            Ok(_) => return Ok(unsafe { &(*fresh).runtime }),
+            Err(_) => {
+                // Another thread of this process started one first: use that one.
+                // SAFETY: `fresh` was never shared.
+                let mine = unsafe { Box::from_raw(fresh) };
+                mine.runtime.shutdown_background();
+            }
+        }
+    }
 }
 
 /// Runs `f` to completion on the library's runtime. From inside another tokio runtime
@@ -116,65 +151,6 @@ where
         Ok(v) => Ok(v),
         Err(panic) => std::panic::resume_unwind(panic),
     })
-}
-
-/// The URL without user info, query or fragment: what messages show.
-pub(crate) fn redact(url: &url::Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    u.to_string()
-}
-
-/// An `object_store` error as ours: a changed object (a failed `If-Match`) is `Format`,
-/// anything else `Io`, with the whole chain of causes.
-fn map_error(what: &str, e: object_store::Error) -> Error {
-    let kind = match e {
-        object_store::Error::Precondition { .. } => ErrorKind::Format,
-        _ => ErrorKind::Io,
-    };
-    let mut message = format!("{what}: {e}");
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = c.source();
-    }
-    if kind == ErrorKind::Format {
-        message.push_str(" (the object changed since it was opened)");
-    }
-    Error::new(kind, scrub(&message))
-}
-
-/// `text` with every URL in it redacted: no user info, no query (a presigned URL's
-/// signature), as `object_store`'s messages would otherwise show the URLs it requested.
-fn scrub(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("://") {
-        out.push_str(&rest[..at + 3]);
-        rest = &rest[at + 3..];
-        let url_end = rest
-            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-            .unwrap_or(rest.len());
-        let (url, after) = rest.split_at(url_end);
-        let authority_end = url.find(['/', '?', '#']).unwrap_or(url.len());
-        let (authority, path) = url.split_at(authority_end);
-        out.push_str(
-            authority
-                .rsplit_once('@')
-                .map_or(authority, |(_, host)| host),
-        );
-        out.push_str(&path[..path.find(['?', '#']).unwrap_or(path.len())]);
-        rest = after;
-    }
-    out.push_str(rest);
-    out
 }
 
 fn client_options(options: &RemoteOptions) -> Result<ClientOptions> {
@@ -243,10 +219,12 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
     let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| {
         err!(
             InvalidArgument,
-            "{shown}: not a URL of an object store: {e}"
+            "{shown}: not a URL of an object store: {}",
+            scrub(&e.to_string())
         )
     })?;
-    let path = StorePath::from_url_path(path).map_err(|e| err!(InvalidArgument, "{shown}: {e}"))?;
+    let path = StorePath::from_url_path(path)
+        .map_err(|e| err!(InvalidArgument, "{shown}: {}", scrub(&e.to_string())))?;
     let client = client_options(options)?;
     let retry = retry(options);
     let store: Box<dyn ObjectStore> = match scheme {
@@ -254,6 +232,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::aws::AmazonS3Builder;
             let mut b = AmazonS3Builder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["AWS_"], options) {
                 b = b.with_config(k, v);
@@ -271,6 +250,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::gcp::GoogleCloudStorageBuilder;
             let mut b = GoogleCloudStorageBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["GOOGLE_", "SERVICE_ACCOUNT"], options) {
                 b = b.with_config(k, v);
@@ -281,6 +261,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             use object_store::azure::MicrosoftAzureBuilder;
             let mut b = MicrosoftAzureBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry);
             for (k, v) in env_config(&["AZURE_"], options) {
                 b = b.with_config(k, v);
@@ -308,6 +289,7 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
             let client = client.with_allow_http(url.scheme() == "http" || options.allow_http);
             let b = HttpBuilder::new()
                 .with_client_options(client)
+                .with_http_connector(Connector)
                 .with_retry(retry)
                 .with_url(origin);
             Box::new(b.build().map_err(bad)?)
@@ -323,8 +305,8 @@ fn store(url: &url::Url, options: &RemoteOptions) -> Result<(Box<dyn ObjectStore
 impl Site {
     /// The site of the object at `url` (no request yet): its store and directory.
     pub(crate) fn new(url: &str, options: &RemoteOptions) -> Result<Arc<Site>> {
-        let parsed =
-            url::Url::parse(url).map_err(|e| err!(InvalidArgument, "'{url}' is not a URL: {e}"))?;
+        let parsed = url::Url::parse(url)
+            .map_err(|e| err!(InvalidArgument, "'{}' is not a URL: {e}", redact_text(url)))?;
         let shown = redact(&parsed);
         let (store, path) = store(&parsed, options)?;
         let concurrency = match options.max_concurrency {
@@ -345,6 +327,7 @@ impl Site {
             concurrency,
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            pid: std::process::id(),
         };
         Ok(Arc::new(site))
     }
@@ -460,12 +443,24 @@ impl Remote {
         self.site.stats()
     }
 
-    /// One GET of `range`, under a permit, checked against the object as opened.
+    /// One GET of `range`, under a permit, checked against the object as opened. The body
+    /// is read piece by piece into a buffer of the range's size (never sized by the
+    /// answer's `Content-Length`), and a body longer than the range asked for is an `Io`
+    /// error as soon as its first byte too many arrives (the connection is then dropped).
     async fn get(
         &self,
         range: GetRange,
         expect: Option<Range<u64>>,
     ) -> Result<(object_store::ObjectMeta, Range<u64>, bytes::Bytes)> {
+        if self.site.pid != std::process::id() {
+            bail!(
+                State,
+                "this remote reader was opened in process {}, which this process was \
+                 forked from: its connections belong to that process; open the URL again \
+                 in this one",
+                self.site.pid
+            );
+        }
         let _permit = self
             .site
             .permits
@@ -491,11 +486,12 @@ impl Remote {
             .map_err(fail)?;
         let (meta, got) = (result.meta.clone(), result.range.clone());
         self.site.requests.fetch_add(1, Ordering::Relaxed);
-        let body = result.bytes().await.map_err(fail)?;
-        self.site
-            .bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        if let Some(want) = expect {
+        // What the body may hold: the range asked for, or at open the suffix asked for.
+        let want = match &expect {
+            Some(want) => want.end - want.start,
+            None => TAIL.min(meta.size),
+        };
+        if let Some(want) = &expect {
             if meta.size != self.size || (self.etag.is_some() && meta.e_tag != self.etag) {
                 bail!(
                     Format,
@@ -506,17 +502,63 @@ impl Remote {
                     meta.e_tag
                 );
             }
-            if got != want || body.len() as u64 != want.end - want.start {
+            if got != *want {
                 bail!(
                     Io,
-                    "{what}: the server answered bytes {}..{} with {} bytes",
+                    "{what}: the server answered bytes {}..{}",
                     got.start,
-                    got.end,
-                    body.len()
+                    got.end
                 );
             }
+        } else if got.end - got.start > want {
+            bail!(
+                Io,
+                "{what}: the server answered bytes {}..{} of {}, more than the last {TAIL} \
+                 asked for",
+                got.start,
+                got.end,
+                meta.size
+            );
+        }
+        let body = self.body(result.into_stream(), want, &what).await?;
+        if body.len() as u64 != got.end - got.start {
+            bail!(
+                Io,
+                "{what}: the server answered bytes {}..{} with {} bytes",
+                got.start,
+                got.end,
+                body.len()
+            );
         }
         Ok((meta, got, body))
+    }
+
+    /// Reads an answer's body of at most `want` bytes into one buffer of that size,
+    /// counting what arrives; more than `want` is an `Io` error at once.
+    async fn body(
+        &self,
+        mut chunks: futures_util::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>,
+        want: u64,
+        what: &str,
+    ) -> Result<bytes::Bytes> {
+        let mut body: Vec<u8> = Vec::new();
+        body.try_reserve_exact(want as usize)
+            .map_err(|_| err!(Limit, "{what}: no memory for {want} bytes"))?;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| map_error(what, e))?;
+            self.site
+                .bytes
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            if (body.len() + chunk.len()) as u64 > want {
+                bail!(
+                    Io,
+                    "{what}: the server sent more than the {want} bytes asked for (the rest \
+                     of the answer was not read)"
+                );
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.into())
     }
 
     async fn get_range(&self, range: Range<u64>) -> Result<bytes::Bytes> {
@@ -535,22 +577,33 @@ impl Remote {
         }
     }
 
-    /// Copies `[offset, offset + dst.len())` from a held block, if one holds all of it.
-    fn copy_held(&self, offset: u64, dst: &mut [u8]) -> bool {
+    /// Copies the first bytes of `[offset, offset + dst.len())` that held blocks hold,
+    /// block after block; returns how many it copied (all of `dst`, or up to the first
+    /// byte no block holds).
+    fn copy_held(&self, offset: u64, dst: &mut [u8]) -> usize {
         let b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
-        let end = offset + dst.len() as u64;
-        for (start, bytes) in b.held.iter().rev() {
-            if *start <= offset && end <= start + bytes.len() as u64 {
-                let from = (offset - start) as usize;
-                dst.copy_from_slice(&bytes[from..from + dst.len()]);
-                return true;
+        let mut done = 0;
+        'next: while done < dst.len() {
+            let at = offset + done as u64;
+            for (start, bytes) in b.held.iter().rev() {
+                let end = start + bytes.len() as u64;
+                if *start <= at && at < end {
+                    let n = ((end - at) as usize).min(dst.len() - done);
+                    let from = (at - start) as usize;
+                    dst[done..done + n].copy_from_slice(&bytes[from..from + n]);
+                    done += n;
+                    continue 'next;
+                }
             }
+            break;
         }
-        false
+        done
     }
 
-    /// The block a small read at `[offset, end)` fetches: aligned to `BLOCK`, larger while
-    /// reads go forward.
+    /// The block a small read of the bytes `[offset, end)` that no held block holds
+    /// fetches: aligned to `BLOCK`, twice as large as the last one (up to `MAX_BLOCK`)
+    /// while reads go forward (a read that continues where the last block ended, as a
+    /// header read in pieces does), else `BLOCK`.
     fn block_for(&self, offset: u64, end: u64) -> Range<u64> {
         let mut b = self.blocks.lock().unwrap_or_else(|p| p.into_inner());
         let start = offset / BLOCK * BLOCK;
@@ -568,18 +621,37 @@ impl Remote {
         start..block_end
     }
 
+    /// The bytes of each range, fetched exactly (no block cache), concurrently under the
+    /// site's request limit; in the order given. For small pieces scattered through the
+    /// object (frame headers), which the block cache would each fetch a block for, one
+    /// after the other.
+    pub(crate) fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<bytes::Bytes>> {
+        let gets = ranges.iter().map(|r| self.get_range(r.clone()));
+        run(stream::iter(gets)
+            .buffered(self.site.concurrency)
+            .try_collect::<Vec<_>>())?
+    }
+
     /// Fills `dst` with the bytes at `offset`; the caller has bounds-checked the range.
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() || self.copy_held(offset, dst) {
-            return Ok(());
-        }
         let len = dst.len() as u64;
         if len <= SMALL {
-            let block = self.block_for(offset, offset + len);
+            // What the held blocks hold from `offset` on; the rest is fetched from where
+            // they end, so a read crossing the last block's end continues the run of
+            // growing blocks instead of fetching its bytes again.
+            let held = self.copy_held(offset, dst);
+            if held == dst.len() {
+                return Ok(());
+            }
+            let (offset, dst) = (offset + held as u64, &mut dst[held..]);
+            let block = self.block_for(offset, offset + dst.len() as u64);
             let bytes = run(self.get_range(block.clone()))??;
             let from = (offset - block.start) as usize;
             dst.copy_from_slice(&bytes[from..from + dst.len()]);
             self.hold(block.start, bytes);
+            return Ok(());
+        }
+        if self.copy_held(offset, dst) == dst.len() {
             return Ok(());
         }
         let parts = dst.chunks_mut(PART as usize).enumerate().map(|(i, piece)| {
@@ -593,20 +665,5 @@ impl Remote {
         run(stream::iter(parts)
             .buffer_unordered(self.site.concurrency)
             .try_collect::<()>())?
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn messages_lose_the_user_info_and_query_of_every_url() {
-        assert_eq!(
-            super::scrub(
-                "GET http://user:pw@h:1/a/b?sig=x failed; see https://h/c#f and s3://b/k, ok"
-            ),
-            "GET http://h:1/a/b failed; see https://h/c and s3://b/k, ok"
-        );
-        assert_eq!(super::scrub("no url"), "no url");
-        assert_eq!(super::scrub("x://"), "x://");
     }
 }

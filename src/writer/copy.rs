@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Result, bail};
 use crate::model::{Blob, CText, Component, Encoding};
 use crate::reader::Reader;
-use crate::writer::{WriteOptions, Writer};
+use crate::writer::{FileVersion, WriteOptions, Writer};
 
 /// How `Writer::copy_object` stores each component. The default keeps what the input
 /// has: raw stays raw and zstd stays zstd, copied as stored without re-encoding (or, when
@@ -28,17 +28,19 @@ pub struct CopyOptions {
 }
 
 impl CopyOptions {
-    /// The digest to record for a copy of `c`.
-    fn digest_for(&self, c: &Component) -> DigestAlgorithm {
-        self.digest.unwrap_or_else(|| match c.digest() {
-            Some(d) if d.starts_with("sha256:") => DigestAlgorithm::Sha256,
-            Some(d) if d.starts_with("crc32c:") => DigestAlgorithm::Crc32c,
+    /// The digest to record for a copy of `c` into a file of `version`: what the options
+    /// say, else the component's algorithm when that version records it (a v2 writer
+    /// records xxh3 for "none").
+    fn digest_for(&self, c: &Component, version: FileVersion) -> DigestAlgorithm {
+        self.digest.unwrap_or_else(|| match (c.digest(), version) {
+            (Some(d), _) if d.starts_with("sha256:") => DigestAlgorithm::Sha256,
+            (Some(d), FileVersion::V1_2) if d.starts_with("crc32c:") => DigestAlgorithm::Crc32c,
             _ => DigestAlgorithm::None,
         })
     }
 
-    /// How a decoded copy of `c` is written.
-    fn write_options(&self, c: &Component) -> WriteOptions {
+    /// How a decoded copy of `c` is written into a file of `version`.
+    fn write_options(&self, c: &Component, version: FileVersion) -> WriteOptions {
         let encoding = self.encoding.unwrap_or(match c.encoding() {
             Encoding::Pipeline => Encoding::Zstd,
             other => other,
@@ -50,7 +52,7 @@ impl CopyOptions {
             } else {
                 0
             },
-            digest: self.digest_for(c),
+            digest: self.digest_for(c, version),
         }
     }
 }
@@ -107,18 +109,33 @@ impl<W: Write> Writer<W> {
         }
         self.begin_object(name, obj.format(), obj.shape())?;
         let result = (|| {
-            if let Some(attributes) = obj.attributes() {
-                self.set_object_attributes(name, attributes)?;
+            if let Some(attributes) = obj.raw_attributes() {
+                self.set_object_attributes_from(name, attributes)?;
             }
             let kind = crate::model::schema::ObjectKind::of(obj.format());
-            for (ci, c) in obj.components().iter().enumerate() {
+            let version = self.version;
+            // A v2 file's blobs are in part-name order (canonical form).
+            let mut order: Vec<usize> = (0..obj.components().len()).collect();
+            if version == FileVersion::V2 {
+                order.sort_by(|&a, &b| {
+                    let role = |i: usize| obj.components()[i].role().as_bytes();
+                    role(a).cmp(role(b))
+                });
+            }
+            for ci in order {
+                let c = &obj.components()[ci];
                 let widen = kind.is_index(c.role()) && c.dtype() == DType::U32;
-                let as_stored = options.encoding.is_none()
-                    && c.steps.is_empty()
-                    && matches!(c.encoding(), Encoding::Raw | Encoding::Zstd)
-                    && !widen;
+                // A v2 digest covers decoded bytes and v2 zstd has its own profile: only raw
+                // bytes are copied as stored into v2.
+                let stored_ok = match version {
+                    FileVersion::V1_2 => matches!(c.encoding(), Encoding::Raw | Encoding::Zstd),
+                    FileVersion::V2 => c.encoding() == Encoding::Raw,
+                };
+                let as_stored =
+                    options.encoding.is_none() && c.steps.is_empty() && stored_ok && !widen;
                 if as_stored {
-                    self.copy_stored(reader, object, ci, c, options.digest_for(c), progress)?;
+                    let digest = options.digest_for(c, version);
+                    self.copy_stored(reader, object, ci, c, digest, progress)?;
                 } else {
                     self.copy_decoded(reader, object, ci, c, widen, options, progress)?;
                 }
@@ -144,7 +161,7 @@ impl<W: Write> Writer<W> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         let dtype = if widen { DType::U64 } else { c.dtype() };
-        let opts = options.write_options(c);
+        let opts = options.write_options(c, self.version);
         self.begin_component(c.role(), dtype, c.logical_type(), &opts)?;
         let mut wide = Vec::new();
         reader.for_each_piece(object, ci, |piece| {
@@ -175,9 +192,16 @@ impl<W: Write> Writer<W> {
         digest: DigestAlgorithm,
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
+        // A zTensor v2 source's digests cover decoded bytes: a zstd part's is checked by
+        // decoding it, and says nothing of the stored bytes copied here.
+        let decoded_digest =
+            c.encoding() == Encoding::Zstd && reader.model().traits.decoded_digests;
         if c.encoding() == Encoding::Zstd {
             // Also refuses a seek table that disagrees with the stream (its frame index).
-            reader.for_each_piece(object, ci, |_| Ok(()))?;
+            match decoded_digest && c.digest().is_some() {
+                true => reader.verify_component(object, ci)?,
+                false => reader.for_each_piece(object, ci, |_| Ok(()))?,
+            }
         }
         // begin_component's checks (an open object, a new role, the types) and the
         // alignment; the bytes then go out as they are.
@@ -185,25 +209,31 @@ impl<W: Write> Writer<W> {
             c.role(),
             c.dtype(),
             c.logical_type(),
-            &WriteOptions::default(),
+            &WriteOptions {
+                digest,
+                ..WriteOptions::default()
+            },
         )?;
-        let stream = self.stream.take().expect("a component just begun");
+        let mut stream = self.stream.take().expect("a component just begun");
         let offset = stream.offset;
-        let mut hasher = Hasher::new(digest);
         let length = c.length();
         let mut buf = vec![0u8; length.min(ZSTD_FRAME_SIZE as u64) as usize];
         let mut done = 0u64;
         while done < length {
             let n = (length - done).min(buf.len() as u64) as usize;
             reader.read_stored(object, ci, done, &mut buf[..n])?;
-            hasher.update(&buf[..n]);
+            stream.hasher.update(&buf[..n]);
+            if let Some(content) = &mut stream.content {
+                content.update(&buf[..n]);
+            }
             self.emit(&buf[..n])?;
             let reported = proportion(c.decoded_length(), done, length);
             done += n as u64;
             progress(proportion(c.decoded_length(), done, length) - reported);
         }
-        let written = hasher.finish();
-        if let (Some(new), Some(old)) = (&written, c.digest())
+        let written = std::mem::replace(&mut stream.hasher, Hasher::None).finish();
+        if !decoded_digest
+            && let (Some(new), Some(old)) = (&written, c.digest())
             && !new.eq_ignore_ascii_case(old)
             && new.split(':').next() == old.split(':').next()
         {
@@ -214,7 +244,7 @@ impl<W: Write> Writer<W> {
                 c.role()
             );
         }
-        let component = Component {
+        let mut component = Component {
             role: stream.role,
             dtype: c.dtype(),
             logical_type: stream.logical_type,
@@ -229,6 +259,9 @@ impl<W: Write> Writer<W> {
             digest: written.map(|d| CText::new(&d)).transpose()?,
             steps: Default::default(),
         };
+        if let Some(content) = stream.content {
+            self.v2_share(&mut component, content.digest128())?;
+        }
         self.objects
             .last_mut()
             .expect("open object")

@@ -1,6 +1,8 @@
-//! The append-only writer: header, 64-byte aligned blobs with zero padding, manifest,
-//! manifest size, footer. Always writes version 1.2.0. Writing to a path goes through a
-//! temporary file in the same directory that is renamed into place only by `finish`.
+//! The append-only writer: header, aligned blobs with zero padding, manifest, footer.
+//! Writes zTensor v1.2.0 (64-byte alignment, the manifest's size before the footer magic)
+//! or v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form), as
+//! `CreateOptions::version` says. Writing to a path goes through a temporary file in the
+//! same directory that is renamed into place only by `finish`.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions as FsOpenOptions};
@@ -15,11 +17,15 @@ use crate::codec::{DigestAlgorithm, seek_table, zstd_level_range};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, logical_type_info};
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::formats::ztensor::{ALIGNMENT, MAGIC_V1, manifest};
+use crate::formats::ztensor_v2::MAGIC_V2;
 use crate::limits::Limits;
 use crate::model::{Attributes, Blob, CText, Component, Encoding, Object, check_name, schema};
 
+mod attrs;
 mod copy;
 mod sharded;
+mod v2;
+mod vocabulary;
 pub use copy::CopyOptions;
 pub(crate) use sharded::AnyWriter;
 pub use sharded::ShardedWriter;
@@ -73,14 +79,21 @@ struct Stream {
     hasher: Hasher,
     /// The zstd level of a zstd component (None: raw).
     zstd: Option<i32>,
+    /// zTensor v2: the digest covers the decoded bytes (`hasher` is fed those), and a raw
+    /// component's xxh3-128 finds an identical blob to share.
+    decoded_digest: bool,
+    content: Option<Box<xxhash_rust::xxh3::Xxh3>>,
+    /// The last byte written (the unused nibble of an odd count of packed fp4 values).
+    last: Option<u8>,
 }
 
 /// What the compression pipeline carries between frames: where a zstd component begins
 /// and ends, so that its frames are placed, hashed and recorded as they come out.
 enum Mark {
     /// A component begins: pad to the alignment, then its frames follow; its stored
-    /// bytes are hashed with this.
-    Begin(Hasher),
+    /// bytes are hashed with `hasher`. `seekable`: zTensor v2's `zt.zstd-seekable/1`,
+    /// whose seek table follows even a single frame.
+    Begin { hasher: Hasher, seekable: bool },
     /// Component `.1` of object `.0` ends: its seek table goes out, then its place and
     /// digest are recorded in the object.
     End(usize, usize),
@@ -92,6 +105,8 @@ struct Placing {
     hasher: Hasher,
     /// (compressed, decompressed) size of each frame, for the seek table.
     sizes: Vec<(u32, u32)>,
+    /// The seek table follows even one frame (`Mark::Begin`).
+    seekable: bool,
 }
 
 /// Writes out one item of the compression pipeline (see `Mark`).
@@ -102,12 +117,13 @@ fn place<W: Write>(
     item: Out<'_, Mark>,
 ) -> Result<()> {
     match item {
-        Out::Mark(Mark::Begin(hasher)) => {
+        Out::Mark(Mark::Begin { hasher, seekable }) => {
             output.pad()?;
             *placing = Some(Placing {
                 offset: output.pos,
                 hasher,
                 sizes: Vec::new(),
+                seekable,
             });
         }
         Out::Frame { bytes, decoded } => {
@@ -123,16 +139,28 @@ fn place<W: Write>(
         }
         Out::Mark(Mark::End(object, component)) => {
             let mut p = placing.take().expect("an end follows a begin");
-            if p.sizes.len() > 1
-                && let Some(table) = seek_table::encode(&p.sizes)
-            {
-                p.hasher.update(&table);
-                output.emit(&table)?;
+            if p.sizes.len() > 1 || p.seekable {
+                match seek_table::encode(&p.sizes) {
+                    Some(table) => {
+                        p.hasher.update(&table);
+                        output.emit(&table)?;
+                    }
+                    None if p.seekable => bail!(
+                        Limit,
+                        "{} zstd frames are more than a seek table can list",
+                        p.sizes.len()
+                    ),
+                    None => {}
+                }
             }
             let c = &mut objects[object].components[component];
             c.blob.offset = p.offset;
             c.blob.length = output.pos - p.offset;
-            c.digest = p.hasher.finish().map(|d| CText::new(&d)).transpose()?;
+            // A digest of the stored bytes; a v2 digest (of the decoded bytes) was
+            // recorded by `end_component`.
+            if let Some(d) = p.hasher.finish() {
+                c.digest = Some(CText::new(&d)?);
+            }
         }
     }
     Ok(())
@@ -200,11 +228,31 @@ pub struct Writer<W: Write = BufWriter<File>> {
     stream: Option<Stream>,
     file_attributes: Option<Attributes>,
     target: Option<Target>,
+    /// What `finish` writes the objects as.
+    version: FileVersion,
+    /// A v2 writer's bookkeeping (`v2::State`).
+    v2: Option<Box<v2::State>>,
     /// zstd frames being compressed on the pool, written out in order (created with the
     /// first zstd component).
     frames: Option<FramePipeline<Mark>>,
     /// The zstd component whose frames are being written out.
     placing: Option<Placing>,
+}
+
+/// The zTensor version a writer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileVersion {
+    /// zTensor v1.2.0: what `ztensor` 1.x reads.
+    V1_2,
+    /// zTensor v2 (Draft 4): what `ztensor` 2.x reads and writes.
+    V2,
+}
+
+/// The version new files are written as unless the caller says otherwise.
+impl Default for FileVersion {
+    fn default() -> FileVersion {
+        FileVersion::V1_2
+    }
 }
 
 /// Where the bytes go, and how far they got.
@@ -313,11 +361,22 @@ pub struct CreateOptions {
     /// power loss within the next seconds it may be missing, empty or partly written.
     /// For scratch files, caches and tests.
     pub durable: bool,
+    /// The zTensor version to write (`FileVersion::default()` unless set).
+    pub version: FileVersion,
+    /// zTensor v2: keep the blobs in the order they were written, instead of copying
+    /// them into canonical order at `finish` when they were added out of it (objects not
+    /// in ascending name order, or components not in ascending role order). The file is
+    /// then canonical only if they were added in that order.
+    pub keep_order: bool,
 }
 
 impl Default for CreateOptions {
     fn default() -> Self {
-        CreateOptions { durable: true }
+        CreateOptions {
+            durable: true,
+            version: FileVersion::default(),
+            keep_order: false,
+        }
     }
 }
 
@@ -348,7 +407,9 @@ impl Writer<BufWriter<File>> {
             _ => PathBuf::from("."),
         };
         let temp = dir.join(temp_name(file_name));
+        // Readable too: a v2 writer reads blobs back (identical parts share one).
         let file = FsOpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .open(&temp)
@@ -363,22 +424,61 @@ impl Writer<BufWriter<File>> {
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|file| Writeback { file, started: 0 });
-        let mut w = Writer::new_inner(BufWriter::with_capacity(BUFFER, file), Some(target));
+        let handle = match options.version {
+            FileVersion::V2 => Some(file.try_clone().map_err(|e| {
+                Error::io(
+                    format_args!("{}: a second handle", target.temp.display()),
+                    e,
+                )
+            })?),
+            FileVersion::V1_2 => None,
+        };
+        let mut w = Writer::new_inner(
+            BufWriter::with_capacity(BUFFER, file),
+            Some(target),
+            options,
+            handle,
+        );
         w.output.writeback = writeback;
-        w.emit(MAGIC_V1)?;
+        w.write_header()?;
         Ok(w)
     }
 }
 
 impl<W: Write> Writer<W> {
-    /// A writer appending to any `Write` (a socket, a `Vec<u8>` ...). Writes the header now.
+    /// A writer appending to any `Write` (a socket, a `Vec<u8>` ...), of the default
+    /// version. Writes the header now.
     pub fn new(out: W) -> Result<Self> {
-        let mut w = Writer::new_inner(out, None);
-        w.emit(MAGIC_V1)?;
+        Self::new_with(out, &CreateOptions::default())
+    }
+
+    /// `new` with options (`version`; `durable` means nothing without a file). Into a
+    /// `Write` that is not a file, a v2 writer keeps blobs in the order written and can't
+    /// take back a streamed duplicate (see `v2`).
+    pub fn new_with(out: W, options: &CreateOptions) -> Result<Self> {
+        let mut w = Writer::new_inner(out, None, options, None);
+        w.write_header()?;
         Ok(w)
     }
 
-    fn new_inner(out: W, target: Option<Target>) -> Self {
+    fn write_header(&mut self) -> Result<()> {
+        match self.version {
+            FileVersion::V1_2 => self.emit(MAGIC_V1),
+            FileVersion::V2 => self.emit(&MAGIC_V2),
+        }
+    }
+
+    /// The version this writer writes.
+    pub fn version(&self) -> FileVersion {
+        self.version
+    }
+
+    fn new_inner(
+        out: W,
+        target: Option<Target>,
+        options: &CreateOptions,
+        handle: Option<File>,
+    ) -> Self {
         let label = target
             .as_ref()
             .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into());
@@ -396,6 +496,9 @@ impl<W: Write> Writer<W> {
             stream: None,
             file_attributes: None,
             target,
+            version: options.version,
+            v2: (options.version == FileVersion::V2)
+                .then(|| Box::new(v2::State::new(options.keep_order, handle))),
             frames: None,
             placing: None,
         }
@@ -437,6 +540,9 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
+        if self.version == FileVersion::V2 {
+            return self.v2_pad();
+        }
         self.settle()?;
         let r = self.output.pad();
         self.after_io(r)
@@ -582,6 +688,19 @@ impl<W: Write> Writer<W> {
             );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
+        let v2 = self.version == FileVersion::V2;
+        let digest = match (v2, options.digest) {
+            (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
+            (true, DigestAlgorithm::Crc32c) => bail!(
+                InvalidArgument,
+                "zTensor v2 digests are xxh3 or sha256, not crc32c"
+            ),
+            (false, DigestAlgorithm::Xxh3) => bail!(
+                InvalidArgument,
+                "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
+            ),
+            (_, d) => d,
+        };
         let zstd = match options.encoding {
             Encoding::Raw => None,
             Encoding::Pipeline => bail!(
@@ -604,16 +723,26 @@ impl<W: Write> Writer<W> {
             .map(CText::new)
             .transpose()
             .map_err(as_argument)?;
-        let mut hasher = Hasher::new(options.digest);
+        let mut hasher = Hasher::new(digest);
         if zstd.is_some() {
+            // A v2 component starts on a 64 KiB boundary (every frame before it written
+            // out), and its digest covers the decoded bytes: `hasher` stays in the stream.
+            if v2 {
+                self.pad_to_alignment()?;
+            }
             // Placed (padded, hashed) when its first frame is written out.
-            let hasher = std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None));
-            let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0));
+            let stored = match v2 {
+                true => Hasher::new(DigestAlgorithm::None),
+                false => std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None)),
+            };
+            let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0, v2));
             let (output, objects, placing) =
                 (&mut self.output, &mut self.objects, &mut self.placing);
-            let r = frames.mark(Mark::Begin(hasher), &mut |item| {
-                place(output, objects, placing, item)
-            });
+            let begin = Mark::Begin {
+                hasher: stored,
+                seekable: v2,
+            };
+            let r = frames.mark(begin, &mut |item| place(output, objects, placing, item));
             self.after_io(r)?;
         } else {
             self.pad_to_alignment()?;
@@ -626,6 +755,9 @@ impl<W: Write> Writer<W> {
             decoded: 0,
             hasher,
             zstd,
+            decoded_digest: v2,
+            content: (v2 && zstd.is_none()).then(Box::default),
+            last: None,
         });
         Ok(())
     }
@@ -652,8 +784,14 @@ impl<W: Write> Writer<W> {
             .context(self.stream_context()));
         }
         s.decoded += data.len() as u64;
+        if let Some(&last) = data.last() {
+            s.last = Some(last);
+        }
         let result = match (s.zstd, &mut self.frames) {
             (Some(level), Some(frames)) => {
+                if s.decoded_digest {
+                    s.hasher.update(data);
+                }
                 let (output, objects, placing) =
                     (&mut self.output, &mut self.objects, &mut self.placing);
                 frames.write(level, data, &mut |item| {
@@ -662,6 +800,9 @@ impl<W: Write> Writer<W> {
             }
             _ => {
                 s.hasher.update(data);
+                if let Some(c) = &mut s.content {
+                    c.update(data);
+                }
                 self.emit(data)
             }
         };
@@ -719,7 +860,25 @@ impl<W: Write> Writer<W> {
         } else {
             Encoding::Raw
         };
-        let component = Component {
+        let obj = self.objects.last().expect("open object");
+        if s.logical_type
+            .as_ref()
+            .is_some_and(|t| t.as_str() == "f4_e2m1")
+            && obj.format() == "dense"
+            && crate::dtype::numel(obj.shape()).is_some_and(|n| n % 2 == 1)
+            && s.last.is_some_and(|b| b & 0xf0 != 0)
+        {
+            let e = err!(
+                InvalidArgument,
+                "object '{}' component '{}': the unused high nibble of the last byte of an odd \
+                 number of f4_e2m1 values must be 0",
+                obj.name(),
+                s.role.as_str()
+            );
+            self.discard_frames();
+            return Err(e);
+        }
+        let mut component = Component {
             role: s.role,
             dtype: s.dtype,
             logical_type: s.logical_type,
@@ -734,6 +893,9 @@ impl<W: Write> Writer<W> {
             digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
             steps: Default::default(),
         };
+        if let Some(content) = s.content {
+            self.v2_share(&mut component, content.digest128())?;
+        }
         let object = self.objects.len() - 1;
         let components = &mut self.objects[object].components;
         components.push(component);
@@ -747,6 +909,11 @@ impl<W: Write> Writer<W> {
                 .end_frames(level, &mut out)
                 .and_then(|()| frames.mark(Mark::End(object, at), &mut out));
             self.after_io(r)?;
+            // A v2 object is checked against its profile at `end_object`, with its
+            // parts' places known.
+            if self.version == FileVersion::V2 {
+                self.settle()?;
+            }
         }
         Ok(())
     }
@@ -763,9 +930,21 @@ impl<W: Write> Writer<W> {
     /// (dense data size, sparse index counts). A refused object is dropped from the file.
     pub fn end_object(&mut self) -> Result<()> {
         self.check_usable()?;
-        let obj = self.open_object_idle()?;
-        if let Err(e) = schema::check_writable(obj) {
-            let e = as_argument(e).context(format!("object '{}'", obj.name()));
+        self.open_object_idle()?;
+        let checked = match self.version {
+            FileVersion::V2 => self.v2_end_object().and_then(|()| {
+                schema::check_sizes(self.objects.last().expect("open object")).map_err(as_argument)
+            }),
+            FileVersion::V1_2 => {
+                let obj = self.objects.last_mut().expect("open object");
+                vocabulary::v1_vocabulary(obj)
+                    .and_then(|()| schema::check_writable(obj))
+                    .map_err(as_argument)
+            }
+        };
+        if let Err(e) = checked {
+            let name = self.objects.last().map_or("", |o| o.name());
+            let e = e.context(format!("object '{name}'"));
             self.abandon_object();
             return Err(e);
         }
@@ -791,15 +970,38 @@ impl<W: Write> Writer<W> {
     /// Sets the file's attributes (a CBOR map); a second call replaces them.
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(&attributes, manifest::FILE_ATTRIBUTES_DEPTH, "the file's")?;
-        self.file_attributes = Some(Attributes::from_value(&attributes));
+        self.file_attributes = Some(self.attributes_for(
+            &attributes,
+            manifest::FILE_ATTRIBUTES_DEPTH,
+            "the file's",
+        )?);
         Ok(())
+    }
+
+    /// Attributes as this writer's version stores them, checked: a map, nested no deeper
+    /// than a reader accepts where it sits (`at`), and for v2 deterministic CBOR of the
+    /// types v2 permits (no tags, no undefined or other simple values).
+    fn attributes_for(&self, attributes: &Value, at: usize, whose: &str) -> Result<Attributes> {
+        match self.version {
+            FileVersion::V1_2 => {
+                let max = Limits::default().max_cbor_depth;
+                let reader = format!("a reader with the default max_cbor_depth of {max}");
+                check_attributes(attributes, at, whose, max, &reader)?;
+                Ok(Attributes::from_value(attributes))
+            }
+            FileVersion::V2 => {
+                let max = crate::formats::ztensor_v2::MAX_DEPTH;
+                let reader = format!("a zTensor v2 reader (a nesting of {max} in all)");
+                check_attributes(attributes, at, whose, max, &reader)?;
+                vocabulary::deterministic_attributes(attributes)
+            }
+        }
     }
 
     /// Sets the attributes of an object already begun (open or ended); replaces.
     pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
         self.check_usable()?;
-        check_attributes(
+        let attributes = self.attributes_for(
             &attributes,
             manifest::OBJECT_ATTRIBUTES_DEPTH,
             "an object's",
@@ -808,7 +1010,39 @@ impl<W: Write> Writer<W> {
             .by_name
             .get(name)
             .ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))?;
-        self.objects[i].attributes = Some(Attributes::from_value(&attributes));
+        self.replace_object_attributes(i, attributes)
+    }
+
+    /// Typed attributes (`attributes`, whose plain CBOR is `value`) as this writer's
+    /// version stores them: v1.2 keeps their type record; v2, whose manifest has none,
+    /// stores their values as deterministic CBOR. Checked as `attributes_for` checks.
+    fn typed_attributes_for(
+        &self,
+        attributes: Attributes,
+        value: &Value,
+        at: usize,
+        whose: &str,
+    ) -> Result<Attributes> {
+        let checked = self.attributes_for(value, at, whose)?;
+        Ok(match self.version {
+            FileVersion::V1_2 => attributes,
+            FileVersion::V2 => checked,
+        })
+    }
+
+    /// Replaces object `i`'s attributes; a v2 object already ended must still meet its
+    /// layout's profile with them (else they are not replaced).
+    fn replace_object_attributes(&mut self, i: usize, attributes: Attributes) -> Result<()> {
+        let old = self.objects[i].attributes.replace(attributes);
+        let ended = !(self.open_object && i + 1 == self.objects.len());
+        if self.version == FileVersion::V2
+            && ended
+            && let Err(e) = self.v2_check_object(i)
+        {
+            // An ended object's attributes must still say what its layout needs.
+            self.objects[i].attributes = old;
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -817,10 +1051,15 @@ impl<W: Write> Writer<W> {
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
         self.settle()?;
-        let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
-        self.emit(&manifest)?;
-        self.emit(&(manifest.len() as u64).to_le_bytes())?;
-        self.emit(MAGIC_V1)?;
+        match self.version {
+            FileVersion::V1_2 => {
+                let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
+                self.emit(&manifest)?;
+                self.emit(&(manifest.len() as u64).to_le_bytes())?;
+                self.emit(MAGIC_V1)?;
+            }
+            FileVersion::V2 => self.v2_finish_bytes()?,
+        }
         let label = &self.output.label;
         self.output
             .out
@@ -906,10 +1145,10 @@ fn check_shape(shape: &[u64]) -> Result<()> {
     Ok(())
 }
 
-/// Attributes must be a map that a reader with the default limits accepts where it sits
-/// in the manifest (`at`: the nesting of the map): arrays, maps and tags each count one
-/// level, and the manifest may nest at most `Limits::default().max_cbor_depth` deep.
-fn check_attributes(v: &Value, at: usize, whose: &str) -> Result<()> {
+/// Attributes must be a map that `reader` accepts where it sits in the manifest (`at`: the
+/// nesting of the map): arrays, maps and tags each count one level, and the manifest may
+/// nest at most `max` deep.
+fn check_attributes(v: &Value, at: usize, whose: &str, max: usize, reader: &str) -> Result<()> {
     if !v.is_map() {
         bail!(
             InvalidArgument,
@@ -917,13 +1156,12 @@ fn check_attributes(v: &Value, at: usize, whose: &str) -> Result<()> {
             v.type_name()
         );
     }
-    let max = Limits::default().max_cbor_depth;
     let allowed = max - at;
     if nests_deeper(v, allowed) {
         bail!(
             InvalidArgument,
-            "{whose} attributes nest deeper than {allowed} levels, the most a reader with \
-             the default max_cbor_depth of {max} accepts there"
+            "{whose} attributes nest deeper than {allowed} levels, the most {reader} accepts \
+             there"
         );
     }
     Ok(())

@@ -14,7 +14,9 @@ use super::{CopyOptions, CreateOptions, TEMP_COUNTER, WriteOptions, Writer, temp
 use crate::cbor::Value;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
+use crate::model::Attributes;
 use crate::reader::Reader;
+use crate::typed::TypedValue;
 
 /// A set being written. Objects go to the current shard until adding one would take it
 /// past `max_shard_bytes` (then the shard is finished and a new one begun); an object
@@ -253,6 +255,11 @@ impl ShardedWriter {
 
     /// `Writer::set_object_attributes` of an object of the shard being written.
     pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
+        self.shard_of(name)?.set_object_attributes(name, attributes)
+    }
+
+    /// The shard being written, which must hold `name`.
+    fn shard_of(&mut self, name: &str) -> Result<&mut Writer> {
         if self.all.contains(name) && !self.names.iter().any(|n| n == name) {
             bail!(
                 State,
@@ -260,7 +267,69 @@ impl ShardedWriter {
                  adding objects that start another shard"
             );
         }
-        self.current()?.set_object_attributes(name, attributes)
+        self.current()
+    }
+
+    /// The set's attributes from a typed map. They become the index's `metadata`, JSON,
+    /// which has no widths: each value is written as its plain JSON value.
+    pub fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()> {
+        let (_, value) = Attributes::from_typed(attributes)?;
+        self.set_file_attributes(value)
+    }
+
+    /// One of the set's attributes, typed (written as in `set_file_attributes_typed`).
+    pub fn set_file_attribute(&mut self, key: &str, value: &TypedValue) -> Result<()> {
+        let (_, map) = Attributes::from_typed(&super::attrs::with_entry(
+            self.typed_file_attributes()?,
+            key,
+            value,
+        ))?;
+        self.set_file_attributes(map)
+    }
+
+    /// The set's attributes so far, as typed values.
+    fn typed_file_attributes(&self) -> Result<TypedValue> {
+        let attrs = self
+            .attributes
+            .as_ref()
+            .map(|a| Attributes::from_cbor(&crate::cbor::to_vec(a)));
+        super::attrs::typed_map(attrs.as_ref())
+    }
+
+    /// The set's attributes as another file's model holds them (see
+    /// `set_file_attributes_typed` for what survives in the index).
+    pub fn set_file_attributes_from(&mut self, attributes: &Attributes) -> Result<()> {
+        self.set_file_attributes(attributes.value())
+    }
+
+    /// `Writer::set_object_attributes_typed` of an object of the shard being written.
+    pub fn set_object_attributes_typed(
+        &mut self,
+        name: &str,
+        attributes: &TypedValue,
+    ) -> Result<()> {
+        self.shard_of(name)?
+            .set_object_attributes_typed(name, attributes)
+    }
+
+    /// `Writer::set_object_attribute` of an object of the shard being written.
+    pub fn set_object_attribute(
+        &mut self,
+        name: &str,
+        key: &str,
+        value: &TypedValue,
+    ) -> Result<()> {
+        self.shard_of(name)?.set_object_attribute(name, key, value)
+    }
+
+    /// `Writer::set_object_attributes_from` of an object of the shard being written.
+    pub fn set_object_attributes_from(
+        &mut self,
+        name: &str,
+        attributes: &Attributes,
+    ) -> Result<()> {
+        self.shard_of(name)?
+            .set_object_attributes_from(name, attributes)
     }
 
     /// `Writer::copy_object` into the set.
@@ -431,6 +500,10 @@ forward! {
     fn end_component(&mut self) -> Result<()>;
     fn set_file_attributes(&mut self, attributes: Value) -> Result<()>;
     fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()>;
+    fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()>;
+    fn set_object_attributes_typed(&mut self, name: &str, attributes: &TypedValue) -> Result<()>;
+    fn set_file_attribute(&mut self, key: &str, value: &TypedValue) -> Result<()>;
+    fn set_object_attribute(&mut self, name: &str, key: &str, value: &TypedValue) -> Result<()>;
     fn copy_object(&mut self, reader: &Reader<'_>, object: usize, options: &CopyOptions) -> Result<()>;
     fn copy_object_as(&mut self, reader: &Reader<'_>, object: usize, name: &str, options: &CopyOptions) -> Result<()>;
 }

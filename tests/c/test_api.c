@@ -486,7 +486,7 @@ static void test_library(void) {
   CHECK_STR(zt_last_error(), "");
 }
 
-/* zt_dtype_size / zt_dtype_name / zt_dtype_from_name against the test's own tables, and
+/* zt_dtype_get_size / zt_dtype_name / zt_dtype_find against the test's own tables, and
    the version number macro against the library's. */
 static void test_dtypes_and_version_number(void) {
   uint32_t d, value;
@@ -495,56 +495,56 @@ static void test_dtypes_and_version_number(void) {
 
   for (d = 0; d < 13; d++) {
     size = 99;
-    CHECK_OK(zt_dtype_size(d, &size));
+    CHECK_OK(zt_dtype_get_size(d, &size));
     CHECK_U64(size, DTYPE_SIZES[d]);
     CHECK_STR(zt_dtype_name(d), DTYPE_NAMES[d]);
     value = 99;
-    CHECK_OK(zt_dtype_from_name(DTYPE_NAMES[d], &value));
+    CHECK_OK(zt_dtype_find(DTYPE_NAMES[d], &value));
     CHECK_U64(value, d);
   }
   /* a few by their enum names, so a shifted table can't pass */
-  CHECK_OK(zt_dtype_size(ZT_F64, &size));
+  CHECK_OK(zt_dtype_get_size(ZT_F64, &size));
   CHECK_U64(size, 8);
-  CHECK_OK(zt_dtype_size(ZT_BF16, &size));
+  CHECK_OK(zt_dtype_get_size(ZT_BF16, &size));
   CHECK_U64(size, 2);
-  CHECK_OK(zt_dtype_size(ZT_BOOL, &size));
+  CHECK_OK(zt_dtype_get_size(ZT_BOOL, &size));
   CHECK_U64(size, 1);
   CHECK_STR(zt_dtype_name(ZT_F32), "f32");
   CHECK_STR(zt_dtype_name(ZT_BF16), "bf16");
   CHECK_STR(zt_dtype_name(ZT_BOOL), "bool");
-  CHECK_OK(zt_dtype_from_name("u16", &value));
+  CHECK_OK(zt_dtype_find("u16", &value));
   CHECK_U64(value, ZT_U16);
 
   /* bad input: ZT_ERR_INVALID_ARGUMENT with a message, out-parameters untouched */
   size = 77;
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(13, &size));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_get_size(13, &size));
   CHECK_STR(zt_last_error(), "unknown dtype value 13");
   CHECK_U64(size, 77);
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(UINT32_MAX, &size));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_get_size(UINT32_MAX, &size));
   CHECK_STR(zt_last_error(), "unknown dtype value 4294967295");
   CHECK_U64(size, 77);
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(ZT_F32, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_get_size(ZT_F32, NULL));
   CHECK_STR(zt_last_error(), "out_size is NULL");
   value = 77;
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("float32", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("float32", &value));
   CHECK_STR(zt_last_error(),
             "unknown dtype name 'float32' (the names are f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, "
             "u8, bool)");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("F32", &value));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("", &value));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("unknown", &value));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("f32 ", &value));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("\xff", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("F32", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("unknown", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("f32 ", &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("\xff", &value));
   CHECK_STR(zt_last_error(), "name is not valid UTF-8");
   CHECK_U64(value, 77);
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name(NULL, &value));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find(NULL, &value));
   CHECK_STR(zt_last_error(), "name is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_from_name("f32", NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_find("f32", NULL));
   CHECK_STR(zt_last_error(), "out is NULL");
   CHECK_U64(value, 77);
 
   /* an unknown value has a name that no dtype has; the name leaves zt_last_error alone */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_size(13, &size));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_dtype_get_size(13, &size));
   CHECK_STR(zt_dtype_name(13), "unknown");
   CHECK_STR(zt_dtype_name(UINT32_MAX), "unknown");
   CHECK_STR(zt_last_error(), "unknown dtype value 13");
@@ -669,10 +669,10 @@ static void check_all_layout(const char *path, zt_reader *r) {
   memcpy(&manifest_size, file + size - 16, 8);
   for (o = 0; o < count; o++) {
     zt_object_info oi;
-    CHECK_OK(zt_object_info_get(r, o, &oi));
+    CHECK_OK(zt_object_get_info(r, o, &oi));
     for (c = 0; c < oi.component_count; c++) {
       zt_component_info ci;
-      CHECK_OK(zt_component_info_get(r, o, c, &ci));
+      CHECK_OK(zt_component_get_info(r, o, c, &ci));
       /* blobs follow each other in write order, each at the next multiple of 64 */
       if (!CHECK_U64(ci.offset, expect_offset)) {
         fprintf(stderr, "  (object '%s' component '%s')\n", oi.name, ci.role);
@@ -721,7 +721,7 @@ static void check_dense(zt_reader *r, const char *name, uint32_t dtype, const ui
   if (!CHECK_OK(zt_object_find(r, name, &idx))) {
     return;
   }
-  CHECK_OK(zt_object_info_get(r, idx, &oi));
+  CHECK_OK(zt_object_get_info(r, idx, &oi));
   CHECK_STR(oi.name, name);
   CHECK_STR(oi.format, "dense");
   CHECK_U64(oi.ndim, ndim);
@@ -735,7 +735,7 @@ static void check_dense(zt_reader *r, const char *name, uint32_t dtype, const ui
   }
   CHECK_OK(zt_component_find(r, idx, "data", &comp));
   CHECK_U64(comp, 0);
-  CHECK_OK(zt_component_info_get(r, idx, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, idx, 0, &ci));
   CHECK_STR(ci.role, "data");
   CHECK_U64(ci.dtype, dtype);
   CHECK(ci.type == NULL);
@@ -787,7 +787,7 @@ static void test_read_all(const char *path) {
   for (d = 0; d < 13; d++) {
     zt_object_info oi;
     dtype_object_name(d, name, sizeof name);
-    CHECK_OK(zt_object_info_get(r, (size_t)d, &oi));
+    CHECK_OK(zt_object_get_info(r, (size_t)d, &oi));
     CHECK_STR(oi.name, name);
     check_dense(r, name, (uint32_t)d, shape23, 2, DTYPE_DATA[d], N_EL * DTYPE_SIZES[d], ZT_ENCODING_RAW, NULL);
   }
@@ -810,13 +810,13 @@ static void test_read_all(const char *path) {
   {
     /* compressed components are smaller on disk than decoded */
     zt_component_info ci;
-    CHECK_OK(zt_component_info_get(r, OBJ_ZSTD, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_ZSTD, 0, &ci));
     CHECK(ci.length > 0 && ci.length < ci.decoded_length);
-    CHECK_OK(zt_component_info_get(r, OBJ_STREAM_ZSTD, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_STREAM_ZSTD, 0, &ci));
     CHECK(ci.length > 0 && ci.length < ci.decoded_length);
-    CHECK_OK(zt_component_info_get(r, OBJ_ZSTD_EMPTY, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_ZSTD_EMPTY, 0, &ci));
     CHECK(ci.length > 0 && ci.decoded_length == 0); /* an empty zstd frame */
-    CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
     CHECK_U64(ci.offset, 64); /* the first blob right after the 8-byte header, aligned */
   }
   {
@@ -824,15 +824,15 @@ static void test_read_all(const char *path) {
     zt_component_info ci;
     zt_view v;
     zt_object_info oi;
-    CHECK_OK(zt_component_info_get(r, OBJ_FP8, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_FP8, 0, &ci));
     CHECK_STR(ci.type, "f8_e4m3fn");
     CHECK_U64(ci.dtype, ZT_U8);
     CHECK_OK(zt_component_view(r, OBJ_FP8, "data", &v));
     CHECK(v.zero_copy && v.size == 4);
     CHECK_MEM(v.data, FP8_DATA, 4);
-    CHECK_OK(zt_object_info_get(r, OBJ_CPLX, &oi));
+    CHECK_OK(zt_object_get_info(r, OBJ_CPLX, &oi));
     CHECK(oi.ndim == 1 && oi.shape[0] == 2);
-    CHECK_OK(zt_component_info_get(r, OBJ_CPLX, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_CPLX, 0, &ci));
     CHECK_STR(ci.type, "complex64");
     CHECK_U64(ci.dtype, ZT_F32);
     CHECK_U64(ci.decoded_length, 16);
@@ -844,18 +844,18 @@ static void test_read_all(const char *path) {
     size_t c = 99;
     float values[4];
     uint64_t idx[4], ptr[4];
-    CHECK_OK(zt_object_info_get(r, OBJ_CSR, &oi));
+    CHECK_OK(zt_object_get_info(r, OBJ_CSR, &oi));
     CHECK_STR(oi.name, "csr");
     CHECK_STR(oi.format, "sparse_csr");
     CHECK(oi.ndim == 2 && oi.shape[0] == 3 && oi.shape[1] == 4);
     CHECK_U64(oi.component_count, 3);
-    CHECK_OK(zt_component_info_get(r, OBJ_CSR, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_CSR, 0, &ci));
     CHECK_STR(ci.role, "values");
     CHECK(ci.digest != NULL && strncmp(ci.digest, "sha256:", 7) == 0);
-    CHECK_OK(zt_component_info_get(r, OBJ_CSR, 1, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_CSR, 1, &ci));
     CHECK_STR(ci.role, "indices");
     CHECK(ci.dtype == ZT_U64 && ci.digest == NULL);
-    CHECK_OK(zt_component_info_get(r, OBJ_CSR, 2, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_CSR, 2, &ci));
     CHECK_STR(ci.role, "indptr");
     CHECK(ci.digest != NULL && strncmp(ci.digest, "crc32c:0x", 9) == 0);
     CHECK_OK(zt_component_find(r, OBJ_CSR, "indptr", &c));
@@ -879,11 +879,11 @@ static void test_read_all(const char *path) {
     int32_t packed[8];
     uint16_t h[4];
     const char *json = NULL;
-    CHECK_OK(zt_object_info_get(r, OBJ_QUANT, &oi));
+    CHECK_OK(zt_object_get_info(r, OBJ_QUANT, &oi));
     CHECK_STR(oi.format, "quantized_group");
     CHECK(oi.ndim == 2 && oi.shape[0] == 4 && oi.shape[1] == 16);
     CHECK_U64(oi.component_count, 3);
-    CHECK_OK(zt_component_info_get(r, OBJ_QUANT, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, OBJ_QUANT, 0, &ci));
     CHECK_STR(ci.role, "packed_weight");
     CHECK(ci.encoding == ZT_ENCODING_ZSTD && ci.dtype == ZT_I32 && ci.decoded_length == 32);
     CHECK(ci.digest != NULL && strncmp(ci.digest, "crc32c:0x", 9) == 0);
@@ -895,28 +895,28 @@ static void test_read_all(const char *path) {
     CHECK_OK(zt_component_read(r, OBJ_QUANT, "zeros", h, sizeof h));
     CHECK_MEM(h, Q_ZEROS, sizeof h);
     CHECK_OK(zt_component_verify(r, OBJ_QUANT, "packed_weight"));
-    CHECK_OK(zt_attributes_json(r, OBJ_QUANT, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, OBJ_QUANT, &json));
     CHECK_STR(json, QUANT_ATTRS);
     CHECK_OK(zt_object_validate(r, OBJ_QUANT));
   }
   {
     /* attributes: exact compact JSON, borrowed and stable */
     const char *json = NULL, *again = NULL;
-    CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+    CHECK_OK(zt_file_get_attributes_json(r, &json));
     CHECK_STR(json, FILE_ATTRS_OUT);
-    CHECK_OK(zt_attributes_json(r, SIZE_MAX, &again));
+    CHECK_OK(zt_file_get_attributes_json(r, &again));
     CHECK(again == json);
-    CHECK_OK(zt_attributes_json(r, ZT_F32, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, ZT_F32, &json));
     CHECK_STR(json, "{\"unit\":\"m/s\",\"scale\":-0.00125}");
-    CHECK_OK(zt_attributes_json(r, OBJ_CSR, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, OBJ_CSR, &json));
     CHECK_STR(json, CSR_ATTRS);
-    CHECK_OK(zt_attributes_json(r, 0, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, 0, &json));
     CHECK_STR(json, F64_ATTRS_OUT);
-    CHECK_OK(zt_attributes_json(r, 1, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, 1, &json));
     CHECK_STR(json, "{\"unit\":\"m/s\",\"scale\":-0.00125}");
-    CHECK_OK(zt_attributes_json(r, 2, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, 2, &json));
     CHECK_STR(json, "{}");
-    CHECK_OK(zt_attributes_json(r, OBJ_COUNT - 1, &json));
+    CHECK_OK(zt_object_get_attributes_json(r, OBJ_COUNT - 1, &json));
     CHECK_STR(json, "{}");
   }
   {
@@ -929,7 +929,7 @@ static void test_read_all(const char *path) {
     CHECK_OK(zt_component_verify(r, OBJ_ZSTD_EMPTY, "data"));
     CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, 0, "data"));
     CHECK_ERROR_MENTIONS("dtype_f64");
-    CHECK_OK(zt_verify(r));
+    CHECK_OK(zt_file_verify(r));
   }
   {
     /* value checks */
@@ -1174,26 +1174,26 @@ static void test_reader_errors(const char *path) {
   CHECK_OK(zt_object_find(r, "scalar", &idx));
   CHECK_U64(idx, OBJ_SCALAR);
 
-  /* zt_object_info_get */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_info_get(NULL, 0, &oi));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_info_get(r, 0, NULL));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_info_get(r, OBJ_COUNT, &oi));
+  /* zt_object_get_info */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_info(NULL, 0, &oi));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_info(r, 0, NULL));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_info(r, OBJ_COUNT, &oi));
   CHECK_ERROR_MENTIONS("index");
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_info_get(r, SIZE_MAX, &oi));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_info(r, SIZE_MAX, &oi));
   {
     zt_object_info poisoned;
     memset(&poisoned, 0x5A, sizeof poisoned);
     CHECK_MEM(&oi, &poisoned, sizeof oi); /* untouched on failure */
   }
 
-  /* zt_component_info_get */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_info_get(NULL, 0, 0, &ci));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_info_get(r, 0, 0, NULL));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, 0, 1, &ci));
+  /* zt_component_get_info */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_get_info(NULL, 0, 0, &ci));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_get_info(r, 0, 0, NULL));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_get_info(r, 0, 1, &ci));
   CHECK_ERROR_MENTIONS("dtype_f64");
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, OBJ_CSR, 3, &ci));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, OBJ_COUNT, 0, &ci));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, SIZE_MAX, SIZE_MAX, &ci));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_get_info(r, OBJ_CSR, 3, &ci));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_get_info(r, OBJ_COUNT, 0, &ci));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_get_info(r, SIZE_MAX, SIZE_MAX, &ci));
   {
     zt_component_info poisoned;
     memset(&poisoned, 0x5A, sizeof poisoned);
@@ -1265,22 +1265,26 @@ static void test_reader_errors(const char *path) {
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_read_range(r, OBJ_COUNT, "data", 0, buf, 4));
   CHECK(buf[0] == 0xAB && buf[4] == 0xAB);
 
-  /* zt_component_verify / zt_verify / zt_object_validate */
+  /* zt_component_verify / zt_file_verify / zt_object_validate */
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_verify(NULL, OBJ_SHA, "data"));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_component_verify(r, OBJ_SHA, NULL));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, OBJ_SHA, "nope"));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, OBJ_COUNT, "data"));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, OBJ_SCALAR, "data")); /* no digest */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_verify(NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_verify(NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_validate(NULL, 0));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_validate(r, OBJ_COUNT));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_validate(r, SIZE_MAX));
 
-  /* zt_attributes_json */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_attributes_json(NULL, SIZE_MAX, &json));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_attributes_json(r, SIZE_MAX, NULL));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_attributes_json(r, OBJ_COUNT, &json));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_attributes_json(r, SIZE_MAX - 1, &json));
+  /* zt_file_get_attributes_json, zt_object_get_attributes_json */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attributes_json(NULL, &json));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attributes_json(r, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_attributes_json(NULL, 0, &json));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_attributes_json(r, 0, NULL));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes_json(r, OBJ_COUNT, &json));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes_json(r, SIZE_MAX - 1, &json));
+  /* no index stands for the file: SIZE_MAX is an object index like any other */
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes_json(r, SIZE_MAX, &json));
   CHECK_STR(json, "sentinel");
 
   /* the getters tolerate NULL */
@@ -1413,15 +1417,15 @@ static void test_digests_and_corruption(void) {
   if ((r = open_ok("digests.zt")) == NULL) {
     return;
   }
-  CHECK_OK(zt_component_info_get(r, 0, 0, &a));
-  CHECK_OK(zt_component_info_get(r, 1, 0, &b));
-  CHECK_OK(zt_component_info_get(r, 2, 0, &c));
-  CHECK_OK(zt_component_info_get(r, 4, 0, &e));
+  CHECK_OK(zt_component_get_info(r, 0, 0, &a));
+  CHECK_OK(zt_component_get_info(r, 1, 0, &b));
+  CHECK_OK(zt_component_get_info(r, 2, 0, &c));
+  CHECK_OK(zt_component_get_info(r, 4, 0, &e));
   CHECK_OK(zt_component_verify(r, 0, "data"));
   CHECK_OK(zt_component_verify(r, 1, "data"));
   CHECK_OK(zt_component_verify(r, 2, "data"));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, 3, "data"));
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
 
   file = zt_test_slurp("digests.zt", &size);
   if (!CHECK(file != NULL)) {
@@ -1452,7 +1456,7 @@ static void test_digests_and_corruption(void) {
     CHECK_ERROR_MENTIONS("a_sha");
     CHECK_OK(zt_component_verify(bad, 1, "data"));
     CHECK_OK(zt_component_verify(bad, 2, "data"));
-    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(bad));
+    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(bad));
     CHECK_ERROR_MENTIONS("a_sha");
     /* reads don't verify: the flipped byte comes back */
     CHECK_OK(zt_component_read(bad, 0, "data", got, sizeof got));
@@ -1469,7 +1473,7 @@ static void test_digests_and_corruption(void) {
   if (CHECK_OK(zt_open_with("bad_a.zt", &vo, &bad))) {
     CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(bad, 0, "data"));
     CHECK_OK(zt_component_verify(bad, 1, "data"));
-    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(bad));
+    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(bad));
     zt_close(bad);
   }
   {
@@ -1488,14 +1492,14 @@ static void test_digests_and_corruption(void) {
     CHECK_OK(zt_component_verify(bad, 0, "data"));
     CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(bad, 1, "data"));
     CHECK_ERROR_MENTIONS("b_crc");
-    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(bad));
+    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(bad));
     zt_close(bad);
   }
   corrupt_copy(file, size, "bad_c.zt", c.offset + c.length / 2);
   if ((bad = open_ok("bad_c.zt")) != NULL) {
     CHECK_OK(zt_component_verify(bad, 0, "data"));
     CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(bad, 2, "data"));
-    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(bad));
+    CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(bad));
     zt_close(bad);
   }
 
@@ -1503,7 +1507,7 @@ static void test_digests_and_corruption(void) {
   corrupt_copy(file, size, "bad_bool.zt", e.offset); /* 0x00 -> 0xFF */
   if ((bad = open_ok("bad_bool.zt")) != NULL) {
     unsigned char got[4];
-    CHECK_OK(zt_verify(bad));
+    CHECK_OK(zt_file_verify(bad));
     CHECK_OK(zt_object_validate(bad, 0));
     CHECK_STATUS(ZT_ERR_FORMAT, zt_object_validate(bad, 4));
     CHECK_ERROR_MENTIONS("e_bool");
@@ -1615,8 +1619,8 @@ static void test_open_options(const char *path) {
       CHECK_OK(zt_component_read_as(r, ZT_BF16, "data", ZT_F32, f, sizeof f));
       CHECK(f32_bits(f[3]) == f32_bits(3.140625f));
     }
-    CHECK_OK(zt_verify(r));
-    CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+    CHECK_OK(zt_file_verify(r));
+    CHECK_OK(zt_file_get_attributes_json(r, &json));
     CHECK_STR(json, FILE_ATTRS_OUT);
     zt_close(r);
   }
@@ -1724,7 +1728,7 @@ static void test_open_memory(const char *path) {
     CHECK(!v.zero_copy && is_aligned64(v.data));
     CHECK((const unsigned char *)v.data < mem || (const unsigned char *)v.data >= mem + size);
     CHECK_MEM(v.data, ZSTD_DATA, sizeof ZSTD_DATA);
-    CHECK_OK(zt_verify(r));
+    CHECK_OK(zt_file_verify(r));
     check_ranges(r, OBJ_STREAM_ZSTD, (const unsigned char *)STREAM_DATA, sizeof STREAM_DATA);
     /* no path to name */
     CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find(r, "nope", &(size_t){0}));
@@ -1764,7 +1768,7 @@ static void test_open_memory(const char *path) {
     }
     CHECK_OK(zt_component_view(r, OBJ_EMPTY, "data", &v));
     CHECK_U64(v.size, 0);
-    CHECK_OK(zt_verify(r));
+    CHECK_OK(zt_file_verify(r));
     check_ranges(r, OBJ_SHA, SHA_DATA, sizeof SHA_DATA);
     zt_close(r);
   }
@@ -2117,7 +2121,7 @@ static void test_writer_errors(void) {
     CHECK_U64(zt_object_count(r), n);
     for (i = 0; i < n && i < zt_object_count(r); i++) {
       zt_object_info oi;
-      CHECK_OK(zt_object_info_get(r, i, &oi));
+      CHECK_OK(zt_object_get_info(r, i, &oi));
       if (i == 3) {
         CHECK_U64(strlen(oi.name), 65536);
       } else {
@@ -2137,11 +2141,11 @@ static void test_writer_errors(void) {
       uint8_t b[2], z[6];
       const char *json = NULL;
       float f[2];
-      CHECK_OK(zt_object_info_get(r, 2, &oi));
+      CHECK_OK(zt_object_get_info(r, 2, &oi));
       CHECK_U64(oi.ndim, 64);
-      CHECK_OK(zt_object_info_get(r, 6, &oi));
+      CHECK_OK(zt_object_get_info(r, 6, &oi));
       CHECK_U64(oi.component_count, 2);
-      CHECK_OK(zt_component_info_get(r, 6, 1, &ci));
+      CHECK_OK(zt_component_get_info(r, 6, 1, &ci));
       CHECK_STR(ci.role, "extra");
       CHECK_STR(ci.type, "my_logical_type");
       {
@@ -2164,14 +2168,14 @@ static void test_writer_errors(void) {
       CHECK_OK(zt_component_read(r, find_ok(r, "st_zstd_empty"), "data", z, sizeof z));
       CHECK_MEM(z, "abcdef", 6);
       CHECK_OK(zt_component_verify(r, find_ok(r, "st_zstd_empty"), "data"));
-      CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+      CHECK_OK(zt_file_get_attributes_json(r, &json));
       CHECK_STR(json, "{\"file\":\"errors\"}");
-      CHECK_OK(zt_attributes_json(r, find_ok(r, "a"), &json));
+      CHECK_OK(zt_object_get_attributes_json(r, find_ok(r, "a"), &json));
       CHECK_STR(json, "{}");
-      CHECK_OK(zt_attributes_json(r, find_ok(r, "st"), &json));
+      CHECK_OK(zt_object_get_attributes_json(r, find_ok(r, "st"), &json));
       CHECK_STR(json, "{\"big\":18446744073709551615,\"small\":-9223372036854775808,\"e\":1000.0,"
                       "\"x\":{\"$bytes\":\"\"}}");
-      CHECK_OK(zt_verify(r));
+      CHECK_OK(zt_file_verify(r));
     }
     zt_close(r);
   }
@@ -2298,10 +2302,10 @@ static void test_writer_files(void) {
       /* an empty file: no objects, no attributes */
       CHECK_U64(zt_object_count(r), 0);
       CHECK_STR(zt_file_version(r), "1.2.0");
-      CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+      CHECK_OK(zt_file_get_attributes_json(r, &json));
       CHECK_STR(json, "{}");
-      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_attributes_json(r, 0, &json));
-      CHECK_OK(zt_verify(r));
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes_json(r, 0, &json));
+      CHECK_OK(zt_file_verify(r));
       zt_close(r);
     }
     CHECK(unlink("caf\xe9.zt") == 0);
@@ -2337,10 +2341,10 @@ static void test_shrunk_file(void) {
     CHECK_STATUS(ZT_ERR_IO, zt_component_read_as(r, OBJ_CRC, "data", ZT_I64, z, CRC_N * 8));
     CHECK_STATUS(ZT_ERR_IO, zt_component_verify(r, OBJ_CRC, "data"));
     CHECK_STATUS(ZT_ERR_IO, zt_component_read(r, OBJ_ZSTD, "data", z, sizeof z));
-    CHECK_STATUS(ZT_ERR_IO, zt_verify(r));
+    CHECK_STATUS(ZT_ERR_IO, zt_file_verify(r));
     /* what was read at open is still there */
     CHECK_U64(zt_object_count(r), OBJ_COUNT);
-    CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+    CHECK_OK(zt_file_get_attributes_json(r, &json));
     CHECK_STR(json, FILE_ATTRS_OUT);
     /* the first blob is still there */
     CHECK_OK(zt_component_read(r, 0, "data", z, N_EL * 8));
@@ -2373,7 +2377,7 @@ static void test_error_context(const char *path) {
     CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no 'values' component");
     {
       zt_component_info ci;
-      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_info_get(r, ZT_F32, 1, &ci));
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_get_info(r, ZT_F32, 1, &ci));
       CHECK_STR(zt_last_error(), "all.zt: object 'dtype_f32' has no component at index 1");
     }
     /* controls: these already carry it */
@@ -2492,7 +2496,7 @@ static unsigned char *zstd_sample(size_t *length) {
   size_t size = 0;
   unsigned char *file = zt_test_slurp("all.zt", &size), *out = NULL;
   *length = 0;
-  if (all != NULL && file != NULL && CHECK_OK(zt_component_info_get(all, OBJ_ZSTD, 0, &ci))) {
+  if (all != NULL && file != NULL && CHECK_OK(zt_component_get_info(all, OBJ_ZSTD, 0, &ci))) {
     out = (unsigned char *)malloc((size_t)ci.length);
     memcpy(out, file + ci.offset, (size_t)ci.length);
     *length = (size_t)ci.length;
@@ -2569,11 +2573,11 @@ static void test_crafted(void) {
     crafted("md5.zt", "1.2.0", NULL, "dense", s4, 1, &c, blob, 4, ZT_OK, NULL, __LINE__);
     if ((r = open_ok("md5.zt")) != NULL) {
       zt_component_info ci;
-      CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+      CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
       CHECK_STR(ci.digest, "md5:0123456789abcdef");
       CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_component_verify(r, 0, "data"));
       CHECK_ERROR_MENTIONS("md5");
-      CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_verify(r));
+      CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_file_verify(r));
       zt_close(r);
     }
     o.flags = ZT_OPEN_VERIFY;
@@ -2600,7 +2604,7 @@ static void test_crafted(void) {
       CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_as(r, 0, "data", ZT_U16, out, 64));
       CHECK_STATUS(ZT_ERR_FORMAT, zt_component_read_range(r, 0, "data", 8, out, 4));
       CHECK_OK(zt_component_verify(r, 0, "data")); /* the digest covers the stored bytes */
-      CHECK_OK(zt_verify(r));
+      CHECK_OK(zt_file_verify(r));
       zt_close(r);
     }
   }
@@ -2610,7 +2614,7 @@ static void test_crafted(void) {
     zt_component_info ci;
     size_t size = 0;
     unsigned char *file = zt_test_slurp("all.zt", &size);
-    if (all != NULL && file != NULL && CHECK_OK(zt_component_info_get(all, OBJ_ZSTD, 0, &ci))) {
+    if (all != NULL && file != NULL && CHECK_OK(zt_component_get_info(all, OBJ_ZSTD, 0, &ci))) {
       const uint64_t s4000[1] = {4000}, s5000[1] = {5000};
       comp_spec c = {"f32", NULL, "zstd", NULL, 64, 0, 16000};
       unsigned char out[20000];
@@ -2707,7 +2711,7 @@ static void test_crafted(void) {
       float f[4];
       CHECK_STR(zt_file_version(r), "1.1.0");
       CHECK_STR(zt_file_format(r), "zt");
-      CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+      CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
       CHECK_U64(ci.dtype, ZT_U8);
       CHECK_STR(ci.type, "f8_e4m3fn");
       CHECK_OK(zt_component_read_as(r, 0, "data", ZT_F32, f, sizeof f));
@@ -2740,10 +2744,10 @@ static void test_crafted(void) {
     if ((r = open_ok("custom.zt")) != NULL) {
       zt_object_info oi;
       const char *json = NULL;
-      CHECK_OK(zt_object_info_get(r, 0, &oi));
+      CHECK_OK(zt_object_get_info(r, 0, &oi));
       CHECK_STR(oi.format, "my_format");
       CHECK_OK(zt_object_validate(r, 0));
-      CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+      CHECK_OK(zt_file_get_attributes_json(r, &json));
       CHECK_STR(json, "{\"t\":{\"$tag\":1,\"value\":1000},\"b\":{\"$bytes\":\"0102\"},\"7\":\"seven\","
                       "\"neg\":-1,\"f\":1.5}");
       zt_close(r);
@@ -2849,11 +2853,11 @@ static void check_legacy_reader(zt_reader *r, int mapped) {
   CHECK_U64(zt_object_count(r), 3);
 
   /* big-endian floats come out swapped, as a decoded copy */
-  CHECK_OK(zt_object_info_get(r, 0, &oi));
+  CHECK_OK(zt_object_get_info(r, 0, &oi));
   CHECK_STR(oi.name, "be_f32");
   CHECK_STR(oi.format, "dense");
   CHECK(oi.ndim == 2 && oi.shape[0] == 2 && oi.shape[1] == 2 && oi.component_count == 1);
-  CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
   CHECK_STR(ci.role, "data");
   CHECK(ci.dtype == ZT_F32 && ci.type == NULL && ci.encoding == ZT_ENCODING_RAW && ci.digest == NULL);
   CHECK(ci.offset == 64 && ci.length == 16 && ci.decoded_length == 16);
@@ -2873,13 +2877,13 @@ static void check_legacy_reader(zt_reader *r, int mapped) {
   CHECK_OK(zt_component_read_as(r, 0, "data", ZT_F64, d, sizeof d));
   CHECK(d[0] == 1.0 && d[1] == -2.5 && d[2] == 3.25 && d[3] == 65504.0);
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, 0, "data"));
-  CHECK_OK(zt_attributes_json(r, 0, &json));
+  CHECK_OK(zt_object_get_attributes_json(r, 0, &json));
   CHECK_STR(json, "{}");
 
   /* little-endian int16: zero-copy when mapped; a checksum; a custom field */
-  CHECK_OK(zt_object_info_get(r, 1, &oi));
+  CHECK_OK(zt_object_get_info(r, 1, &oi));
   CHECK_STR(oi.name, "le_i16");
-  CHECK_OK(zt_component_info_get(r, 1, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 1, 0, &ci));
   CHECK(ci.dtype == ZT_I16 && ci.offset == 128 && ci.length == 6);
   CHECK(ci.digest != NULL && strncmp(ci.digest, "crc32c:0x", 9) == 0);
   CHECK_OK(zt_component_view(r, 1, "data", &v));
@@ -2888,11 +2892,11 @@ static void check_legacy_reader(zt_reader *r, int mapped) {
   CHECK_OK(zt_component_read(r, 1, "data", b, sizeof b));
   CHECK_MEM(b, LEG_B, sizeof b);
   CHECK_OK(zt_component_verify(r, 1, "data"));
-  CHECK_OK(zt_attributes_json(r, 1, &json));
+  CHECK_OK(zt_object_get_attributes_json(r, 1, &json));
   CHECK_STR(json, "{\"author\":\"c-test\"}");
 
   /* a legacy CSR blob appears as a sparse_csr object with three components */
-  CHECK_OK(zt_object_info_get(r, 2, &oi));
+  CHECK_OK(zt_object_get_info(r, 2, &oi));
   CHECK_STR(oi.format, "sparse_csr");
   CHECK(oi.ndim == 2 && oi.shape[0] == 2 && oi.shape[1] == 3);
   CHECK_U64(oi.component_count, 3);
@@ -2908,9 +2912,9 @@ static void check_legacy_reader(zt_reader *r, int mapped) {
   CHECK_OK(zt_component_read_range(r, 2, "values", 4, two, 4));
   CHECK(two[0] == 6.0f);
   CHECK_OK(zt_object_validate(r, 2));
-  CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json));
+  CHECK_OK(zt_file_get_attributes_json(r, &json));
   CHECK_STR(json, "{}");
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
 }
 
 static void test_legacy(void) {
@@ -2939,7 +2943,7 @@ static void test_legacy(void) {
     if (CHECK_OK(zt_open_memory(mem, size, &r))) {
       CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(r, 1, "data"));
       CHECK_ERROR_MENTIONS("le_i16");
-      CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(r));
+      CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(r));
       zt_close(r);
     }
     o.flags = ZT_OPEN_VERIFY;
@@ -2989,7 +2993,7 @@ static void test_legacy(void) {
       for (i = 0; i < sizeof ZSTD_DATA; i++) {
         swapped[i] = ((const unsigned char *)ZSTD_DATA)[(i & ~(size_t)3) + 3 - (i & 3)];
       }
-      CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+      CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
       CHECK(ci.encoding == ZT_ENCODING_ZSTD && ci.length == zlen && ci.decoded_length == sizeof ZSTD_DATA);
       CHECK_OK(zt_component_read(r, 0, "data", got, sizeof ZSTD_DATA));
       CHECK_MEM(got, ZSTD_DATA, sizeof ZSTD_DATA);
@@ -3036,7 +3040,7 @@ static void test_legacy(void) {
     if ((r = open_ok("legacy_empty.zt")) != NULL) {
       CHECK_STR(zt_file_version(r), "0.1.0");
       CHECK_U64(zt_object_count(r), 0);
-      CHECK_OK(zt_verify(r));
+      CHECK_OK(zt_file_verify(r));
       zt_close(r);
     }
     /* its size field pointing before the start */
@@ -3331,7 +3335,7 @@ static void check_vector_component(zt_reader *r, size_t oi, const jval *c, const
     fprintf(stderr, "  (%s component '%s')\n", where, role);
     return;
   }
-  CHECK_OK(zt_component_info_get(r, oi, ci, &info));
+  CHECK_OK(zt_component_get_info(r, oi, ci, &info));
   if (!CHECK_U64(info.dtype, dtype_from_name(dtype)) || !CHECK_STR(info.type, type) ||
       !CHECK_U64(info.encoding, enc && strcmp(enc, "zstd") == 0 ? ZT_ENCODING_ZSTD : ZT_ENCODING_RAW) ||
       !CHECK_STR(info.digest, digest)) {
@@ -3415,7 +3419,7 @@ static void check_vector_reader(zt_reader *r, const jval *doc, const char *stem)
   jval got;
   CHECK_STR(zt_file_version(r), j_str(j_get(doc, "version")));
   attrs = j_get(doc, "attributes");
-  if (CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json)) && CHECK(j_parse(json, &got))) {
+  if (CHECK_OK(zt_file_get_attributes_json(r, &json)) && CHECK(j_parse(json, &got))) {
     if (!CHECK(attrs != NULL && j_equal(&got, attrs))) {
       fprintf(stderr, "  (%s file attributes: %s)\n", stem, json);
     }
@@ -3434,7 +3438,7 @@ static void check_vector_reader(zt_reader *r, const jval *doc, const char *stem)
         fprintf(stderr, "  (%s)\n", where);
         continue;
       }
-      CHECK_OK(zt_object_info_get(r, oi, &info));
+      CHECK_OK(zt_object_get_info(r, oi, &info));
       if (!CHECK_STR(info.format, j_str(j_get(o, "format")))) {
         fprintf(stderr, "  (%s)\n", where);
       }
@@ -3443,7 +3447,7 @@ static void check_vector_reader(zt_reader *r, const jval *doc, const char *stem)
           CHECK_U64(info.shape[k], (uint64_t)shape->items[k].num);
         }
       }
-      if (CHECK_OK(zt_attributes_json(r, oi, &json)) && CHECK(j_parse(json, &got))) {
+      if (CHECK_OK(zt_object_get_attributes_json(r, oi, &json)) && CHECK(j_parse(json, &got))) {
         if (!CHECK(j_get(o, "attributes") != NULL && j_equal(&got, j_get(o, "attributes")))) {
           fprintf(stderr, "  (%s attributes: %s)\n", where, json);
         }
@@ -3458,7 +3462,7 @@ static void check_vector_reader(zt_reader *r, const jval *doc, const char *stem)
       CHECK_OK(zt_object_validate(r, oi));
     }
   }
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
 }
 
 static void test_vectors(const char *vectors) {
@@ -3516,34 +3520,36 @@ static void test_vectors(const char *vectors) {
 static const char *const TESTED[] = {
     "zt_version", "zt_status_name", "zt_last_error", "zt_open", "zt_open_with", "zt_open_memory",
     "zt_open_memory_with", "zt_close", "zt_file_version", "zt_file_format", "zt_object_count", "zt_object_find",
-    "zt_object_info_get", "zt_component_info_get", "zt_component_find", "zt_component_view",
+    "zt_object_get_info", "zt_component_get_info", "zt_component_find", "zt_component_view",
     "zt_component_read", "zt_component_read_as", "zt_component_read_range", "zt_component_verify",
-    "zt_verify", "zt_object_validate", "zt_attributes_json", "zt_writer_create", "zt_writer_add",
+    "zt_file_verify", "zt_object_validate", "zt_file_get_attributes_json", "zt_object_get_attributes_json",
+    "zt_writer_create", "zt_writer_add",
     "zt_writer_begin_object", "zt_writer_add_component", "zt_writer_end_object", "zt_writer_begin_component",
     "zt_writer_write", "zt_writer_end_component", "zt_writer_set_attributes_json", "zt_writer_finish",
-    "zt_writer_free", "zt_dtype_size", "zt_dtype_name", "zt_dtype_from_name", "zt_version_number"};
+    "zt_writer_free", "zt_dtype_get_size", "zt_dtype_name", "zt_dtype_find", "zt_version_number"};
 
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_copy_object", /* test_copy.c */
     "zt_file_get_names",     /* test_listing.c */
     "zt_file_get_objects",   /* test_listing.c */
-    "zt_open_url",           /* test_remote.c */
-    "zt_remote_stats",       /* test_remote.c */
-    "zt_open_fd",            /* test_loader.c */
-    "zt_mapping",            /* test_loader.c */
+    "zt_open_url_with",           /* test_remote.c */
+    "zt_file_get_remote_stats",       /* test_remote.c */
+    "zt_open_fd_with",            /* test_loader.c */
     "zt_object_prefetch",    /* test_loader.c */
     "zt_object_release",     /* test_loader.c */
-    "zt_load_batch",         /* test_loader.c */
+    "zt_batch_load",         /* test_loader.c */
     "zt_writer_create_with", /* test_durability.c */
-    "zt_object_quant_info_get",   /* test_quant.c */
-    "zt_file_layout_get",         /* test_quant.c */
+    "zt_file_get_content_digest", /* test_v2.c */
+    "zt_object_get_quant_info",   /* test_quant.c */
+    "zt_file_get_layout",         /* test_quant.c */
     "zt_component_read_as_range", /* test_quant.c */
-    "zt_component_frame_count", /* test_frames.c */
-    "zt_component_frame_get",   /* test_frames.c */
-    "zt_attributes", /* test_attributes_typed.c */
-    "zt_file_attribute", /* test_attributes_typed.c */
-    "zt_object_attribute", /* test_attributes_typed.c */
+    "zt_component_get_frame_count", /* test_frames.c */
+    "zt_component_get_frame",   /* test_frames.c */
+    "zt_file_get_attributes", /* test_attributes_typed.c */
+    "zt_object_get_attributes", /* test_attributes_typed.c */
+    "zt_file_get_attribute", /* test_attributes_typed.c */
+    "zt_object_get_attribute", /* test_attributes_typed.c */
     "zt_value_get_type", /* test_attributes_typed.c */
     "zt_value_type_name", /* test_attributes_typed.c */
     "zt_value_get_bool", /* test_attributes_typed.c */
@@ -3557,22 +3563,78 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_value_get_u64", /* test_attributes_typed.c */
     "zt_value_get_f32", /* test_attributes_typed.c */
     "zt_value_get_f64", /* test_attributes_typed.c */
-    "zt_value_string", /* test_attributes_typed.c */
-    "zt_value_bytes", /* test_attributes_typed.c */
-    "zt_value_count", /* test_attributes_typed.c */
-    "zt_value_array_type", /* test_attributes_typed.c */
-    "zt_value_array_data", /* test_attributes_typed.c */
-    "zt_value_array_get", /* test_attributes_typed.c */
-    "zt_value_array_string", /* test_attributes_typed.c */
-    "zt_value_map_entry", /* test_attributes_typed.c */
-    "zt_value_map_find", /* test_attributes_typed.c */
+    "zt_value_get_string", /* test_attributes_typed.c */
+    "zt_value_get_bytes", /* test_attributes_typed.c */
+    "zt_value_get_count", /* test_attributes_typed.c */
+    "zt_value_get_array_type", /* test_attributes_typed.c */
+    "zt_value_get_array_data", /* test_attributes_typed.c */
+    "zt_value_get_element", /* test_attributes_typed.c */
+    "zt_value_get_element_string", /* test_attributes_typed.c */
+    "zt_value_get_entry", /* test_attributes_typed.c */
+    "zt_value_find", /* test_attributes_typed.c */
     "zt_shard_count",           /* test_shards.c */
-    "zt_shard_path",            /* test_shards.c */
-    "zt_component_location",    /* test_shards.c */
-    "zt_shard_mapping",         /* test_shards.c */
-    "zt_writer_create_sharded", /* test_shards.c */
+    "zt_shard_get_layout",      /* test_shards.c */
     "zt_pool_set_threads",      /* test_pool.c */
     "zt_pool_thread_count",     /* test_pool.c */
+    "zt_shard_get_path",            /* test_shards.c */
+    "zt_component_get_location",    /* test_shards.c */
+    "zt_shard_get_mapping",         /* test_shards.c */
+    "zt_writer_create_sharded_with", /* test_shards.c */
+    "zt_value_create_null", /* test_attributes_write.c */
+    "zt_value_create_bool", /* test_attributes_write.c */
+    "zt_value_create_i8", /* test_attributes_write.c */
+    "zt_value_create_i16", /* test_attributes_write.c */
+    "zt_value_create_i32", /* test_attributes_write.c */
+    "zt_value_create_i64", /* test_attributes_write.c */
+    "zt_value_create_u8", /* test_attributes_write.c */
+    "zt_value_create_u16", /* test_attributes_write.c */
+    "zt_value_create_u32", /* test_attributes_write.c */
+    "zt_value_create_u64", /* test_attributes_write.c */
+    "zt_value_create_f32", /* test_attributes_write.c */
+    "zt_value_create_f64", /* test_attributes_write.c */
+    "zt_value_create_string", /* test_attributes_write.c */
+    "zt_value_create_bytes", /* test_attributes_write.c */
+    "zt_value_create_array_data", /* test_attributes_write.c */
+    "zt_value_create_string_array", /* test_attributes_write.c */
+    "zt_value_create_array", /* test_attributes_write.c */
+    "zt_value_create_map", /* test_attributes_write.c */
+    "zt_value_free", /* test_attributes_write.c */
+    "zt_writer_set_file_attribute", /* test_attributes_write.c */
+    "zt_writer_set_object_attribute", /* test_attributes_write.c */
+    "zt_writer_set_file_attributes", /* test_attributes_write.c */
+    "zt_writer_set_object_attributes", /* test_attributes_write.c */
+    /* the deprecated old names of renamed functions, each called once: */
+    "zt_open_fd", /* test_deprecated_names.c */
+    "zt_open_url", /* test_deprecated_names.c */
+    "zt_file_layout_get", /* test_deprecated_names.c */
+    "zt_remote_stats", /* test_deprecated_names.c */
+    "zt_shard_path", /* test_deprecated_names.c */
+    "zt_shard_mapping", /* test_deprecated_names.c */
+    "zt_mapping", /* test_deprecated_names.c */
+    "zt_object_info_get", /* test_deprecated_names.c */
+    "zt_object_quant_info_get", /* test_deprecated_names.c */
+    "zt_component_info_get", /* test_deprecated_names.c */
+    "zt_component_location", /* test_deprecated_names.c */
+    "zt_component_frame_count", /* test_deprecated_names.c */
+    "zt_component_frame_get", /* test_deprecated_names.c */
+    "zt_load_batch", /* test_deprecated_names.c */
+    "zt_verify", /* test_deprecated_names.c */
+    "zt_attributes_json", /* test_deprecated_names.c */
+    "zt_attributes", /* test_deprecated_names.c */
+    "zt_file_attribute", /* test_deprecated_names.c */
+    "zt_object_attribute", /* test_deprecated_names.c */
+    "zt_value_string", /* test_deprecated_names.c */
+    "zt_value_bytes", /* test_deprecated_names.c */
+    "zt_value_count", /* test_deprecated_names.c */
+    "zt_value_array_type", /* test_deprecated_names.c */
+    "zt_value_array_data", /* test_deprecated_names.c */
+    "zt_value_array_get", /* test_deprecated_names.c */
+    "zt_value_array_string", /* test_deprecated_names.c */
+    "zt_value_map_entry", /* test_deprecated_names.c */
+    "zt_value_map_find", /* test_deprecated_names.c */
+    "zt_writer_create_sharded", /* test_deprecated_names.c */
+    "zt_dtype_size", /* test_deprecated_names.c */
+    "zt_dtype_from_name", /* test_deprecated_names.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

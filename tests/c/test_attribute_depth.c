@@ -71,10 +71,10 @@ static void check_reads_back(const char *path, const char *file_json, const char
   if (!CHECK_OK(zt_open(path, &r))) {
     return;
   }
-  if (CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(r, &json))) {
     CHECK_STR(json, file_json);
   }
-  if (CHECK_OK(zt_attributes_json(r, 0, &json))) {
+  if (CHECK_OK(zt_object_get_attributes_json(r, 0, &json))) {
     CHECK_STR(json, object_json);
   }
   zt_close(r);

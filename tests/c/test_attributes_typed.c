@@ -1,6 +1,7 @@
 /*
- * Typed attribute values through the C API (zt_attributes, zt_file_attribute,
- * zt_object_attribute, zt_value_*), in every format: GGUF key/values keep the width the
+ * Typed attribute values through the C API (zt_file_get_attributes,
+ * zt_object_get_attributes, zt_file_get_attribute, zt_object_get_attribute, zt_value_*),
+ * in every format: GGUF key/values keep the width the
  * file declared (tests/vectors/gguf/plain_v3.gguf has every GGUF type), zTensor v1.2 and
  * v0.1 CBOR attributes, safetensors __metadata__ strings, Tensogram metadata. Exact
  * values, exact statuses and messages for wrong types and bad arguments, handles that
@@ -34,7 +35,7 @@ static uint32_t type_of(const zt_value *v) {
 
 static const zt_value *file_attr(const zt_reader *r, const char *key) {
   const zt_value *v = NULL;
-  if (!CHECK_OK(zt_file_attribute(r, key, &v))) {
+  if (!CHECK_OK(zt_file_get_attribute(r, key, &v))) {
     fprintf(stderr, "  (key %s: %s)\n", key, zt_last_error());
   }
   return v;
@@ -44,7 +45,7 @@ static const zt_value *file_attr(const zt_reader *r, const char *key) {
 static void check_string(const zt_value *v, const char *expected, size_t len) {
   const char *s = NULL;
   size_t n = 99;
-  if (CHECK_OK(zt_value_string(v, &s, &n)) && CHECK_U64(n, len)) {
+  if (CHECK_OK(zt_value_get_string(v, &s, &n)) && CHECK_U64(n, len)) {
     CHECK(s != NULL);
     CHECK_MEM(s, expected, len);
   }
@@ -172,7 +173,7 @@ static void test_gguf_scalars(const zt_reader *r) {
   {
     const uint8_t *bytes = NULL;
     size_t n = 0;
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_bytes(v, &bytes, &n));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_bytes(v, &bytes, &n));
     CHECK_STR(zt_last_error(), "attribute value is a string, not bytes");
   }
   v = file_attr(r, "test.string_empty");
@@ -193,85 +194,89 @@ static void test_gguf_arrays(const zt_reader *r) {
 
   v = file_attr(r, "test.array_i32");
   CHECK_U64(type_of(v), ZT_VALUE_ARRAY);
-  CHECK_OK(zt_value_count(v, &n));
+  CHECK_OK(zt_value_get_count(v, &n));
   CHECK_U64(n, 3);
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_I32);
-  if (CHECK_OK(zt_value_array_data(v, &data, &n)) && CHECK_U64(n, 3)) {
+  if (CHECK_OK(zt_value_get_array_data(v, &data, &n)) && CHECK_U64(n, 3)) {
     const int32_t expected[3] = {1, -2, 3};
     CHECK((uintptr_t)data % sizeof(int32_t) == 0);
     CHECK_MEM(data, expected, sizeof expected);
   }
   /* The same elements as values. */
-  if (CHECK_OK(zt_value_array_get(v, 1, &e))) {
+  if (CHECK_OK(zt_value_get_element(v, 1, &e))) {
     CHECK_U64(type_of(e), ZT_VALUE_I32);
     CHECK_OK(zt_value_get_i32(e, &i32));
     CHECK(i32 == -2);
   }
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_array_get(v, 3, &e));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element(v, 3, &e));
   CHECK_STR(zt_last_error(), "index 3 is out of range for an attribute array of 3");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_array_string(v, 0, &s, &n));
-  CHECK_STR(zt_last_error(), "attribute value is i32 (1), not string");
+  /* An array of numbers asked for a string: refused by its type, before anything is
+     made (at any index). */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element_string(v, 0, &s, &n));
+  CHECK_STR(zt_last_error(), "attribute value is an array of i32, not of strings");
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_element_string(v, 7, &s, &n));
+  CHECK_STR(zt_last_error(), "attribute value is an array of i32, not of strings");
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_i32(v, &i32));
   CHECK_STR(zt_last_error(), "attribute value is an array of 3, not i32");
 
   v = file_attr(r, "test.array_u8");
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_U8);
-  if (CHECK_OK(zt_value_array_data(v, &data, &n)) && CHECK_U64(n, 2)) {
+  if (CHECK_OK(zt_value_get_array_data(v, &data, &n)) && CHECK_U64(n, 2)) {
     CHECK_MEM(data, "\x00\xff", 2);
   }
 
   v = file_attr(r, "test.array_f32");
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_F32);
-  if (CHECK_OK(zt_value_array_data(v, &data, &n)) && CHECK_U64(n, 3)) {
+  if (CHECK_OK(zt_value_get_array_data(v, &data, &n)) && CHECK_U64(n, 3)) {
     const float expected[3] = {0.5f, -1.25f, 0.1f};
     CHECK_MEM(data, expected, sizeof expected);
   }
 
   v = file_attr(r, "test.array_bool");
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_BOOL);
-  if (CHECK_OK(zt_value_array_data(v, &data, &n)) && CHECK_U64(n, 2)) {
+  if (CHECK_OK(zt_value_get_array_data(v, &data, &n)) && CHECK_U64(n, 2)) {
     CHECK(((const bool *)data)[0] == true && ((const bool *)data)[1] == false);
   }
 
   v = file_attr(r, "test.array_string");
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_STRING);
-  CHECK_OK(zt_value_count(v, &n));
+  CHECK_OK(zt_value_get_count(v, &n));
   CHECK_U64(n, 3);
-  if (CHECK_OK(zt_value_array_string(v, 2, &s, &n))) {
+  if (CHECK_OK(zt_value_get_element_string(v, 2, &s, &n))) {
     CHECK_U64(n, 2);
     CHECK_MEM(s, "\xc3\xbc", 2);
   }
-  if (CHECK_OK(zt_value_array_string(v, 1, &s, &n))) {
+  if (CHECK_OK(zt_value_get_element_string(v, 1, &s, &n))) {
     CHECK_U64(n, 0);
     CHECK(s != NULL);
   }
-  if (CHECK_OK(zt_value_array_get(v, 0, &e))) {
+  if (CHECK_OK(zt_value_get_element(v, 0, &e))) {
     check_string(e, "a", 1);
   }
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_array_data(v, &data, &n));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_array_data(v, &data, &n));
   CHECK_STR(zt_last_error(), "attribute array of string has no contiguous numbers: read its elements by index");
 
   /* Arrays of arrays: the inner ones keep their declared element type. */
   v = file_attr(r, "test.array_nested");
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_ARRAY);
-  if (CHECK_OK(zt_value_array_get(v, 1, &inner))) {
-    CHECK_OK(zt_value_array_type(inner, &t));
+  if (CHECK_OK(zt_value_get_element(v, 1, &inner))) {
+    CHECK_OK(zt_value_get_array_type(inner, &t));
     CHECK_U64(t, ZT_VALUE_I32);
-    if (CHECK_OK(zt_value_array_data(inner, &data, &n)) && CHECK_U64(n, 1)) {
+    if (CHECK_OK(zt_value_get_array_data(inner, &data, &n)) && CHECK_U64(n, 1)) {
       CHECK(((const int32_t *)data)[0] == 3);
     }
   }
   v = file_attr(r, "test.array_nested_strings");
-  if (CHECK_OK(zt_value_array_get(v, 1, &inner))) {
-    CHECK_OK(zt_value_array_type(inner, &t));
+  if (CHECK_OK(zt_value_get_element(v, 1, &inner))) {
+    CHECK_OK(zt_value_get_array_type(inner, &t));
     CHECK_U64(t, ZT_VALUE_STRING);
-    if (CHECK_OK(zt_value_array_string(inner, 1, &s, &n))) {
+    if (CHECK_OK(zt_value_get_element_string(inner, 1, &s, &n))) {
       CHECK_U64(n, 1);
       CHECK_MEM(s, "z", 1);
     }
@@ -290,47 +295,47 @@ static void test_gguf(void) {
   test_gguf_arrays(r);
 
   /* The top-level keys in file order. */
-  if (CHECK_OK(zt_attributes(r, SIZE_MAX, &all))) {
+  if (CHECK_OK(zt_file_get_attributes(r, &all))) {
     CHECK_U64(type_of(all), ZT_VALUE_MAP);
-    CHECK_OK(zt_value_count(all, &n));
+    CHECK_OK(zt_value_get_count(all, &n));
     CHECK_U64(n, 23);
-    if (CHECK_OK(zt_value_map_entry(all, 0, &k, &v))) {
+    if (CHECK_OK(zt_value_get_entry(all, 0, &k, &v))) {
       check_string(k, "general.architecture", 20);
       check_string(v, "test", 4);
     }
-    if (CHECK_OK(zt_value_map_entry(all, 22, &k, NULL))) {
+    if (CHECK_OK(zt_value_get_entry(all, 22, &k, NULL))) {
       check_string(k, "test.array_nested_strings", 25);
     }
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_map_entry(all, 23, &k, &v));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_entry(all, 23, &k, &v));
     CHECK_STR(zt_last_error(), "index 23 is out of range for an attribute map of 23");
-    if (CHECK_OK(zt_value_map_find(all, "test.u32", &v))) {
+    if (CHECK_OK(zt_value_find(all, "test.u32", &v))) {
       CHECK_OK(zt_value_get_u32(v, &u32));
       CHECK_U64(u32, 4000000000u);
     }
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_value_map_find(all, "test.nope", &v));
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_value_find(all, "test.nope", &v));
     CHECK_STR(zt_last_error(), "the map has no key 'test.nope'");
   }
   /* Handles are built once: the same pointers on every call. */
   v = file_attr(r, "test.u8");
   again = file_attr(r, "test.u8");
   CHECK(v != NULL && v == again);
-  if (CHECK_OK(zt_attributes(r, SIZE_MAX, &again))) {
+  if (CHECK_OK(zt_file_get_attributes(r, &again))) {
     CHECK(again == all);
   }
 
   /* Absent keys and objects. */
   v = (const zt_value *)&n;
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_attribute(r, "llama.block_count", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_get_attribute(r, "llama.block_count", &v));
   CHECK_STR(zt_last_error(), "the file has no attribute 'llama.block_count'");
   CHECK(v == (const zt_value *)&n); /* untouched */
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_attribute(r, 0, "ggml_type", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attribute(r, 0, "ggml_type", &v));
   CHECK_STR(zt_last_error(), "object 'f32' has no attribute 'ggml_type'");
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_attribute(r, 9, "x", &v));
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_attributes(r, 9, &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attribute(r, 9, "x", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes(r, 9, &v));
   /* A dense GGUF tensor has no attributes: an empty map. */
-  if (CHECK_OK(zt_attributes(r, 0, &v))) {
+  if (CHECK_OK(zt_object_get_attributes(r, 0, &v))) {
     CHECK_U64(type_of(v), ZT_VALUE_MAP);
-    CHECK_OK(zt_value_count(v, &n));
+    CHECK_OK(zt_value_get_count(v, &n));
     CHECK_U64(n, 0);
   }
   zt_close(r);
@@ -338,10 +343,10 @@ static void test_gguf(void) {
   /* Object attributes of quantized tensors; general.alignment is u32. */
   r = open_vector("gguf/quant_v3.gguf");
   if (r != NULL) {
-    if (CHECK_OK(zt_object_attribute(r, 0, "ggml_type", &v))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "ggml_type", &v))) {
       check_string(v, "Q4_0", 4);
     }
-    if (CHECK_OK(zt_object_attribute(r, 0, "type_size", &v))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "type_size", &v))) {
       CHECK_OK(zt_value_get_u32(v, &u32));
       CHECK_U64(u32, 18);
     }
@@ -406,24 +411,24 @@ static void test_ztensor(void) {
   CHECK_U64(type_of(v), ZT_VALUE_BYTES);
   {
     const uint8_t *bytes = NULL;
-    if (CHECK_OK(zt_value_bytes(v, &bytes, &n)) && CHECK_U64(n, 4)) {
+    if (CHECK_OK(zt_value_get_bytes(v, &bytes, &n)) && CHECK_U64(n, 4)) {
       CHECK_MEM(bytes, "\x00\x01\x02\xff", 4);
     }
   }
   v = file_attr(r, "tags"); /* ["x", "y", 1] */
-  CHECK_OK(zt_value_array_type(v, &t));
+  CHECK_OK(zt_value_get_array_type(v, &t));
   CHECK_U64(t, ZT_VALUE_MIXED);
   CHECK_STR(zt_value_type_name(t), "mixed");
-  if (CHECK_OK(zt_value_array_get(v, 2, &inner))) {
+  if (CHECK_OK(zt_value_get_element(v, 2, &inner))) {
     CHECK_U64(type_of(inner), ZT_VALUE_U64);
   }
   v = file_attr(r, "nested"); /* {"depth": {"k": 1}} */
   CHECK_U64(type_of(v), ZT_VALUE_MAP);
-  if (CHECK_OK(zt_value_map_find(v, "depth", &inner)) && CHECK_OK(zt_value_map_find(inner, "k", &inner))) {
+  if (CHECK_OK(zt_value_find(v, "depth", &inner)) && CHECK_OK(zt_value_find(inner, "k", &inner))) {
     CHECK_OK(zt_value_get_u64(inner, &u64));
     CHECK_U64(u64, 1);
   }
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_map_find(file_attr(r, "epoch"), "k", &inner));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_find(file_attr(r, "epoch"), "k", &inner));
   CHECK_STR(zt_last_error(), "attribute value is u64 (3), not map");
   v = file_attr(r, "\xe5\x90\x8d\xe5\x89\x8d");
   check_string(v, "\xc3\xbc \xc3\x9f", 5);
@@ -433,14 +438,14 @@ static void test_ztensor(void) {
   r = open_vector("reference/v01_rust_custom_fields.zt");
   if (r != NULL) {
     const char *s = NULL;
-    if (CHECK_OK(zt_object_attribute(r, 0, "count", &v))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "count", &v))) {
       CHECK_OK(zt_value_get_u64(v, &u64));
       CHECK_U64(u64, 42);
     }
-    if (CHECK_OK(zt_object_attribute(r, 0, "list", &v))) { /* [1, "two", 3.0] */
-      CHECK_OK(zt_value_array_string(v, 1, &s, &n));
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "list", &v))) { /* [1, "two", 3.0] */
+      CHECK_OK(zt_value_get_element_string(v, 1, &s, &n));
       CHECK_U64(n, 3);
-      if (CHECK_OK(zt_value_array_get(v, 2, &inner))) {
+      if (CHECK_OK(zt_value_get_element(v, 2, &inner))) {
         CHECK_OK(zt_value_get_f64(inner, &f64));
         CHECK(f64 == 3.0);
       }
@@ -461,10 +466,10 @@ static void test_safetensors_and_tensogram(void) {
     CHECK_U64(type_of(v), ZT_VALUE_STRING);
     check_string(v, "\xc3\xbc" "n" "\xc3\xaf" "c" "\xc3\xb6" "d" "\xc3\xa9" " " "\xe2\x9c\x93", 15);
     check_string(file_attr(r, "empty"), "", 0);
-    if (CHECK_OK(zt_attributes(r, SIZE_MAX, &all))) {
-      CHECK_OK(zt_value_count(all, &n));
+    if (CHECK_OK(zt_file_get_attributes(r, &all))) {
+      CHECK_OK(zt_value_get_count(all, &n));
       CHECK_U64(n, 3);
-      if (CHECK_OK(zt_value_map_entry(all, 0, &k, NULL))) {
+      if (CHECK_OK(zt_value_get_entry(all, 0, &k, NULL))) {
         check_string(k, "format", 6);
       }
     }
@@ -472,34 +477,34 @@ static void test_safetensors_and_tensogram(void) {
   }
   r = open_vector("safetensors/small.safetensors"); /* no __metadata__ */
   if (r != NULL) {
-    if (CHECK_OK(zt_attributes(r, SIZE_MAX, &all))) {
-      CHECK_OK(zt_value_count(all, &n));
+    if (CHECK_OK(zt_file_get_attributes(r, &all))) {
+      CHECK_OK(zt_value_get_count(all, &n));
       CHECK_U64(n, 0);
     }
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_attribute(r, "format", &v));
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_get_attribute(r, "format", &v));
     zt_close(r);
   }
 
   r = open_vector("tensogram/raw_dtypes.tgm");
   if (r != NULL) {
-    if (CHECK_OK(zt_object_attribute(r, 0, "units", &v))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "units", &v))) {
       check_string(v, "K", 1);
     }
-    if (CHECK_OK(zt_object_attribute(r, 0, "_tensogram_message", &v))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "_tensogram_message", &v))) {
       CHECK_OK(zt_value_get_u64(v, &u64));
       CHECK_U64(u64, 0);
     }
-    if (CHECK_OK(zt_object_attribute(r, 0, "_tensogram_descriptor", &v)) &&
-        CHECK_OK(zt_value_map_find(v, "shape", &inner))) {
+    if (CHECK_OK(zt_object_get_attribute(r, 0, "_tensogram_descriptor", &v)) &&
+        CHECK_OK(zt_value_find(v, "shape", &inner))) {
       const void *data = NULL;
-      if (CHECK_OK(zt_value_array_data(inner, &data, &n)) && CHECK_U64(n, 2)) {
+      if (CHECK_OK(zt_value_get_array_data(inner, &data, &n)) && CHECK_U64(n, 2)) {
         CHECK_U64(((const uint64_t *)data)[0], 2);
         CHECK_U64(((const uint64_t *)data)[1], 3);
       }
     }
     v = file_attr(r, "base");
     CHECK_U64(type_of(v), ZT_VALUE_ARRAY);
-    CHECK_OK(zt_value_count(v, &n));
+    CHECK_OK(zt_value_get_count(v, &n));
     CHECK_U64(n, 8);
     zt_close(r);
   }
@@ -516,33 +521,33 @@ static void test_arguments(void) {
   if (r == NULL) {
     return;
   }
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_attribute(NULL, "test.u8", &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(NULL, "test.u8", &v));
   CHECK_STR(zt_last_error(), "reader is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_attribute(r, NULL, &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, NULL, &v));
   CHECK_STR(zt_last_error(), "key is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_attribute(r, "test.u8", NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, "test.u8", NULL));
   CHECK_STR(zt_last_error(), "out is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_attribute(r, "\xff", &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, "\xff", &v));
   CHECK_STR(zt_last_error(), "key is not valid UTF-8");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_attribute(r, 0, NULL, &v));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_attributes(r, SIZE_MAX, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_attribute(r, 0, NULL, &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attributes(r, NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_type(NULL, &u32));
   CHECK_STR(zt_last_error(), "value is NULL");
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_u32(NULL, &u32));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_string(NULL, &s, &n));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_count(NULL, &n));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_string(NULL, &s, &n));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_count(NULL, &n));
   v = file_attr(r, "test.u32");
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_type(v, NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_u32(v, NULL));
   CHECK_STR(zt_last_error(), "out is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_count(v, &n));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_count(v, &n));
   CHECK_STR(zt_last_error(), "attribute value is u32 (4000000000), not an array or a map");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_array_type(v, &u32));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_array_type(v, &u32));
   CHECK_STR(zt_last_error(), "attribute value is u32 (4000000000), not array");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_map_entry(v, 0, NULL, NULL));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_string(v, NULL, &n));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_entry(v, 0, NULL, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_string(v, NULL, &n));
   CHECK_STR(zt_last_error(), "out_data is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_map_find(v, NULL, &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_find(v, NULL, &v));
   CHECK_STR(zt_last_error(), "key is NULL");
   zt_close(r);
 
@@ -600,11 +605,11 @@ static void test_large_and_hostile(void) {
   g = gguf_u8_array(1000000, 1000000, &size);
   if (CHECK(g != NULL) && CHECK_OK(zt_open_memory(g, size, &r))) {
     v = file_attr(r, "a");
-    if (CHECK_OK(zt_value_array_data(v, &data, &n)) && CHECK_U64(n, 1000000)) {
+    if (CHECK_OK(zt_value_get_array_data(v, &data, &n)) && CHECK_U64(n, 1000000)) {
       CHECK_U64(((const uint8_t *)data)[0], 7);
       CHECK_U64(((const uint8_t *)data)[999999], 9);
     }
-    if (CHECK_OK(zt_value_array_get(v, 999999, &e))) {
+    if (CHECK_OK(zt_value_get_element(v, 999999, &e))) {
       CHECK_OK(zt_value_get_u8(e, &u8));
       CHECK_U64(u8, 9);
     }
@@ -645,15 +650,15 @@ static void test_large_and_hostile(void) {
       zt_writer_free(w);
       if (CHECK_OK(zt_open("wide.zt", &r))) {
         const char *text = NULL;
-        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_attribute(r, "a", &v));
+        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_get_attribute(r, "a", &v));
         CHECK_ERROR_MENTIONS("attributes: their typed values would take more than 3448640 bytes (8 per byte of their 300008-byte encoding, plus 1048576)");
-        CHECK_STATUS(ZT_ERR_LIMIT, zt_attributes(r, SIZE_MAX, &v));
-        if (CHECK_OK(zt_object_attribute(r, 0, "k", &v))) {
+        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_get_attributes(r, &v));
+        if (CHECK_OK(zt_object_get_attribute(r, 0, "k", &v))) {
           uint64_t k = 0;
           CHECK_OK(zt_value_get_u64(v, &k));
           CHECK_U64(k, 1);
         }
-        CHECK_OK(zt_attributes_json(r, SIZE_MAX, &text));
+        CHECK_OK(zt_file_get_attributes_json(r, &text));
         zt_close(r);
       }
     }
@@ -678,15 +683,15 @@ static void test_large_and_hostile(void) {
       if (CHECK_OK(zt_open("deep.zt", &r))) {
         v = file_attr(r, "a");
         for (level = 1; level < 126 && v != NULL; level++) {
-          if (!CHECK_OK(zt_value_array_get(v, 0, &v))) {
+          if (!CHECK_OK(zt_value_get_element(v, 0, &v))) {
             v = NULL;
           }
         }
         if (v != NULL) {
           uint32_t t = 0;
-          CHECK_OK(zt_value_count(v, &n));
+          CHECK_OK(zt_value_get_count(v, &n));
           CHECK_U64(n, 0);
-          CHECK_OK(zt_value_array_type(v, &t));
+          CHECK_OK(zt_value_get_array_type(v, &t));
           CHECK_U64(t, ZT_VALUE_MIXED);
         }
         zt_close(r);
@@ -711,9 +716,9 @@ static void *run_job(void *arg) {
   job *j = (job *)arg;
   const char *s = NULL;
   size_t n = 0;
-  j->ok = zt_file_attribute(j->r, "tokenizer.ggml.tokens", &j->tokens) == ZT_OK &&
-          zt_object_attribute(j->r, 0, "ggml_type", &j->object) == ZT_OK &&
-          zt_value_array_string(j->tokens, 99, &s, &n) == ZT_OK && n == 5 && memcmp(s, "tok99", 5) == 0;
+  j->ok = zt_file_get_attribute(j->r, "tokenizer.ggml.tokens", &j->tokens) == ZT_OK &&
+          zt_object_get_attribute(j->r, 0, "ggml_type", &j->object) == ZT_OK &&
+          zt_value_get_element_string(j->tokens, 99, &s, &n) == ZT_OK && n == 5 && memcmp(s, "tok99", 5) == 0;
   return NULL;
 }
 

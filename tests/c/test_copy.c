@@ -42,7 +42,7 @@ static int same_stored(const char *a_path, const zt_reader *a, size_t ao, const 
   size_t na, nb;
   unsigned char *fa, *fb;
   int same;
-  if (zt_component_info_get(a, ao, 0, &ia) != ZT_OK || zt_component_info_get(b, bo, 0, &ib) != ZT_OK)
+  if (zt_component_get_info(a, ao, 0, &ia) != ZT_OK || zt_component_get_info(b, bo, 0, &ib) != ZT_OK)
     return 0;
   fa = zt_test_slurp(a_path, &na);
   fb = zt_test_slurp(b_path, &nb);
@@ -71,16 +71,16 @@ static void test_default_copy(const zt_reader *src) {
     CHECK_OK(zt_component_read(r, i, "data", back, sizeof back));
     CHECK_MEM(back, values, sizeof back);
   }
-  CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
   CHECK(ci.digest != NULL && strncmp(ci.digest, "crc32c:0x", 9) == 0);
-  CHECK_OK(zt_component_info_get(r, 1, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 1, 0, &ci));
   CHECK_U64(ci.encoding, ZT_ENCODING_ZSTD);
   CHECK(ci.digest != NULL && strncmp(ci.digest, "sha256:", 7) == 0);
-  CHECK_OK(zt_attributes_json(r, 1, &json));
+  CHECK_OK(zt_object_get_attributes_json(r, 1, &json));
   CHECK_STR(json, "{\"scale\":2,\"tag\":\"x\"}");
   CHECK_OK(zt_object_find(r, "csr", &k));
   CHECK_OK(zt_object_validate(r, k));
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 
@@ -106,21 +106,21 @@ static void test_options(const zt_reader *src) {
   CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
   CHECK_OK(zt_open("copy_options.zt", &r));
-  CHECK_OK(zt_object_info_get(r, 0, &oi));
+  CHECK_OK(zt_object_get_info(r, 0, &oi));
   CHECK_STR(oi.name, "unpacked");
-  CHECK_OK(zt_component_info_get(r, 0, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 0, 0, &ci));
   CHECK_U64(ci.encoding, ZT_ENCODING_RAW);
   CHECK(ci.digest == NULL);
   CHECK_OK(zt_component_read(r, 0, "data", back, sizeof back));
   CHECK_MEM(back, values, sizeof back);
-  CHECK_OK(zt_object_info_get(r, 1, &oi));
+  CHECK_OK(zt_object_get_info(r, 1, &oi));
   CHECK_STR(oi.name, "repacked");
-  CHECK_OK(zt_component_info_get(r, 1, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, 1, 0, &ci));
   CHECK_U64(ci.encoding, ZT_ENCODING_ZSTD);
   CHECK(ci.digest != NULL && strncmp(ci.digest, "crc32c:0x", 9) == 0);
   CHECK_OK(zt_component_read(r, 1, "data", back, sizeof back));
   CHECK_MEM(back, values, sizeof back);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 
@@ -173,7 +173,7 @@ static void test_corrupt_source(void) {
   CHECK(bytes != NULL);
   if (bytes == NULL) return;
   CHECK_OK(zt_open_memory(bytes, size, &src));
-  CHECK_OK(zt_component_info_get(src, 0, 0, &ci));
+  CHECK_OK(zt_component_get_info(src, 0, 0, &ci));
   zt_close(src);
   bytes[ci.offset + 5] ^= 0x10;
   CHECK_OK(zt_open_memory(bytes, size, &src));

@@ -386,10 +386,10 @@ static void check_model_file(const char *path, int v) {
   if (!CHECK_OK(zt_open(path, &r))) {
     return;
   }
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   CHECK_U64(zt_object_count(r), v ? 5 : 4);
   CHECK_OK(zt_object_find(r, v ? "embed" : "old.embed", &idx));
-  if (CHECK_OK(zt_attributes_json(r, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(r, &json))) {
     CHECK_CONTAINS(json, v ? "new" : "old");
   }
   if (CHECK_OK(zt_object_find(r, "csr", &idx))) {

@@ -341,8 +341,8 @@ static unsigned char *read_as(zt_reader *rd, size_t object, uint32_t dtype, size
   zt_object_info info;
   size_t width, numel = 1, d;
   unsigned char *out;
-  zt_object_info_get(rd, object, &info);
-  zt_dtype_size(dtype, &width);
+  zt_object_get_info(rd, object, &info);
+  zt_dtype_get_size(dtype, &width);
   for (d = 0; d < info.ndim; d++) numel *= (size_t)info.shape[d];
   *size = numel * width;
   out = (unsigned char *)malloc(*size ? *size : 1);
@@ -358,8 +358,8 @@ static unsigned char *expected(zt_reader *rd, const zt_loader_request *q, uint32
   zt_object_info info;
   size_t all_size, width, rows, cols, i;
   unsigned char *all = read_as(rd, q->object, dtype, &all_size), *out;
-  zt_object_info_get(rd, q->object, &info);
-  zt_dtype_size(dtype, &width);
+  zt_object_get_info(rd, q->object, &info);
+  zt_dtype_get_size(dtype, &width);
   if (q->slice == ZT_SLICE_WHOLE) {
     *size = all_size;
     return all;
@@ -393,7 +393,7 @@ static void add(zt_reader *rd, run *r, zt_loader_request *q, size_t *n, size_t o
   x->slice = slice;
   x->first = first;
   x->count = count;
-  zt_component_info_get(rd, object, 0, &ci);
+  zt_component_get_info(rd, object, 0, &ci);
   if (convert) {
     x->flags |= ZT_LOAD_CONVERT;
     x->dtype = dtype;
@@ -421,7 +421,7 @@ static size_t plan(zt_reader *rd, run *r, zt_loader_request *q, unsigned char *b
   unsigned char *at = base;
   for (o = 0; o < count; o++) {
     zt_object_info info;
-    zt_object_info_get(rd, o, &info);
+    zt_object_get_info(rd, o, &info);
     add(rd, r, q, &n, o, ZT_SLICE_WHOLE, 0, 0, 0, 0, &at, host);
     add(rd, r, q, &n, o, ZT_SLICE_ROWS, info.shape[0] / 3, info.shape[0] / 2, 0, 0, &at, host);
     add(rd, r, q, &n, o, ZT_SLICE_COLUMNS, info.shape[1] / 5, info.shape[1] / 3, 0, 0, &at, host);
@@ -466,7 +466,7 @@ static void write_model(const char *path, int digest) {
     unsigned char *data;
     zt_write_options opts;
     char name[16];
-    zt_dtype_size(dtypes[i], &width);
+    zt_dtype_get_size(dtypes[i], &width);
     size = (size_t)(shape[0] * shape[1]) * width;
     data = (unsigned char *)malloc(size);
     for (b = 0; b < size; b++) data[b] = (unsigned char)((b * 131 + i * 17) >> 2);
@@ -568,13 +568,13 @@ static void host_destinations_match_a_batch(zt_reader *rd) {
     zt_component_info ci;
     zt_load_request b;
     unsigned char *buf;
-    zt_component_info_get(rd, i, 0, &ci);
+    zt_component_get_info(rd, i, 0, &ci);
     buf = (unsigned char *)malloc((size_t)ci.decoded_length);
     memset(&b, 0, sizeof b);
     b.object = i;
     b.dst = buf;
     b.dst_size = (size_t)ci.decoded_length;
-    CHECK_OK(zt_load_batch(rd, &b, 1, NULL));
+    CHECK_OK(zt_batch_load(rd, &b, 1, NULL));
     CHECK_MEM(q[i * 3].dst, buf, (size_t)ci.decoded_length);
     free(buf);
   }
@@ -620,8 +620,8 @@ static void quantized_rows(const char *vectors) {
     zt_quant_info qi;
     zt_object_info info;
     zt_loader_request *x;
-    if (zt_object_quant_info_get(rd, i, &qi) != ZT_OK || !qi.dequantizable) continue;
-    zt_object_info_get(rd, i, &info);
+    if (zt_object_get_quant_info(rd, i, &qi) != ZT_OK || !qi.dequantizable) continue;
+    zt_object_get_info(rd, i, &info);
     /* Row 1, dequantized to f32. */
     x = &q[n];
     memset(x, 0, sizeof *x);
@@ -758,7 +758,7 @@ static void digests_and_direct_reads(void) {
   /* Corrupt a byte of tensor t2 (raw f16). */
   if (!CHECK_OK(zt_open("digests.zt", &rd))) return;
   CHECK_OK(zt_object_find(rd, "t2", &corrupt));
-  CHECK_OK(zt_component_info_get(rd, corrupt, 0, &ci));
+  CHECK_OK(zt_component_get_info(rd, corrupt, 0, &ci));
   zt_close(rd);
   f = fopen("digests.zt", "r+b");
   fseek(f, (long)ci.offset + 10, SEEK_SET);
@@ -898,7 +898,7 @@ static void misuse_is_refused(zt_reader *rd) {
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_load(l, NULL, &q, 1));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_load(l, rd, NULL, 1));
   CHECK_OK(zt_loader_load(l, rd, NULL, 0));
-  q.flags = ZT_LOAD_HOST | 1; /* ZT_LOAD_RANGE is zt_load_batch's, not the loader's */
+  q.flags = ZT_LOAD_HOST | 1; /* ZT_LOAD_RANGE is zt_batch_load's, not the loader's */
   q.dst = big;
   q.dst_size = 8;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_loader_load(l, rd, &q, 1));

@@ -70,7 +70,7 @@ static size_t check_object(const zt_reader *r, const char *name, const char *for
     fprintf(stderr, "  object %s\n", name);
     return SIZE_MAX;
   }
-  if (CHECK_OK(zt_object_info_get(r, index, &info))) {
+  if (CHECK_OK(zt_object_get_info(r, index, &info))) {
     CHECK_STR(info.name, name);
     CHECK_STR(info.format, format);
     CHECK_U64(info.ndim, ndim);
@@ -79,7 +79,7 @@ static size_t check_object(const zt_reader *r, const char *name, const char *for
     }
     CHECK_U64(info.component_count, 1);
   }
-  if (CHECK_OK(zt_component_info_get(r, index, 0, &comp))) {
+  if (CHECK_OK(zt_component_get_info(r, index, 0, &comp))) {
     CHECK_STR(comp.role, "data");
     CHECK_U64(comp.dtype, dtype);
     CHECK_STR(comp.type, type);
@@ -101,7 +101,7 @@ static void check_view(const opened *f, enum mode mode, size_t index, const void
   CHECK_U64(v.size, n);
   CHECK_MEM(v.data, expected, n);
   CHECK(v.zero_copy == (mode != MODE_PREAD));
-  if (CHECK_OK(zt_component_info_get(f->reader, index, 0, &comp)) && comp.offset + n <= f->size) {
+  if (CHECK_OK(zt_component_get_info(f->reader, index, 0, &comp)) && comp.offset + n <= f->size) {
     /* the stored bytes at the reported offset are the view's bytes */
     CHECK_MEM(f->bytes + comp.offset, expected, n);
     if (mode == MODE_MEMORY) {
@@ -137,7 +137,7 @@ static void test_safetensors(const char *vectors, enum mode mode) {
     index = check_object(f.reader, "b", "dense", 1, shape, ZT_I16, NULL, sizeof b);
     check_view(&f, mode, index, b, sizeof b);
   }
-  if (CHECK_OK(zt_attributes_json(f.reader, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(f.reader, &json))) {
     CHECK_STR(json, "{}");
   }
   close_file(&f);
@@ -146,7 +146,7 @@ static void test_safetensors(const char *vectors, enum mode mode) {
     close_file(&f);
     return;
   }
-  if (CHECK_OK(zt_attributes_json(f.reader, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(f.reader, &json))) {
     CHECK_CONTAINS(json, "\"format\":\"np\"");
     CHECK_CONTAINS(json, "\"note\":\"\xc3\xbcn\xc3\xaf");
     CHECK_CONTAINS(json, "\"empty\":\"\"");
@@ -198,16 +198,16 @@ static void test_gguf(const char *vectors, enum mode mode) {
     const int8_t b[5] = {0, 1, 2, 3, 4};
     index = check_object(f.reader, "a", "dense", 2, a_shape, ZT_F32, NULL, sizeof a);
     check_view(&f, mode, index, a, sizeof a);
-    if (index != SIZE_MAX && CHECK_OK(zt_component_info_get(f.reader, index, 0, &comp))) {
+    if (index != SIZE_MAX && CHECK_OK(zt_component_get_info(f.reader, index, 0, &comp))) {
       CHECK_U64(comp.offset % 64, 0);
     }
     index = check_object(f.reader, "b", "dense", 1, b_shape, ZT_I8, NULL, sizeof b);
     check_view(&f, mode, index, b, sizeof b);
-    if (index != SIZE_MAX && CHECK_OK(zt_attributes_json(f.reader, index, &json))) {
+    if (index != SIZE_MAX && CHECK_OK(zt_object_get_attributes_json(f.reader, index, &json))) {
       CHECK_STR(json, "{}");
     }
   }
-  if (CHECK_OK(zt_attributes_json(f.reader, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(f.reader, &json))) {
     CHECK_STR(json, "{\"general.architecture\":\"test\",\"general.alignment\":64,\"test.note\":\"v2, alignment 64\"}");
   }
   close_file(&f);
@@ -222,19 +222,19 @@ static void test_gguf(const char *vectors, enum mode mode) {
     const uint64_t q4_shape[2] = {2, 32};
     const uint64_t qk_shape[2] = {1, 256};
     index = check_object(f.reader, "q.q4_0", "ggml_q4_0", 2, q4_shape, ZT_U8, "ggml_q4_0", 36);
-    if (index != SIZE_MAX && CHECK_OK(zt_attributes_json(f.reader, index, &json))) {
+    if (index != SIZE_MAX && CHECK_OK(zt_object_get_attributes_json(f.reader, index, &json))) {
       CHECK_STR(json, "{\"ggml_type\":\"Q4_0\",\"ggml_type_id\":2,\"block_size\":32,\"type_size\":18}");
     }
-    if (index != SIZE_MAX && CHECK_OK(zt_component_info_get(f.reader, index, 0, &comp)) &&
+    if (index != SIZE_MAX && CHECK_OK(zt_component_get_info(f.reader, index, 0, &comp)) &&
         CHECK(comp.offset + 36 <= f.size)) {
       check_view(&f, mode, index, f.bytes + comp.offset, 36);
     }
     index = check_object(f.reader, "q.q4_k", "ggml_q4_k", 2, qk_shape, ZT_U8, "ggml_q4_k", 144);
-    if (index != SIZE_MAX && CHECK_OK(zt_attributes_json(f.reader, index, &json))) {
+    if (index != SIZE_MAX && CHECK_OK(zt_object_get_attributes_json(f.reader, index, &json))) {
       CHECK_STR(json, "{\"ggml_type\":\"Q4_K\",\"ggml_type_id\":12,\"block_size\":256,\"type_size\":144}");
     }
   }
-  if (CHECK_OK(zt_attributes_json(f.reader, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(f.reader, &json))) {
     CHECK_STR(json, "{\"general.architecture\":\"test\",\"general.quantization_version\":2}");
   }
   close_file(&f);
@@ -248,7 +248,7 @@ static void test_gguf(const char *vectors, enum mode mode) {
     index = check_object(f.reader, "f32", "dense", 3, shape, ZT_F32, NULL, 96);
     (void)index;
   }
-  if (CHECK_OK(zt_attributes_json(f.reader, SIZE_MAX, &json))) {
+  if (CHECK_OK(zt_file_get_attributes_json(f.reader, &json))) {
     CHECK_CONTAINS(json, "\"test.i64\":-9223372036854775808");
     CHECK_CONTAINS(json, "\"test.u64\":18446744073709551615");
     CHECK_CONTAINS(json, "\"test.string_not_utf8\":{\"$bytes\":\"6162ff6364\"}");
@@ -280,7 +280,7 @@ static void test_subbyte(const char *vectors, enum mode mode) {
   static const float fp4_codes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   if (!CHECK_OK(open_file(vectors, "safetensors/subbyte.safetensors", mode, &f))) return;
   CHECK_OK(zt_object_find(f.reader, "fp4", &i));
-  CHECK_OK(zt_component_info_get(f.reader, i, 0, &ci));
+  CHECK_OK(zt_component_get_info(f.reader, i, 0, &ci));
   CHECK_U64(ci.dtype, ZT_U8);
   CHECK_STR(ci.type, "f4_e2m1fn_x2");
   CHECK_U64(ci.decoded_length, 16);

@@ -12,18 +12,18 @@
  * non-OK status of this walk (ZT_OK if none); every call is made even after a failure:
  *
  *   for each object i in 0 .. zt_object_count() - 1:
- *     zt_object_info_get(i)                         (on failure: skip to the next object)
+ *     zt_object_get_info(i)                         (on failure: skip to the next object)
  *     for each component c in 0 .. component_count - 1:
- *       zt_component_info_get(i, c)                 (on failure: skip to the next component)
+ *       zt_component_get_info(i, c)                 (on failure: skip to the next component)
  *       if decoded_length > 0: zt_component_read_range(i, role) of byte 0, then of byte
  *         decoded_length - 1 (1 byte each)
  *       zt_component_read(i, role) into a malloc'd buffer of exactly decoded_length bytes
  *       zt_component_view(i, role)                  (on success every byte is read)
  *       zt_component_verify(i, role)                (ZT_ERR_NOT_FOUND = "no digest": not a failure)
  *     zt_object_validate(i)
- *     zt_attributes_json(i)
- *   zt_attributes_json(SIZE_MAX)                    (the file's attributes)
- *   zt_verify()
+ *     zt_object_get_attributes_json(i)
+ *   zt_file_get_attributes_json()                   (the file's attributes)
+ *   zt_file_verify()
  *
  * Range reads and the read come before the view on purpose: a view caches the decoded
  * bytes and later reads are served from that cache, which would hide faults of the
@@ -71,8 +71,8 @@ static void problem(walk_result *w, const char *what, size_t object, const char 
 
 static void walk_component(const zt_reader *r, size_t i, size_t c, walk_result *w) {
   zt_component_info ci;
-  zt_status s = zt_component_info_get(r, i, c, &ci);
-  record(w, s, "zt_component_info_get");
+  zt_status s = zt_component_get_info(r, i, c, &ci);
+  record(w, s, "zt_component_get_info");
   if (s != ZT_OK) {
     return;
   }
@@ -162,8 +162,8 @@ static zt_status walk(const zt_reader *r, walk_result *w) {
   size_t count = zt_object_count(r);
   for (size_t i = 0; i < count; i++) {
     zt_object_info oi;
-    zt_status s = zt_object_info_get(r, i, &oi);
-    record(w, s, "zt_object_info_get");
+    zt_status s = zt_object_get_info(r, i, &oi);
+    record(w, s, "zt_object_get_info");
     if (s != ZT_OK) {
       continue;
     }
@@ -175,19 +175,19 @@ static zt_status walk(const zt_reader *r, walk_result *w) {
     }
     record(w, zt_object_validate(r, i), "zt_object_validate");
     const char *json = NULL;
-    s = zt_attributes_json(r, i, &json);
-    record(w, s, "zt_attributes_json");
+    s = zt_object_get_attributes_json(r, i, &json);
+    record(w, s, "zt_object_get_attributes_json");
     if (s == ZT_OK && (json == NULL || json[0] != '{')) {
       problem(w, "attributes JSON is not an object", i, NULL);
     }
   }
   const char *json = NULL;
-  zt_status s = zt_attributes_json(r, SIZE_MAX, &json);
-  record(w, s, "zt_attributes_json(file)");
+  zt_status s = zt_file_get_attributes_json(r, &json);
+  record(w, s, "zt_file_get_attributes_json");
   if (s == ZT_OK && (json == NULL || json[0] != '{')) {
     problem(w, "file attributes JSON is not an object", 0, NULL);
   }
-  record(w, zt_verify(r), "zt_verify");
+  record(w, zt_file_verify(r), "zt_file_verify");
   return w->first;
 }
 

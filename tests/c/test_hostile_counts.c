@@ -12,7 +12,7 @@
  * - a manifest of 760,000 real objects whose map declares 30,000,000: ZT_ERR_FORMAT at
  *   its end, mapped and with ZT_OPEN_NO_MMAP;
  * - file attributes holding an array of 100,000,000 zeros (really there): the file
- *   opens, and zt_attributes_json renders all of it (this aborted asking for 3.2 GB).
+ *   opens, and zt_file_get_attributes_json renders all of it (this aborted asking for 3.2 GB).
  * Memory, in plain builds (sanitizers and valgrind change what a process holds), from
  * getrusage's peak RSS:
  * - opening 2,000,000 objects (ZT_TEST_OBJECTS=N for another count) peaks at most 3x
@@ -272,7 +272,7 @@ static int render_attributes(const void *arg) {
     return (int)st;
   }
   before = status_kb("VmRSS:");
-  st = zt_attributes_json(r, SIZE_MAX, &json);
+  st = zt_file_get_attributes_json(r, &json);
   peak = peak_rss_kb();
   if (st != ZT_OK) {
     zt_close(r);

@@ -633,7 +633,7 @@ static void check_reads_unlimited(zt_reader *r) {
   CHECK(i == B_N);
   CHECK_OK(zt_component_read(r, OR, "data", rr, sizeof rr));
   CHECK_MEM(rr, R, sizeof R);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   CHECK_OK(zt_object_validate(r, OB));
 }
 

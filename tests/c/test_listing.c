@@ -7,7 +7,7 @@
  * The exact block (names in file order, each followed by a NUL) for a file written here
  * and for a safetensors vector, the same pointer on every call and from 8 threads racing
  * on the first call, an empty file, NULL arguments; entries equal to what
- * zt_object_info_get, zt_component_info_get and zt_component_location say, for a file,
+ * zt_object_get_info, zt_component_get_info and zt_component_get_location say, for a file,
  * a safetensors vector and a sharded set, ranges and their refusals.
  */
 #include "zt_test.h"
@@ -115,10 +115,10 @@ static void test_safetensors(const char *vectors) {
     return;
   }
   CHECK_OK(zt_file_get_names(r, &names, &size));
-  /* the block splits into exactly the names zt_object_info_get gives, in file order */
+  /* the block splits into exactly the names zt_object_get_info gives, in file order */
   for (i = 0; i < zt_object_count(r); i++) {
     zt_object_info info;
-    CHECK_OK(zt_object_info_get(r, i, &info));
+    CHECK_OK(zt_object_get_info(r, i, &info));
     CHECK(at + strlen(info.name) < size);
     CHECK(strcmp(names + at, info.name) == 0);
     at += strlen(info.name) + 1;
@@ -142,7 +142,7 @@ static void check_entries(const zt_reader *r) {
     zt_component_info c;
     zt_location loc;
     size_t d;
-    CHECK_OK(zt_object_info_get(r, i, &info));
+    CHECK_OK(zt_object_get_info(r, i, &info));
     CHECK(e[i].name == info.name && e[i].format == info.format && e[i].shape == info.shape);
     CHECK_U64(e[i].ndim, info.ndim);
     CHECK_U64(e[i].component_count, info.component_count);
@@ -152,14 +152,14 @@ static void check_entries(const zt_reader *r) {
     if (info.component_count == 0) {
       continue;
     }
-    CHECK_OK(zt_component_info_get(r, i, 0, &c));
+    CHECK_OK(zt_component_get_info(r, i, 0, &c));
     CHECK_U64(e[i].dtype, c.dtype);
     CHECK_U64(e[i].encoding, c.encoding);
     CHECK(e[i].type == c.type);
     CHECK_U64(e[i].offset, c.offset);
     CHECK_U64(e[i].length, c.length);
     CHECK_U64(e[i].decoded_length, c.decoded_length);
-    CHECK_OK(zt_component_location(r, i, 0, &loc));
+    CHECK_OK(zt_component_get_location(r, i, 0, &loc));
     CHECK_U64(e[i].shard, loc.shard);
   }
   /* ranges: the end exactly, past it, overflowing; count 0 with NULL */

@@ -91,7 +91,7 @@ static void test_batch_equals_single_reads(const zt_reader *r, uint32_t threads)
   q[SMALL + 3].role = "indices";
   q[SMALL + 3].dst = got_idx;
   q[SMALL + 3].dst_size = sizeof got_idx;
-  CHECK_OK(zt_load_batch(r, q, n, threads == 99 ? NULL : &o));
+  CHECK_OK(zt_batch_load(r, q, n, threads == 99 ? NULL : &o));
   for (i = 0; i < n; i++) CHECK_U64(q[i].status, ZT_OK);
   CHECK_MEM(got_small, small, sizeof small);
   CHECK_MEM(got_big, big_values, sizeof got_big);
@@ -119,7 +119,7 @@ static void test_batch_errors(const zt_reader *r) {
   q[4].object = 4, q[4].flags = ZT_LOAD_CONVERT, q[4].dtype = ZT_I8, q[4].dst = as_i8, q[4].dst_size = 64;
   q[5].object = 5, q[5].flags = 64, q[5].dst = e, q[5].dst_size = sizeof e;      /* unknown flag */
   q[6].object = 100000, q[6].dst = e, q[6].dst_size = sizeof e;                  /* no such object */
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_load_batch(r, q, 7, NULL));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_batch_load(r, q, 7, NULL));
   CHECK_ERROR_MENTIONS("request 1: ");
   CHECK_ERROR_MENTIONS("no 'nope' component");
   CHECK_U64(q[0].status, ZT_OK);
@@ -131,9 +131,9 @@ static void test_batch_errors(const zt_reader *r) {
   CHECK_U64(q[5].status, ZT_ERR_INVALID_ARGUMENT);
   CHECK_U64(q[6].status, ZT_ERR_NOT_FOUND);
   /* Arguments of the call itself. */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_load_batch(NULL, q, 1, NULL));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_load_batch(r, NULL, 1, NULL));
-  CHECK_OK(zt_load_batch(r, NULL, 0, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_batch_load(NULL, q, 1, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_batch_load(r, NULL, 1, NULL));
+  CHECK_OK(zt_batch_load(r, NULL, 0, NULL));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -150,35 +150,44 @@ static void test_fd(const char *path) {
   memset(&o, 0, sizeof o);
   CHECK(fd >= 0);
   /* Kept by the caller: closed at once after the open, the reader goes on. */
-  if (CHECK_OK(zt_open_fd(fd, NULL, &r))) {
+  if (CHECK_OK(zt_open_fd_with(fd, NULL, &r))) {
     CHECK(close(fd) == 0);
     CHECK_OK(zt_component_read(r, 7, "data", got, sizeof got));
     CHECK_MEM(got, small[7], sizeof got);
   }
   zt_close(r);
-  /* Handed over: open until zt_close. */
-  fd = open(path, O_RDONLY);
-  o.flags = ZT_OPEN_TAKE_FD | ZT_OPEN_NO_MMAP;
-  if (CHECK_OK(zt_open_fd(fd, &o, &r))) {
-    CHECK_OK(zt_component_read(r, 9, "data", got, sizeof got));
-    CHECK_MEM(got, small[9], sizeof got);
+  /* Handed over: open until zt_close (as the header says), with or without a mapping. */
+  {
+    uint32_t flags[2] = {ZT_OPEN_TAKE_FD | ZT_OPEN_NO_MMAP, ZT_OPEN_TAKE_FD};
+    size_t k;
+    for (k = 0; k < 2; k++) {
+      fd = open(path, O_RDONLY);
+      o.flags = flags[k];
+      r = NULL;
+      if (CHECK_OK(zt_open_fd_with(fd, &o, &r))) {
+        CHECK(fd_is_open(fd));
+        CHECK_OK(zt_component_read(r, 9, "data", got, sizeof got));
+        CHECK_MEM(got, small[9], sizeof got);
+        CHECK(fd_is_open(fd));
+      }
+      zt_close(r);
+      CHECK(!fd_is_open(fd));
+    }
   }
-  zt_close(r);
-  CHECK(!fd_is_open(fd));
   /* A failed open leaves a handed-over descriptor to the caller. */
   fd = open("not_a_model.txt", O_RDWR | O_CREAT | O_TRUNC, 0600);
   CHECK(write(fd, "plain text, not a tensor file\n", 30) == 30);
   r = NULL;
   o.flags = ZT_OPEN_TAKE_FD;
-  CHECK_STATUS(ZT_ERR_FORMAT, zt_open_fd(fd, &o, &r));
+  CHECK_STATUS(ZT_ERR_FORMAT, zt_open_fd_with(fd, &o, &r));
   CHECK(r == NULL);
   CHECK_ERROR_MENTIONS("fd ");
   CHECK(fd_is_open(fd));
   close(fd);
   unlink("not_a_model.txt");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_fd(-1, NULL, &r));
-  CHECK_STATUS(ZT_ERR_IO, zt_open_fd(fd, NULL, &r)); /* closed just now */
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_fd(0, NULL, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_fd_with(-1, NULL, &r));
+  CHECK_STATUS(ZT_ERR_IO, zt_open_fd_with(fd, NULL, &r)); /* closed just now */
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_open_fd_with(0, NULL, NULL));
 }
 
 static void test_mapping(const char *path) {
@@ -192,25 +201,25 @@ static void test_mapping(const char *path) {
   unsigned char *bytes = zt_test_slurp(path, &bytes_n);
   memset(&o, 0, sizeof o);
   if (CHECK_OK(zt_open(path, &r))) {
-    CHECK_OK(zt_mapping(r, &base, &size));
+    CHECK_OK(zt_shard_get_mapping(r, 0, &base, &size));
     CHECK_U64(size, bytes_n);
-    CHECK_OK(zt_component_info_get(r, 3, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, 3, 0, &ci));
     CHECK_OK(zt_component_view(r, 3, "data", &v));
     CHECK(v.zero_copy && v.data == (const unsigned char *)base + ci.offset);
     CHECK_MEM(base, bytes, bytes_n);
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_mapping(r, NULL, &size));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_shard_get_mapping(r, 0, NULL, &size));
   }
   zt_close(r);
   o.flags = ZT_OPEN_NO_MMAP;
   if (CHECK_OK(zt_open_with(path, &o, &r))) {
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_mapping(r, &base, &size));
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_mapping(r, 0, &base, &size));
     CHECK_ERROR_MENTIONS("ZT_OPEN_NO_MMAP");
     CHECK_OK(zt_object_prefetch(r, 0)); /* a hint in pread mode too */
     CHECK_OK(zt_object_release(r, 0));
   }
   zt_close(r);
   if (CHECK_OK(zt_open_memory(bytes, bytes_n, &r))) {
-    CHECK_OK(zt_mapping(r, &base, &size));
+    CHECK_OK(zt_shard_get_mapping(r, 0, &base, &size));
     CHECK(base == bytes && size == bytes_n);
     CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_prefetch(r, 100000));
   }

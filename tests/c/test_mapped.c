@@ -96,10 +96,10 @@ static int get_layout(zt_reader *r, layout *l) {
   struct stat st;
   int ok = CHECK_OK(zt_object_find(r, "raw_a", &l->obj_a)) && CHECK_OK(zt_object_find(r, "raw_big", &l->obj_big)) &&
            CHECK_OK(zt_object_find(r, "zstd_c", &l->obj_z)) && CHECK_OK(zt_object_find(r, "raw_tail", &l->obj_tail)) &&
-           CHECK_OK(zt_component_info_get(r, l->obj_big, 0, &ci));
+           CHECK_OK(zt_component_get_info(r, l->obj_big, 0, &ci));
   if (ok) {
     l->big_offset = ci.offset;
-    ok = CHECK(zt_component_info_get(r, l->obj_a, 0, &ci) == ZT_OK && ci.offset + ci.length <= l->big_offset);
+    ok = CHECK(zt_component_get_info(r, l->obj_a, 0, &ci) == ZT_OK && ci.offset + ci.length <= l->big_offset);
   }
   l->size = stat("v0.zt", &st) == 0 ? (uint64_t)st.st_size : 0;
   return ok;
@@ -354,7 +354,7 @@ static void test_pread_truncation(const layout *l) {
     CHECK_OK(zt_component_view(r, l->obj_a, "data", &va));
     CHECK(!va.zero_copy);
     CHECK_OK(zt_component_view(r, l->obj_z, "data", &vz));
-    CHECK_OK(zt_verify(r));
+    CHECK_OK(zt_file_verify(r));
     CHECK(truncate("victim.zt", cut == 0 ? (off_t)l->big_offset : 0) == 0);
 
     /* after: what lay beyond the cut is an error */
@@ -363,7 +363,7 @@ static void test_pread_truncation(const layout *l) {
     CHECK_GONE(zt_component_read_range(r, l->obj_big, "data", sizeof V[0].big - sizeof f, f, sizeof f), "raw_big");
     CHECK_GONE(zt_component_read_as(r, l->obj_big, "data", ZT_F64, d, BIG_N * sizeof(double)), "raw_big");
     CHECK_GONE(zt_component_verify(r, l->obj_tail, "data"), "raw_tail");
-    CHECK_GONE(zt_verify(r), cut == 0 ? "raw_big" : "raw_a");
+    CHECK_GONE(zt_file_verify(r), cut == 0 ? "raw_big" : "raw_a");
     {
       float *z = (float *)malloc(sizeof V[0].z);
       /* zstd_c was viewed before the cut: its decoded copy serves reads */
@@ -442,7 +442,7 @@ static void check_reads(zt_reader *r, const layout *l, int v, const char *label)
   ok &= CHECK(i == Z_N);
   ok &= CHECK_OK(zt_component_read(r, l->obj_tail, "data", tail, TAIL_SIZE));
   ok &= CHECK_MEM(tail, V[v].tail, TAIL_SIZE);
-  ok &= CHECK_OK(zt_verify(r));
+  ok &= CHECK_OK(zt_file_verify(r));
   if (!ok) {
     fprintf(stderr, "  (%s)\n", label);
   }
@@ -529,7 +529,7 @@ static void test_rewritten_in_place(const layout *l) {
   /* ... which the digests catch ... */
   CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(rm, l->obj_big, "data"));
   CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(rp, l->obj_big, "data"));
-  CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(rp));
+  CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(rp));
   CHECK_ERROR_MENTIONS("raw_big");
   /* ... and decoded copies cached before keep the old values */
   CHECK_MEM(zv_m.data, V[0].z, sizeof V[0].z);

@@ -43,7 +43,7 @@ static int load_all(const char *path) {
     q[t].dst = GOT[t];
     q[t].dst_size = sizeof GOT[t];
   }
-  ok &= CHECK_OK(zt_load_batch(r, q, TENSORS, NULL));
+  ok &= CHECK_OK(zt_batch_load(r, q, TENSORS, NULL));
   for (t = 0; t < TENSORS; t++) {
     ok &= CHECK_U64(q[t].status, ZT_OK);
   }

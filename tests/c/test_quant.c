@@ -1,6 +1,6 @@
 /*
- * Block-quantized (ggml) objects through the C API: zt_object_quant_info_get for every
- * ggml type, zt_file_layout_get, zt_component_read_as dequantizing to f32, f16 and bf16
+ * Block-quantized (ggml) objects through the C API: zt_object_get_quant_info for every
+ * ggml type, zt_file_get_layout, zt_component_read_as dequantizing to f32, f16 and bf16
  * exactly as gguf-py does (the committed values of tests/vectors/dequant/, written by
  * tests/interop/make_dequant_vectors.py), zt_component_read_as_range by rows, GGUF files
  * with ggml type 42 and with unknown type ids (they open; only those tensors fail), and
@@ -151,7 +151,7 @@ static void quant_info_of_every_type(void) {
       zt_object_info info;
       zt_component_info comp;
       memset(&q, 0xee, sizeof q);
-      if (!CHECK_OK(zt_object_quant_info_get(r, i, &q))) {
+      if (!CHECK_OK(zt_object_get_quant_info(r, i, &q))) {
         continue;
       }
       CHECK_U64(q.ggml_type, TYPES[i].id);
@@ -163,11 +163,11 @@ static void quant_info_of_every_type(void) {
       CHECK_U64(q.row_count, 3);
       CHECK(q.dequantizable == TYPES[i].dequantizable);
       /* The shape is row-major; ggml's ne[] is it reversed: ne[i] = shape[ndim - 1 - i]. */
-      if (CHECK_OK(zt_object_info_get(r, i, &info)) && CHECK(info.ndim == 2)) {
+      if (CHECK_OK(zt_object_get_info(r, i, &info)) && CHECK(info.ndim == 2)) {
         CHECK_U64(info.shape[info.ndim - 1 - 0], 2 * TYPES[i].block_size); /* ne[0] */
         CHECK_U64(info.shape[info.ndim - 1 - 1], 3);                       /* ne[1] */
       }
-      if (CHECK_OK(zt_component_info_get(r, i, 0, &comp))) {
+      if (CHECK_OK(zt_component_get_info(r, i, 0, &comp))) {
         CHECK_U64(comp.decoded_length, q.row_count * q.row_size);
         CHECK_U64(comp.dtype, ZT_U8);
       }
@@ -175,7 +175,7 @@ static void quant_info_of_every_type(void) {
     for (i = TYPE_COUNT; i < n; i++) {
       zt_quant_info q;
       char want[128];
-      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_quant_info_get(r, i, &q));
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_quant_info(r, i, &q));
       snprintf(want, sizeof want,
                "object '%s' (dense) is not block-quantized: none of its components holds ggml blocks",
                names[i]);
@@ -183,10 +183,10 @@ static void quant_info_of_every_type(void) {
     }
     {
       zt_quant_info q;
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_quant_info_get(r, 0, NULL));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_quant_info(r, 0, NULL));
       CHECK_ERROR_IS("out is NULL");
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_quant_info_get(NULL, 0, &q));
-      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_quant_info_get(r, n, &q));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_quant_info(NULL, 0, &q));
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_quant_info(r, n, &q));
     }
   }
   zt_close(r);
@@ -205,7 +205,7 @@ static void quant_info_of_a_gguf_py_file(const char *vectors) {
   for (i = 0; i < zt_object_count(r); i++) {
     zt_quant_info q;
     zt_object_info info;
-    if (!CHECK_OK(zt_object_quant_info_get(r, i, &q)) || !CHECK_OK(zt_object_info_get(r, i, &info))) {
+    if (!CHECK_OK(zt_object_get_quant_info(r, i, &q)) || !CHECK_OK(zt_object_get_info(r, i, &info))) {
       continue;
     }
     for (j = 0; j < TYPE_COUNT; j++) {
@@ -279,7 +279,7 @@ static void dequantized_values_match_gguf_py(const char *vectors) {
     for (i = 0; i < zt_object_count(r); i++) {
       zt_object_info info;
       uint64_t values, row;
-      if (!CHECK_OK(zt_object_info_get(r, i, &info)) || !CHECK(info.ndim == 2)) {
+      if (!CHECK_OK(zt_object_get_info(r, i, &info)) || !CHECK(info.ndim == 2)) {
         continue;
       }
       values = info.shape[0] * info.shape[1];
@@ -319,13 +319,13 @@ static void dequantized_values_match_gguf_py(const char *vectors) {
       /* GGUF's data section: the first tensor starts it; alignment 32 (the default). */
       zt_file_layout l;
       zt_component_info first;
-      if (CHECK_OK(zt_file_layout_get(r, &l)) && CHECK_OK(zt_component_info_get(r, 0, 0, &first))) {
+      if (CHECK_OK(zt_file_get_layout(r, &l)) && CHECK_OK(zt_component_get_info(r, 0, 0, &first))) {
         CHECK_U64(l.alignment, 32);
         CHECK_U64(l.data_offset, first.offset);
         CHECK_U64(l.data_offset % 32, 0);
       }
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_layout_get(r, NULL));
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_layout_get(NULL, &l));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_layout(r, NULL));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_layout(NULL, &l));
     }
   }
   zt_close(r);
@@ -469,7 +469,7 @@ static void unknown_types_fail_only_their_tensors(void) {
   }
   {
     zt_quant_info q;
-    if (CHECK_OK(zt_object_quant_info_get(r, 2, &q))) {
+    if (CHECK_OK(zt_object_get_quant_info(r, 2, &q))) {
       CHECK_STR(q.name, "Q2_0");
       CHECK_U64(q.ggml_type, 42);
     }
@@ -483,10 +483,10 @@ static void unknown_types_fail_only_their_tensors(void) {
     const char *unreadable =
         "object 'future' component 'data': ggml type id 43 is not one this build knows: the byte size of "
         "its tensors can't be computed, so their bytes can't be read";
-    if (CHECK_OK(zt_object_info_get(r, 1, &info))) {
+    if (CHECK_OK(zt_object_get_info(r, 1, &info))) {
       CHECK_STR(info.format, "ggml_type_43");
     }
-    if (CHECK_OK(zt_component_info_get(r, 1, 0, &comp))) {
+    if (CHECK_OK(zt_component_get_info(r, 1, 0, &comp))) {
       CHECK_STR(comp.type, "ggml_type_43");
       CHECK_U64(comp.length, 0);
       CHECK_U64(comp.decoded_length, 0);
@@ -497,9 +497,9 @@ static void unknown_types_fail_only_their_tensors(void) {
     CHECK_ERROR_IS(unreadable);
     CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_component_read_as(r, 1, "data", ZT_F32, buf, 0));
     CHECK_ERROR_IS("object 'future' component 'data': ggml type id 43 is not one this build knows");
-    CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_object_quant_info_get(r, 1, &q));
+    CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_object_get_quant_info(r, 1, &q));
     CHECK_ERROR_IS("object 'future' component 'data': ggml type id 43 is not one this build knows");
-    CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_object_quant_info_get(r, 3, &q));
+    CHECK_STATUS(ZT_ERR_UNSUPPORTED, zt_object_get_quant_info(r, 3, &q));
     CHECK_ERROR_IS("object 'removed' component 'data': ggml type id 4 (Q4_2, removed from ggml before GGUF "
                    "existed) is not one this build knows");
     CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_component_verify(r, 1, "data")); /* no digest */

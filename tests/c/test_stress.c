@@ -13,7 +13,7 @@
  *   2. each thread, in its own random order: zt_component_read, zt_component_read_range
  *      (random ranges), zt_component_read_as (a widening dtype), zt_component_verify
  *      (ZT_ERR_NOT_FOUND without a digest, with a message naming the object),
- *      zt_component_view, zt_object_find / zt_object_info_get, and zt_verify; every result
+ *      zt_component_view, zt_object_find / zt_object_get_info, and zt_file_verify; every result
  *      is compared with the expected bytes or values;
  *   3. after a barrier the views are checked again: same pointers, same bytes.
  * The zstd components include one over 4 MiB (several frames: the parallel decode path).
@@ -344,7 +344,7 @@ static void do_lookup(worker *w, int k) {
   (void)w;
   CHECK_OK(zt_object_find(S.reader, C[k].name, &idx));
   CHECK_U64(idx, C[k].index);
-  if (CHECK_OK(zt_object_info_get(S.reader, idx, &info))) {
+  if (CHECK_OK(zt_object_get_info(S.reader, idx, &info))) {
     CHECK_STR(info.name, C[k].name);
     CHECK(info.ndim == 1 && info.shape[0] == C[k].numel && info.component_count == 1);
   }
@@ -421,7 +421,7 @@ static void *worker_main(void *arg) {
       }
       S.calls[w->id]++;
       if (j == n / 2 && w->id % 4 == round % 4) {
-        CHECK_OK(zt_verify(S.reader));
+        CHECK_OK(zt_file_verify(S.reader));
         S.calls[w->id]++;
       }
     }
@@ -655,7 +655,7 @@ static void test_failed_decode_budget(void) {
   zt_writer_free(w);
   /* corrupt bad's last zstd block in place */
   if (CHECK_OK(zt_open("budget.zt", &r)) && CHECK_OK(zt_object_find(r, "bad", &obj_bad)) &&
-      CHECK_OK(zt_object_find(r, "good", &obj_good)) && CHECK_OK(zt_component_info_get(r, obj_bad, 0, &info))) {
+      CHECK_OK(zt_object_find(r, "good", &obj_good)) && CHECK_OK(zt_component_get_info(r, obj_bad, 0, &info))) {
     FILE *f = fopen("budget.zt", "r+b");
     unsigned char *stored = (unsigned char *)malloc((size_t)info.length);
     int ok = f != NULL && fseek(f, (long)info.offset, SEEK_SET) == 0 &&

@@ -6,7 +6,7 @@
  * Opens the vectors written by the real `tensogram` package (<vectors>/tensogram/):
  * format name, names, shapes, dtypes, raw and pipeline encodings, exact values (raw,
  * byte-swapped, simple_packing, shuffle + zstd / lz4, NaN/Inf masks, bitmask), xxh3
- * digests verified by zt_verify (ZT_OK, then ZT_ERR_CHECKSUM on a corrupted copy), and
+ * digests verified by zt_file_verify (ZT_OK, then ZT_ERR_CHECKSUM on a corrupted copy), and
  * ZT_ERR_UNSUPPORTED naming the codec for pipelines this build can't decode.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -51,13 +51,13 @@ static void test_raw_dtypes(void) {
   size_t t = find(r, "temperature");
   zt_object_info oi;
   zt_component_info ci;
-  CHECK_OK(zt_object_info_get(r, t, &oi));
+  CHECK_OK(zt_object_get_info(r, t, &oi));
   CHECK_STR(oi.name, "temperature");
   CHECK_STR(oi.format, "dense");
   CHECK_U64(oi.ndim, 2);
   CHECK_U64(oi.shape[0], 2);
   CHECK_U64(oi.shape[1], 3);
-  CHECK_OK(zt_component_info_get(r, t, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, t, 0, &ci));
   CHECK_STR(ci.role, "data");
   CHECK_U64(ci.dtype, ZT_F32);
   CHECK_U64(ci.encoding, ZT_ENCODING_RAW);
@@ -81,7 +81,7 @@ static void test_raw_dtypes(void) {
 
   /* complex64: f32 storage, logical type. */
   size_t w = find(r, "wave");
-  CHECK_OK(zt_component_info_get(r, w, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, w, 0, &ci));
   CHECK_U64(ci.dtype, ZT_F32);
   CHECK_STR(ci.type, "complex64");
   float c[4];
@@ -91,13 +91,13 @@ static void test_raw_dtypes(void) {
 
   /* Scalar. */
   size_t s = find(r, "scalar");
-  CHECK_OK(zt_object_info_get(r, s, &oi));
+  CHECK_OK(zt_object_get_info(r, s, &oi));
   CHECK_U64(oi.ndim, 0);
   double d;
   CHECK_OK(zt_component_read(r, s, "data", &d, sizeof d));
   CHECK(d == 3.5);
 
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 
@@ -112,7 +112,7 @@ static void test_pipelines(void) {
   }
   zt_component_info ci;
   size_t o = find(r, "sp16");
-  CHECK_OK(zt_component_info_get(r, o, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, o, 0, &ci));
   CHECK_U64(ci.encoding, ZT_ENCODING_PIPELINE);
   CHECK_U64(ci.dtype, ZT_F64);
   CHECK_U64(ci.decoded_length, 37 * 8);
@@ -133,7 +133,7 @@ static void test_pipelines(void) {
     close &= fabs(v[i] - e[i]) <= 1e-9;
   }
   CHECK(close);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 
   r = open_vector("compressed.tgm");
@@ -143,7 +143,7 @@ static void test_pipelines(void) {
   /* shuffle + zstd (f32) and plain shuffle of the same values agree. */
   float a[64], b[64];
   size_t x = find(r, "shuffle_zstd"), y = find(r, "shuffle_only");
-  CHECK_OK(zt_component_info_get(r, x, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, x, 0, &ci));
   CHECK_U64(ci.encoding, ZT_ENCODING_PIPELINE);
   CHECK_OK(zt_component_read(r, x, "data", a, sizeof a));
   CHECK_OK(zt_component_read(r, y, "data", b, sizeof b));
@@ -154,7 +154,7 @@ static void test_pipelines(void) {
   CHECK_OK(zt_component_read(r, find(r, "shuffle_lz4"), "data", q, sizeof q));
   CHECK_MEM(p, q, sizeof p);
   CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_component_read(r, find(r, "lz4"), "data", p, 8));
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 
@@ -183,7 +183,7 @@ static void test_masks(void) {
     }
     CHECK(ok);
   }
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 
   r = open_vector("streamed_multi.tgm");
@@ -195,7 +195,7 @@ static void test_masks(void) {
   const unsigned char be[10] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1};
   zt_component_info ci;
   size_t o = find(r, "message_2/object_1");
-  CHECK_OK(zt_component_info_get(r, o, 0, &ci));
+  CHECK_OK(zt_component_get_info(r, o, 0, &ci));
   CHECK_U64(ci.dtype, ZT_BOOL);
   CHECK(ci.digest == NULL);
   CHECK_OK(zt_component_read(r, o, "data", bits, sizeof bits));
@@ -204,7 +204,7 @@ static void test_masks(void) {
   const uint16_t ue[3] = {1, 2, 3};
   CHECK_OK(zt_component_read(r, find(r, "message_0/a"), "data", u, sizeof u));
   CHECK_MEM(u, ue, sizeof u);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 
@@ -214,7 +214,7 @@ static void test_corrupted_copy(void) {
     return;
   }
   zt_component_info ci;
-  CHECK_OK(zt_component_info_get(r, find(r, "flags"), 0, &ci));
+  CHECK_OK(zt_component_get_info(r, find(r, "flags"), 0, &ci));
   zt_close(r);
   FILE *in = fopen(path_of("raw_dtypes.tgm"), "rb");
   if (!CHECK(in != NULL)) {
@@ -235,7 +235,7 @@ static void test_corrupted_copy(void) {
   if (r == NULL) {
     return;
   }
-  CHECK_STATUS(ZT_ERR_CHECKSUM, zt_verify(r));
+  CHECK_STATUS(ZT_ERR_CHECKSUM, zt_file_verify(r));
   CHECK_ERROR_MENTIONS("flags");
   CHECK_STATUS(ZT_ERR_CHECKSUM, zt_component_verify(r, find(r, "flags"), "data"));
   CHECK_OK(zt_component_verify(r, find(r, "temperature"), "data"));
@@ -265,7 +265,7 @@ static void test_unsupported(void) {
   for (int k = 0; k < 5; k++) {
     size_t o = find(r, objects[k]);
     zt_component_info ci;
-    CHECK_OK(zt_component_info_get(r, o, 0, &ci));
+    CHECK_OK(zt_component_get_info(r, o, 0, &ci));
     CHECK_U64(ci.encoding, ZT_ENCODING_PIPELINE);
     CHECK_U64(ci.decoded_length, k == 0 || k == 2 ? 256 : 512);
     unsigned char buf[512];
@@ -279,7 +279,7 @@ static void test_unsupported(void) {
   const unsigned char fe[2] = {4, 2};
   CHECK_OK(zt_component_read(r, find(r, "fine"), "data", fine, sizeof fine));
   CHECK_MEM(fine, fe, sizeof fine);
-  CHECK_OK(zt_verify(r));
+  CHECK_OK(zt_file_verify(r));
   zt_close(r);
 }
 

@@ -161,13 +161,13 @@ static void one_object(worker *wk, int round, int i, unsigned char *buf, unsigne
 
   CHECK_OK(zt_object_find(wk->reader, o->name, &idx));
   CHECK_U64(idx, i);
-  CHECK_OK(zt_object_info_get(wk->reader, (size_t)i, &oi));
+  CHECK_OK(zt_object_get_info(wk->reader, (size_t)i, &oi));
   CHECK_STR(oi.name, o->name);
   CHECK_STR(oi.format, "dense");
   CHECK(oi.ndim == 2 && oi.shape[0] == o->shape[0] && oi.shape[1] == o->shape[1] && oi.component_count == 1);
   CHECK_OK(zt_component_find(wk->reader, (size_t)i, "data", &comp));
   CHECK_U64(comp, 0);
-  CHECK_OK(zt_component_info_get(wk->reader, (size_t)i, 0, &ci));
+  CHECK_OK(zt_component_get_info(wk->reader, (size_t)i, 0, &ci));
   CHECK(ci.dtype == o->dtype && ci.encoding == o->encoding && ci.decoded_length == size);
   CHECK(ci.digest != NULL && strncmp(ci.digest, i % 2 ? "crc32c:0x" : "sha256:", i % 2 ? 9 : 7) == 0);
 
@@ -200,7 +200,7 @@ static void one_object(worker *wk, int round, int i, unsigned char *buf, unsigne
 
   CHECK_OK(zt_component_verify(wk->reader, (size_t)i, "data"));
   CHECK_OK(zt_object_validate(wk->reader, (size_t)i));
-  CHECK_OK(zt_attributes_json(wk->reader, (size_t)i, &json));
+  CHECK_OK(zt_object_get_attributes_json(wk->reader, (size_t)i, &json));
   CHECK_STR(json, o->attrs);
   CHECK_STR(zt_last_error(), "");
   wk->calls += 14;
@@ -225,10 +225,10 @@ static void *run_worker(void *arg) {
     }
     CHECK_U64(zt_object_count(wk->reader), N_OBJECTS);
     CHECK_STR(zt_file_version(wk->reader), "1.2.0");
-    CHECK_OK(zt_attributes_json(wk->reader, SIZE_MAX, &json));
+    CHECK_OK(zt_file_get_attributes_json(wk->reader, &json));
     CHECK_STR(json, "{\"threads\":8}");
     if ((round + wk->id) % 4 == 0) {
-      CHECK_OK(zt_verify(wk->reader));
+      CHECK_OK(zt_file_verify(wk->reader));
     }
   }
   free(buf);

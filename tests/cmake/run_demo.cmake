@@ -22,8 +22,8 @@ foreach(_step WRITE_MODEL LOAD_MODEL ZT_INFO)
   endif()
 endforeach()
 
-# The same model as a sharded set (zt_writer_create_sharded), loaded through its index
-# with one zt_load_batch call.
+# The same model as a sharded set (zt_writer_create_sharded_with), loaded through its index
+# with one zt_batch_load call.
 set(_index "${CMAKE_CURRENT_BINARY_DIR}/demo_set.zt.index.json")
 file(REMOVE "${_index}")
 message(STATUS "$ ${WRITE_MODEL} --shard-size 50000 demo_set.zt")

@@ -1,5 +1,32 @@
 //! GGUF files built by hand for the tests: key/values and tensors as given.
 
+/// GGUF's value types (gguf.h's `enum gguf_type`).
+#[allow(dead_code)]
+pub mod types {
+    pub const T_U8: u32 = 0;
+    pub const T_I8: u32 = 1;
+    pub const T_U16: u32 = 2;
+    pub const T_I16: u32 = 3;
+    pub const T_U32: u32 = 4;
+    pub const T_I32: u32 = 5;
+    pub const T_F32: u32 = 6;
+    pub const T_BOOL: u32 = 7;
+    pub const T_STRING: u32 = 8;
+    pub const T_ARRAY: u32 = 9;
+    pub const T_U64: u32 = 10;
+    pub const T_I64: u32 = 11;
+    pub const T_F64: u32 = 12;
+}
+
+/// A GGUF array value: element type, count, then the elements' bytes.
+#[allow(dead_code)]
+pub fn garr(elem: u32, count: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut v = elem.to_le_bytes().to_vec();
+    v.extend((count as u64).to_le_bytes());
+    v.extend(bytes);
+    v
+}
+
 /// A GGUF string: u64 length, then the bytes.
 pub fn gstr(s: &[u8]) -> Vec<u8> {
     let mut v = (s.len() as u64).to_le_bytes().to_vec();

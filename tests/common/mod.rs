@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gguf;
+pub mod manifests;
 
 use ztensor::{DType, Reader};
 
@@ -168,4 +169,33 @@ pub fn whole_loads(bufs: &mut [Vec<u8>], convert: Option<DType>) -> Vec<ztensor:
             convert,
         })
         .collect()
+}
+
+/// The manifest of a zTensor v1.x file (before its 8-byte size and 8-byte magic).
+#[allow(dead_code)]
+pub fn manifest_of(file: &[u8]) -> ztensor::cbor::Value {
+    let n = file.len();
+    let size = u64::from_le_bytes(file[n - 16..n - 8].try_into().unwrap()) as usize;
+    ztensor::cbor::decode(&file[n - 16 - size..n - 16], 128).unwrap()
+}
+
+/// `file` with the manifest's root entry `key` set to `value`, blobs unchanged.
+#[allow(dead_code)]
+pub fn replace_manifest_value(file: &[u8], key: &str, value: &ztensor::cbor::Value) -> Vec<u8> {
+    use ztensor::cbor::Value;
+    let n = file.len();
+    let size = u64::from_le_bytes(file[n - 16..n - 8].try_into().unwrap()) as usize;
+    let Value::Map(mut pairs) = manifest_of(file) else {
+        panic!("the manifest is not a map")
+    };
+    match pairs.iter_mut().find(|(k, _)| k.as_text() == Some(key)) {
+        Some(entry) => entry.1 = value.clone(),
+        None => pairs.push((Value::Text(key.into()), value.clone())),
+    }
+    let manifest = ztensor::cbor::to_vec(&Value::Map(pairs));
+    let mut out = file[..n - 16 - size].to_vec();
+    out.extend(&manifest);
+    out.extend((manifest.len() as u64).to_le_bytes());
+    out.extend(&file[n - 8..]);
+    out
 }

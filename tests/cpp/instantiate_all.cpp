@@ -85,6 +85,10 @@ void read_typed(const zt::Object& o, const zt::Component& c, const zt::tensor_vi
   use(get(o.template read<T>(zt::dtype_v<T>, "values")));
   use(get(o.template read_as<T>(zt::dtype_v<T>)));
   use(get(o.template read_as<T>(zt::dtype_v<T>, std::string_view("values"))));
+  use(get(c.template read_as_range<T>(0, 4)));
+  use(get(c.template read_as_range<T>(zt::dtype_v<T>, 2, 1)));
+  use(get(o.template read_as_range<T>(0, 4)));
+  use(get(o.template read_as_range<T>(zt::dtype_v<T>, 0, 4, "values")));
 }
 
 template <class... T>
@@ -117,7 +121,16 @@ void write_typed(zt::Writer& w) {
   zt::component_builder s2 = get(b.begin_component("stream2", zt::dtype_v<T>, zt::write_options::zstd()));
   get(s2.write(arr));
   get(s2.end());
+  get(b.set_attribute("scalar", T{}));
   get(b.end());
+  // Values to write: a scalar, an array from each kind of range, set by key.
+  zt::owned_value one = get(zt::make_value(T{}));
+  get(w.set_attribute("scalar", T{}));
+  get(w.set_attribute("value", one));
+  get(w.set_attribute("array", get(zt::make_array(arr))));
+  get(w.set_attribute("span", get(zt::make_array(sp))));
+  get(w.set_attribute("c_array", get(zt::make_array(carray))));
+  get(w.set_object_attribute("vector", "scalar", T{}));
 }
 
 template <class... T>
@@ -158,6 +171,7 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   use(zt::dtype_size(zt::dtype::bf16) + zt::dtype_name(zt::dtype::f32).size() + zt::encoding_name(zt::encoding::zstd).size());
   use(zt::status_name(ZT_ERR_FORMAT));
   use(zt::library_version());
+  use(zt::library_version_number() + static_cast<unsigned>(zt::dtype_from_name("f32").value_or(zt::dtype::u8)));
   use(zt::has_dtype_v<char> || zt::dtype_v<long long> == zt::dtype::i64);
 
   // span
@@ -189,6 +203,21 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   oo.no_mmap = true;
   use(oo.to_c().flags);
   use(zt::write_options::zstd(9, zt::digest::crc32c).to_c().level + zt::write_options::raw().to_c().digest);
+  zt::writer_options wo;
+  wo.durable = false;
+  zt::copy_options co;
+  co.encoding = zt::encoding::zstd;
+  co.digest = zt::digest::sha256;
+  // Strings assigned from std::string, not from a literal: g++ 12 -O3 reports -Wrestrict
+  // in libstdc++'s own basic_string::operator=(const char *) here (a known false report of
+  // that compiler, in the standard library, whatever the string is for).
+  co.name = std::string("renamed");
+  zt::remote_options ro;
+  ro.headers = {"X-A: b"};
+  ro.config = {"aws_region=x"};
+  ro.bearer_token = std::string("t");
+  std::vector<const char*> ro_pointers;
+  use(wo.to_c().flags + co.to_c().flags + ro.to_c(ro_pointers).header_count);
 
   // results
   results<int>(1);
@@ -235,7 +264,7 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
     // Typed attributes: every accessor, the scalar types of each width.
     const zt::value a = get(r.attributes());
     const zt::value v = get(a["k"]);
-    use(get(o.attributes()).size());
+    use(get(o.attributes()).size() + get(o.attribute("k")).size() + get(r.attribute("k")).size());
     use(get(v.as<bool>()) || get(v.as<std::int8_t>()) || get(v.as<std::int16_t>()) || get(v.as<std::int32_t>()) ||
         get(v.as<std::int64_t>()) || get(v.as<long long>()) || get(v.as<std::uint8_t>()) || get(v.as<std::uint16_t>()) ||
         get(v.as<std::uint32_t>()) || get(v.as<std::uint64_t>()) || get(v.as<float>()) > 0 || get(v.as<double>()) > 0);
@@ -279,10 +308,67 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   use(get(v.as<std::uint16_t>(zt::dtype::bf16)));
   use(get(c.read<std::uint16_t>(zt::dtype::f16)));
   use(get(c.read_as<std::uint16_t>(zt::dtype::bf16)));
-  r.close();
+  // what a loader adds: quantized objects, layout, frames, remote readers, batches
+  use(o.is_quantized());
+  const zt::quant_info q = get(o.quant_info());
+  use(q.ggml_type + q.name.size() + q.role.size() + q.block_size + q.type_size + q.row_size + q.row_count +
+      (q.dequantizable ? 1u : 0u));
+  const zt::file_layout layout = get(r.layout());
+  use(layout.data_offset + layout.alignment);
+  use(c.value_count(zt::dtype::f32) + get(c.frame_count()) + get(c.frame(0)).length + get(c.frames()).size());
+  get(c.read_as_range_into(zt::dtype::f32, 0, buffer));
+  get(c.read_as_range_into(zt::dtype::f32, 0, buffer.data(), buffer.size()));
+  zt::Reader remote = get(zt::Reader::open_url("http://127.0.0.1:1/m.zt", oo, ro));
+  const zt::transfer_stats stats = get(remote.remote_stats());
+  use(stats.requests + stats.bytes);
+  std::vector<zt_load_request> requests(2);
+  get(r.load_batch(requests, 2));
+  zt::Reader fd = get(zt::Reader::open_fd(3, oo));
+  use(fd.shard_count() + get(r.shard_path(0)).size() + get(r.shard_mapping(0)).size() + get(r.mapping()).size());
+  get(r.prefetch(0));
+  get(r.release(0));
+  use(get(c.location()).offset);
 
   // writing
-  zt::Writer w = get(zt::Writer::create(path));
+  zt::Writer w = get(zt::Writer::create(path, wo));
+  zt::Writer sharded = get(zt::Writer::create_sharded(path, 1 << 20, wo));
+  zt::Writer sharded2 = get(zt::Writer::create_sharded(path, 1 << 20, false));
+  get(sharded.copy_object(r, 0, co));
+  get(sharded2.copy_object(r, str));
+  {
+    // values of every kind, and attributes set from them, from a reader and as maps
+    zt::owned_value null = get(zt::make_null());
+    zt::owned_value text = get(zt::make_value("text"));
+    zt::owned_value text2 = get(zt::make_value(str));
+    zt::owned_value text3 = get(zt::make_value(view));
+    const std::vector<std::uint8_t> raw = {1, 2};
+    zt::owned_value bytes_value = get(zt::make_bytes(raw));
+    const std::vector<std::string> tokens = {"a", "b"};
+    const std::vector<std::string_view> token_views = {"a", "b"};
+    const char* token_ptrs[2] = {"a", "b"};
+    zt::owned_value strings = get(zt::make_strings(tokens));
+    zt::owned_value strings2 = get(zt::make_strings(token_views));
+    zt::owned_value strings3 = get(zt::make_strings(token_ptrs));
+    zt::owned_value list = get(zt::make_array({null.value(), text, strings}));
+    zt::owned_value map = get(zt::make_map({{"a", text2}, {"b", list}}));
+    zt::owned_value moved = std::move(text3);
+    text3 = std::move(moved);
+    use(text3.handle() != nullptr && static_cast<bool>(bytes_value) && strings2.value().size() + strings3.value().size() > 0);
+    const zt::value from_reader = get(get(r.attributes())["k"]);
+    get(w.set_attribute("from_reader", from_reader));
+    get(w.set_attribute("text", "literal"));
+    get(w.set_attribute("string", str));
+    get(w.set_attributes(map));
+    get(w.set_attributes(get(r.attributes())));
+    get(w.set_object_attribute("vector", "map", map));
+    get(w.set_object_attributes("vector", map));
+    zt::object_builder b = get(w.begin_object("attributes", "dense", {1}));
+    get(b.set_attribute("text", view));
+    get(b.set_attribute("value", map));
+    get(b.set_attributes(map));
+    get(b.end());
+  }
+  r.close();
   use(w.is_open() && static_cast<bool>(w) && w.handle() != nullptr);
   write_all<element_types>(w);
   {

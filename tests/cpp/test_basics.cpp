@@ -120,7 +120,7 @@ TEST(Basics, DtypeTablesAgreeWithTheLibrary) {
   for (std::uint32_t i = 0; i < 300; ++i) {
     const auto t = static_cast<zt::dtype>(i);
     std::size_t size = 0;
-    const zt_status s = zt_dtype_size(i, &size);
+    const zt_status s = zt_dtype_get_size(i, &size);
     EXPECT_EQ(zt::dtype_name(t), std::string_view(zt_dtype_name(i))) << i;
     if (s == ZT_OK) {
       EXPECT_EQ(zt::dtype_size(t), size) << i;

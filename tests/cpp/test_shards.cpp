@@ -112,6 +112,49 @@ TEST(Shards, AWrittenSetOpensAsOneReader) {
   zt_test::remove(index);
 }
 
+TEST(Shards, LayoutsNamesObjectsAndThePool) {
+  const std::string base = "cpp_lay_" + std::to_string(::getpid());
+  const std::string index = write_set(base);
+  zt::Reader r = zt::Reader::open(index);
+  // Each shard has its own data section: every component lies in its own shard's.
+  for (std::size_t i = 0; i < r.shard_count(); ++i) {
+    const zt::file_layout l = r.shard_layout(i);
+    EXPECT_EQ(l.data_offset, 0u);  // zTensor offsets are absolute
+    EXPECT_EQ(l.alignment, 64u);
+    const zt_location loc = r["t" + std::to_string(i)].component("data").location();
+    EXPECT_EQ(loc.shard, i);
+    EXPECT_EQ((loc.offset - l.data_offset) % l.alignment, 0u);
+  }
+  EXPECT_THROW(r.shard_layout(4), zt::not_found);
+  // Names and entries in one call each, in the reader's object order.
+  const std::vector<std::string_view> names = r.names();
+  ASSERT_EQ(names.size(), 4u);
+  const std::vector<zt_object_entry> all = r.objects();
+  ASSERT_EQ(all.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(names[i], r.at(i).name());
+    EXPECT_EQ(std::string_view(all[i].name), names[i]);
+    EXPECT_STREQ(all[i].format, "dense");
+    ASSERT_EQ(all[i].ndim, 1u);
+    EXPECT_EQ(all[i].shape[0], 1000u);
+    EXPECT_EQ(all[i].dtype, static_cast<std::uint32_t>(ZT_F32));
+  }
+  const std::vector<zt_object_entry> last = r.objects(3, 1);
+  EXPECT_EQ(std::string_view(last[0].name), names[3]);
+  EXPECT_THROW(r.objects(3, 2), zt::invalid_argument);
+  // The pool: sized, read back, reset to one thread per core.
+  zt::pool::set_threads(3);
+  EXPECT_EQ(zt::pool::thread_count(), 3u);
+  EXPECT_EQ(r["t1"].read<float>(), values(1000, 1.0f));  // a zstd shard, decoded on it
+  EXPECT_THROW(zt::pool::set_threads(100000), zt::invalid_argument);
+  EXPECT_EQ(zt::pool::thread_count(), 3u);
+  zt::pool::set_threads(0);
+  EXPECT_GE(zt::pool::thread_count(), 1u);
+  r.close();
+  for (int i = 1; i <= 4; ++i) zt_test::remove(base + "-0000" + std::to_string(i) + "-of-00004.zt");
+  zt_test::remove(index);
+}
+
 TEST(Shards, OptionsReachTheLibrary) {
   const std::string base = "cpp_opts_" + std::to_string(::getpid());
   const std::string index = write_set(base);

@@ -124,8 +124,8 @@ static uint64_t requests_for(zt_reader *r, zt_loader_request *q, int eighth, cha
     zt_object_info info;
     zt_component_info ci;
     size_t width;
-    if (zt_object_info_get(r, i, &info) != ZT_OK || zt_component_info_get(r, i, 0, &ci) != ZT_OK ||
-        zt_dtype_size(ci.dtype, &width) != ZT_OK)
+    if (zt_object_get_info(r, i, &info) != ZT_OK || zt_component_get_info(r, i, 0, &ci) != ZT_OK ||
+        zt_dtype_get_size(ci.dtype, &width) != ZT_OK)
       return 0;
     memset(&q[i], 0, sizeof q[i]);
     q[i].object = i;
@@ -152,9 +152,9 @@ static void expected_of(zt_reader *r, const zt_loader_request *q, const unsigned
   zt_component_info ci;
   size_t width;
   uint64_t cols, rows, row;
-  zt_object_info_get(r, q->object, &info);
-  zt_component_info_get(r, q->object, 0, &ci);
-  zt_dtype_size(ci.dtype, &width);
+  zt_object_get_info(r, q->object, &info);
+  zt_component_get_info(r, q->object, 0, &ci);
+  zt_dtype_get_size(ci.dtype, &width);
   if (q->slice == ZT_SLICE_WHOLE) {
     memcpy(out, all, (size_t)q->dst_size);
     return;
@@ -186,7 +186,7 @@ static int load_and_compare(zt_cuda *cuda, zt_reader *r, int eighth) {
          now() - t);
   for (i = 0; i < n; i++) {
     zt_component_info ci;
-    zt_component_info_get(r, i, 0, &ci);
+    zt_component_get_info(r, i, 0, &ci);
     if (ci.decoded_length > biggest) biggest = ci.decoded_length;
   }
   all = malloc((size_t)biggest + 1);
@@ -195,14 +195,14 @@ static int load_and_compare(zt_cuda *cuda, zt_reader *r, int eighth) {
   if (all == NULL || want == NULL || got == NULL) goto out;
   for (i = 0; i < n; i++) {
     zt_component_info ci;
-    zt_component_info_get(r, i, 0, &ci);
+    zt_component_get_info(r, i, 0, &ci);
     if (q[i].status != ZT_OK || q[i].bytes != q[i].dst_size) { fprintf(stderr, "request %zu: status %u\n", i, q[i].status); goto out; }
     if (zt_component_read(r, i, ci.role, all, (size_t)ci.decoded_length) != ZT_OK) { fail("a host read"); goto out; }
     expected_of(r, &q[i], all, want);
     if (zt_cuda_copy_to_host(cuda, got, (char *)gpu + offset, (size_t)q[i].dst_size) != ZT_OK) { fail("copying back"); goto out; }
     if (memcmp(got, want, (size_t)q[i].dst_size) != 0) {
       zt_object_info info;
-      zt_object_info_get(r, i, &info);
+      zt_object_get_info(r, i, &info);
       fprintf(stderr, "gpu_load: tensor %zu (%s): the GPU's bytes differ from a host read\n", i, info.name);
       goto out;
     }

@@ -54,7 +54,50 @@ expect_file "$libdir/pkgconfig/ztensor.pc"
 [[ -x "$libdir/$ZT_REALNAME" ]] || fail "$libdir/$ZT_REALNAME is not executable"
 soname=$(LC_ALL=C readelf -d "$libdir/$ZT_REALNAME" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [[ "$soname" == "$ZT_SONAME" ]] || fail "SONAME of $ZT_REALNAME is '$soname', expected $ZT_SONAME"
-cmp -s "$ZT_BUILD_DIR/lib/$ZT_REALNAME" "$libdir/$ZT_REALNAME" || fail "installed library differs from the build's"
+cmp -s "${ZT_INSTALLED_SO:-$ZT_BUILD_DIR/lib/$ZT_REALNAME}" "$libdir/$ZT_REALNAME" \
+  || fail "installed library differs from the build's"
+
+# Stripped, with the debug information in separate files the debugger finds (issue 23
+# item 15): no debug sections in what is installed, a .gnu_debuglink naming lib/.debug's
+# (or bin/.debug's) file with its CRC-32, and that file holding the line tables.
+# (readelf complains about a debug file of an executable, which has no interpreter: its
+# status is not the answer.)
+has_section() { { LC_ALL=C readelf -S -W "$1" 2>/dev/null || true; } | grep -q " $2 "; }
+check_debuglink() {  # <stripped file> <debug file>
+  local file=$1 debug=$2
+  expect_file "$debug"
+  ! has_section "$file" .debug_info && ! has_section "$file" .debug_line \
+    || fail "$file still holds debug information"
+  has_section "$debug" .debug_line || fail "$debug holds no line tables"
+  python3 - "$file" "$debug" <<'PY' || fail "$file's .gnu_debuglink does not name $debug with its CRC"
+import subprocess, sys, zlib, os, tempfile
+file, debug = sys.argv[1], sys.argv[2]
+with tempfile.TemporaryDirectory() as d:
+    out = os.path.join(d, "link")
+    subprocess.run(["objcopy", "--dump-section", ".gnu_debuglink=" + out, file], check=True)
+    link = open(out, "rb").read()
+name = link[:link.index(b"\0")].decode()
+crc = int.from_bytes(link[-4:], "little")
+want = zlib.crc32(open(debug, "rb").read()) & 0xffffffff
+sys.exit(0 if name == os.path.basename(debug) and crc == want else 1)
+PY
+  echo "ok: $(basename "$file") $(stat -c %s "$file") bytes, debug information in $debug ($(stat -c %s "$debug") bytes)"
+}
+if [[ "${ZT_STRIPPED:-0}" == "1" ]]; then
+  check_debuglink "$libdir/$ZT_REALNAME" "$libdir/.debug/$ZT_REALNAME.debug"
+  has_section "$libdir/libztensor.a" .debug_info && fail "$libdir/libztensor.a still holds debug information"
+  echo "ok: libztensor.a $(stat -c %s "$libdir/libztensor.a") bytes, no debug information"
+  if [[ -x "$prefix/bin/zt" ]]; then
+    check_debuglink "$prefix/bin/zt" "$prefix/bin/.debug/zt.debug"
+    "$prefix/bin/zt" --version >/dev/null || fail "the stripped zt does not run"
+  fi
+  # A debugger finds the debug file by itself: the stripped library's functions have lines.
+  if command -v gdb >/dev/null; then
+    gdb -batch -ex "info line zt_open" "$libdir/$ZT_REALNAME" 2>&1 | grep -q 'Line [0-9]* of' \
+      || fail "gdb finds no line information for zt_open in the installed library"
+    echo "ok: gdb reads zt_open's line from the separate debug file"
+  fi
+fi
 if [[ "${ZT_HAVE_CPP:-OFF}" == "ON" ]]; then
   compgen -G "$includedir/*.hpp" >/dev/null || fail "cpp/include exists but no .hpp was installed"
   # Every header of the wrapper (ztensor.hpp and its parts in ztensor/), nothing else.

@@ -14,6 +14,13 @@ Control (not counted):
       wrong_range  a 206 for the range shifted by one byte
       full         ignore the Range header: 200 with the whole file
       status:NNN   answer with status NNN
+      page:NNN     answer with status NNN and a 100 KB HTML page (ends "END-OF-PAGE")
+      endless      a 206 whose Content-Range is right, Content-Length 10^12, then zeros
+                   until the client closes the connection
+      endless_page:NNN  status NNN, Content-Length 10^12, then HTML until the client
+                   closes the connection
+      long         a 206 whose Content-Range is right but whose body (and
+                   Content-Length) is twice as long
 Files under private/ need "Authorization: Bearer $RANGE_SERVER_TOKEN"; files under
 signed/ need the query "sig=$RANGE_SERVER_TOKEN" (as a presigned URL carries its
 signature). /__stats also counts the GETs of each file ("paths": {path: n}).
@@ -108,6 +115,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if fault and fault.startswith("status:"):
             return self.reply(int(fault[7:]), b"injected")
+        if fault and fault.startswith("page:"):
+            page = b"<html><body>" + b"<p>There is nothing here.</p>\n" * 3400 + b"END-OF-PAGE</body></html>"
+            return self.reply(int(fault[5:]), page, [("Content-Type", "text/html")])
+        if fault and fault.startswith("endless_page:"):
+            self.send_response(int(fault[13:]))
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(10**12))
+            self.end_headers()
+            return self.endless(b"<p>There is nothing here.</p>\n" * 2048)
         start, end, status = 0, size, 200
         rng = self.headers.get("Range")
         if rng and fault != "full":
@@ -132,9 +148,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         headers = [("ETag", etag), ("Accept-Ranges", "bytes")]
         if status == 206:
             headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
+        if fault == "endless":
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(10**12))
+            self.end_headers()
+            return self.endless(bytes(64 << 10))
+        if fault == "long":
+            body = body + bytes(len(body))
         if fault == "short":
             body = body[: len(body) // 2]
-        length = end - start if fault != "short" else len(body)
+        length = len(body) if fault in ("short", "long") else end - start
         self.send_response(status)
         for k, v in headers:
             self.send_header(k, v)
@@ -153,6 +178,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if fault == "truncate":
             self.wfile.flush()
             self.connection.shutdown(2)
+
+
+    def endless(self, chunk):
+        """Sends `chunk` over and over until the client goes away (counted as sent)."""
+        self.close_connection = True
+        try:
+            while True:
+                self.wfile.write(chunk)
+                with LOCK:
+                    STATS["bytes"] += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 class Server(http.server.ThreadingHTTPServer):

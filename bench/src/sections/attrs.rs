@@ -1,6 +1,6 @@
 //! (10) typed attributes: reading a 152,000-token vocabulary (`tokenizer.ggml.tokens`) of a
-//! GGUF file through the C API, typed (`zt_file_attribute`, `zt_value_array_string`)
-//! against JSON (`zt_attributes_json`, and JSON parsed with serde_json as a C caller would
+//! GGUF file through the C API, typed (`zt_file_get_attribute`, `zt_value_get_element_string`)
+//! against JSON (`zt_file_get_attributes_json`, and JSON parsed with serde_json as a C caller would
 //! with its own parser), and gguf-py's `GGUFReader` when a Python with gguf is at hand.
 //! Measured in CPU seconds of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): every case
 //! runs on one thread, so a busy machine doesn't change the figures.
@@ -143,17 +143,17 @@ fn typed_tokens(r: *const zt_reader) -> Res<usize> {
     // SAFETY: a valid reader, a NUL-terminated key, out-pointers to locals.
     unsafe {
         check(
-            ffi::zt_file_attribute(r, c"tokenizer.ggml.tokens".as_ptr(), &mut v),
-            "zt_file_attribute",
+            ffi::zt_file_get_attribute(r, c"tokenizer.ggml.tokens".as_ptr(), &mut v),
+            "zt_file_get_attribute",
         )?;
         let mut n = 0usize;
-        check(ffi::zt_value_count(v, &mut n), "zt_value_count")?;
+        check(ffi::zt_value_get_count(v, &mut n), "zt_value_get_count")?;
         let mut total = 0;
         for i in 0..n {
             let (mut s, mut len): (*const c_char, usize) = (std::ptr::null(), 0);
             check(
-                ffi::zt_value_array_string(v, i, &mut s, &mut len),
-                "zt_value_array_string",
+                ffi::zt_value_get_element_string(v, i, &mut s, &mut len),
+                "zt_value_get_element_string",
             )?;
             total += len;
         }
@@ -167,8 +167,8 @@ fn json_text(r: *const zt_reader) -> Res<&'static str> {
     // SAFETY: a valid reader; the text lives until zt_close, and the caller uses it before.
     unsafe {
         check(
-            ffi::zt_attributes_json(r, usize::MAX, &mut json),
-            "zt_attributes_json",
+            ffi::zt_file_get_attributes_json(r, &mut json),
+            "zt_file_get_attributes_json",
         )?;
         Ok(CStr::from_ptr(json).to_str()?)
     }
@@ -224,7 +224,7 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
             }),
         ),
         (
-            "zt_attributes_json: open + render",
+            "zt_file_get_attributes_json: open + render",
             Box::new(|| {
                 let r = open(&file)?;
                 let n = json_text(r).map(|_| total);
@@ -234,7 +234,7 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
             }),
         ),
         (
-            "zt_attributes_json + serde_json parse",
+            "zt_file_get_attributes_json + serde_json parse",
             Box::new(|| {
                 let r = open(&file)?;
                 let n = json_text(r).and_then(json_tokens);
@@ -281,8 +281,8 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
         "s",
         t[0],
     )
-    .peer("zt_attributes_json (render only)", t[1])
-    .peer("zt_attributes_json + serde_json", t[2])
+    .peer("zt_file_get_attributes_json (render only)", t[1])
+    .peer("zt_file_get_attributes_json + serde_json", t[2])
     .bytes(total as u64);
     if let Some(s) = py {
         row = row.peer("gguf-py GGUFReader", s);
@@ -314,7 +314,7 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
             t[3] / TOKENS as f64 * 1e9
         ))
         .target(
-            "typed build + read < 0.5x the CPU of zt_attributes_json's render (beyond the open)",
+            "typed build + read < 0.5x the CPU of zt_file_get_attributes_json's render (beyond the open)",
             json_own / typed_own > 2.0,
         );
     rows.push(row);

@@ -12,6 +12,7 @@ pub mod remote;
 pub mod scaling;
 pub mod seek;
 pub mod shards;
+pub mod v2;
 pub mod verify;
 pub mod views;
 pub mod write;

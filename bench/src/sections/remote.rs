@@ -164,7 +164,10 @@ fn make_set(f: &Files, dir: &Path) -> Res<(PathBuf, Vec<PathBuf>)> {
     }
     let r = ztensor::Reader::open(&f.ours)?;
     let size = std::fs::metadata(&f.ours)?.len();
-    let options = ztensor::CreateOptions { durable: false };
+    let options = ztensor::CreateOptions {
+        durable: false,
+        ..Default::default()
+    };
     let mut w = ztensor::ShardedWriter::create_with(&base, size / SHARDS + 1, &options)?;
     for o in 0..r.objects().len() {
         w.copy_object(&r, o, &Default::default())?;

@@ -33,7 +33,10 @@ fn make_set(f: &Files, dir: &Path) -> Res<(PathBuf, Vec<PathBuf>)> {
         matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if x >= y)
     };
     if !(fresh(&index) && shards.iter().all(|s| fresh(s))) {
-        let options = ztensor::CreateOptions { durable: false };
+        let options = ztensor::CreateOptions {
+            durable: false,
+            ..Default::default()
+        };
         let mut w = ztensor::ShardedWriter::create_with(&base, size / 4 + 1, &options)?;
         for o in 0..r.objects().len() {
             w.copy_object(&r, o, &Default::default())?;

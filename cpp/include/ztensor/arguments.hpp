@@ -1,5 +1,5 @@
 // ztensor/arguments.hpp: part of ztensor.hpp (include that). What calls take: string_arg,
-// shape_ref, open_options, write_options.
+// shape_ref, open_options, write_options, writer_options, copy_options, remote_options.
 #ifndef ZTENSOR_CPP_ARGUMENTS_HPP
 #define ZTENSOR_CPP_ARGUMENTS_HPP
 
@@ -120,11 +120,117 @@ struct write_options {
   }
 };
 
+/// How a Writer writes its file (zt_writer_options).
+struct writer_options {
+  /// false: finish() neither fsyncs the file nor its directory (ZT_WRITER_NO_SYNC), for
+  /// scratch files that need not survive a crash. The rename is atomic either way.
+  bool durable = true;
+
+  zt_writer_options to_c() const noexcept {
+    zt_writer_options o{};
+    o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
+    return o;
+  }
+};
+
+/// How Writer::copy_object stores an object's components (zt_copy_options). The default
+/// keeps what the input has: raw and zstd components copied as stored, each with its
+/// digest algorithm; another format's pipeline becomes zstd.
+struct copy_options {
+  /// Re-encode every component this way (ZT_COPY_ENCODING): raw, or zstd at `level`.
+  std::optional<zt::encoding> encoding;
+  std::int32_t level = 0;  ///< zstd level with `encoding`; 0 = the library default
+  /// Record this digest on every component, digest::none for none (ZT_COPY_DIGEST).
+  std::optional<zt::digest> digest;
+  /// The copy's name; empty keeps the object's own.
+  std::string name;
+
+  zt_copy_options to_c() const noexcept {
+    zt_copy_options o{};
+    if (encoding) {
+      o.flags |= static_cast<std::uint32_t>(ZT_COPY_ENCODING);
+      o.encoding = static_cast<std::uint32_t>(*encoding);
+      o.level = level;
+    }
+    if (digest) {
+      o.flags |= static_cast<std::uint32_t>(ZT_COPY_DIGEST);
+      o.digest = static_cast<std::uint32_t>(*digest);
+    }
+    o.name = name.empty() ? nullptr : name.c_str();
+    return o;
+  }
+};
+
+/// What a remote open needs that the environment can't say (zt_remote_options): a token,
+/// headers, store settings, an endpoint, limits. Empty fields mean the environment's or
+/// the library's defaults. The strings are copied into the struct, which must outlive
+/// the zt_remote_options to_c() gives (Reader::open_url takes care of that).
+struct remote_options {
+  std::string bearer_token;          ///< sent as "Authorization: Bearer <token>"
+  std::vector<std::string> headers;  ///< "Name: value", sent with every request
+  std::vector<std::string> config;   ///< "key=value" store settings ("aws_region=...")
+  std::string endpoint;              ///< an S3- or Azure-compatible endpoint
+  bool allow_http = false;           ///< plain-HTTP endpoints for S3, GCS, Azure
+  bool no_retry = false;             ///< never retry a failed request
+  std::uint32_t max_concurrency = 0;  ///< requests in flight per reader; 0: 8
+  std::uint32_t retries = 0;          ///< retries of a failed request; 0: 3
+  std::uint32_t timeout_ms = 0;       ///< one request's timeout; 0: 30 s
+
+  /// The C struct, pointing into this one and into `pointers` (kept by the caller).
+  zt_remote_options to_c(std::vector<const char*>& pointers) const {
+    pointers.clear();
+    pointers.reserve(headers.size() + config.size());
+    for (const std::string& h : headers) pointers.push_back(h.c_str());
+    for (const std::string& c : config) pointers.push_back(c.c_str());
+    zt_remote_options o{};
+    o.bearer_token = bearer_token.empty() ? nullptr : bearer_token.c_str();
+    o.headers = headers.empty() ? nullptr : pointers.data();
+    o.header_count = headers.size();
+    o.config = config.empty() ? nullptr : pointers.data() + headers.size();
+    o.config_count = config.size();
+    o.endpoint = endpoint.empty() ? nullptr : endpoint.c_str();
+    o.flags = (allow_http ? static_cast<std::uint32_t>(ZT_REMOTE_ALLOW_HTTP) : 0u) |
+              (no_retry ? static_cast<std::uint32_t>(ZT_REMOTE_NO_RETRY) : 0u);
+    o.max_concurrency = max_concurrency;
+    o.retries = retries;
+    o.timeout_ms = timeout_ms;
+    return o;
+  }
+};
+
+namespace detail {
+// Contiguous ranges of trivially copyable elements (vector, array, span, C array ...).
+template <class R>
+using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
+template <class R, class = void>
+struct is_data_range : std::false_type {};
+template <class R>
+struct is_data_range<R, std::void_t<decltype(std::data(std::declval<const R&>())), decltype(std::size(std::declval<const R&>()))>>
+    : std::bool_constant<std::is_pointer_v<decltype(std::data(std::declval<const R&>()))> &&
+                         !std::is_void_v<range_element_t<R>> && std::is_trivially_copyable_v<range_element_t<R>>> {};
+template <class R, class = void>
+struct is_typed_range : std::false_type {};
+template <class R>
+struct is_typed_range<R, std::enable_if_t<is_data_range<R>::value>> : std::bool_constant<has_dtype_v<range_element_t<R>>> {};
+
+template <class R>
+constexpr bool is_data_range_v = is_data_range<R>::value;
+template <class R>
+using if_data_range = std::enable_if_t<is_data_range<R>::value, int>;
+template <class R>
+using if_typed_range = std::enable_if_t<is_typed_range<R>::value, int>;
+
+template <class R>
+const void* range_data(const R& r) noexcept { return static_cast<const void*>(std::data(r)); }
+template <class R>
+std::size_t range_bytes(const R& r) noexcept { return static_cast<std::size_t>(std::size(r)) * sizeof(range_element_t<R>); }
+}  // namespace detail
+
 namespace detail {
 /// invalid_argument when a string argument holds a NUL byte.
 inline result<void> check_text(const string_arg& s, const char* what) {
   if (s.valid()) return result<void>();
-  return fail(ZT_ERR_INVALID_ARGUMENT, std::string(what) + " contains a NUL byte");
+  return fail(ZT_ERR_INVALID_ARGUMENT, cat(what, " contains a NUL byte"));
 }
 }  // namespace detail
 

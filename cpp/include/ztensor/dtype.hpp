@@ -69,6 +69,18 @@ inline std::string_view status_name(zt_status s) noexcept { return zt_status_nam
 
 /// The library's run-time version, "MAJOR.MINOR.PATCH" (the header's is ZT_VERSION_*).
 inline std::string_view library_version() noexcept { return zt_version(); }
+/// The same as MAJOR * 10000 + MINOR * 100 + PATCH, to compare with ZT_VERSION_NUMBER.
+inline unsigned library_version_number() noexcept { return zt_version_number(); }
+
+/// The dtype a name spells as the format does ("f32", "bf16", "bool" ...; exact, lower
+/// case), or nullopt (zt_dtype_find).
+inline std::optional<dtype> dtype_from_name(std::string_view name) {
+  if (name.find('\0') != std::string_view::npos) return std::nullopt;
+  const std::string text(name);
+  std::uint32_t value = 0;
+  if (zt_dtype_find(text.c_str(), &value) != ZT_OK) return std::nullopt;
+  return static_cast<dtype>(value);
+}
 
 // ---------------------------------------------------------------------------------------
 // dtype_of<T>: the dtype a C++ element type stands for

@@ -116,7 +116,7 @@ class value {
     if constexpr (std::is_same_v<T, std::string_view> || std::is_same_v<T, std::string>) {
       const char* s = nullptr;
       std::size_t n = 0;
-      zt_status st = zt_value_string(handle_, &s, &n);
+      zt_status st = zt_value_get_string(handle_, &s, &n);
       if (st != ZT_OK) return detail::last_failure(st);
       return result<T>(T(s, n));
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -144,7 +144,7 @@ class value {
   result<span<const std::uint8_t>> try_bytes() const {
     const std::uint8_t* p = nullptr;
     std::size_t n = 0;
-    zt_status st = zt_value_bytes(handle_, &p, &n);
+    zt_status st = zt_value_get_bytes(handle_, &p, &n);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<span<const std::uint8_t>>(span<const std::uint8_t>(p, n));
   }
@@ -152,13 +152,13 @@ class value {
   /// Elements of an array or entries of a map; 0 for anything else.
   std::size_t size() const noexcept {
     std::size_t n = 0;
-    if (handle_ == nullptr || zt_value_count(handle_, &n) != ZT_OK) return 0;
+    if (handle_ == nullptr || zt_value_get_count(handle_, &n) != ZT_OK) return 0;
     return n;
   }
   /// An array's element type (value_type::mixed when they differ); null for non-arrays.
   value_type element_type() const noexcept {
     std::uint32_t t = ZT_VALUE_NULL;
-    if (handle_ == nullptr || zt_value_array_type(handle_, &t) != ZT_OK) return value_type::null;
+    if (handle_ == nullptr || zt_value_get_array_type(handle_, &t) != ZT_OK) return value_type::null;
     return static_cast<value_type>(t);
   }
 
@@ -173,11 +173,11 @@ class value {
     static_assert(want != value_type::other, "array<T>(): T must be bool, a fixed-width integer, float or double");
     const void* data = nullptr;
     std::size_t n = 0;
-    zt_status st = zt_value_array_data(handle_, &data, &n);
+    zt_status st = zt_value_get_array_data(handle_, &data, &n);
     if (st != ZT_OK) return detail::last_failure(st);
     if (element_type() != want)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "attribute value is an array of " + std::string(value_type_name(element_type())) +
-                                                       ", not of " + std::string(value_type_name(want)));
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("attribute value is an array of ", value_type_name(element_type()),
+                                                               ", not of ", value_type_name(want)));
     return result<span<const T>>(span<const T>(static_cast<const T*>(data), n));
   }
 
@@ -188,7 +188,7 @@ class value {
   /// The value of a map's key, or nullopt (also for non-maps). Allocates nothing.
   std::optional<value> find(const string_arg& key) const noexcept {
     const zt_value* out = nullptr;
-    if (handle_ == nullptr || !key.valid() || zt_value_map_find(handle_, key.c_str(), &out) != ZT_OK) return std::nullopt;
+    if (handle_ == nullptr || !key.valid() || zt_value_find(handle_, key.c_str(), &out) != ZT_OK) return std::nullopt;
     return value(out);
   }
   bool contains(const string_arg& key) const noexcept { return find(key).has_value(); }
@@ -198,21 +198,21 @@ class value {
   result<std::string_view> try_string_at(std::size_t index) const {
     const char* s = nullptr;
     std::size_t n = 0;
-    zt_status st = zt_value_array_string(handle_, index, &s, &n);
+    zt_status st = zt_value_get_element_string(handle_, index, &s, &n);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<std::string_view>(std::string_view(s, n));
   }
 
   result<value> try_at(std::size_t index) const {
     const zt_value* out = nullptr;
-    zt_status st = zt_value_array_get(handle_, index, &out);
+    zt_status st = zt_value_get_element(handle_, index, &out);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<value>(value(out));
   }
   result<value> try_get(const string_arg& key) const {
     if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r.as_failure();
     const zt_value* out = nullptr;
-    zt_status st = zt_value_map_find(handle_, key.c_str(), &out);
+    zt_status st = zt_value_find(handle_, key.c_str(), &out);
     if (st != ZT_OK) return detail::last_failure(st);
     return result<value>(value(out));
   }
@@ -236,17 +236,17 @@ class value {
         const zt_value* k = nullptr;
         const zt_value* v = nullptr;
         Item e{};
-        if (zt_value_map_entry(parent_, index_, &k, &v) == ZT_OK) {
+        if (zt_value_get_entry(parent_, index_, &k, &v) == ZT_OK) {
           const char* s = nullptr;
           std::size_t n = 0;
-          if (zt_value_string(k, &s, &n) == ZT_OK) e.key = std::string_view(s, n);
+          if (zt_value_get_string(k, &s, &n) == ZT_OK) e.key = std::string_view(s, n);
           e.key_value = value(k);
           e.val = value(v);
         }
         return e;
       } else {
         const zt_value* out = nullptr;
-        if (zt_value_array_get(parent_, index_, &out) != ZT_OK) out = nullptr;
+        if (zt_value_get_element(parent_, index_, &out) != ZT_OK) out = nullptr;
         return value(out);
       }
     }

@@ -25,7 +25,7 @@ Size to_size(std::uint64_t n) noexcept {
 }
 
 inline failure bool_failure(std::size_t at, unsigned value) {
-  return fail(ZT_ERR_FORMAT, "bool byte " + std::to_string(value) + " at index " + std::to_string(at) + " is neither 0 nor 1");
+  return fail(ZT_ERR_FORMAT, cat("bool byte ", std::to_string(value), " at index ", std::to_string(at), " is neither 0 nor 1"));
 }
 /// Index of the first byte that is not 0 or 1, or n.
 inline std::size_t first_non_bool(const unsigned char* p, std::size_t n) noexcept {
@@ -78,17 +78,15 @@ class tensor_view {
     static_assert(std::is_trivially_copyable_v<T>, "as<T>(): T must be trivially copyable");
     static_assert(detail::little_endian, "typed access assumes a little-endian host");
     if (dtype_ != expected)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "the view holds " + std::string(dtype_name(dtype_)) + " data, not " +
-                                                       std::string(dtype_name(expected)));
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("the view holds ", dtype_name(dtype_), " data, not ", dtype_name(expected)));
     if (sizeof(T) != dtype_size(expected))
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "a " + std::to_string(sizeof(T)) + "-byte type can't hold " +
-                                                       std::string(dtype_name(expected)) + " elements");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("a ", std::to_string(sizeof(T)), "-byte type can't hold ",
+                                                               dtype_name(expected), " elements"));
     if (size_ % sizeof(T) != 0)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "the view's " + std::to_string(size_) +
-                                                       " bytes are not a whole number of " + std::to_string(sizeof(T)) +
-                                                       "-byte elements");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("the view's ", std::to_string(size_), " bytes are not a whole number of ",
+                                                               std::to_string(sizeof(T)), "-byte elements"));
     if (size_ != 0 && reinterpret_cast<std::uintptr_t>(data_) % alignof(T) != 0)
-      return detail::fail(ZT_ERR_INVALID_ARGUMENT, "the view's data is not aligned to " + std::to_string(alignof(T)) + " bytes");
+      return detail::fail(ZT_ERR_INVALID_ARGUMENT, detail::cat("the view's data is not aligned to ", std::to_string(alignof(T)), " bytes"));
     if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {
       const auto* p = static_cast<const unsigned char*>(data_);
       std::size_t bad = detail::first_non_bool(p, size_);

@@ -6,55 +6,75 @@
 #include "arguments.hpp"
 #include "config.hpp"
 #include "dtype.hpp"
+#include "owned_value.hpp"
+#include "reader.hpp"
 #include "result.hpp"
+#include "value.hpp"
 
 namespace zt {
 inline namespace ZT_CPP_ABI {
 
-namespace detail {
-// Contiguous ranges of trivially copyable elements (vector, array, span, C array ...).
-template <class R>
-using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
-template <class R, class = void>
-struct is_data_range : std::false_type {};
-template <class R>
-struct is_data_range<R, std::void_t<decltype(std::data(std::declval<const R&>())), decltype(std::size(std::declval<const R&>()))>>
-    : std::bool_constant<std::is_pointer_v<decltype(std::data(std::declval<const R&>()))> &&
-                         !std::is_void_v<range_element_t<R>> && std::is_trivially_copyable_v<range_element_t<R>>> {};
-template <class R, class = void>
-struct is_typed_range : std::false_type {};
-template <class R>
-struct is_typed_range<R, std::enable_if_t<is_data_range<R>::value>> : std::bool_constant<has_dtype_v<range_element_t<R>>> {};
-
-template <class R>
-using if_data_range = std::enable_if_t<is_data_range<R>::value, int>;
-template <class R>
-using if_typed_range = std::enable_if_t<is_typed_range<R>::value, int>;
-
-template <class R>
-const void* range_data(const R& r) noexcept { return static_cast<const void*>(std::data(r)); }
-template <class R>
-std::size_t range_bytes(const R& r) noexcept { return static_cast<std::size_t>(std::size(r)) * sizeof(range_element_t<R>); }
-}  // namespace detail
 
 // A Writer has at most one open object_builder, which has at most one open
-// component_builder (the C API allows no more). They point at each other while open and
-// fix the links up when moved, so any destruction order is safe: a Writer destroyed first
-// closes its open builders, which then do nothing.
+// component_builder (the C API allows no more). They share one detail::writer_state on
+// the heap, which says which builder is open (by an id each builder keeps); nothing points
+// at a Writer or a builder itself, so each may be moved, or destroyed, in any order: a
+// Writer destroyed first ends its open builders' work, and their later calls then report
+// state_error.
 
-class Writer;
-class object_builder;
+namespace detail {
+/// What a Writer shares with its builders. Its address never changes.
+struct writer_state {
+  explicit writer_state(zt_writer* h) noexcept : handle(h) {}
+  writer_state(const writer_state&) = delete;
+  writer_state& operator=(const writer_state&) = delete;
+
+  zt_writer* handle;             ///< owned by the Writer; null once it is freed
+  std::uint64_t object = 0;      ///< the id of the open object's builder; 0: none
+  std::uint64_t component = 0;   ///< the id of the open component's builder; 0: none
+  std::uint64_t last_id = 0;     ///< ids handed out so far
+
+  /// Ends the open component and object, if any (what a destroyed builder does).
+  void close_open() noexcept {
+    if (handle != nullptr && component != 0) (void)zt_writer_end_component(handle);
+    component = 0;
+    if (handle != nullptr && object != 0) (void)zt_writer_end_object(handle);
+    object = 0;
+  }
+};
+using shared_writer = std::shared_ptr<writer_state>;
+
+/// A scalar or string made into a value, then `set` with it.
+template <class T, class Set>
+result<void> set_made(const T& x, Set&& set) {
+  result<owned_value> v = [&]() -> result<owned_value> {
+    if constexpr (std::is_arithmetic_v<T>) {
+      return make_scalar(x);
+    } else {
+      const std::string_view s(x);
+      return made([&](zt_value** o) { return zt_value_create_string(s.data(), s.size(), o); });
+    }
+  }();
+  if (!v.ok()) return v.as_failure();
+  return set(v->value());
+}
+
+inline result<void> builder_not_open(const char* what) {
+  return fail(ZT_ERR_STATE, cat("the ", what, " builder is not open (ended, moved from, or its writer is gone)"));
+}
+}  // namespace detail
 
 /// Streams one component of an open object in chunks. Scoped: destroying it while open
 /// ends the component.
 class component_builder {
  public:
   component_builder() noexcept = default;
-  component_builder(component_builder&& o) noexcept { take(o); }
+  component_builder(component_builder&& o) noexcept : state_(std::move(o.state_)), id_(std::exchange(o.id_, 0)) {}
   component_builder& operator=(component_builder&& o) noexcept {
     if (this != &o) {
       close_quietly();
-      take(o);
+      state_ = std::move(o.state_);
+      id_ = std::exchange(o.id_, 0);
     }
     return *this;
   }
@@ -62,7 +82,7 @@ class component_builder {
   component_builder& operator=(const component_builder&) = delete;
   ~component_builder() { close_quietly(); }
 
-  bool is_open() const noexcept { return owner_ != nullptr; }
+  bool is_open() const noexcept { return state_ != nullptr && state_->handle != nullptr && id_ != 0 && state_->component == id_; }
 
   /// Appends bytes (any chunk size; the element type is not checked against the dtype).
   ret<void> write(const void* data, std::size_t size) { return detail::unwrap(try_write(data, size)); }
@@ -76,30 +96,27 @@ class component_builder {
 
  private:
   friend class object_builder;
-  explicit component_builder(object_builder* owner) noexcept;  // links itself to owner
+  component_builder(detail::shared_writer state, std::uint64_t id) noexcept : state_(std::move(state)), id_(id) {}
 
-  zt_writer* handle() const noexcept;
-  void take(component_builder& o) noexcept;
-  void unlink() noexcept;
-  result<void> not_open() const { return detail::fail(ZT_ERR_STATE, "the component builder is not open (ended or moved from)"); }
   result<void> try_write(const void* data, std::size_t size) {
-    if (!is_open()) return not_open();
-    return detail::check(zt_writer_write(handle(), data, size));
+    if (!is_open()) return detail::builder_not_open("component");
+    return detail::check(zt_writer_write(state_->handle, data, size));
   }
   result<void> try_end() {
-    if (!is_open()) return not_open();
-    zt_status st = zt_writer_end_component(handle());
-    unlink();
+    if (!is_open()) return detail::builder_not_open("component");
+    zt_status st = zt_writer_end_component(state_->handle);
+    state_->component = 0;
     return detail::check(st);
   }
   void close_quietly() noexcept {
     if (is_open()) {
-      (void)zt_writer_end_component(handle());
-      unlink();
+      (void)zt_writer_end_component(state_->handle);
+      state_->component = 0;
     }
   }
 
-  object_builder* owner_ = nullptr;  // non-null while open
+  detail::shared_writer state_;
+  std::uint64_t id_ = 0;
 };
 
 /// Builds one object of any format. Scoped: destroying it while open ends it (see the
@@ -107,11 +124,14 @@ class component_builder {
 class object_builder {
  public:
   object_builder() noexcept = default;
-  object_builder(object_builder&& o) noexcept { take(o); }
+  object_builder(object_builder&& o) noexcept
+      : state_(std::move(o.state_)), id_(std::exchange(o.id_, 0)), name_(std::exchange(o.name_, std::string())) {}
   object_builder& operator=(object_builder&& o) noexcept {
     if (this != &o) {
       close_quietly();
-      take(o);
+      state_ = std::move(o.state_);
+      id_ = std::exchange(o.id_, 0);
+      name_ = std::exchange(o.name_, std::string());
     }
     return *this;
   }
@@ -119,7 +139,7 @@ class object_builder {
   object_builder& operator=(const object_builder&) = delete;
   ~object_builder() { close_quietly(); }
 
-  bool is_open() const noexcept { return writer_ != nullptr; }
+  bool is_open() const noexcept { return state_ != nullptr && state_->handle != nullptr && id_ != 0 && state_->object == id_; }
   /// The object's name ("" for an empty builder).
   std::string_view name() const noexcept { return name_; }
 
@@ -153,9 +173,23 @@ class object_builder {
   /// Sets this object's attributes from a JSON object text, while it is open (afterwards:
   /// Writer::set_attributes_json(name, json)).
   ret<void> set_attributes_json(const string_arg& json) {
-    if (!is_open()) return detail::unwrap(not_open());
+    if (!is_open()) return detail::unwrap(detail::builder_not_open("object"));
     if (result<void> r = detail::check_text(json, "json"); !r.ok()) return detail::unwrap(std::move(r));
-    return detail::unwrap(detail::check(zt_writer_set_attributes_json(handle(), name_.c_str(), json.c_str())));
+    return detail::unwrap(detail::check(zt_writer_set_attributes_json(state_->handle, name_.c_str(), json.c_str())));
+  }
+
+  /// Sets one attribute of this object, with its type (zt_writer_set_object_attribute):
+  /// a reader's value as it is, an owned_value, or a scalar or string made into one
+  /// (set_attribute("ggml_type_id", std::uint32_t{2}) reads back as u32).
+  ret<void> set_attribute(const string_arg& key, const zt::value& v) { return detail::unwrap(try_set(key, v)); }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_attribute(const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set(key, v); }));
+  }
+  /// Replaces this object's attributes with a map value (zt_writer_set_object_attributes).
+  ret<void> set_attributes(const zt::value& map) {
+    if (!is_open()) return detail::unwrap(detail::builder_not_open("object"));
+    return detail::unwrap(detail::check(zt_writer_set_object_attributes(state_->handle, name_.c_str(), map.handle())));
   }
 
   /// Ends the object after the library checks it against its format; a refused object
@@ -165,49 +199,47 @@ class object_builder {
 
  private:
   friend class Writer;
-  friend class component_builder;
-  object_builder(Writer* writer, std::string&& name) noexcept;  // links itself to writer
+  object_builder(detail::shared_writer state, std::uint64_t id, std::string&& name) noexcept
+      : state_(std::move(state)), id_(id), name_(std::move(name)) {}
 
-  zt_writer* handle() const noexcept;
-  void take(object_builder& o) noexcept;
-  void unlink() noexcept;
-  result<void> not_open() const { return detail::fail(ZT_ERR_STATE, "the object builder is not open (ended or moved from)"); }
-
+  result<void> try_set(const string_arg& key, const zt::value& v) {
+    if (!is_open()) return detail::builder_not_open("object");
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_object_attribute(state_->handle, name_.c_str(), key.c_str(), v.handle()));
+  }
   result<void> try_add(const string_arg& role, zt::dtype t, const void* data, std::size_t size, const write_options& options,
                        const string_arg& type) {
-    if (!is_open()) return not_open();
+    if (!is_open()) return detail::builder_not_open("object");
     if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r;
     if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
     const zt_write_options o = options.to_c();
-    return detail::check(zt_writer_add_component(handle(), role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), data, size, &o));
+    return detail::check(
+        zt_writer_add_component(state_->handle, role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), data, size, &o));
   }
   result<component_builder> try_begin(const string_arg& role, zt::dtype t, const write_options& options, const string_arg& type) {
-    if (!is_open()) return not_open().as_failure();
+    if (!is_open()) return detail::builder_not_open("object").as_failure();
     if (result<void> r = detail::check_text(role, "role"); !r.ok()) return r.as_failure();
     if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r.as_failure();
     const zt_write_options o = options.to_c();
-    zt_status st = zt_writer_begin_component(handle(), role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), &o);
+    zt_status st = zt_writer_begin_component(state_->handle, role.c_str(), static_cast<std::uint32_t>(t), type.c_str(), &o);
     if (st != ZT_OK) return detail::last_failure(st);
-    return result<component_builder>(component_builder(this));
+    state_->component = ++state_->last_id;
+    return result<component_builder>(component_builder(state_, state_->component));
   }
   result<void> try_end() {
-    if (!is_open()) return not_open();
-    zt_status st = zt_writer_end_object(handle());
+    if (!is_open()) return detail::builder_not_open("object");
+    zt_status st = zt_writer_end_object(state_->handle);
     // ZT_ERR_STATE: still open (a component is being streamed, or the writer failed
     // earlier and can't end anything); anything else closed it, accepted or dropped.
-    if (st != ZT_ERR_STATE) unlink();
+    if (st != ZT_ERR_STATE) state_->object = 0;
     return detail::check(st);
   }
   void close_quietly() noexcept {
-    if (is_open()) {
-      if (stream_ != nullptr) stream_->close_quietly();
-      (void)zt_writer_end_object(handle());
-      unlink();
-    }
+    if (is_open()) state_->close_open();
   }
 
-  Writer* writer_ = nullptr;               // non-null while open
-  component_builder* stream_ = nullptr;    // the open component builder, if any
+  detail::shared_writer state_;
+  std::uint64_t id_ = 0;
   std::string name_;
 };
 
@@ -219,34 +251,39 @@ class Writer {
   /// An empty writer, as a moved-from one; every call on it is invalid_argument.
   Writer() noexcept = default;
 
-  static ret<Writer> create(const string_arg& path) { return detail::unwrap(try_create(path)); }
-  /// A writer of a sharded set at `base` (zt_writer_create_sharded): zTensor shards
+  static ret<Writer> create(const string_arg& path, const writer_options& options = {}) {
+    return detail::unwrap(try_create(path, options));
+  }
+  /// A writer of a sharded set at `base` (zt_writer_create_sharded_with): zTensor shards
   /// `<base>-0000k-of-0000n.zt` of about `max_shard_bytes` each and the index
   /// `<base>.zt.index.json`, which Reader::open opens as one reader. Every member works
   /// on it as on one file; nothing appears under a final name before finish().
-  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable = true) {
-    return detail::unwrap(try_create_sharded(base, max_shard_bytes, durable));
+  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes,
+                                    const writer_options& options = {}) {
+    return detail::unwrap(try_create_sharded(base, max_shard_bytes, options));
+  }
+  /// create_sharded() with writer_options::durable = `durable`.
+  static ret<Writer> create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable) {
+    writer_options o;
+    o.durable = durable;
+    return detail::unwrap(try_create_sharded(base, max_shard_bytes, o));
   }
 
-  Writer(Writer&& o) noexcept : handle_(std::move(o.handle_)), open_(std::exchange(o.open_, nullptr)) {
-    if (open_ != nullptr) open_->writer_ = this;
-  }
+  Writer(Writer&& o) noexcept = default;
   Writer& operator=(Writer&& o) noexcept {
     if (this != &o) {
-      close_open();
-      handle_ = std::move(o.handle_);  // frees (discards) this writer's own file, if any
-      open_ = std::exchange(o.open_, nullptr);
-      if (open_ != nullptr) open_->writer_ = this;
+      close();  // ends its open builders' work and discards this writer's own file
+      state_ = std::move(o.state_);
     }
     return *this;
   }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
-  ~Writer() { close_open(); }
+  ~Writer() { close(); }
 
-  bool is_open() const noexcept { return handle_ != nullptr; }
+  bool is_open() const noexcept { return handle() != nullptr; }
   explicit operator bool() const noexcept { return is_open(); }
-  zt_writer* handle() const noexcept { return handle_.get(); }
+  zt_writer* handle() const noexcept { return state_ != nullptr ? state_->handle : nullptr; }
 
   /// Adds a dense object with one "data" component; the dtype is dtype_of the element
   /// type and the data must hold exactly the shape's element count.
@@ -274,43 +311,103 @@ class Writer {
     return detail::unwrap(try_attributes(object, json));
   }
 
+  /// Sets one file attribute, with its type (zt_writer_set_file_attribute): a reader's
+  /// value as it is (in.attributes()["llama.context_length"] stays a u32), an
+  /// owned_value, or a scalar or string made into one. A key set before gets the new
+  /// value in place; the other attributes stay.
+  ret<void> set_attribute(const string_arg& key, const zt::value& v) { return detail::unwrap(try_set(key, v)); }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_attribute(const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set(key, v); }));
+  }
+  /// Replaces the file's attributes with a map value (zt_writer_set_file_attributes), e.g.
+  /// set_attributes(gguf.attributes()): every key/value of a reader, types kept.
+  ret<void> set_attributes(const zt::value& map) {
+    return detail::unwrap(detail::check(zt_writer_set_file_attributes(handle(), map.handle())));
+  }
+  /// set_attribute() of an object already begun (open or ended).
+  ret<void> set_object_attribute(const string_arg& object, const string_arg& key, const zt::value& v) {
+    return detail::unwrap(try_set_object(object, key, v));
+  }
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> || std::is_convertible_v<const T&, std::string_view>, int> = 0>
+  ret<void> set_object_attribute(const string_arg& object, const string_arg& key, const T& x) {
+    return detail::unwrap(detail::set_made(x, [&](const zt::value& v) { return try_set_object(object, key, v); }));
+  }
+  /// set_attributes() of an object already begun (open or ended).
+  ret<void> set_object_attributes(const string_arg& object, const zt::value& map) {
+    if (result<void> r = detail::check_text(object, "object"); !r.ok()) return detail::unwrap(std::move(r));
+    return detail::unwrap(detail::check(zt_writer_set_object_attributes(handle(), object.c_str(), map.handle())));
+  }
+
+  /// Copies object `object` of `reader` (any format it reads) into this file
+  /// (zt_writer_copy_object): format, shape, attributes with their types, every component;
+  /// raw and zstd components as stored unless `options` says otherwise. On failure the
+  /// object is left out and the writer stays usable. No object may be open.
+  ret<void> copy_object(const Reader& reader, std::size_t object, const copy_options& options = {}) {
+    const zt_copy_options o = options.to_c();
+    return detail::unwrap(detail::check(zt_writer_copy_object(handle(), reader.handle(), object, &o)));
+  }
+  /// copy_object() of the object with this name (not_found when absent).
+  ret<void> copy_object(const Reader& reader, const string_arg& name, const copy_options& options = {}) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return detail::unwrap(std::move(r));
+    std::size_t index = 0;
+    zt_status st = zt_object_find(reader.handle(), name.c_str(), &index);
+    if (st != ZT_OK) return detail::unwrap(result<void>(detail::last_failure(st)));
+    return copy_object(reader, index, options);
+  }
+
   /// Writes the manifest and footer, syncs and renames the file into place. With an
   /// object open: state_error, and the writer stays usable. Otherwise, whatever the
   /// result, the writer accepts nothing more (state_error).
-  ret<void> finish() { return detail::unwrap(detail::check(zt_writer_finish(handle_.get()))); }
+  ret<void> finish() { return detail::unwrap(detail::check(zt_writer_finish(handle()))); }
 
  private:
-  friend class object_builder;
-  struct freer {
-    void operator()(zt_writer* w) const noexcept { zt_writer_free(w); }
-  };
+  explicit Writer(detail::shared_writer state) noexcept : state_(std::move(state)) {}
 
-  explicit Writer(zt_writer* w) noexcept : handle_(w) {}
-
-  void close_open() noexcept {
-    if (open_ != nullptr) open_->close_quietly();  // ends it and unlinks: open_ is now null
+  /// Ends the open builders' work and frees the C writer (an unfinished file is removed).
+  void close() noexcept {
+    if (state_ != nullptr) {
+      state_->close_open();
+      zt_writer_free(state_->handle);
+      state_->handle = nullptr;
+      state_.reset();
+    }
   }
-  static result<Writer> try_create_sharded(const string_arg& base, std::uint64_t max_shard_bytes, bool durable) {
+  /// A writer over `raw` (state allocated first, so a throwing allocation leaks nothing).
+  template <class Create>
+  static result<Writer> make(Create&& create) {
+    detail::shared_writer state = std::make_shared<detail::writer_state>(nullptr);
+    zt_writer* raw = nullptr;
+    zt_status st = create(&raw);
+    if (st != ZT_OK) return detail::last_failure(st);
+    state->handle = raw;
+    return result<Writer>(Writer(std::move(state)));
+  }
+  static result<Writer> try_create_sharded(const string_arg& base, std::uint64_t max_shard_bytes,
+                                           const writer_options& options) {
     if (result<void> r = detail::check_text(base, "base"); !r.ok()) return r.as_failure();
-    zt_writer_options o{};
-    o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
-    zt_writer* raw = nullptr;
-    zt_status st = zt_writer_create_sharded(base.c_str(), max_shard_bytes, &o, &raw);
-    if (st != ZT_OK) return detail::last_failure(st);
-    return result<Writer>(Writer(raw));
+    const zt_writer_options o = options.to_c();
+    return make([&](zt_writer** out) { return zt_writer_create_sharded_with(base.c_str(), max_shard_bytes, &o, out); });
   }
-  static result<Writer> try_create(const string_arg& path) {
+  static result<Writer> try_create(const string_arg& path, const writer_options& options) {
     if (result<void> r = detail::check_text(path, "path"); !r.ok()) return r.as_failure();
-    zt_writer* raw = nullptr;
-    zt_status st = zt_writer_create(path.c_str(), &raw);
-    if (st != ZT_OK) return detail::last_failure(st);
-    return result<Writer>(Writer(raw));
+    const zt_writer_options o = options.to_c();
+    return make([&](zt_writer** out) { return zt_writer_create_with(path.c_str(), &o, out); });
+  }
+  result<void> try_set(const string_arg& key, const zt::value& v) {
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_file_attribute(handle(), key.c_str(), v.handle()));
+  }
+  result<void> try_set_object(const string_arg& object, const string_arg& key, const zt::value& v) {
+    if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(key, "key"); !r.ok()) return r;
+    return detail::check(zt_writer_set_object_attribute(handle(), object.c_str(), key.c_str(), v.handle()));
   }
   result<void> try_add(const string_arg& name, zt::dtype t, const void* data, std::size_t size, shape_ref shape,
                        const write_options& options) {
     if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r;
     const zt_write_options o = options.to_c();
-    return detail::check(zt_writer_add(handle_.get(), name.c_str(), static_cast<std::uint32_t>(t), shape.data(), shape.size(),
+    return detail::check(zt_writer_add(handle(), name.c_str(), static_cast<std::uint32_t>(t), shape.data(), shape.size(),
                                        data, size, &o));
   }
   result<object_builder> try_begin_object(const string_arg& name, const string_arg& format, shape_ref shape) {
@@ -318,50 +415,19 @@ class Writer {
     if (result<void> r = detail::check_text(format, "format"); !r.ok()) return r.as_failure();
     // Allocate before the object is begun, so nothing can throw while it is open and unowned.
     std::string owned_name(name.c_str() == nullptr ? "" : name.c_str());
-    zt_status st = zt_writer_begin_object(handle_.get(), name.c_str(), format.c_str(), shape.data(), shape.size());
+    zt_status st = zt_writer_begin_object(handle(), name.c_str(), format.c_str(), shape.data(), shape.size());
     if (st != ZT_OK) return detail::last_failure(st);
-    return result<object_builder>(object_builder(this, std::move(owned_name)));
+    state_->object = ++state_->last_id;
+    return result<object_builder>(object_builder(state_, state_->object, std::move(owned_name)));
   }
   result<void> try_attributes(const string_arg& object, const string_arg& json) {
     if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
     if (result<void> r = detail::check_text(json, "json"); !r.ok()) return r;
-    return detail::check(zt_writer_set_attributes_json(handle_.get(), object.c_str(), json.c_str()));
+    return detail::check(zt_writer_set_attributes_json(handle(), object.c_str(), json.c_str()));
   }
 
-  std::unique_ptr<zt_writer, freer> handle_;
-  object_builder* open_ = nullptr;  // the builder of the open object, if any
+  detail::shared_writer state_;
 };
-
-// The links between builders and writers (defined here, where all three are complete).
-
-inline component_builder::component_builder(object_builder* owner) noexcept : owner_(owner) { owner_->stream_ = this; }
-inline zt_writer* component_builder::handle() const noexcept { return owner_->handle(); }
-inline void component_builder::take(component_builder& o) noexcept {
-  owner_ = std::exchange(o.owner_, nullptr);
-  if (owner_ != nullptr) owner_->stream_ = this;
-}
-inline void component_builder::unlink() noexcept {
-  if (owner_ != nullptr) owner_->stream_ = nullptr;
-  owner_ = nullptr;
-}
-
-inline object_builder::object_builder(Writer* writer, std::string&& name) noexcept : writer_(writer), name_(std::move(name)) {
-  writer_->open_ = this;
-}
-inline zt_writer* object_builder::handle() const noexcept { return writer_->handle_.get(); }
-inline void object_builder::take(object_builder& o) noexcept {
-  writer_ = std::exchange(o.writer_, nullptr);
-  stream_ = std::exchange(o.stream_, nullptr);
-  name_ = std::exchange(o.name_, std::string());
-  if (writer_ != nullptr) writer_->open_ = this;
-  if (stream_ != nullptr) stream_->owner_ = this;
-}
-inline void object_builder::unlink() noexcept {
-  if (stream_ != nullptr) stream_->owner_ = nullptr;  // a stream can't outlive its object
-  stream_ = nullptr;
-  if (writer_ != nullptr) writer_->open_ = nullptr;
-  writer_ = nullptr;
-}
 
 }  // inline namespace ZT_CPP_ABI
 }  // namespace zt

@@ -7,14 +7,14 @@ use std::sync::LazyLock;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use ztensor::{DigestAlgorithm, zstd_level_range};
+use ztensor::{DigestAlgorithm, FileVersion, zstd_level_range};
 
 use crate::{CliResult, Failure, emit};
 
-/// "0.1.0 (writes zTensor 1.2.0)"; clap prints it after the name.
+/// "0.1.0 (writes zTensor 1.2.0 and 2)"; clap prints it after the name.
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} (writes zTensor {})",
+        "{} (writes zTensor {} and 2)",
         env!("CARGO_PKG_VERSION"),
         ztensor::WRITE_VERSION
     )
@@ -50,7 +50,7 @@ pub enum Command {
     /// Print the first values of a tensor
     #[command(long_about = CAT_ABOUT)]
     Cat(CatArgs),
-    /// Copy any readable file into a zTensor 1.2.0 file
+    /// Copy any readable file into a zTensor file (v1.2.0 or v2)
     #[command(long_about = CONVERT_ABOUT)]
     Convert(ConvertArgs),
     /// Combine the objects of several files into one zTensor file
@@ -81,7 +81,10 @@ Check every digest, decode every component, validate values.
 
 Checks every component's stored digest, decodes every encoded (or otherwise
 transformed) component once, and validates every object's values (bool bytes, sparse
-indices). Reports each failure and a summary; exits with status 1 if anything failed.";
+indices). For a zTensor v2 file it also checks each shard of its set against the root's
+table (size and whole-file digest) and reports the content digest (spec §6.4), which
+--content must match when given. Reports each failure and a summary; exits with status
+1 if anything failed.";
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -91,6 +94,9 @@ pub struct VerifyArgs {
     /// Print the report as one line of JSON (see docs/cli.md)
     #[arg(long, overrides_with = "json")]
     pub json: bool,
+    /// The content digest the file must have ("xxh3:<hex>" or "sha256:<hex>")
+    #[arg(long, value_name = "DIGEST")]
+    pub content: Option<String>,
     #[command(flatten)]
     pub progress: ProgressArgs,
 }
@@ -128,16 +134,21 @@ pub struct CatArgs {
 }
 
 const CONVERT_ABOUT: &str = "\
-Copy any readable file into a zTensor 1.2.0 file.
+Copy any readable file into a zTensor file (v1.2.0 or v2).
 
-Copies every object of IN (any file zt reads: zTensor 1.2.0, 1.1.0, legacy 0.1.0,
-safetensors, GGUF, Tensogram) into a new zTensor 1.2.0 file OUT: file and object
-attributes, and every component of every object with its role, dtype and logical type.
-Components are streamed, so memory stays bounded for large ones. OUT appears only when
-complete (it is written to a temporary file beside it and renamed).
+Copies every object of IN (any file zt reads: zTensor 2, 1.2.0, 1.1.0, legacy 0.1.0,
+safetensors, GGUF, Tensogram) into a new zTensor file OUT, of the version --to names
+(1.2.0 by default): file and object attributes, and every component of every object with
+its role, dtype and logical type, under the names of that version (sparse_csr is
+zt.sparse_csr/1 in v2, a GGUF q4_k tensor gguf.q4_k/1 ...). Components are streamed, so
+memory stays bounded for large ones. OUT appears only when complete (it is written to a
+temporary file beside it and renamed).
 
-By default each component keeps its encoding and digest algorithm. u32 index
-components of sparse objects (readable, but not allowed by the spec) are widened to u64.";
+By default each component keeps its encoding and digest algorithm where the version has
+them. u32 index components of sparse objects (readable, but not allowed by the v1.2
+spec) are widened to u64. A v2 file is written in canonical form (spec §6.3: 64 KiB
+placement, an xxh3 digest of every part, identical parts sharing one blob) unless a
+component is compressed: the same tensors give the same bytes as any canonical writer.";
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
@@ -159,7 +170,8 @@ pub struct ConvertArgs {
 const MERGE_ABOUT: &str = "\
 Combine the objects of several files into one zTensor file.
 
-Writes the objects of every IN, in order, into one zTensor 1.2.0 file OUT. Two objects
+Writes the objects of every IN, in order, into one zTensor file OUT (of the version
+--to names). Two objects
 with the same name are an error naming both files. The file attributes of OUT are
 those of the first IN; the others' file attributes are not kept. Components are copied
 as by 'zt convert', with the same options.";
@@ -196,6 +208,27 @@ pub struct StorageArgs {
     /// Record a digest of every component, or none
     #[arg(long, value_name = "ALGO")]
     pub digest: Option<Digest>,
+    /// The zTensor version to write [default: v1.2]
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<Version>,
+}
+
+/// The values of `--to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Version {
+    #[value(name = "v1.2", alias = "1.2")]
+    V1_2,
+    #[value(name = "v2", alias = "2")]
+    V2,
+}
+
+impl From<Version> for FileVersion {
+    fn from(v: Version) -> FileVersion {
+        match v {
+            Version::V1_2 => FileVersion::V1_2,
+            Version::V2 => FileVersion::V2,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +245,8 @@ pub enum Digest {
     Sha256,
     #[value(name = "crc32c")]
     Crc32c,
+    #[value(name = "xxh3")]
+    Xxh3,
     #[value(name = "none")]
     None,
 }
@@ -221,6 +256,7 @@ impl From<Digest> for DigestAlgorithm {
         match d {
             Digest::Sha256 => DigestAlgorithm::Sha256,
             Digest::Crc32c => DigestAlgorithm::Crc32c,
+            Digest::Xxh3 => DigestAlgorithm::Xxh3,
             Digest::None => DigestAlgorithm::None,
         }
     }
@@ -365,13 +401,13 @@ mod tests {
         assert_eq!(
             usage(&["convert", "a", "b", "--digest", "sha265"]),
             "convert: invalid value 'sha265' for '--digest <ALGO>' \
-             [possible values: sha256, crc32c, none]; did you mean 'sha256'? \
+             [possible values: sha256, crc32c, xxh3, none]; did you mean 'sha256'? \
              (see 'zt convert --help')"
         );
         assert_eq!(
             usage(&["convert", "a", "b", "--digest", "md5"]),
             "convert: invalid value 'md5' for '--digest <ALGO>' \
-             [possible values: sha256, crc32c, none] (see 'zt convert --help')"
+             [possible values: sha256, crc32c, xxh3, none] (see 'zt convert --help')"
         );
     }
 }

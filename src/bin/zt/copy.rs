@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use ztensor::{
-    Component, CopyOptions, DigestAlgorithm, Encoding, Error, Reader, ShardedWriter, Writer,
+    Component, CopyOptions, CreateOptions, DigestAlgorithm, Encoding, Error, FileVersion, Reader,
+    ShardedWriter, Writer,
 };
 
 use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
@@ -26,6 +27,14 @@ fn copy_options(args: &StorageArgs) -> CopyOptions {
     }
 }
 
+/// How the output is created: the version `--to` names.
+fn create_options(args: &StorageArgs) -> CreateOptions {
+    CreateOptions {
+        version: args.to.map(FileVersion::from).unwrap_or_default(),
+        ..CreateOptions::default()
+    }
+}
+
 pub fn run_convert(args: &ConvertArgs) -> CliResult {
     let reader = text::open(&args.input)?;
     write_file(
@@ -33,7 +42,7 @@ pub fn run_convert(args: &ConvertArgs) -> CliResult {
         &args.output,
         args.shard_size,
         &[(args.input.clone(), reader)],
-        copy_options(&args.storage),
+        &args.storage,
         args.progress.quiet,
     )
 }
@@ -61,7 +70,7 @@ pub fn run_merge(args: &MergeArgs) -> CliResult {
         &args.output,
         None,
         &inputs,
-        copy_options(&args.storage),
+        &args.storage,
         args.progress.quiet,
     )
 }
@@ -80,9 +89,11 @@ fn write_file(
     output: &Path,
     shard_size: Option<u64>,
     inputs: &[(PathBuf, Reader<'static>)],
-    options: CopyOptions,
+    storage: &StorageArgs,
     quiet: bool,
 ) -> CliResult {
+    let options = copy_options(storage);
+    let create = create_options(storage);
     let total = inputs
         .iter()
         .flat_map(|(_, r)| r.objects())
@@ -98,20 +109,37 @@ fn write_file(
         ))
     };
     let mut writer = match shard_size {
-        None => Out::One(Writer::create(output).map_err(cannot_write)?),
-        Some(max) => Out::Set(ShardedWriter::create(output, max).map_err(cannot_write)?),
+        None => Out::One(Writer::create_with(output, &create).map_err(cannot_write)?),
+        Some(max) => {
+            Out::Set(ShardedWriter::create_with(output, max, &create).map_err(cannot_write)?)
+        }
     };
     if let Some((_, first)) = inputs.first()
-        && let Some(attributes) = first.attributes()
+        && let Some(attributes) = first.raw_attributes()
     {
+        // With their types (a GGUF's u32 and f32 key/values stay u32 and f32).
         match &mut writer {
-            Out::One(w) => w.set_file_attributes(attributes),
-            Out::Set(w) => w.set_file_attributes(attributes),
+            Out::One(w) => w.set_file_attributes_from(attributes),
+            Out::Set(w) => w.set_file_attributes_from(attributes),
         }
         .map_err(cannot_write)?;
     }
-    for (path, reader) in inputs {
-        copy_objects(reader, &mut writer, &options, &mut progress).map_err(|e| {
+    // A v2 file's blobs are in name order (canonical form): copied in that order, they
+    // are written where they belong, with no reordering at the end.
+    let mut order: Vec<(usize, usize)> = inputs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, r))| (0..r.objects().len()).map(move |i| (k, i)))
+        .collect();
+    if create.version == FileVersion::V2 {
+        order.sort_by(|&(a, i), &(b, j)| {
+            let name = |k: usize, i: usize| inputs[k].1.objects()[i].name().as_bytes();
+            name(a, i).cmp(name(b, j))
+        });
+    }
+    for (k, i) in order {
+        let (path, reader) = &inputs[k];
+        copy_object(reader, i, &mut writer, &options, &mut progress).map_err(|e| {
             Failure::Failed(format!(
                 "cannot copy '{}' to '{}': {}",
                 display(path),
@@ -128,19 +156,18 @@ fn write_file(
     Ok(())
 }
 
-/// Copies every object of `reader` (see `Writer::copy_object`).
-fn copy_objects(
+/// Copies object `i` of `reader` (see `Writer::copy_object`).
+fn copy_object(
     reader: &Reader<'_>,
+    i: usize,
     writer: &mut Out,
     options: &CopyOptions,
     progress: &mut Progress,
 ) -> ztensor::Result<()> {
-    for (i, obj) in reader.objects().iter().enumerate() {
-        let report = &mut |n| progress.add(n);
-        match writer {
-            Out::One(w) => w.copy_object_reporting(reader, i, obj.name(), options, report)?,
-            Out::Set(w) => w.copy_object_reporting(reader, i, obj.name(), options, report)?,
-        }
+    let name = reader.objects()[i].name();
+    let report = &mut |n| progress.add(n);
+    match writer {
+        Out::One(w) => w.copy_object_reporting(reader, i, name, options, report),
+        Out::Set(w) => w.copy_object_reporting(reader, i, name, options, report),
     }
-    Ok(())
 }

@@ -103,6 +103,7 @@ fn render(v: AttrValue<'_>, out: &mut String) -> bool {
                 if i > 0 {
                     out.push_str(", ");
                 }
+                let Ok(e) = e else { return false };
                 if out.len() > VALUE_WIDTH || !render(e, out) {
                     return false;
                 }

@@ -16,6 +16,10 @@ enum Check {
     Digest,
     Decode,
     Values,
+    /// A zTensor v2 shard against its root's table.
+    Shard,
+    /// The content digest against `--content`.
+    Content,
 }
 
 impl Check {
@@ -24,6 +28,8 @@ impl Check {
             Check::Digest => "digest",
             Check::Decode => "decode",
             Check::Values => "values",
+            Check::Shard => "shard",
+            Check::Content => "content",
         }
     }
 }
@@ -50,13 +56,18 @@ struct Report {
     no_digest: usize,
     decoded: Tally,
     values: Tally,
+    /// Shards checked against their root's identity (v2 sets).
+    shards: Tally,
+    /// The zTensor v2 content digest (xxh3), when the file has one.
+    content: Option<String>,
     problems: Vec<Problem>,
 }
 
 pub fn run(args: &VerifyArgs) -> CliResult {
     let path = &args.file;
     let reader = text::open(path)?;
-    let report = check(path, &reader, args.progress.quiet);
+    let mut report = check(path, &reader, args.progress.quiet);
+    check_set_and_content(&reader, args.content.as_deref(), &mut report);
     let objects = reader.objects().len();
     if args.json {
         emit(&json(path, objects, &report))?;
@@ -156,11 +167,72 @@ fn check(path: &Path, reader: &Reader<'_>, quiet: bool) -> Report {
     report
 }
 
+/// A v2 set's shards against their root's identities, and the content digest (against
+/// `expected`, when given).
+fn check_set_and_content(reader: &Reader<'_>, expected: Option<&str>, report: &mut Report) {
+    for i in 1..reader.shard_count() {
+        match reader.verify_shard(i) {
+            Ok(true) => report.shards.ok += 1,
+            Ok(false) => {}
+            Err(e) => {
+                report.shards.failed += 1;
+                let name = reader
+                    .shard_path(i)
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| format!("file {i}"), |p| p.display().to_string());
+                report.problems.push(Problem {
+                    object: name.clone(),
+                    component: None,
+                    check: Check::Shard,
+                    status: e.kind().status_name(),
+                    message: text::strip(e.message(), &[name]).to_owned(),
+                });
+            }
+        }
+    }
+    let algorithm = match expected {
+        Some(d) if d.starts_with("sha256:") => ztensor::DigestAlgorithm::Sha256,
+        _ => ztensor::DigestAlgorithm::Xxh3,
+    };
+    let computed = reader.content_digest(algorithm);
+    if let Ok(d) = &computed {
+        report.content = Some(d.clone());
+    }
+    if let Some(want) = expected {
+        let wrong = match &computed {
+            Ok(d) if d == want => None,
+            Ok(d) => Some((
+                "ZT_ERR_CHECKSUM",
+                format!("the content digest is {d}, not {want}"),
+            )),
+            Err(e) => Some((e.kind().status_name(), e.message().to_owned())),
+        };
+        if let Some((status, message)) = wrong {
+            report.problems.push(Problem {
+                object: String::new(),
+                component: None,
+                check: Check::Content,
+                status,
+                message,
+            });
+        }
+    }
+}
+
 /// The failures, one per line, then the counts and a verdict.
 fn summary(path: &Path, objects: usize, report: &Report) -> String {
     let mut out = String::new();
     for p in &report.problems {
-        let _ = write!(out, "FAIL object '{}'", p.object);
+        match p.check {
+            Check::Shard => {
+                let _ = write!(out, "FAIL shard '{}'", p.object);
+            }
+            Check::Content => out.push_str("FAIL"),
+            _ => {
+                let _ = write!(out, "FAIL object '{}'", p.object);
+            }
+        }
         if let Some(c) = &p.component {
             let _ = write!(out, " component '{c}'");
         }
@@ -188,6 +260,16 @@ fn summary(path: &Path, objects: usize, report: &Report) -> String {
         "values:  {} ok, {} failed",
         report.values.ok, report.values.failed
     );
+    if report.shards.ok + report.shards.failed > 0 {
+        let _ = writeln!(
+            out,
+            "shards:  {} ok, {} failed",
+            report.shards.ok, report.shards.failed
+        );
+    }
+    if let Some(d) = &report.content {
+        let _ = writeln!(out, "content: {d}");
+    }
     match report.problems.len() {
         0 => out.push_str("OK\n"),
         n => {
@@ -206,7 +288,7 @@ fn json(path: &Path, objects: usize, report: &Report) -> String {
         ",\"ok\":{},\"objects\":{objects},\"components\":{},\
          \"digests\":{{\"ok\":{},\"failed\":{},\"absent\":{}}},\
          \"decoded\":{{\"ok\":{},\"failed\":{}}},\
-         \"values\":{{\"ok\":{},\"failed\":{}}},\"problems\":[",
+         \"values\":{{\"ok\":{},\"failed\":{}}},",
         report.problems.is_empty(),
         report.components,
         report.digests.ok,
@@ -217,12 +299,29 @@ fn json(path: &Path, objects: usize, report: &Report) -> String {
         report.values.ok,
         report.values.failed,
     );
+    // Only for the files that have them (zTensor v2).
+    if report.shards.ok + report.shards.failed > 0 {
+        let _ = write!(
+            out,
+            "\"shards\":{{\"ok\":{},\"failed\":{}}},",
+            report.shards.ok, report.shards.failed
+        );
+    }
+    if let Some(d) = &report.content {
+        out.push_str("\"content\":");
+        text::json_str(&mut out, d);
+        out.push(',');
+    }
+    out.push_str("\"problems\":[");
     for (i, p) in report.problems.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"object\":");
-        text::json_str(&mut out, &p.object);
+        match p.check {
+            Check::Content => out.push_str("null"),
+            _ => text::json_str(&mut out, &p.object),
+        }
         out.push_str(",\"component\":");
         text::json_opt_str(&mut out, p.component.as_deref());
         out.push_str(",\"check\":");

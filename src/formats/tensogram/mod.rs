@@ -81,6 +81,9 @@ use objects::{Objects, file_attributes};
 /// Blobs anywhere, views aligned to their element size, xxh3-64 frame hashes.
 const TRAITS: Traits = Traits {
     digest_kinds: &[DigestKind::Xxh3],
+    decoded_digests: false,
+    value_rules: false,
+    shared_blobs: false,
     ..super::UNALIGNED
 };
 

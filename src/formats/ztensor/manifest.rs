@@ -187,6 +187,16 @@ impl<'a> Parser<'a> {
         Ok(Some(Attributes::from_cbor(self.cbor(r)?)))
     }
 
+    /// A width record of attributes (`attribute_types`): a map, kept as its bytes.
+    pub(crate) fn record(&mut self, depth: usize, what: &str) -> Result<&'a [u8]> {
+        let found = self.c.peek_type();
+        if found != "map" {
+            return Err(self.mismatch(&format!("{what} attribute_types"), "a map", found));
+        }
+        let r = self.c.capture(depth);
+        self.cbor(r)
+    }
+
     /// Captures the next item as bytes (validated), for parsing later.
     pub(crate) fn capture(&mut self, depth: usize) -> Result<&'a [u8]> {
         let r = self.c.capture(depth);
@@ -270,13 +280,13 @@ impl<'a> Keys<'a> {
 /// Strings that repeat across objects (formats, roles, logical types) are stored once;
 /// the others (names, digests) side by side in an arena.
 #[derive(Default)]
-struct Interner {
+pub(crate) struct Interner {
     repeated: Vec<CText>,
-    arena: TextArena,
+    pub(crate) arena: TextArena,
 }
 
 impl Interner {
-    fn get(&mut self, s: &str) -> Result<CText> {
+    pub(crate) fn get(&mut self, s: &str) -> Result<CText> {
         if let Some(t) = self.repeated.iter().find(|t| t.as_str() == s) {
             return Ok(t.clone());
         }
@@ -352,12 +362,12 @@ fn next_key_decoded<'a>(
 /// Parses a v1.x manifest (whose bytes start at file offset `base`) into a model, not
 /// yet validated against the file. One pass over the bytes.
 pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
-    const SCHEMA: [&str; 3] = ["version", "attributes", "objects"];
+    const SCHEMA: [&str; 4] = ["version", "attributes", "objects", "attribute_types"];
     let mut p = Parser::new(bytes, base, limits);
     let mut len = p.map(0, "the manifest")?;
     let mut keys = Keys::default();
     let mut interner = Interner::default();
-    let (mut version, mut attributes, mut objects) = (None, None, None);
+    let (mut version, mut attributes, mut objects, mut record) = (None, None, None, None);
     // The first component whose decoded size had to come from its shape (v1.1 only).
     let mut derived: Option<String> = None;
     while p.more(&mut len)? {
@@ -368,9 +378,11 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
             Some(0) => version = Some(p.text("version")?),
             Some(1) => attributes = p.attributes(FILE_ATTRIBUTES_DEPTH, "file")?,
             Some(2) => objects = Some(parse_objects(&mut p, limits, &mut interner, &mut derived)?),
+            Some(3) => record = Some(p.record(FILE_ATTRIBUTES_DEPTH, "file")?),
             _ => p.skip(1)?,
         }
     }
+    let attributes = with_record(attributes, record);
     let r = p.c.finish();
     p.cbor(r)?;
     let version =
@@ -397,6 +409,15 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     let objects =
         objects.ok_or_else(|| err!(Format, "the manifest lacks the required key 'objects'"))?;
     Model::new(Container::ZTensor, TRAITS, &version, attributes, objects)
+}
+
+/// Attributes with the width record the manifest keeps beside them (a record without
+/// attributes describes nothing).
+fn with_record(attributes: Option<Attributes>, record: Option<&[u8]>) -> Option<Attributes> {
+    match (attributes, record) {
+        (Some(a), Some(r)) => Some(a.and_record(r)),
+        (a, _) => a,
+    }
 }
 
 /// The fewest manifest bytes an object entry takes: a non-empty name (2) and a map (1)
@@ -472,10 +493,17 @@ fn parse_object(
     interner: &mut Interner,
     derived: &mut Option<String>,
 ) -> Result<Object> {
-    const SCHEMA: [&str; 4] = ["shape", "format", "attributes", "components"];
+    const SCHEMA: [&str; 5] = [
+        "shape",
+        "format",
+        "attributes",
+        "components",
+        "attribute_types",
+    ];
     let mut len = p.map(2, "an object")?;
     let mut keys = Keys::default();
     let (mut shape, mut format, mut attributes, mut components) = (None, None, None, None);
+    let mut record = None;
     while p.more(&mut len)? {
         let Some(slot) = next_key(p, 3, &SCHEMA, &mut keys, "the object")? else {
             continue;
@@ -485,9 +513,11 @@ fn parse_object(
             Some(1) => format = Some(p.text("format")?),
             Some(2) => attributes = p.attributes(OBJECT_ATTRIBUTES_DEPTH, "object")?,
             Some(3) => components = Some(parse_components(p, limits, interner)?),
+            Some(4) => record = Some(p.record(OBJECT_ATTRIBUTES_DEPTH, "object")?),
             _ => p.skip(3)?,
         }
     }
+    let attributes = with_record(attributes, record);
     let missing = |k: &str| err!(Format, "an object lacks the required key '{k}'");
     let shape = shape.ok_or_else(|| missing("shape"))?;
     let format = format.ok_or_else(|| missing("format"))?;
@@ -697,16 +727,31 @@ fn encode_component(out: &mut Out, c: &Component) {
     }
 }
 
+/// The entries of attributes: `attributes`, and `attribute_types` when they have a width
+/// record (what makes a typed read give back u32, f32 ... instead of CBOR's u64, f64).
+fn encode_attributes(out: &mut Out, attributes: &Attributes) {
+    out.text("attributes");
+    out.0.extend_from_slice(attributes.as_cbor());
+    if let Some(r) = attributes.record() {
+        out.text("attribute_types");
+        out.0.extend_from_slice(r);
+    }
+}
+
+/// How many map entries `encode_attributes` writes.
+fn attribute_entries(attributes: Option<&Attributes>) -> u64 {
+    attributes.map_or(0, |a| 1 + a.record().is_some() as u64)
+}
+
 fn encode_object(out: &mut Out, o: &Object) {
-    out.head(5, 3 + o.attributes.is_some() as u64);
+    out.head(5, 3 + attribute_entries(o.attributes.as_ref()));
     out.text("shape");
     out.head(4, o.shape.len() as u64);
     o.shape.iter().for_each(|&d| out.uint(d));
     out.text("format");
     out.text(o.format());
     if let Some(a) = &o.attributes {
-        out.text("attributes");
-        out.0.extend_from_slice(a.as_cbor());
+        encode_attributes(out, a);
     }
     out.text("components");
     out.head(5, o.components.len() as u64);
@@ -719,12 +764,11 @@ fn encode_object(out: &mut Out, o: &Object) {
 /// The whole manifest as written by this library (version 1.2.0).
 pub(crate) fn encode(attributes: Option<&Attributes>, objects: &[Object]) -> Vec<u8> {
     let mut out = Out(Vec::new());
-    out.head(5, 2 + attributes.is_some() as u64);
+    out.head(5, 2 + attribute_entries(attributes));
     out.text("version");
     out.text(WRITE_VERSION);
     if let Some(a) = attributes {
-        out.text("attributes");
-        out.0.extend_from_slice(a.as_cbor());
+        encode_attributes(&mut out, a);
     }
     out.text("objects");
     out.head(5, objects.len() as u64);

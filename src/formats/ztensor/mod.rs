@@ -28,6 +28,9 @@ pub(crate) const TRAITS: Traits = Traits {
     blob_alignment: ALIGNMENT,
     view_alignment: ALIGNMENT as usize,
     digest_kinds: ZTENSOR_KINDS,
+    decoded_digests: false,
+    value_rules: false,
+    shared_blobs: false,
 };
 
 /// True for the first bytes of a v1.x file.

@@ -48,8 +48,8 @@ static int read_file(const char *path, const float *expected, size_t size,
     fprintf(stderr, "consumer: %lu objects, expected 1\n", (unsigned long)zt_object_count(reader));
   } else if ((status = zt_object_find(reader, "weights", &index)) != ZT_OK) {
     failed("zt_object_find", status);
-  } else if ((status = zt_object_info_get(reader, index, &info)) != ZT_OK) {
-    failed("zt_object_info_get", status);
+  } else if ((status = zt_object_get_info(reader, index, &info)) != ZT_OK) {
+    failed("zt_object_get_info", status);
   } else if (info.ndim != ndim || memcmp(info.shape, shape, ndim * sizeof *shape) != 0) {
     fprintf(stderr, "consumer: wrong shape read back\n");
   } else if ((status = zt_component_read(reader, index, "data", values, sizeof values)) != ZT_OK) {

@@ -1072,6 +1072,31 @@ def seek_table_cases():
         "compressed sizes swapped between frames 0 and 1: sums agree, boundaries lie")
     lie("v12_zstd_seek_table_other_skippable_magic", seek_table(sizes, magic=0x184D2A50),
         "the table frame has another skippable magic than the seekable format's")
+    # Issue 23: decoded sizes that add up but are not the frames' gave a range read another
+    # frame's bytes with ZT_OK; each frame's header now says what it decodes to.
+    lie("v12_zstd_seek_table_sizes_lie", seek_table([(sizes[0][0], 0), (sizes[1][0], 0), (sizes[2][0], total)]),
+        "regression (issue 23): decoded sizes that add up but are not the frames' (0, 0, all)")
+    lie("v12_zstd_seek_table_shifted", seek_table([sizes[0], (sizes[1][0], sizes[1][1] + 1),
+                                                   (sizes[2][0], sizes[2][1] - 1)]),
+        "regression (issue 23): frame 1 listed one byte longer, frame 2 one shorter: the sums agree")
+    # Frames that state no decoded size: their entries can't be checked without decoding,
+    # so from the first such frame a reader decodes the rest from its start: every byte
+    # reads right, whatever the table says.
+    unsized = [zraw(parts[0]), zrle(0x5A, len(parts[1])), zraw(parts[2])]
+    usizes = [(len(f), len(p)) for f, p in zip(unsized, parts)]
+    ubody = b"".join(unsized)
+    ok("v12_ok_zstd_seek_table_unsized", zstd_file(ubody + seek_table(usizes), total, (total // 4,)),
+       "control: frames without a stated size, then a seek table")
+    ok("v12_ok_zstd_seek_table_unsized_lies",
+       zstd_file(ubody + seek_table([(usizes[0][0], 0), (usizes[1][0], 0), (usizes[2][0], total)]), total,
+                 (total // 4,)),
+       "regression (issue 23): sizes that lie about frames stating none are not used: every byte reads right")
+    # The legacy format's zstd components are read the same way (a seed for the ztensor_v01
+    # fuzz target).
+    stream = body + seek_table(sizes)
+    ok("v01_ok_zstd_seek_table",
+       legacy_file([legacy_tensor(size=len(stream), encoding="zstd", shape=(total // 4,))], [(64, stream)]),
+       "control: legacy zstd component of three frames and a seek table")
 
 
 def digest_cases():
@@ -1597,6 +1622,183 @@ def alloc_cases():
                "regression: zt_object_validate on a CSR whose zstd indices claim 4 GiB: read_to_vec "
                "aborted the process when the allocation failed (fixed in 4a0c0dc)")
 
+# --------------------------------------------------------------------------------------
+# PyTorch checkpoints (pt_*), NumPy arrays (npy_*, npz_*) and ONNX models (onnx_*): hostile
+# pickles must be refused with nothing executed; zip, .npy and protobuf structures bounded.
+# --------------------------------------------------------------------------------------
+
+def zip_file(entries, *, cd_edit=None):
+    """A zip archive of (name, data, deflate) entries, as a fixed byte string (no dates)."""
+    import zipfile
+    import io
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, deflate in entries:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+            z.writestr(info, data)
+    out = buf.getvalue()
+    return cd_edit(out) if cd_edit else out
+
+
+def pstr(s):
+    b = s.encode()
+    return b"X" + struct.pack("<I", len(b)) + b
+
+
+def pkl_tensor(key, storage="FloatStorage", offset=0, size=(2,), stride=(1,), numel=2):
+    """A `_rebuild_tensor_v2` call on the storage `data/<key>` (protocol 2 opcodes)."""
+    tup = lambda v: b"(" + b"".join(b"J" + struct.pack("<i", x) for x in v) + b"t"  # noqa: E731
+    return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + b"(" + pstr("storage") + b"ctorch\n" + storage.encode()
+            + b"\n" + pstr(key) + pstr("cpu") + b"J" + struct.pack("<i", numel) + b"tQ"
+            + b"J" + struct.pack("<i", offset) + tup(size) + tup(stride) + b"\x89"
+            + b"ccollections\nOrderedDict\n)RtR")
+
+
+def pkl_dict(items):
+    return b"\x80\x02}(" + b"".join(pstr(k) + v for k, v in items) + b"u."
+
+
+def checkpoint(pickle, storages=((b"0", f32s([1.0, 2.0])),), **kw):
+    entries = [("archive/data.pkl", pickle, False), ("archive/byteorder", b"little", False)]
+    entries += [("archive/data/" + k.decode(), v, False) for k, v in storages]
+    entries.append(("archive/version", b"3\n", False))
+    return zip_file(entries, **kw)
+
+
+def npy_bytes(header, data=b"", version=1):
+    h = header.encode()
+    pad = 64 - (len(h) + (10 if version == 1 else 12) + 1) % 64
+    h += b" " * (pad % 64) + b"\n"
+    ln = struct.pack("<H", len(h)) if version == 1 else struct.pack("<I", len(h))
+    return b"\x93NUMPY" + bytes([version, 0]) + ln + h + data
+
+
+def pb_varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb(field, value):
+    """A protobuf field: an int is a varint, bytes are length-delimited."""
+    if isinstance(value, int):
+        return pb_varint(field << 3) + pb_varint(value)
+    return pb_varint(field << 3 | 2) + pb_varint(len(value)) + value
+
+
+def onnx_model(tensors, ir_version=10):
+    graph = pb(2, b"g") + b"".join(pb(5, t) for t in tensors)
+    return pb(1, ir_version) + pb(2, b"hostile") + pb(7, graph)
+
+
+def onnx_tensor(name, dims, data_type=1, raw=None, extra=b""):
+    t = b"".join(pb(1, d) for d in dims) + pb(2, data_type) + pb(8, name.encode())
+    if raw is not None:
+        t += pb(9, raw)
+    return t + extra
+
+
+def pickled_cases():
+    good = pkl_dict([("w", pkl_tensor("0"))])
+    ok("pt_ok_state_dict", checkpoint(good), "control: a torch.save zip with one f32 [2] tensor")
+    at_open("pt_os_system", checkpoint(b"\x80\x02cos\nsystem\n(" + pstr("touch /tmp/zt_pwned") + b"tR."),
+            "UNSUPPORTED", "pickle calls os.system through REDUCE: refused at the GLOBAL, nothing runs")
+    at_open("pt_builtins_eval", checkpoint(b"\x80\x04" + b"\x8c\x08builtins\x8c\x04eval\x93" + pstr("1+1")
+                                           + b"\x85R."),
+            "UNSUPPORTED", "STACK_GLOBAL builtins.eval called: refused, nothing evaluated")
+    at_open("pt_unknown_global", checkpoint(pkl_dict([("m", b"ctorch.nn\nLinear\n)R")])),
+            "UNSUPPORTED", "a torch.nn.Linear instance: a global a state dict doesn't need")
+    at_open("pt_memo_get_huge", checkpoint(b"\x80\x02j\xff\xff\xff\xff."),
+            "FORMAT", "LONG_BINGET 0xffffffff of a memo entry never stored")
+    ok("pt_memo_put_huge", checkpoint(b"\x80\x02}r\xff\xff\xff\xff(" + pstr("w") + pkl_tensor("0") + b"u."),
+       "LONG_BINPUT at index 0xffffffff: a sparse memo, no allocation by index")
+    deep = b"\x80\x02}(" + pstr("x") + b"]" * 5000 + b"a" * 4999 + b"u."
+    at_open("pt_deep_lists", checkpoint(deep), "LIMIT", "5000 nested lists: the walk stops at depth 64")
+    laugh = b"\x80\x02}(" + pstr("x") + b"]q\x000" + b"".join(
+        b"(h%sh%sl" % (bytes([i]), bytes([i])) + b"q" + bytes([i + 1]) + b"0" for i in range(60)) + b"h<u."
+    at_open("pt_billion_laughs", checkpoint(laugh), "LIMIT",
+            "60 levels of a list holding the previous one twice (2^60 paths): visits bounded")
+    cyc = b"\x80\x02}(" + pstr("x") + b"]q\x00h\x00au."
+    at_open("pt_list_holds_itself", checkpoint(cyc), "LIMIT", "a list appended to itself: a cycle, bounded")
+    at_open("pt_long_string", checkpoint(b"\x80\x04\x8d" + struct.pack("<Q", 1 << 62) + b"ab."),
+            "FORMAT", "BINUNICODE8 of 2^62 bytes in a pickle of a few")
+    at_open("pt_long_bytes", checkpoint(b"\x80\x03B\xff\xff\xff\xffab."), "FORMAT",
+            "BINBYTES of 4 GiB in a pickle of a few")
+    at_open("pt_marks_many", checkpoint(b"\x80\x02" + b"(" * 5000 + b"N."), "LIMIT", "5000 open marks")
+    at_open("pt_stack_underflow", checkpoint(b"\x80\x02R."), "FORMAT", "REDUCE on an empty stack")
+    at_open("pt_no_stop", checkpoint(good[:-1]), "FORMAT", "a pickle without its STOP opcode")
+    at_open("pt_int_huge", checkpoint(b"\x80\x02\x8b\x64\x00\x00\x00" + b"\x01" * 100 + b"."),
+            "UNSUPPORTED", "a 100-byte integer")
+    at_open("pt_storage_missing", checkpoint(pkl_dict([("w", pkl_tensor("9"))])), "FORMAT",
+            "a tensor whose storage data/9 is not in the archive")
+    at_open("pt_storage_short", checkpoint(pkl_dict([("w", pkl_tensor("0", numel=100, size=(100,)))])),
+            "FORMAT", "a storage of 100 floats held in 8 bytes")
+    at_open("pt_view_past_storage", checkpoint(pkl_dict([("w", pkl_tensor("0", offset=1, size=(2,)))])),
+            "FORMAT", "a view from element 1 of 2 elements of a 2-element storage")
+    at_open("pt_stride_overflow", checkpoint(pkl_dict([("w", pkl_tensor("0", size=(2, 2), stride=(2**31 - 1, 2**31 - 1)))])),
+            "FORMAT", "strides reaching far past the storage")
+    at_open("pt_legacy", b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", "UNSUPPORTED",
+            "the legacy (pre-1.6) pickle format: refused with how to convert it")
+    at_open("pt_zip_count_huge", checkpoint(good, cd_edit=lambda b: b[:-12] + struct.pack("<H", 0xFFFE)
+                                            + b[-10:]), "FORMAT",
+            "the end record counts 65534 entries in a central directory of a few")
+    at_open("pt_zip_cd_past_end", checkpoint(good, cd_edit=lambda b: b[:-6] + struct.pack("<I", 1 << 30)
+                                             + b[-2:]), "FORMAT",
+            "the central directory starts past the end of the file")
+    at_open("pt_zip_no_end", checkpoint(good)[:-22], "FORMAT", "a zip archive without its end record")
+    # NumPy
+    ok("npy_ok_f4", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", W4),
+       "control: a .npy f32 [2,2]")
+    at_open("npy_header_huge", b"\x93NUMPY\x02\x00\xff\xff\xff\xff{", "LIMIT", "a version 2 header of 4 GiB")
+    at_open("npy_shape_huge", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"),
+            "FORMAT", "a shape whose byte size overflows u64")
+    at_open("npy_data_short", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1000,), }", W4),
+            "FORMAT", "1000 f64 in a file of 16 data bytes")
+    at_open("npy_object", npy_bytes("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", b"\x80\x02N."),
+            "UNSUPPORTED", "an object array (a pickle): refused, nothing unpickled")
+    at_open("npy_bad_literal", npy_bytes("{'descr': __import__('os'), 'shape': (2,), }", W4),
+            "FORMAT", "a header that is not the literal numpy writes: nothing is evaluated")
+    ok("npy_ok_fortran_be", npy_bytes("{'descr': '>i2', 'fortran_order': True, 'shape': (2, 3), }",
+                                      struct.pack(">6h", 1, 4, 2, 5, 3, 6)),
+       "control: a big-endian Fortran-ordered i16 [2,3], read as a copy")
+    header = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", W4)
+
+    def corrupt_crc(b):
+        i = b.index(b"PK\x01\x02")
+        return b[:i + 16] + struct.pack("<I", 0xDEADBEEF) + b[i + 20:]
+    at_walk("npz_crc_mismatch", zip_file([("w.npy", header, True)], cd_edit=corrupt_crc), "CHECKSUM",
+            "a deflated member whose CRC-32 disagrees: found when it is inflated")
+
+    def claim_huge(b):
+        i = b.index(b"PK\x01\x02")
+        return b[:i + 24] + struct.pack("<I", 0xFFFFFFF0) + b[i + 28:]
+    at_open("npz_inflate_claim", zip_file([("w.npy", header, True)], cd_edit=claim_huge), "FORMAT",
+            "a deflated member of a few bytes that claims to inflate to 4 GiB")
+    at_open("npz_not_npy", zip_file([("readme.txt", b"hello", False)]), "UNSUPPORTED",
+            "a zip archive that is neither a checkpoint nor an .npz")
+    # ONNX
+    ok("onnx_ok_raw", onnx_model([onnx_tensor("w", [2, 2], raw=W4)]), "control: an f32 [2,2] initializer")
+    at_open("onnx_raw_len", onnx_model([onnx_tensor("w", [2, 3], raw=W4)]), "FORMAT",
+            "raw_data of 16 bytes for a [2,3] f32")
+    at_open("onnx_len_past_end", onnx_model([onnx_tensor("w", [2, 2], raw=W4)])[:-4], "FORMAT",
+            "a field whose length reaches past its message")
+    at_open("onnx_rank_100", onnx_model([onnx_tensor("w", [1] * 100, raw=W4[:4])]), "LIMIT",
+            "an initializer of 100 dimensions")
+    at_open("onnx_group", onnx_model([onnx_tensor("w", [2, 2], raw=W4, extra=b"\x1b")]), "FORMAT",
+            "a field of wire type 3 (a group)")
+    ext = pb(13, pb(1, b"location") + pb(2, b"../../etc/passwd")) + pb(14, 1)
+    at_open("onnx_external_traversal", onnx_model([onnx_tensor("w", [2], extra=ext)]), "FORMAT",
+            "external data at ../../etc/passwd: outside the model's directory")
+    typed = b"".join(pb_varint(4 << 3 | 5) + struct.pack("<f", v) for v in (1.0, 2.0, 3.0))
+    at_walk("onnx_typed_count", onnx_model([onnx_tensor("w", [4], extra=typed)]), "FORMAT",
+            "float_data holds 3 values for a shape of 4: found when decoded")
+
 
 def run(outdir):
     container_v12()
@@ -1612,6 +1814,7 @@ def run(outdir):
     v11_cases()
     legacy_cases()
     foreign_cases()
+    pickled_cases()
     alloc_cases()
     alloc_dir = os.path.join(outdir, "alloc")
     os.makedirs(alloc_dir, exist_ok=True)
@@ -1647,18 +1850,18 @@ TSV_HEADER = """\
 # walk_status: "-" when the open fails. Otherwise the FIRST non-OK status of this walk,
 #   or ZT_OK when every call succeeds. Every call is made even after a failure:
 #   for each object i in 0 .. zt_object_count() - 1:
-#     zt_object_info_get(i)                          (on failure: skip to the next object)
+#     zt_object_get_info(i)                          (on failure: skip to the next object)
 #     for each component c in 0 .. component_count - 1:
-#       zt_component_info_get(i, c)                  (on failure: skip to the next component)
+#       zt_component_get_info(i, c)                  (on failure: skip to the next component)
 #       if decoded_length > 0: zt_component_read_range(i, role) of byte 0, then of byte
 #         decoded_length - 1 (1 byte each)
 #       zt_component_read(i, role) into a malloc'd buffer of exactly decoded_length bytes
 #       zt_component_view(i, role)                   (on success every byte is read)
 #       zt_component_verify(i, role)                 (ZT_ERR_NOT_FOUND = "no digest": not a failure)
 #     zt_object_validate(i)
-#     zt_attributes_json(i)
-#   zt_attributes_json(SIZE_MAX)                     (the file's attributes)
-#   zt_verify()
+#     zt_object_get_attributes_json(i)
+#   zt_file_get_attributes_json()                    (the file's attributes)
+#   zt_file_verify()
 # Range reads and the read come before the view on purpose: a view caches the decoded
 # bytes and later reads are served from that cache, which would hide faults of the
 # streaming (range) and direct (read) decode paths.

@@ -1,93 +1,14 @@
-//! C ABI: what a model loader adds to reading one tensor at a time: opening a file
-//! descriptor, the mapping itself, prefetching and releasing an object's pages, and batch
-//! loads.
+//! C ABI: what a model loader adds to reading one tensor at a time: prefetching and
+//! releasing an object's pages, and batch loads.
 
 use std::ffi::{c_char, c_void};
-use std::os::fd::FromRawFd;
 
-use super::read::{ZT_OPEN_TAKE_FD, find_component, finish_open, open_options, reader, zt_reader};
-use super::{guard, need_bytes_mut, need_out, put, zt_status};
+use super::objects::find_component;
+use super::open::{reader, zt_reader};
+use super::{guard, need_bytes_mut, zt_status};
 use crate::batch::LoadRequest;
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
-use crate::reader::Reader;
-
-/// Opens a file from a descriptor the caller opened (read access, a regular file; its
-/// offset doesn't matter). By default the reader works on its own duplicate (`dup`), so
-/// the caller keeps `fd` and may close it as soon as this returns; with
-/// `ZT_OPEN_TAKE_FD` in `options->flags` the reader takes `fd` over and closes it at
-/// `zt_close` (on failure the caller still owns it). Otherwise as `zt_open_with`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_open_fd(
-    fd: i32,
-    options: *const super::zt_open_options,
-    out: *mut *mut zt_reader,
-) -> zt_status {
-    guard(|| {
-        need_out(out, "out")?;
-        if fd < 0 {
-            bail!(InvalidArgument, "fd {fd} is not a file descriptor");
-        }
-        let opts = open_options(options)?;
-        // SAFETY: NULL or a valid struct, per the API contract.
-        let take = unsafe { options.as_ref() }.is_some_and(|o| o.flags & ZT_OPEN_TAKE_FD != 0);
-        let name = format!("fd {fd}");
-        // The reader always works on a duplicate, so a failed open leaves `fd` as it was;
-        // a handed-over `fd` is closed once the open has succeeded.
-        // SAFETY: duplicating a descriptor has no memory effects; failure is checked.
-        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if copy < 0 {
-            return Err(crate::Error::io(
-                format_args!("duplicating {name}"),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `copy` is a fresh descriptor that this File now owns alone.
-        let file = unsafe { std::fs::File::from_raw_fd(copy) };
-        let r = Reader::from_file(file, &name, &opts)?;
-        if take {
-            // SAFETY: the caller handed `fd` over; nothing else closes it.
-            unsafe { libc::close(fd) };
-        }
-        finish_open(r, out);
-        Ok(())
-    })
-}
-
-/// The whole file as the reader sees it: `*base` is the file's byte 0 in the mapping (or
-/// the caller's memory for `zt_open_memory`), `*size` its length; a component's stored
-/// bytes are at `base + offset` (`zt_component_info`). Borrowed until `zt_close`.
-/// `ZT_ERR_NOT_FOUND` for a reader opened with `ZT_OPEN_NO_MMAP` or of a remote object (it
-/// has no mapping), and for a set (each shard has its own: `zt_shard_mapping`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_mapping(
-    reader: *const zt_reader,
-    base: *mut *const c_void,
-    size: *mut u64,
-) -> zt_status {
-    guard(|| {
-        let r = self::reader(reader)?;
-        need_out(base, "base")?;
-        need_out(size, "size")?;
-        if r.inner().is_set() {
-            bail!(
-                NotFound,
-                "the reader reads a set of {} files, each mapped on its own: see \
-                 zt_shard_mapping",
-                r.inner().shard_count()
-            );
-        }
-        let map = r.inner().mapping().ok_or_else(|| {
-            err!(
-                NotFound,
-                "the reader has no mapping: it was opened with ZT_OPEN_NO_MMAP, or is of a remote object"
-            )
-        })?;
-        put(base, map.as_ptr().cast());
-        put(size, map.len() as u64);
-        Ok(())
-    })
-}
 
 /// Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
 /// `POSIX_FADV_WILLNEED` with `ZT_OPEN_NO_MMAP`), e.g. the next layers while this one
@@ -112,7 +33,7 @@ pub const ZT_LOAD_RANGE: u32 = 1;
 /// `zt_load_request.flags`: convert each element into `dtype` (as `zt_component_read_as`).
 pub const ZT_LOAD_CONVERT: u32 = 2;
 
-/// One read of a batch (`zt_load_batch`). A zero-filled request (with object, dst and
+/// One read of a batch (`zt_batch_load`). A zero-filled request (with object, dst and
 /// dst_size set) reads the whole "data" component.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -137,7 +58,7 @@ pub struct zt_load_request {
     pub status: u32,
 }
 
-/// Options of `zt_load_batch`; zero-filled or NULL for the defaults.
+/// Options of `zt_batch_load`; zero-filled or NULL for the defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_batch_options {
@@ -185,7 +106,7 @@ fn request<'d>(r: &zt_reader, q: &zt_load_request) -> Result<LoadRequest<'d>> {
 /// gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
 /// (the requests' buffers must not overlap).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_load_batch(
+pub unsafe extern "C" fn zt_batch_load(
     reader: *const zt_reader,
     requests: *mut zt_load_request,
     count: usize,

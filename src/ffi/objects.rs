@@ -1,0 +1,328 @@
+//! C ABI: what is in the file: objects (by index or name, their shape and format, how a
+//! block-quantized one is laid out) and their components (by index or role, where each
+//! one's bytes are).
+
+use std::ffi::c_char;
+
+use super::open::{reader, zt_reader};
+use super::{guard, guard_value, need_cstr, need_out, need_str, put, zt_status};
+use crate::error::{Result, bail, err};
+
+/// Number of objects; 0 for NULL. O(1).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_count(reader: *const zt_reader) -> usize {
+    // SAFETY: NULL or a reader from zt_open.
+    guard_value(0, || {
+        unsafe { reader.as_ref() }.map_or(0, |r| r.reader.objects().len())
+    })
+}
+
+/// Finds an object by name; O(1). `ZT_ERR_NOT_FOUND` when absent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_find(
+    reader: *const zt_reader,
+    name: *const c_char,
+    out_index: *mut usize,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        let bytes = need_cstr(name, "name")?.to_bytes();
+        need_out(out_index, "out_index")?;
+        // Looked up by its bytes: UTF-8 is checked only to tell why nothing matched.
+        let Some(i) = r.reader.find_bytes(bytes) else {
+            let name = need_str(name, "name")?;
+            return Err(r.in_file(err!(NotFound, "no object named '{name}'")));
+        };
+        put(out_index, i);
+        Ok(())
+    })
+}
+
+/// Describes one object: name, format and shape (all borrowed until `zt_close`),
+/// component count. `ZT_ERR_NOT_FOUND` for an index past the end.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_object_info {
+    /// Borrowed.
+    pub name: *const c_char,
+    /// "dense", "sparse_csr", "sparse_coo", "quantized_group", or as stored; borrowed.
+    pub format: *const c_char,
+    /// `ndim` entries, borrowed; NULL when `ndim` is 0.
+    pub shape: *const u64,
+    /// Number of dimensions; 0 for a scalar.
+    pub ndim: usize,
+    /// Number of components.
+    pub component_count: usize,
+}
+
+/// Describes object `index`. O(1), no allocation.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_info(
+    reader: *const zt_reader,
+    index: usize,
+    out: *mut zt_object_info,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        put(out, object_info(r.reader.object(index)?));
+        Ok(())
+    })
+}
+
+/// What `zt_object_get_info` says of an object (and `zt_file_get_objects`, of many).
+pub(super) fn object_info(o: &crate::model::Object) -> zt_object_info {
+    zt_object_info {
+        name: o.name_c().as_ptr(),
+        format: o.format_c().as_ptr(),
+        shape: if o.shape().is_empty() {
+            std::ptr::null()
+        } else {
+            o.shape().as_ptr()
+        },
+        ndim: o.shape().len(),
+        component_count: o.components().len(),
+    }
+}
+
+/// How a block-quantized object is laid out (every GGUF tensor of a quantized ggml type,
+/// and zTensor objects converted from them): fixed-size blocks of values, whole blocks
+/// per row. Strings are static (`name`) or borrowed until `zt_close` (`role`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_quant_info {
+    /// The ggml type id, as in ggml.h's `enum ggml_type` (`GGML_TYPE_Q4_0` = 2 ...).
+    pub ggml_type: u32,
+    /// The name after `GGML_TYPE_`: "Q4_0", "Q4_K", "IQ2_XXS", "MXFP4" ...; static.
+    pub name: *const c_char,
+    /// The role of the component holding the blocks ("data" in GGUF files); borrowed.
+    pub role: *const c_char,
+    /// Values per block.
+    pub block_size: u64,
+    /// Bytes per block.
+    pub type_size: u64,
+    /// Bytes of one row: the last dimension of the shape (ggml's ne[0]) / `block_size`
+    /// x `type_size`.
+    pub row_size: u64,
+    /// Rows: the element count / the last dimension (ne[1] x ne[2] x ne[3] in ggml).
+    /// The blocks component holds `row_count` x `row_size` bytes.
+    pub row_count: u64,
+    /// true when `zt_component_read_as` dequantizes it to `ZT_F32`, `ZT_F16` or
+    /// `ZT_BF16`; false for the few ggml types without a dequantizer (Q8_1, the removed
+    /// interleaved Q4_0_4_4 family), which read only as bytes.
+    pub dequantizable: bool,
+}
+
+/// Describes a block-quantized object: its ggml type (id and name), block size, type
+/// size, row size and row count, without parsing attributes. `ZT_ERR_NOT_FOUND` for an
+/// object that is not block-quantized (dense, sparse ... objects, and GGUF tensors of
+/// F32, F16, BF16, F64 or integer types, which are dense objects of that dtype);
+/// `ZT_ERR_UNSUPPORTED` naming the id for a ggml type this build doesn't know;
+/// `ZT_ERR_FORMAT` when the bytes are not the shape in whole blocks. O(components), no
+/// allocation. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_quant_info(
+    reader: *const zt_reader,
+    object: usize,
+    out: *mut zt_quant_info,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        let q = r.inner().quant_info(object)?;
+        let role = r.inner().objects()[object].components()[q.component].role_c();
+        put(
+            out,
+            zt_quant_info {
+                ggml_type: q.block_type.id(),
+                name: q.block_type.c_name().as_ptr(),
+                role: role.as_ptr(),
+                block_size: q.block_type.block_size(),
+                type_size: q.block_type.type_size(),
+                row_size: q.row_size,
+                row_count: q.rows,
+                dequantizable: q.block_type.can_dequantize(),
+            },
+        );
+        Ok(())
+    })
+}
+
+/// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_component_find(
+    reader: *const zt_reader,
+    object: usize,
+    role: *const c_char,
+    out_component: *mut usize,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out_component, "out_component")?;
+        put(out_component, find_component(r, object, role)?);
+        Ok(())
+    })
+}
+
+/// One component of an object. Strings are borrowed until `zt_close`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_component_info {
+    /// "data", "values", "indices", ...
+    pub role: *const c_char,
+    /// A `zt_dtype` value.
+    pub dtype: u32,
+    /// Logical type ("f8_e4m3fn", "complex64" ...), or NULL when absent.
+    pub r#type: *const c_char,
+    /// A `zt_encoding` value.
+    pub encoding: u32,
+    /// Absolute file offset of the stored bytes.
+    pub offset: u64,
+    /// Stored (possibly compressed) bytes.
+    pub length: u64,
+    /// Bytes after decoding.
+    pub decoded_length: u64,
+    /// "sha256:...", "crc32c:0x...", "xxh3:<16 hex>" (a Tensogram frame hash), or NULL.
+    pub digest: *const c_char,
+}
+
+/// Describes component `component` of object `object`. O(1), no allocation.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_component_get_info(
+    reader: *const zt_reader,
+    object: usize,
+    component: usize,
+    out: *mut zt_component_info,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        let o = r.reader.object(object)?;
+        let c = o.components().get(component).ok_or_else(|| {
+            r.in_file(err!(
+                NotFound,
+                "object '{}' has no component at index {component}",
+                o.name()
+            ))
+        })?;
+        let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
+        put(
+            out,
+            zt_component_info {
+                role: c.role_c().as_ptr(),
+                dtype: c.dtype() as u32,
+                r#type: opt(c.logical_type_c()),
+                encoding: c.encoding() as u32,
+                offset: c.offset(),
+                length: c.length(),
+                decoded_length: c.decoded_length(),
+                digest: opt(c.digest_c()),
+            },
+        );
+        Ok(())
+    })
+}
+
+/// Where a component's stored bytes are (`zt_component_get_location`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zt_location {
+    /// The file holding them: an index for `zt_shard_get_path` (0 for a single file).
+    pub shard: u32,
+    /// Absolute offset of the stored bytes in that file.
+    pub offset: u64,
+    /// Stored (possibly compressed) bytes.
+    pub length: u64,
+}
+
+/// Which file holds component `component` of object `object`, and where in it: the
+/// shard index (for `zt_shard_get_path` / `zt_shard_get_mapping`) and the absolute offset and
+/// length of the stored bytes there. O(1), opens nothing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_component_get_location(
+    reader: *const zt_reader,
+    object: usize,
+    component: usize,
+    out: *mut zt_location,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out, "out")?;
+        let o = r.inner().object(object)?;
+        let c = o.components().get(component).ok_or_else(|| {
+            err!(
+                NotFound,
+                "object '{}' has no component at index {component}",
+                o.name()
+            )
+        })?;
+        put(
+            out,
+            zt_location {
+                shard: c.file(),
+                offset: c.offset(),
+                length: c.length(),
+            },
+        );
+        Ok(())
+    })
+}
+
+/// The component of `object` whose role is the C string `role`: compared byte by byte with
+/// each role (most objects have one), neither measured nor decoded first; UTF-8 is checked
+/// only when nothing matched, to report the right error.
+#[inline]
+pub(super) fn find_component(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
+    if !role.is_null()
+        && let Some(o) = r.reader.objects().get(object)
+        && let Some(i) = o
+            .components()
+            .iter()
+            // SAFETY: `role` is NUL-terminated, per the API contract.
+            .position(|c| unsafe { equals(role, c.role_c()) })
+    {
+        return Ok(i);
+    }
+    component_not_found(r, object, role)
+}
+
+/// Why `find_component` found nothing (out of line: the found case is the one that is
+/// called in loops).
+#[cold]
+#[inline(never)]
+fn component_not_found(r: &zt_reader, object: usize, role: *const c_char) -> Result<usize> {
+    if role.is_null() {
+        bail!(InvalidArgument, "role is NULL");
+    }
+    let o = match r.reader.object(object) {
+        Ok(o) => o,
+        Err(e) => {
+            need_str(role, "role")?;
+            return Err(e);
+        }
+    };
+    let role = need_str(role, "role")?;
+    Err(r.in_file(err!(
+        NotFound,
+        "object '{}' has no '{role}' component",
+        o.name()
+    )))
+}
+
+/// Whether the NUL-terminated string at `s` is `text`, reading no byte of `s` past its NUL.
+///
+/// # Safety
+/// `s` is NUL-terminated.
+#[inline]
+unsafe fn equals(s: *const c_char, text: &crate::model::CText) -> bool {
+    let t = text.as_bytes();
+    for (i, &b) in t.iter().enumerate() {
+        // SAFETY: bytes 0..i of `s` equal `t`'s, none of which is NUL (a CText holds
+        // none), so byte i is within `s`.
+        if unsafe { *s.add(i) } as u8 != b {
+            return false;
+        }
+    }
+    // SAFETY: as above, byte t.len() is within `s`.
+    unsafe { *s.add(t.len()) == 0 }
+}
