@@ -174,6 +174,37 @@
 #define ZT_LOAD_CONVERT 2
 
 /**
+ * `zt_device.flags`: destinations are handles, not addresses (Vulkan buffers): the loader
+ * merges copies only to the same `dst` at adjacent offsets, never by adding offsets to
+ * `dst`. Without it (CUDA, HIP device pointers) `dst + offset` is an address.
+ */
+#define ZT_DEVICE_HANDLES 1
+
+/**
+ * `zt_loader_options.flags`: check every request's digest (as `ZT_LOAD_VERIFY` does for
+ * one).
+ */
+#define ZT_LOADER_VERIFY 1
+
+/**
+ * `zt_loader_options.flags`: register the caller's `staging` buffers with the device
+ * (`host_register`: pinned) at creation, and unregister them at `zt_loader_free`.
+ */
+#define ZT_LOADER_REGISTER_STAGING 2
+
+/**
+ * `zt_loader_request.flags`: `dst` is host memory, filled in place (no staging, no
+ * device).
+ */
+#define ZT_LOAD_HOST 4
+
+/**
+ * `zt_loader_request.flags`: check the component's digest (if it has one) before the
+ * request is reported done.
+ */
+#define ZT_LOAD_VERIFY 8
+
+/**
  * `zt_writer_options.flags`: don't make the file durable. `zt_writer_finish` then
  * neither fsyncs the file nor its directory and returns as soon as the file is renamed
  * into place (still atomically: readers never see half a file). After a crash or power
@@ -265,6 +296,10 @@ typedef enum zt_status {
    * A bug: a caught panic.
    */
   ZT_ERR_INTERNAL = 10,
+  /**
+   * The work was cancelled (`zt_loader_cancel`) before it was done.
+   */
+  ZT_ERR_CANCELED = 11,
 } zt_status;
 
 /**
@@ -367,6 +402,38 @@ typedef enum zt_value_type {
    */
   ZT_VALUE_MIXED = 255,
 } zt_value_type;
+
+/**
+ * `zt_loader_request.slice`: which part of the component a request loads.
+ */
+typedef enum zt_slice {
+  /**
+   * All of it.
+   */
+  ZT_SLICE_WHOLE = 0,
+  /**
+   * Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
+   * layers).
+   */
+  ZT_SLICE_ROWS = 1,
+  /**
+   * Columns `[first, first + count)` of the last dimension of every row, packed in the
+   * destination (column-parallel layers): a strided read.
+   */
+  ZT_SLICE_COLUMNS = 2,
+} zt_slice;
+
+/**
+ * The CUDA backend: the CUDA driver (`libcuda.so.1`) loaded at run time, a device's
+ * primary context and a stream. Opaque; free with `zt_cuda_free`.
+ */
+typedef struct zt_cuda zt_cuda;
+
+/**
+ * The loader: staging buffers (pinned), their events and the device's callbacks, kept
+ * between loads. Opaque; free with `zt_loader_free`.
+ */
+typedef struct zt_loader zt_loader;
 
 /**
  * An open file. Opaque; immutable after `zt_open`, so every function taking a
@@ -777,6 +844,271 @@ typedef struct zt_batch_options {
    */
   uint32_t threads;
 } zt_batch_options;
+
+/**
+ * Options of `zt_cuda_create_with`; zero-filled or NULL for the defaults.
+ */
+typedef struct zt_cuda_options {
+  /**
+   * `sizeof(zt_cuda_options)` (0: this header's size).
+   */
+  uint32_t struct_size;
+  /**
+   * The GPU's ordinal (0: the first).
+   */
+  int32_t device;
+  /**
+   * The stream copies are issued on (a `cudaStream_t` / `CUstream`), e.g. the one your
+   * kernels run on; NULL: a non-blocking stream the backend makes and owns.
+   */
+  void *stream;
+  /**
+   * The driver library to load instead of `libcuda.so.1` (a path or a file name), or
+   * NULL.
+   */
+  const char *library;
+} zt_cuda_options;
+
+/**
+ * What the loader needs from device memory, as callbacks of the caller's runtime (CUDA,
+ * HIP, Vulkan, Metal, or a CPU "device"); the library links none of them.
+ * `zt_cuda_get_device` fills one for CUDA.
+ *
+ * Every callback gets `context` first and returns 0 on success, anything else on failure
+ * (the runtime's error code: the request concerned fails with `ZT_ERR_IO` and a message
+ * naming the callback, the code and `error_string`'s text). Required: `copy_async`,
+ * `event_create`, `event_destroy`, `event_record`, `event_query`; the others may be NULL.
+ *
+ * Threads: the loader calls these from its reader tasks, several threads, but never two
+ * at once, except `event_wait` and `read_direct`, which it calls without that lock
+ * (one thread may block in them while another issues copies). It never calls
+ * `event_record` or `event_query` on an event while `event_wait` waits for it.
+ *
+ * Growth: set `struct_size` to `sizeof(zt_device)` (0 means the size of this header's
+ * struct); a smaller size from an older header is fine (the callbacks it lacks are NULL),
+ * a larger one must have zeros past the fields this library knows.
+ */
+typedef struct zt_device {
+  /**
+   * `sizeof(zt_device)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `ZT_DEVICE_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * Passed to every callback; the runtime's state (and the stream copies go on).
+   */
+  void *context;
+  /**
+   * Optional: `*out` = `size` bytes of pinned (page-locked) host memory for a staging
+   * buffer. Without it, the loader allocates and offers its memory to `host_register`.
+   */
+  int (*host_alloc)(void *context, size_t size, void **out);
+  /**
+   * Optional (required with `host_alloc`): frees what `host_alloc` returned.
+   */
+  int (*host_free)(void *context, void *ptr, size_t size);
+  /**
+   * Optional: pins `size` bytes of host memory at `ptr`.
+   */
+  int (*host_register)(void *context, void *ptr, size_t size);
+  /**
+   * Optional (required with `host_register`): undoes `host_register`.
+   */
+  int (*host_unregister)(void *context, void *ptr);
+  /**
+   * Starts copying `size` bytes from host memory `src` to `dst` at byte `offset`
+   * (an address: `(char *)dst + offset`; a handle with `ZT_DEVICE_HANDLES`), on the
+   * stream the context names, and returns. `src` stays valid and unchanged until an
+   * event recorded after this call is done.
+   */
+  int (*copy_async)(void *context, void *dst, uint64_t offset, const void *src, size_t size);
+  /**
+   * `*out` = a new event (one per staging buffer, made when the loader is).
+   */
+  int (*event_create)(void *context, void **out);
+  /**
+   * Destroys an event (when the loader is freed).
+   */
+  int (*event_destroy)(void *context, void *event);
+  /**
+   * Records `event` after the copies issued so far (on the same stream).
+   */
+  int (*event_record)(void *context, void *event);
+  /**
+   * `*done` = 1 when everything before the event's last record is done, else 0.
+   */
+  int (*event_query)(void *context, void *event, int *done);
+  /**
+   * Optional: blocks until `event` is done (else the loader polls `event_query`).
+   */
+  int (*event_wait)(void *context, void *event);
+  /**
+   * Optional: reads `size` bytes at `file_offset` of the open file `fd` straight into
+   * `dst` at `offset` (GPUDirect Storage through cuFile, hipFile): done when it returns,
+   * or queued on the stream so that an event recorded after it covers it. `*handled` = 0
+   * declines (the loader then reads through staging). Only for raw bytes loaded as they
+   * are, unchecked; called from several threads at once.
+   */
+  int (*read_direct)(void *context,
+                     int fd,
+                     uint64_t file_offset,
+                     void *dst,
+                     uint64_t offset,
+                     size_t size,
+                     int *handled);
+  /**
+   * Optional: a message for an error code of the callbacks (static or the context's).
+   */
+  const char *(*error_string)(void *context, int code);
+} zt_device;
+
+/**
+ * Options of `zt_loader_create_with`; zero-filled or NULL for the defaults.
+ */
+typedef struct zt_loader_options {
+  /**
+   * `sizeof(zt_loader_options)` (0: this header's size).
+   */
+  uint32_t struct_size;
+  /**
+   * `ZT_LOADER_*` flags, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * Reader tasks at once (0: the library pool's size, `zt_pool_thread_count`); with a
+   * device, at most `staging_count - 1`.
+   */
+  uint32_t readers;
+  /**
+   * Staging buffers (0: readers + 2, at least 3); with `staging`, how many it points
+   * to.
+   */
+  uint32_t staging_count;
+  /**
+   * Bytes of each staging buffer, and the most bytes of one chunk (0: 16 MiB; at least
+   * 64 KiB).
+   */
+  uint64_t staging_size;
+  /**
+   * Optional: `staging_count` buffers of `staging_size` bytes of yours to stage in
+   * (pinned already, or with `ZT_LOADER_REGISTER_STAGING`), valid and untouched by
+   * anything else until `zt_loader_free`. NULL: the loader allocates them (the device's
+   * `host_alloc`, else memory it registers).
+   */
+  void *const *staging;
+  /**
+   * Optional: called once per request when it ends: `status` `ZT_OK` once every byte
+   * landed (its destination may be read), or why it failed or was cancelled; `bytes`
+   * that landed. From the loader's threads, possibly several at once.
+   */
+  void (*on_complete)(void *user, size_t request, enum zt_status status, uint64_t bytes);
+  /**
+   * Optional: `done` of `total` destination bytes landed; increasing, never two calls at
+   * once.
+   */
+  void (*on_progress)(void *user, uint64_t done, uint64_t total);
+  /**
+   * Passed to the callbacks.
+   */
+  void *user;
+} zt_loader_options;
+
+/**
+ * One request of `zt_loader_load`.
+ */
+typedef struct zt_loader_request {
+  /**
+   * The object's index.
+   */
+  size_t object;
+  /**
+   * The component's role; NULL means "data".
+   */
+  const char *role;
+  /**
+   * Where the bytes go: a device address (or handle, `ZT_DEVICE_HANDLES`), or host
+   * memory with `ZT_LOAD_HOST`.
+   */
+  void *dst;
+  /**
+   * Bytes into `dst` where the request's bytes start (what handle-based devices need;
+   * 0 with pointers).
+   */
+  uint64_t dst_offset;
+  /**
+   * Bytes the request fills: exactly the size of what it loads.
+   */
+  uint64_t dst_size;
+  /**
+   * `ZT_LOAD_HOST`, `ZT_LOAD_CONVERT`, `ZT_LOAD_VERIFY`, or-ed.
+   */
+  uint32_t flags;
+  /**
+   * With `ZT_LOAD_CONVERT`: the `zt_dtype` to convert every value into (or to
+   * dequantize ggml blocks into: f32, f16, bf16).
+   */
+  uint32_t dtype;
+  /**
+   * A `zt_slice` value.
+   */
+  uint32_t slice;
+  /**
+   * Out: the request's result, a `zt_status` value.
+   */
+  uint32_t status;
+  /**
+   * With `ZT_SLICE_ROWS` / `ZT_SLICE_COLUMNS`: the first row or column.
+   */
+  uint64_t first;
+  /**
+   * With `ZT_SLICE_ROWS` / `ZT_SLICE_COLUMNS`: how many rows or columns.
+   */
+  uint64_t count;
+  /**
+   * Out: bytes that landed in `dst` (`dst_size` on success).
+   */
+  uint64_t bytes;
+} zt_loader_request;
+
+/**
+ * What a loader holds and has done (`zt_loader_get_stats`).
+ */
+typedef struct zt_loader_stats {
+  /**
+   * Staging buffers and the bytes of each (0 without a device).
+   */
+  uint64_t staging_count;
+  uint64_t staging_size;
+  /**
+   * 1 when the staging buffers are pinned (the device's, or registered with it).
+   */
+  uint32_t pinned;
+  /**
+   * Reader tasks of the last load.
+   */
+  uint32_t readers;
+  /**
+   * The most staging buffers filling or in flight at once.
+   */
+  uint64_t peak_busy;
+  /**
+   * The most scratch bytes one task held (at most `staging_size`).
+   */
+  uint64_t peak_scratch;
+  /**
+   * Copies issued (adjacent chunks merged into one), and direct reads.
+   */
+  uint64_t copies;
+  uint64_t direct_reads;
+  /**
+   * Loads run, and bytes landed in all of them.
+   */
+  uint64_t loads;
+  uint64_t bytes;
+} zt_loader_stats;
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
@@ -1274,6 +1606,120 @@ enum zt_status zt_batch_load(const struct zt_reader *reader,
                              struct zt_load_request *requests,
                              size_t count,
                              const struct zt_batch_options *options);
+
+/**
+ * Opens the CUDA backend with the defaults: device 0, a stream of its own. See
+ * `zt_cuda_create_with`.
+ */
+ZT_API enum zt_status zt_cuda_create(struct zt_cuda **out);
+
+/**
+ * Opens the CUDA backend: loads the CUDA driver with `dlopen` (no CUDA toolkit is needed
+ * to build or link the library), initializes it, and retains the device's primary
+ * context (the one the CUDA runtime and PyTorch use, so their device pointers work as
+ * destinations). `ZT_ERR_UNSUPPORTED` when no driver library loads or it finds no GPU,
+ * with a message saying which; `ZT_ERR_INVALID_ARGUMENT` for a device ordinal the driver
+ * doesn't have. Free with `zt_cuda_free` after every loader made with its device.
+ */
+ZT_API
+enum zt_status zt_cuda_create_with(const struct zt_cuda_options *options,
+                                   struct zt_cuda **out);
+
+/**
+ * Closes the CUDA backend (destroys its own stream, releases the context). NULL is fine.
+ * Every loader made with its device must be freed first.
+ */
+ZT_API void zt_cuda_free(struct zt_cuda *cuda);
+
+/**
+ * Fills `*out` with the backend's callbacks (pinned memory, copies on its stream,
+ * events; no direct reads), for `zt_loader_create_with`. Valid while `cuda` lives.
+ */
+ZT_API enum zt_status zt_cuda_get_device(const struct zt_cuda *cuda, struct zt_device *out);
+
+/**
+ * `size` bytes of device memory (`cuMemAlloc`) into `*out`, for programs without the
+ * CUDA headers (the docs' walkthrough, tests). Free with `zt_cuda_dealloc`.
+ */
+ZT_API enum zt_status zt_cuda_alloc(const struct zt_cuda *cuda, size_t size, void **out);
+
+/**
+ * Frees device memory of `zt_cuda_alloc`. NULL is fine.
+ */
+ZT_API enum zt_status zt_cuda_dealloc(const struct zt_cuda *cuda, void *ptr);
+
+/**
+ * Copies `size` bytes of device memory at `src` into host memory `dst`, after the work
+ * issued on the backend's stream so far (blocks): for checking what a load wrote.
+ */
+ZT_API
+enum zt_status zt_cuda_copy_to_host(const struct zt_cuda *cuda,
+                                    void *dst,
+                                    const void *src,
+                                    size_t size);
+
+/**
+ * Waits for everything issued on the backend's stream.
+ */
+ZT_API enum zt_status zt_cuda_synchronize(const struct zt_cuda *cuda);
+
+/**
+ * A host-only loader with the defaults. See `zt_loader_create_with`.
+ */
+ZT_API enum zt_status zt_loader_create(struct zt_loader **out);
+
+/**
+ * Creates a loader. With `device` (its struct is copied; its `context` must stay valid
+ * until `zt_loader_free`), device destinations go through `staging_count` staging
+ * buffers of `staging_size` bytes, allocated here (pinned by the device's `host_alloc`,
+ * or registered) with one event each; without (NULL), only host destinations
+ * (`ZT_LOAD_HOST`) are loaded and nothing is allocated. `ZT_ERR_INVALID_ARGUMENT` for a
+ * device struct without a required callback, unknown flags, a staging size under 64
+ * KiB, fewer than 2 buffers; a failing allocation or event is the device's error.
+ */
+ZT_API
+enum zt_status zt_loader_create_with(const struct zt_device *device,
+                                     const struct zt_loader_options *options,
+                                     struct zt_loader **out);
+
+/**
+ * Frees a loader: its staging buffers (yours are unregistered, not freed) and events.
+ * NULL is fine. Not while a load runs on it.
+ */
+ZT_API void zt_loader_free(struct zt_loader *loader);
+
+/**
+ * Loads `count` requests from `reader`, pipelined: reader tasks on the library's pool
+ * read (and decode, convert, dequantize, gather columns) chunks of at most `staging_size`
+ * bytes, into a staging buffer whose copy to the device is issued asynchronously while
+ * the next chunks are read, or straight into host memory (`ZT_LOAD_HOST`). Returns once
+ * every request ended and no copy is in flight: each `status` and `bytes` is set, and
+ * `on_complete` was called once for each. `ZT_OK` when all succeeded, else the status of
+ * the first failed request in array order (`ZT_ERR_CANCELED` after `zt_loader_cancel`),
+ * whose message `zt_last_error()` gives, prefixed "request <i>: ". A failed request
+ * doesn't stop the others. `ZT_ERR_STATE` when a load already runs on this loader (from a
+ * callback, or another thread). The destinations must not overlap.
+ */
+ZT_API
+enum zt_status zt_loader_load(struct zt_loader *loader,
+                              const struct zt_reader *reader,
+                              struct zt_loader_request *requests,
+                              size_t count);
+
+/**
+ * Stops the load running on `loader`, or the next one if none runs: no new chunk starts,
+ * copies in flight finish, and requests not done end with `ZT_ERR_CANCELED`. Thread-safe:
+ * the one call that may run at the same time as `zt_loader_load` on the same loader, e.g.
+ * from another thread or from a callback.
+ */
+ZT_API enum zt_status zt_loader_cancel(struct zt_loader *loader);
+
+/**
+ * What the loader holds and has done, into `*out`.
+ */
+ZT_API
+enum zt_status zt_loader_get_stats(const struct zt_loader *loader,
+                                   struct zt_loader_stats *out);
 
 /**
  * The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as

@@ -120,7 +120,7 @@ impl Reader<'_> {
 
 /// Runs `work` on every item on `threads` threads of their own (for work that waits on
 /// the network rather than on cores), items taken in order; results in any order.
-fn on_own_threads<T: Send, R: Send>(
+pub(crate) fn on_own_threads<T: Send, R: Send>(
     items: Vec<T>,
     threads: usize,
     work: impl Fn(T) -> R + Sync,

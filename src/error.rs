@@ -55,6 +55,8 @@ error_kinds! {
     State = 9 => ZT_ERR_STATE,
     /// A bug: a caught panic or a broken invariant.
     Internal = 10 => ZT_ERR_INTERNAL,
+    /// The work was cancelled (`zt_loader_cancel`) before it was done.
+    Canceled = 11 => ZT_ERR_CANCELED,
 }
 
 /// The C name of success, the one status that is no error.

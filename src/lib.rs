@@ -24,7 +24,7 @@
 
 // The layers, bottom to top (docs/architecture.md, checked by tests/architecture.rs):
 // error, limits, dtype, buffer, cbor, json, typed; pool; quant, convert; codec; source;
-// model; decode; formats; verify; reader; batch; writer; ffi.
+// model; decode; formats; verify; reader; batch, load; writer; ffi.
 mod batch;
 mod buffer;
 pub mod cbor;
@@ -37,6 +37,7 @@ pub mod ffi;
 pub(crate) mod formats;
 pub mod json;
 mod limits;
+pub mod load;
 mod model;
 pub mod pool;
 pub mod quant;
@@ -56,6 +57,7 @@ pub use formats::ztensor::manifest::WRITE_VERSION;
 pub use formats::ztensor::{ALIGNMENT, MAGIC_V1};
 pub use formats::ztensor_v01::MAGIC_V01;
 pub use limits::{Limits, MAX_CBOR_DEPTH};
+pub use load::{Loader, LoaderOptions};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};

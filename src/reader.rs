@@ -583,7 +583,11 @@ impl<'a> Reader<'a> {
         &self.model
     }
 
-    fn component(&self, object: usize, component: usize) -> Result<(&Object, &Component)> {
+    pub(crate) fn component(
+        &self,
+        object: usize,
+        component: usize,
+    ) -> Result<(&Object, &Component)> {
         let obj = self.object(object)?;
         let c = obj.components.get(component).ok_or_else(|| {
             err!(
@@ -597,7 +601,11 @@ impl<'a> Reader<'a> {
 
     /// Adds "<file>: object '..' component '..'" to an error's message (formatted only
     /// when there is an error: this sits on every read's path).
-    fn ctx<'s>(&'s self, obj: &'s Object, c: &'s Component) -> impl Fn(Error) -> Error + 's {
+    pub(crate) fn ctx<'s>(
+        &'s self,
+        obj: &'s Object,
+        c: &'s Component,
+    ) -> impl Fn(Error) -> Error + 's {
         move |e| match self.files.path(c.blob.file).or(self.origin.as_deref()) {
             Some(path) => e.context(format_args!(
                 "{path}: object '{}' component '{}'",
@@ -613,7 +621,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The source of the file holding a component: a set's shard is opened on first use.
-    fn source(&self, obj: &Object, c: &Component) -> Result<&Source<'a>> {
+    pub(crate) fn source(&self, obj: &Object, c: &Component) -> Result<&Source<'a>> {
         if c.blob.file != 0 && self.files.single().is_some() {
             return Err(self.ctx(obj, c)(ztensor_v2::shards::unresolvable(
                 &self.model,
@@ -1087,7 +1095,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The decoded bytes when they can be borrowed: mapped raw data, or a cached decode.
-    fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
+    pub(crate) fn borrowed(&self, object: usize, component: usize, c: &Component) -> Option<&[u8]> {
         if c.is_plain()
             && let Ok(source) = self.files.part(c.blob.file)
             && let Some(data) = source.stored(c.blob.offset, c.blob.length)

@@ -272,6 +272,16 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// The open file's descriptor (mapped or read with `pread`), for a loader's direct
+    /// reads; None for memory and remote objects.
+    pub(crate) fn fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        match &self.kind {
+            Kind::Map(_, f) | Kind::File(f) => Some(f.as_raw_fd()),
+            _ => None,
+        }
+    }
+
     /// The remote object behind this source, if it is one.
     #[cfg(feature = "remote")]
     pub(crate) fn remote(&self) -> Option<&remote::Remote> {

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["formats"],
     &["verify"],
     &["reader"],
-    &["batch"],
+    &["batch", "load"],
     &["writer"],
     &["ffi"],
 ];

@@ -16,6 +16,9 @@
  *                    arrays (contiguous numbers as spans, elements()), maps (entries()).
  *   zt::Writer       writes a file. Move-only; nothing appears at the path unless
  *                    finish() succeeds. add() dense tensors, begin_object() for any format.
+ *   zt::Loader       the staged loader: many requests (whole, row or column slices,
+ *                    converted) into host memory or, through pinned staging, into device
+ *                    memory (zt::Cuda, or your zt::device_callbacks), pipelined.
  *
  * Usage (exceptions on, the default):
  *
@@ -84,6 +87,7 @@
  *   ztensor/pool.hpp       zt::pool::set_threads, zt::pool::thread_count
  *   ztensor/reader.hpp     zt::Reader, zt::Object, zt::Component, iterators
  *   ztensor/writer.hpp     zt::Writer, zt::object_builder, zt::component_builder
+ *   ztensor/loader.hpp     zt::Loader, zt::load_request, zt::device_callbacks, zt::Cuda
  */
 
 #ifndef ZTENSOR_HPP
@@ -100,5 +104,6 @@
 #include "ztensor/pool.hpp"
 #include "ztensor/reader.hpp"
 #include "ztensor/writer.hpp"
+#include "ztensor/loader.hpp"
 
 #endif  // ZTENSOR_HPP

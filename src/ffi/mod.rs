@@ -31,6 +31,10 @@ mod read;
 // Batches and page advice.
 mod load;
 
+// The staged loader (zt_loader) and its devices (zt_device, the CUDA backend zt_cuda).
+mod device;
+mod staged;
+
 // Attributes: JSON and typed values.
 mod attrs;
 
@@ -62,6 +66,7 @@ use crate::error::{Error, ErrorKind, Result, bail, err};
 
 pub use attrs::*;
 pub use deprecated::*;
+pub use device::*;
 pub use dtype::*;
 pub use file::*;
 pub use frames::*;
@@ -73,6 +78,7 @@ pub use open::*;
 pub use pool::*;
 pub use read::*;
 pub use remote::*;
+pub use staged::*;
 pub use values::*;
 pub use write::*;
 
@@ -115,6 +121,8 @@ pub enum zt_status {
     ZT_ERR_STATE = 9,
     /// A bug: a caught panic.
     ZT_ERR_INTERNAL = 10,
+    /// The work was cancelled (`zt_loader_cancel`) before it was done.
+    ZT_ERR_CANCELED = 11,
 }
 
 /// Storage dtypes; values are stable. Functions take them as `uint32_t`.
@@ -165,7 +173,7 @@ pub enum zt_digest {
 
 impl From<ErrorKind> for zt_status {
     fn from(kind: ErrorKind) -> Self {
-        const { assert!(zt_status::ZT_ERR_INTERNAL as u32 == ErrorKind::Internal as u32) };
+        const { assert!(zt_status::ZT_ERR_CANCELED as u32 == ErrorKind::Canceled as u32) };
         // SAFETY: both enums are 32-bit with the values of one table (`error_kinds!`),
         // which `ffi::tests::c_enums_match_the_tables` checks against the header; every
         // ErrorKind value is a zt_status value.
@@ -453,7 +461,8 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(name(0), "ZT_OK");
-        assert_eq!(name(11), "ZT_UNKNOWN_STATUS");
+        assert_eq!(name(11), "ZT_ERR_CANCELED");
+        assert_eq!(name(12), "ZT_UNKNOWN_STATUS");
         assert_eq!(name(u32::MAX), "ZT_UNKNOWN_STATUS");
 
         let dtypes = header_enum("zt_dtype");

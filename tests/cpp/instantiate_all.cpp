@@ -138,6 +138,30 @@ void write_all(zt::Writer& w) {
   (write_typed<T>(w), ...);
 }
 
+// A device of callbacks: the required ones, and the optional ones it says it has.
+class null_device : public zt::device_callbacks {
+ public:
+  int copy_async(void* dst, std::uint64_t offset, const void* src, std::size_t size) noexcept override {
+    use(dst != src && offset + size > 0);
+    return 0;
+  }
+  int event_create(void** event) noexcept override {
+    *event = this;
+    return 0;
+  }
+  int event_destroy(void* event) noexcept override { return event == this ? 0 : 1; }
+  int event_record(void* event) noexcept override { return event == this ? 0 : 1; }
+  int event_query(void* event, bool& done) noexcept override {
+    done = event == this;
+    return 0;
+  }
+  bool has_host_alloc() const noexcept override { return true; }
+  bool has_event_wait() const noexcept override { return true; }
+  int event_wait(void* event) noexcept override { return event == this ? 0 : 1; }
+  bool handles() const noexcept override { return true; }
+  const char* error_string(int code) noexcept override { return code == 1 ? "one" : nullptr; }
+};
+
 }  // namespace
 
 // Not called: compiled for its warnings. extern so that nothing is dropped unseen.
@@ -362,4 +386,42 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   zt::Writer w2;
   w2 = std::move(w);
   get(w2.finish());
+
+  // the staged loader
+  {
+    zt::Reader lr = get(zt::Reader::open(path));
+    std::vector<zt_loader_request> q = {
+        zt::load_request(0, buffer.data(), buffer.size()).host().rows(0, 1).convert(zt::dtype::f32).verify(),
+        zt::load_request(1, buffer.data(), buffer.size(), "data").columns(0, 1).offset(8)};
+    zt::loader_options lo;
+    lo.readers = 2;
+    lo.verify = true;
+    lo.on_complete = [](std::size_t request, zt_status status, std::uint64_t bytes) { use(request + bytes + status); };
+    lo.on_progress = [](std::uint64_t done, std::uint64_t total) { use(done + total); };
+    zt::Loader l = get(zt::Loader::create(nullptr, std::move(lo)));
+    get(l.load(lr, q));
+    get(l.load(lr, zt::span<zt_loader_request>(q.data(), q.size())));
+    l.cancel();
+    zt_loader_stats st = l.stats();
+    use(st.loads + st.bytes + (l.handle() != nullptr));
+    zt::Loader l2 = std::move(l);
+    l = std::move(l2);
+    null_device nd;
+    zt_device nd_callbacks = nd.callbacks();
+    use(zt::Loader::try_create(&nd_callbacks));
+    zt::Cuda cuda = get(zt::Cuda::open());
+    zt::cuda_options co;
+    co.device = 1;
+    co.library = "libcuda.so.1";
+    use(zt::Cuda::try_open(co));
+    zt::Cuda cuda2 = get(zt::Cuda::open(co));
+    cuda = std::move(cuda2);
+    zt_device cd = cuda.device();
+    zt::Loader cl = get(zt::Loader::create(&cd, zt::loader_options{}));
+    void* p = get(cuda.alloc(16));
+    get(cuda.copy_to_host(buffer.data(), p, 16));
+    get(cuda.synchronize());
+    get(cuda.dealloc(p));
+    use(cuda.handle() != nullptr && cd.struct_size > 0 && cl.handle() != nullptr);
+  }
 }

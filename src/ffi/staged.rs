@@ -1,0 +1,452 @@
+//! C ABI: the staged loader (`zt_loader`): many requests, whole components or
+//! tensor-parallel slices, into host memory or through pinned staging into device memory,
+//! pipelined, with per-request completion, progress and cancellation.
+
+use std::ffi::{c_char, c_void};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::device::{CDevice, free_handle, handle_ref, read_versioned, zt_device};
+use super::objects::find_component;
+use super::open::{reader, zt_reader};
+use super::{guard, need_dtype, need_out, put, zt_status};
+use crate::error::{Error, Result, bail};
+use crate::load::{Destination, LoadEvents, Loader, LoaderOptions, Request, Slice};
+
+/// The loader: staging buffers (pinned), their events and the device's callbacks, kept
+/// between loads. Opaque; free with `zt_loader_free`.
+pub struct zt_loader {
+    loader: Loader,
+    on_complete: Option<
+        unsafe extern "C" fn(user: *mut c_void, request: usize, status: zt_status, bytes: u64),
+    >,
+    on_progress: Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64)>,
+    user: *mut c_void,
+}
+
+// SAFETY: `user` is the caller's, passed back to its callbacks on the loader's threads, as
+// the contract of `zt_loader_options` says.
+unsafe impl Send for zt_loader {}
+// SAFETY: as above.
+unsafe impl Sync for zt_loader {}
+
+/// `zt_loader_options.flags`: check every request's digest (as `ZT_LOAD_VERIFY` does for
+/// one).
+pub const ZT_LOADER_VERIFY: u32 = 1;
+/// `zt_loader_options.flags`: register the caller's `staging` buffers with the device
+/// (`host_register`: pinned) at creation, and unregister them at `zt_loader_free`.
+pub const ZT_LOADER_REGISTER_STAGING: u32 = 2;
+
+/// Options of `zt_loader_create_with`; zero-filled or NULL for the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_loader_options {
+    /// `sizeof(zt_loader_options)` (0: this header's size).
+    pub struct_size: u32,
+    /// `ZT_LOADER_*` flags, or-ed.
+    pub flags: u32,
+    /// Reader tasks at once (0: the library pool's size, `zt_pool_thread_count`); with a
+    /// device, at most `staging_count - 1`.
+    pub readers: u32,
+    /// Staging buffers (0: readers + 2, at least 3); with `staging`, how many it points
+    /// to.
+    pub staging_count: u32,
+    /// Bytes of each staging buffer, and the most bytes of one chunk (0: 16 MiB; at least
+    /// 64 KiB).
+    pub staging_size: u64,
+    /// Optional: `staging_count` buffers of `staging_size` bytes of yours to stage in
+    /// (pinned already, or with `ZT_LOADER_REGISTER_STAGING`), valid and untouched by
+    /// anything else until `zt_loader_free`. NULL: the loader allocates them (the device's
+    /// `host_alloc`, else memory it registers).
+    pub staging: *const *mut c_void,
+    /// Optional: called once per request when it ends: `status` `ZT_OK` once every byte
+    /// landed (its destination may be read), or why it failed or was cancelled; `bytes`
+    /// that landed. From the loader's threads, possibly several at once.
+    pub on_complete: Option<
+        unsafe extern "C" fn(user: *mut c_void, request: usize, status: zt_status, bytes: u64),
+    >,
+    /// Optional: `done` of `total` destination bytes landed; increasing, never two calls at
+    /// once.
+    pub on_progress: Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64)>,
+    /// Passed to the callbacks.
+    pub user: *mut c_void,
+}
+
+/// `zt_loader_request.flags`: `dst` is host memory, filled in place (no staging, no
+/// device).
+pub const ZT_LOAD_HOST: u32 = 4;
+/// `zt_loader_request.flags`: check the component's digest (if it has one) before the
+/// request is reported done.
+pub const ZT_LOAD_VERIFY: u32 = 8;
+
+/// `zt_loader_request.slice`: which part of the component a request loads.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_slice {
+    /// All of it.
+    ZT_SLICE_WHOLE = 0,
+    /// Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
+    /// layers).
+    ZT_SLICE_ROWS = 1,
+    /// Columns `[first, first + count)` of the last dimension of every row, packed in the
+    /// destination (column-parallel layers): a strided read.
+    ZT_SLICE_COLUMNS = 2,
+}
+
+/// One request of `zt_loader_load`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_loader_request {
+    /// The object's index.
+    pub object: usize,
+    /// The component's role; NULL means "data".
+    pub role: *const c_char,
+    /// Where the bytes go: a device address (or handle, `ZT_DEVICE_HANDLES`), or host
+    /// memory with `ZT_LOAD_HOST`.
+    pub dst: *mut c_void,
+    /// Bytes into `dst` where the request's bytes start (what handle-based devices need;
+    /// 0 with pointers).
+    pub dst_offset: u64,
+    /// Bytes the request fills: exactly the size of what it loads.
+    pub dst_size: u64,
+    /// `ZT_LOAD_HOST`, `ZT_LOAD_CONVERT`, `ZT_LOAD_VERIFY`, or-ed.
+    pub flags: u32,
+    /// With `ZT_LOAD_CONVERT`: the `zt_dtype` to convert every value into (or to
+    /// dequantize ggml blocks into: f32, f16, bf16).
+    pub dtype: u32,
+    /// A `zt_slice` value.
+    pub slice: u32,
+    /// Out: the request's result, a `zt_status` value.
+    pub status: u32,
+    /// With `ZT_SLICE_ROWS` / `ZT_SLICE_COLUMNS`: the first row or column.
+    pub first: u64,
+    /// With `ZT_SLICE_ROWS` / `ZT_SLICE_COLUMNS`: how many rows or columns.
+    pub count: u64,
+    /// Out: bytes that landed in `dst` (`dst_size` on success).
+    pub bytes: u64,
+}
+
+/// What a loader holds and has done (`zt_loader_get_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zt_loader_stats {
+    /// Staging buffers and the bytes of each (0 without a device).
+    pub staging_count: u64,
+    pub staging_size: u64,
+    /// 1 when the staging buffers are pinned (the device's, or registered with it).
+    pub pinned: u32,
+    /// Reader tasks of the last load.
+    pub readers: u32,
+    /// The most staging buffers filling or in flight at once.
+    pub peak_busy: u64,
+    /// The most scratch bytes one task held (at most `staging_size`).
+    pub peak_scratch: u64,
+    /// Copies issued (adjacent chunks merged into one), and direct reads.
+    pub copies: u64,
+    pub direct_reads: u64,
+    /// Loads run, and bytes landed in all of them.
+    pub loads: u64,
+    pub bytes: u64,
+}
+
+/// A host-only loader with the defaults. See `zt_loader_create_with`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_create(out: *mut *mut zt_loader) -> zt_status {
+    // SAFETY: forwarded contract.
+    unsafe { zt_loader_create_with(std::ptr::null(), std::ptr::null(), out) }
+}
+
+/// Creates a loader. With `device` (its struct is copied; its `context` must stay valid
+/// until `zt_loader_free`), device destinations go through `staging_count` staging
+/// buffers of `staging_size` bytes, allocated here (pinned by the device's `host_alloc`,
+/// or registered) with one event each; without (NULL), only host destinations
+/// (`ZT_LOAD_HOST`) are loaded and nothing is allocated. `ZT_ERR_INVALID_ARGUMENT` for a
+/// device struct without a required callback, unknown flags, a staging size under 64
+/// KiB, fewer than 2 buffers; a failing allocation or event is the device's error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_create_with(
+    device: *const zt_device,
+    options: *const zt_loader_options,
+    out: *mut *mut zt_loader,
+) -> zt_status {
+    guard(|| {
+        need_out(out, "out")?;
+        let o = if options.is_null() {
+            None
+        } else {
+            // SAFETY: a valid struct per the contract: integers, pointers, functions.
+            Some(unsafe { read_versioned(options, "zt_loader_options") }?)
+        };
+        let flags = o.map_or(0, |o| o.flags);
+        let known = ZT_LOADER_VERIFY | ZT_LOADER_REGISTER_STAGING;
+        if flags & !known != 0 {
+            bail!(
+                InvalidArgument,
+                "unknown loader flags 0x{:x}",
+                flags & !known
+            );
+        }
+        let opts = LoaderOptions {
+            readers: o.map_or(0, |o| o.readers as usize),
+            staging_count: o.map_or(0, |o| o.staging_count as usize),
+            staging_size: usize::try_from(o.map_or(0, |o| o.staging_size))
+                .map_err(|_| crate::error::err!(InvalidArgument, "staging_size is too large"))?,
+            verify: flags & ZT_LOADER_VERIFY != 0,
+        };
+        let staging = o.map_or(std::ptr::null(), |o| o.staging);
+        let loader = match (device.is_null(), staging.is_null()) {
+            (true, false) => bail!(InvalidArgument, "staging buffers given but no device"),
+            (true, true) => Loader::new(None, &opts)?,
+            (false, true) => Loader::new(Some(Arc::new(CDevice::new(device)?)), &opts)?,
+            (false, false) => {
+                let count = opts.staging_count;
+                if count == 0 {
+                    bail!(
+                        InvalidArgument,
+                        "staging buffers given but staging_count is 0"
+                    );
+                }
+                // SAFETY: `count` pointers, per the contract.
+                let given = unsafe { std::slice::from_raw_parts(staging, count) };
+                let buffers = given
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| {
+                        NonNull::new(p.cast::<u8>()).ok_or_else(|| {
+                            crate::error::err!(InvalidArgument, "staging buffer {i} is NULL")
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let register = flags & ZT_LOADER_REGISTER_STAGING != 0;
+                // SAFETY: the caller's buffers of `staging_size` bytes, valid and theirs
+                // alone until zt_loader_free, per the contract.
+                unsafe {
+                    Loader::with_buffers(Arc::new(CDevice::new(device)?), &opts, buffers, register)?
+                }
+            }
+        };
+        put(
+            out,
+            Box::into_raw(Box::new(zt_loader {
+                loader,
+                on_complete: o.and_then(|o| o.on_complete),
+                on_progress: o.and_then(|o| o.on_progress),
+                user: o.map_or(std::ptr::null_mut(), |o| o.user),
+            })),
+        );
+        Ok(())
+    })
+}
+
+/// Frees a loader: its staging buffers (yours are unregistered, not freed) and events.
+/// NULL is fine. Not while a load runs on it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_free(loader: *mut zt_loader) {
+    // SAFETY: a handle of zt_loader_create*, freed once, idle, per the contract.
+    unsafe { free_handle(loader) }
+}
+
+fn loader_of<'l>(loader: *const zt_loader) -> Result<&'l zt_loader> {
+    handle_ref(loader, "loader")
+}
+
+/// The C callbacks as `LoadEvents`, with request indices mapped back to the caller's.
+struct Callbacks<'a> {
+    loader: &'a zt_loader,
+    index: &'a [usize],
+}
+
+impl LoadEvents for Callbacks<'_> {
+    fn completed(&self, request: usize, result: &Result<()>, bytes: u64) {
+        if let Some(f) = self.loader.on_complete {
+            let status = match result {
+                Ok(()) => zt_status::ZT_OK,
+                Err(e) => e.kind().into(),
+            };
+            // SAFETY: the caller's callback and its user pointer.
+            unsafe { f(self.loader.user, self.index[request], status, bytes) };
+        }
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        if let Some(f) = self.loader.on_progress {
+            // SAFETY: the caller's callback and its user pointer.
+            unsafe { f(self.loader.user, done, total) };
+        }
+    }
+}
+
+/// The library request of a C one: role looked up, flags, slice and dtype checked.
+fn request<'d>(r: &zt_reader, q: &zt_loader_request) -> Result<Request<'d>> {
+    let component = if q.role.is_null() {
+        find_component(r, q.object, c"data".as_ptr())?
+    } else {
+        find_component(r, q.object, q.role)?
+    };
+    let known = ZT_LOAD_HOST | super::ZT_LOAD_CONVERT | ZT_LOAD_VERIFY;
+    if q.flags & !known != 0 {
+        bail!(
+            InvalidArgument,
+            "unknown load flags 0x{:x}",
+            q.flags & !known
+        );
+    }
+    let (first, count) = (q.first, q.count);
+    let slice = match q.slice {
+        s if s == zt_slice::ZT_SLICE_WHOLE as u32 => Slice::Whole,
+        s if s == zt_slice::ZT_SLICE_ROWS as u32 => Slice::Rows { first, count },
+        s if s == zt_slice::ZT_SLICE_COLUMNS as u32 => Slice::Columns { first, count },
+        s => bail!(InvalidArgument, "unknown slice value {s}"),
+    };
+    let convert = match q.flags & super::ZT_LOAD_CONVERT {
+        0 => None,
+        _ => Some(need_dtype(q.dtype)?),
+    };
+    let dst = if q.flags & ZT_LOAD_HOST != 0 {
+        let size = usize::try_from(q.dst_size)
+            .map_err(|_| crate::error::err!(InvalidArgument, "dst_size is too large"))?;
+        let bytes = super::need_bytes_mut(q.dst, size, "dst")?;
+        // The offset moves the start inside the caller's memory.
+        if q.dst_offset != 0 {
+            bail!(
+                InvalidArgument,
+                "dst_offset is for device destinations; point dst at the place"
+            );
+        }
+        Destination::Host(bytes)
+    } else {
+        if q.dst.is_null() && q.dst_size > 0 {
+            bail!(
+                InvalidArgument,
+                "dst is NULL but dst_size is {}",
+                q.dst_size
+            );
+        }
+        Destination::Device {
+            address: q.dst as usize as u64,
+            offset: q.dst_offset,
+            len: q.dst_size,
+        }
+    };
+    Ok(Request {
+        object: q.object,
+        component,
+        slice,
+        convert,
+        verify: q.flags & ZT_LOAD_VERIFY != 0,
+        dst,
+    })
+}
+
+/// Loads `count` requests from `reader`, pipelined: reader tasks on the library's pool
+/// read (and decode, convert, dequantize, gather columns) chunks of at most `staging_size`
+/// bytes, into a staging buffer whose copy to the device is issued asynchronously while
+/// the next chunks are read, or straight into host memory (`ZT_LOAD_HOST`). Returns once
+/// every request ended and no copy is in flight: each `status` and `bytes` is set, and
+/// `on_complete` was called once for each. `ZT_OK` when all succeeded, else the status of
+/// the first failed request in array order (`ZT_ERR_CANCELED` after `zt_loader_cancel`),
+/// whose message `zt_last_error()` gives, prefixed "request <i>: ". A failed request
+/// doesn't stop the others. `ZT_ERR_STATE` when a load already runs on this loader (from a
+/// callback, or another thread). The destinations must not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_load(
+    loader: *mut zt_loader,
+    reader: *const zt_reader,
+    requests: *mut zt_loader_request,
+    count: usize,
+) -> zt_status {
+    guard(|| {
+        let l = loader_of(loader)?;
+        let r = self::reader(reader)?;
+        if count == 0 {
+            return Ok(());
+        }
+        if requests.is_null() {
+            bail!(InvalidArgument, "requests is NULL but count is {count}");
+        }
+        // SAFETY: `count` requests, per the contract.
+        let requests = unsafe { std::slice::from_raw_parts_mut(requests, count) };
+        let mut errors: Vec<(usize, Error)> = Vec::new();
+        let mut index = Vec::with_capacity(count);
+        let mut resolved = Vec::with_capacity(count);
+        for (i, q) in requests.iter_mut().enumerate() {
+            q.status = zt_status::ZT_OK as u32;
+            q.bytes = 0;
+            match request(r, q) {
+                Ok(req) => {
+                    index.push(i);
+                    resolved.push(req);
+                }
+                Err(e) => {
+                    let e = e.context(format_args!("request {i}"));
+                    if let Some(f) = l.on_complete {
+                        // SAFETY: the caller's callback and its user pointer.
+                        unsafe { f(l.user, i, e.kind().into(), 0) };
+                    }
+                    errors.push((i, e));
+                }
+            }
+        }
+        let events = Callbacks {
+            loader: l,
+            index: &index,
+        };
+        let results = l.loader.load(r.inner(), &mut resolved, &events);
+        drop(resolved);
+        for (k, (result, bytes)) in results.into_iter().enumerate() {
+            let i = index[k];
+            requests[i].bytes = bytes;
+            if let Err(e) = result {
+                errors.push((i, e.context(format_args!("request {i}"))));
+            }
+        }
+        for (i, e) in &errors {
+            requests[*i].status = e.kind().code();
+        }
+        match errors.into_iter().min_by_key(|(i, _)| *i) {
+            None => Ok(()),
+            Some((_, e)) => Err(e),
+        }
+    })
+}
+
+/// Stops the load running on `loader`, or the next one if none runs: no new chunk starts,
+/// copies in flight finish, and requests not done end with `ZT_ERR_CANCELED`. Thread-safe:
+/// the one call that may run at the same time as `zt_loader_load` on the same loader, e.g.
+/// from another thread or from a callback.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_cancel(loader: *mut zt_loader) -> zt_status {
+    guard(|| {
+        loader_of(loader)?.loader.cancel();
+        Ok(())
+    })
+}
+
+/// What the loader holds and has done, into `*out`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_get_stats(
+    loader: *const zt_loader,
+    out: *mut zt_loader_stats,
+) -> zt_status {
+    guard(|| {
+        let l = loader_of(loader)?;
+        need_out(out, "out")?;
+        let s = l.loader.stats();
+        put(
+            out,
+            zt_loader_stats {
+                staging_count: s.staging_count as u64,
+                staging_size: s.staging_size as u64,
+                pinned: s.pinned as u32,
+                readers: s.readers as u32,
+                peak_busy: s.peak_busy as u64,
+                peak_scratch: s.peak_scratch as u64,
+                copies: s.copies,
+                direct_reads: s.direct_reads,
+                loads: s.loads,
+                bytes: s.bytes,
+            },
+        );
+        Ok(())
+    })
+}

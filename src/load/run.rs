@@ -1,0 +1,527 @@
+//! One load: the requests resolved and cut into chunks, the tasks that claim and run them,
+//! the drain of what is still in flight at the end, and every request's end reported once.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result, err};
+use crate::reader::Reader;
+
+use super::core::{Landing, Queue, Taken, Tally};
+use super::device::Device;
+use super::fill::Scratch;
+use super::plan::{self, Dst, Job};
+use super::{LoadEvents, Loader, Request};
+
+mod chunks;
+
+/// Destination units `[u0, u1)` of request `request`: one chunk, or for a request run in
+/// order, the whole request.
+struct Item {
+    request: usize,
+    u0: u64,
+    u1: u64,
+}
+
+/// Staging offsets of chunks that don't continue the previous one's destination.
+const ALIGN: u64 = 256;
+
+/// A copy out of a staging buffer: `len` bytes from `src` in the buffer to `address` at
+/// `offset`, carrying the landings `landings` (indices into the flight's list).
+struct CopyOut {
+    address: u64,
+    offset: u64,
+    src: u64,
+    len: u64,
+    landings: std::ops::Range<usize>,
+}
+
+/// What one staging buffer sends: its copies (adjacent chunks merged) and what lands.
+#[derive(Default)]
+struct Flight {
+    copies: Vec<CopyOut>,
+    landings: Vec<Landing>,
+}
+
+pub(crate) struct Run<'l, 'r, 'a> {
+    loader: &'l Loader,
+    reader: &'r Reader<'a>,
+    events: &'l dyn LoadEvents,
+    jobs: Vec<Option<Job<'r>>>,
+    tallies: Vec<Tally<Error>>,
+    chunks: Vec<usize>,
+    items: Vec<Item>,
+    queue: Queue<'l>,
+    results: Vec<OnceLock<(Result<()>, u64)>>,
+    limit: u64,
+    total: u64,
+    done: AtomicU64,
+    reported: Mutex<u64>,
+    copies: AtomicU64,
+    direct_reads: AtomicU64,
+    peak_scratch: AtomicUsize,
+}
+
+impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
+    /// Resolves every request (a request that can't be resolved fails alone) and cuts
+    /// them into chunks.
+    pub(crate) fn new(
+        loader: &'l Loader,
+        reader: &'r Reader<'a>,
+        requests: &mut [Request<'_>],
+        events: &'l dyn LoadEvents,
+    ) -> Self {
+        let limit = loader.options.staging_size as u64;
+        let mut run = Run {
+            loader,
+            reader,
+            events,
+            jobs: Vec::with_capacity(requests.len()),
+            tallies: Vec::with_capacity(requests.len()),
+            chunks: Vec::with_capacity(requests.len()),
+            items: Vec::new(),
+            queue: Queue::new(0, &loader.cancel),
+            results: (0..requests.len()).map(|_| OnceLock::new()).collect(),
+            limit,
+            total: 0,
+            done: AtomicU64::new(0),
+            reported: Mutex::new(0),
+            copies: AtomicU64::new(0),
+            direct_reads: AtomicU64::new(0),
+            peak_scratch: AtomicUsize::new(0),
+        };
+        for (i, r) in requests.iter_mut().enumerate() {
+            let job = match r.dst {
+                super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
+                    InvalidArgument,
+                    "a device destination, but the loader was made without a device"
+                )),
+                _ => plan::job(reader, r, loader.options.verify),
+            };
+            match job {
+                Ok(job) => {
+                    let n = job.chunk_count(limit);
+                    run.total += job.out_bytes(0, job.units);
+                    if job.sequential && job.units > 0 {
+                        run.items.push(Item {
+                            request: i,
+                            u0: 0,
+                            u1: job.units,
+                        });
+                    } else {
+                        let mut u = 0;
+                        while u < job.units {
+                            let end = job.chunk_end(u, limit);
+                            run.items.push(Item {
+                                request: i,
+                                u0: u,
+                                u1: end,
+                            });
+                            u = end;
+                        }
+                    }
+                    run.tallies.push(Tally::new(n));
+                    run.chunks.push(n);
+                    run.jobs.push(Some(job));
+                }
+                Err(e) => {
+                    let tally = Tally::new(1);
+                    tally.fail(e);
+                    run.tallies.push(tally);
+                    run.chunks.push(1);
+                    run.jobs.push(None);
+                }
+            }
+        }
+        run.queue = Queue::new(run.items.len(), &loader.cancel);
+        run
+    }
+
+    /// Runs the load to its end and returns every request's result.
+    pub(crate) fn execute(self) -> Vec<(Result<()>, u64)> {
+        // Requests that failed to resolve, and empty ones, end at once.
+        for (i, job) in self.jobs.iter().enumerate() {
+            if job.as_ref().is_none_or(|j| j.units == 0) {
+                self.finish(i);
+            }
+        }
+        let device_work = self
+            .items
+            .iter()
+            .any(|it| matches!(self.job(it.request).dst, Dst::Device { .. }));
+        let mut tasks = self.loader.options.readers.max(1);
+        if device_work {
+            // One buffer more than tasks: a task never waits for another's buffer.
+            tasks = tasks
+                .min(self.loader.ring.usable().saturating_sub(1))
+                .max(1);
+        }
+        let remote = self.reader.parallel_reads();
+        if let Some(n) = remote {
+            tasks = tasks.max(n.min(self.loader.options.readers.max(n)));
+            if device_work {
+                tasks = tasks
+                    .min(self.loader.ring.usable().saturating_sub(1))
+                    .max(1);
+            }
+        }
+        tasks = tasks.min(self.items.len()).max(1);
+        if !self.items.is_empty() {
+            let work = |_: usize| self.task();
+            match remote {
+                // A remote object's reads wait on the network: threads of their own.
+                Some(_) => {
+                    crate::batch::on_own_threads((0..tasks).collect(), tasks, work);
+                }
+                None => {
+                    crate::pool::map((0..tasks).collect(), tasks, work);
+                }
+            }
+        }
+        self.drain();
+        debug_assert!(
+            self.loader.ring.all_free(),
+            "a buffer held or in flight after the drain"
+        );
+        for i in 0..self.tallies.len() {
+            self.finish(i);
+        }
+        self.report(true);
+        self.record_stats(tasks);
+        self.results
+            .into_iter()
+            .map(|r| r.into_inner().expect("every request finished"))
+            .collect()
+    }
+
+    fn job(&self, request: usize) -> &Job<'r> {
+        self.jobs[request]
+            .as_ref()
+            .expect("items are of resolved requests")
+    }
+
+    fn device(&self) -> &'l dyn Device {
+        self.loader
+            .device
+            .as_deref()
+            .expect("device work has a device")
+    }
+
+    /// One task: claims runs of chunks until none is left (or the load is cancelled).
+    fn task(&self) {
+        let mut scratch = Scratch::default();
+        loop {
+            let mut at = 0u64;
+            let range = self
+                .queue
+                .claim(|first, next| self.packs(first, next, &mut at));
+            if range.is_empty() {
+                break;
+            }
+            let first = &self.items[range.start];
+            let job = self.job(first.request);
+            if job.sequential {
+                self.sequential(first.request, &mut scratch);
+            } else if matches!(job.dst, Dst::Host(_)) {
+                for item in &self.items[range] {
+                    self.host(item, &mut scratch);
+                }
+            } else if self.direct(job) {
+                self.direct_chunk(first, &mut scratch);
+            } else {
+                self.device_run(range, &mut scratch);
+            }
+        }
+        self.peak_scratch
+            .fetch_max(scratch.capacity(), Ordering::Relaxed);
+    }
+
+    /// Whether the device reads this job's bytes itself.
+    fn direct(&self, job: &Job<'_>) -> bool {
+        job.direct.is_some()
+            && self
+                .loader
+                .device
+                .as_ref()
+                .is_some_and(|d| d.has_direct_read())
+    }
+
+    /// Whether item `next` joins the run that starts at item `first` (whose placement so
+    /// far ends at `at`, 0 before the first): both chunks of the same kind, neither run in
+    /// order nor read directly, and all of it within one staging buffer's size.
+    fn packs(&self, first: usize, next: usize, at: &mut u64) -> bool {
+        let (a, b) = (&self.items[first], &self.items[next]);
+        let (ja, jb) = (self.job(a.request), self.job(b.request));
+        if *at == 0 {
+            *at = ja.out_bytes(a.u0, a.u1);
+        }
+        let plain = |j: &Job<'_>| !j.sequential && !self.direct(j);
+        if !plain(ja) || !plain(jb) {
+            return false;
+        }
+        let len = jb.out_bytes(b.u0, b.u1);
+        match (ja.dst, jb.dst) {
+            (Dst::Host(_), Dst::Host(_)) => {
+                if *at + len > self.limit {
+                    return false;
+                }
+                *at += len;
+                true
+            }
+            (Dst::Device { .. }, Dst::Device { .. }) => {
+                let start = self.place(&self.items[next - 1], *at, b);
+                if start + len > self.limit {
+                    return false;
+                }
+                *at = start + len;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Where in a staging buffer chunk `item` goes when the previous chunk ends at `at`:
+    /// right after it when their destinations are adjacent (one copy for both), else at
+    /// the next multiple of `ALIGN`.
+    fn place(&self, prev: &Item, at: u64, item: &Item) -> u64 {
+        if self.adjacent(self.dst_range(prev), self.dst_range(item)) {
+            at
+        } else {
+            at.next_multiple_of(ALIGN)
+        }
+    }
+
+    /// A device chunk's destination: (address, offset, end offset).
+    fn dst_range(&self, item: &Item) -> (u64, u64, u64) {
+        let job = self.job(item.request);
+        match job.dst {
+            Dst::Device { address, offset } => (
+                address,
+                offset + job.out_bytes(0, item.u0),
+                offset + job.out_bytes(0, item.u1),
+            ),
+            Dst::Host(_) => (0, 0, 0),
+        }
+    }
+
+    /// Whether destination `b` starts where `a` ends.
+    fn adjacent(&self, a: (u64, u64, u64), b: (u64, u64, u64)) -> bool {
+        let linear = self
+            .loader
+            .device
+            .as_ref()
+            .is_some_and(|d| d.linear_addresses());
+        if linear {
+            a.0.wrapping_add(a.2) == b.0.wrapping_add(b.1)
+        } else {
+            a.0 == b.0 && a.2 == b.1
+        }
+    }
+
+    // --- ends of chunks and requests ------------------------------------------------------
+
+    fn finish(&self, request: usize) {
+        let canceled = || {
+            err!(
+                Canceled,
+                "the load was cancelled before the request was done"
+            )
+        };
+        if let Some((result, bytes)) = self.tallies[request].finish(canceled) {
+            self.events.completed(request, &result, bytes);
+            let _ = self.results[request].set((result, bytes));
+        }
+    }
+
+    fn land(&self, l: Landing) {
+        self.done.fetch_add(l.bytes, Ordering::Relaxed);
+        if self.tallies[l.request].land(l.bytes) {
+            self.finish(l.request);
+        }
+    }
+
+    fn fail(&self, request: usize, e: Error) {
+        if self.tallies[request].fail(e) {
+            self.finish(request);
+        }
+    }
+
+    fn skip(&self, request: usize) {
+        if self.tallies[request].skip() {
+            self.finish(request);
+        }
+    }
+
+    /// Reports progress: always at the end (`last`), else when no other thread is
+    /// reporting (the callback runs under the lock, so counts arrive in order).
+    fn report(&self, last: bool) {
+        let done = self.done.load(Ordering::Relaxed);
+        let guard = match last {
+            true => Some(self.reported.lock().unwrap_or_else(|p| p.into_inner())),
+            false => self.reported.try_lock().ok(),
+        };
+        if let Some(mut reported) = guard
+            && done > *reported
+        {
+            *reported = done;
+            self.events.progress(done, self.total);
+        }
+    }
+
+    fn record_stats(&self, tasks: usize) {
+        let mut s = self.loader.stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.readers = tasks;
+        s.loads += 1;
+        s.bytes += self.done.load(Ordering::Relaxed);
+        s.copies += self.copies.load(Ordering::Relaxed);
+        s.direct_reads += self.direct_reads.load(Ordering::Relaxed);
+        s.peak_scratch = s
+            .peak_scratch
+            .max(self.peak_scratch.load(Ordering::Relaxed));
+    }
+
+    // --- staging buffers and the device -------------------------------------------------
+
+    /// A staging buffer to fill: free, or the oldest in flight once its copies are done
+    /// (settling what landed from it). None when every usable buffer is held by another
+    /// task (only after buffers were retired).
+    fn take_slot(&self) -> Option<usize> {
+        loop {
+            match self.loader.ring.take() {
+                Taken::Free(slot) => return Some(slot),
+                Taken::Flying(slot, landings) => match self.wait(slot) {
+                    Ok(()) => {
+                        landings.into_iter().for_each(|l| self.land(l));
+                        self.report(false);
+                        return Some(slot);
+                    }
+                    Err(e) => {
+                        // Nobody knows when the device stops reading it.
+                        self.loader.ring.retire(slot);
+                        for l in landings {
+                            self.fail(l.request, e.clone());
+                        }
+                    }
+                },
+                Taken::None => return None,
+            }
+        }
+    }
+
+    /// Waits for buffer `slot`'s event: the device blocks if it can (without the device
+    /// lock), else its event is polled.
+    fn wait(&self, slot: usize) -> Result<()> {
+        let device = self.device();
+        let event = self.loader.staging.event(slot);
+        if let Some(r) = device.event_wait(event) {
+            return r.map_err(|e| e.context("waiting for a copy"));
+        }
+        let mut pause = 0u32;
+        loop {
+            let done = {
+                let _lock = self.device_lock();
+                device.event_query(event)
+            }
+            .map_err(|e| e.context("asking whether a copy is done"))?;
+            if done {
+                return Ok(());
+            }
+            pause += 1;
+            match pause {
+                0..64 => std::hint::spin_loop(),
+                64..128 => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(
+                    (20u64 << ((pause - 128) / 16).min(5)).min(500),
+                )),
+            }
+        }
+    }
+
+    fn device_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.loader
+            .device_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Issues a staging buffer's copies and records its event after them; the buffer then
+    /// flies (or is free again when nothing was issued; or is retired when the event
+    /// couldn't be recorded after copies that were).
+    fn issue(&self, slot: usize, flight: Flight) {
+        if flight.landings.is_empty() {
+            self.loader.ring.put_back(slot);
+            return;
+        }
+        let device = self.device();
+        // SAFETY: this task holds `slot`; the copies read it until its event completes,
+        // and the ring lends it to nobody before that.
+        let base = unsafe { self.loader.staging.buffer(slot) }.as_ptr();
+        let mut flying = Vec::with_capacity(flight.landings.len());
+        let mut failed = Vec::new();
+        let recorded = {
+            let _lock = self.device_lock();
+            for c in &flight.copies {
+                // SAFETY: `[src, src + len)` is inside the buffer, which stays unchanged
+                // until the event recorded below completes (the ring's rule).
+                let issued = unsafe {
+                    device.copy_async(
+                        c.address,
+                        c.offset,
+                        base.add(c.src as usize),
+                        c.len as usize,
+                    )
+                };
+                match issued {
+                    Ok(()) => {
+                        flying.extend_from_slice(&flight.landings[c.landings.clone()]);
+                        self.copies.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => failed.push((c.landings.clone(), e)),
+                }
+            }
+            match flying.is_empty() {
+                true => Ok(()),
+                false => device.event_record(self.loader.staging.event(slot)),
+            }
+        };
+        for (range, e) in failed {
+            for l in &flight.landings[range] {
+                self.fail(l.request, e.clone().context("copying to the device"));
+            }
+        }
+        if flying.is_empty() {
+            self.loader.ring.put_back(slot);
+            return;
+        }
+        match recorded {
+            Ok(()) => self.loader.ring.fly(slot, flying),
+            Err(e) => {
+                self.loader.ring.retire(slot);
+                for l in flying {
+                    self.fail(l.request, e.clone().context("recording a copy's event"));
+                }
+            }
+        }
+    }
+
+    /// At the end: waits for every buffer still in flight and settles what landed.
+    fn drain(&self) {
+        if self.loader.device.is_none() {
+            return;
+        }
+        while let Some((slot, landings)) = self.loader.ring.oldest_flying() {
+            match self.wait(slot) {
+                Ok(()) => {
+                    landings.into_iter().for_each(|l| self.land(l));
+                    self.loader.ring.put_back(slot);
+                }
+                Err(e) => {
+                    self.loader.ring.retire(slot);
+                    for l in landings {
+                        self.fail(l.request, e.clone());
+                    }
+                }
+            }
+        }
+    }
+}
