@@ -64,6 +64,7 @@ const (
 	ErrBufferTooSmall  Status = C.ZT_ERR_BUFFER_TOO_SMALL
 	ErrState           Status = C.ZT_ERR_STATE
 	ErrInternal        Status = C.ZT_ERR_INTERNAL
+	ErrCanceled        Status = C.ZT_ERR_CANCELED
 )
 
 // String is the C name of the status, e.g. "ZT_ERR_FORMAT".

@@ -42,6 +42,7 @@ ZT_ERR_LIMIT = 7
 ZT_ERR_BUFFER_TOO_SMALL = 8
 ZT_ERR_STATE = 9
 ZT_ERR_INTERNAL = 10
+ZT_ERR_CANCELED = 11
 
 # The NumPy dtype of each storage dtype, by the name zt_dtype_name() gives it (bf16 has
 # none: its 16-bit patterns are shown as little-endian uint16)

@@ -255,3 +255,21 @@ def test_from_bytes(model):
     r = ztensor_c.Reader.from_bytes(model.read_bytes())
     assert r.keys() == ["embed", "norm", "scalar"] and r.path is None
     np.testing.assert_array_equal(r["embed"], values(24, "float32").reshape(4, 6))
+
+
+def test_every_status_the_library_names_has_an_exception_class():
+    """A status added to the C API (ZT_ERR_CANCELED was) gets its Python class too."""
+    from ztensor_c import _lib
+
+    names = {}
+    code = 1
+    while True:
+        name = _lib.ffi.string(_lib.status_name(code)).decode()
+        if name == "ZT_UNKNOWN_STATUS":
+            break
+        names[code] = name
+        code += 1
+    assert names[11] == "ZT_ERR_CANCELED"
+    assert sorted(_lib._ERRORS) == sorted(names), names
+    assert issubclass(_lib._ERRORS[11], ztensor_c.ZtError)
+    assert ztensor_c.CanceledError is _lib._ERRORS[11]

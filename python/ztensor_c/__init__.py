@@ -19,6 +19,7 @@ from . import _lib
 from . import numpy  # noqa: F401  (ztensor_c.numpy after `import ztensor_c`; torch is imported on demand)
 from ._lib import (
     BufferTooSmallError,
+    CanceledError,
     ChecksumError,
     FormatError,
     InternalError,
@@ -43,5 +44,5 @@ __all__ = [
     "Reader", "Writer", "open", "safe_open", "Tensor", "TensorMetadata", "OtherValue",
     "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
     "ChecksumError", "LimitError", "InvalidArgumentError", "BufferTooSmallError",
-    "StateError", "InternalError", "__version__",
+    "StateError", "InternalError", "CanceledError", "__version__",
 ]

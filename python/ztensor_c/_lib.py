@@ -113,6 +113,7 @@ ERR_LIMIT = lib.ZT_ERR_LIMIT
 ERR_BUFFER_TOO_SMALL = lib.ZT_ERR_BUFFER_TOO_SMALL
 ERR_STATE = lib.ZT_ERR_STATE
 ERR_INTERNAL = lib.ZT_ERR_INTERNAL
+ERR_CANCELED = lib.ZT_ERR_CANCELED
 ENCODING_RAW = lib.ZT_ENCODING_RAW
 ENCODING_ZSTD = lib.ZT_ENCODING_ZSTD
 DIGEST_NONE = lib.ZT_DIGEST_NONE
@@ -203,6 +204,10 @@ class InternalError(ZtError, RuntimeError):
     """ZT_ERR_INTERNAL: a bug in the library; please report it."""
 
 
+class CanceledError(ZtError, RuntimeError):
+    """ZT_ERR_CANCELED: the work was canceled (a loader's zt_loader_cancel)."""
+
+
 _ERRORS = {
     ERR_INVALID_ARGUMENT: InvalidArgumentError,
     ERR_IO: ZtOSError,
@@ -214,6 +219,7 @@ _ERRORS = {
     ERR_BUFFER_TOO_SMALL: BufferTooSmallError,
     ERR_STATE: StateError,
     ERR_INTERNAL: InternalError,
+    ERR_CANCELED: CanceledError,
 }
 
 # OSError subclasses by errno, each also a ZtOSError: FileNotFoundError for ENOENT ...
