@@ -425,7 +425,7 @@ static void stream_chunks(zt_writer *w, const void *data, size_t size) {
 /* ------------------------------------------------------------------------------------ */
 
 static void test_library(void) {
-  static const char *const names[11] = {"ZT_OK",
+  static const char *const names[12] = {"ZT_OK",
                                          "ZT_ERR_INVALID_ARGUMENT",
                                          "ZT_ERR_IO",
                                          "ZT_ERR_FORMAT",
@@ -435,7 +435,8 @@ static void test_library(void) {
                                          "ZT_ERR_LIMIT",
                                          "ZT_ERR_BUFFER_TOO_SMALL",
                                          "ZT_ERR_STATE",
-                                         "ZT_ERR_INTERNAL"};
+                                         "ZT_ERR_INTERNAL",
+                                         "ZT_ERR_CANCELED"};
   char version[64];
   uint32_t s;
   size_t idx = 7;
@@ -444,10 +445,10 @@ static void test_library(void) {
   CHECK(zt_version() != NULL);
   CHECK_STR(zt_version(), version);
 
-  for (s = 0; s <= 10; s++) {
+  for (s = 0; s <= 11; s++) {
     CHECK_STR(zt_status_name(s), names[s]);
   }
-  CHECK_STR(zt_status_name(11), "ZT_UNKNOWN_STATUS");
+  CHECK_STR(zt_status_name(12), "ZT_UNKNOWN_STATUS");
   CHECK_STR(zt_status_name(100), "ZT_UNKNOWN_STATUS");
   CHECK_STR(zt_status_name(UINT32_MAX), "ZT_UNKNOWN_STATUS");
 
@@ -3574,6 +3575,20 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_value_find", /* test_attributes_typed.c */
     "zt_shard_count",           /* test_shards.c */
     "zt_shard_get_layout",      /* test_shards.c */
+    "zt_cuda_create", /* test_device_load.c */
+    "zt_cuda_create_with", /* test_device_load.c */
+    "zt_cuda_free", /* test_device_load.c */
+    "zt_cuda_get_device", /* test_device_load.c */
+    "zt_cuda_alloc", /* test_device_load.c */
+    "zt_cuda_dealloc", /* test_device_load.c */
+    "zt_cuda_copy_to_host", /* test_device_load.c */
+    "zt_cuda_synchronize", /* test_device_load.c */
+    "zt_loader_create", /* test_device_load.c */
+    "zt_loader_create_with", /* test_device_load.c */
+    "zt_loader_free", /* test_device_load.c */
+    "zt_loader_load", /* test_device_load.c */
+    "zt_loader_cancel", /* test_device_load.c */
+    "zt_loader_get_stats", /* test_device_load.c */
     "zt_pool_set_threads",      /* test_pool.c */
     "zt_pool_thread_count",     /* test_pool.c */
     "zt_shard_get_path",            /* test_shards.c */

@@ -22,6 +22,8 @@ ALLOWED = {
     "zt_open": "the wrapper calls zt_open_with, which is zt_open with options",
     "zt_open_memory": "the wrapper calls zt_open_memory_with",
     "zt_writer_create": "the wrapper calls zt_writer_create_with",
+    "zt_cuda_create": "zt::Cuda calls zt_cuda_create_with, which is zt_cuda_create with options",
+    "zt_loader_create": "zt::Loader calls zt_loader_create_with, which is zt_loader_create with options",
     "zt_dtype_get_size": "zt::dtype_size is a constexpr copy (usable in constant expressions); "
                          "test_cxx20_loader compares it with the C call for every dtype",
     "zt_dtype_name": "zt::dtype_name is a constexpr copy; test_cxx20_loader compares it with the C call",
