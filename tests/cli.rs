@@ -1461,32 +1461,7 @@ fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
         &WriteOptions::default(),
     )
     .unwrap();
-    w.begin_object("adj", "sparse_csr", &[2, 2]).unwrap();
-    w.add_component(
-        "values",
-        DType::F32,
-        None,
-        &f32s(&[5.0]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indices",
-        DType::U64,
-        None,
-        &u64s(&[1]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indptr",
-        DType::U64,
-        None,
-        &u64s(&[0, 1, 1]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
+    common::add_csr(&mut w, "adj", &[2, 2], &[5.0], &[1], &[0, 1, 1]);
     w.finish().unwrap();
     assert_eq!(
         ok(&dir, &["convert", "--to", "v2", "src.zt", "v2.zt", "-q"]),

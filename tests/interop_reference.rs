@@ -98,32 +98,14 @@ fn write_sample(path: &Path) {
         )
         .unwrap();
     }
-    w.begin_object("csr", "sparse_csr", &[3, 4]).unwrap();
-    w.add_component(
-        "values",
-        DType::F32,
-        None,
-        &f32s(&[1.0, 2.0, 3.0]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indices",
-        DType::U64,
-        None,
-        &u64s(&[0, 3, 1]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indptr",
-        DType::U64,
-        None,
-        &u64s(&[0, 2, 2, 3]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
+    common::add_csr(
+        &mut w,
+        "csr",
+        &[3, 4],
+        &[1.0, 2.0, 3.0],
+        &[0, 3, 1],
+        &[0, 2, 2, 3],
+    );
     w.begin_object("coo", "sparse_coo", &[4, 5]).unwrap();
     w.add_component(
         "values",

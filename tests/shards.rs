@@ -175,17 +175,7 @@ fn a_safetensors_index_opens_as_one_reader() {
         .iter()
         .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
         .collect();
-    let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
-        .iter_mut()
-        .enumerate()
-        .map(|(object, dst)| ztensor::LoadRequest {
-            object,
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
-        .collect();
+    let mut requests = common::whole_loads(&mut bufs, None);
     assert!(r.load_batch(&mut requests, 2).iter().all(Result::is_ok));
     for (i, buf) in bufs.iter().enumerate() {
         assert_eq!(*buf, r.read_to_vec(i, 0).unwrap());

@@ -702,32 +702,7 @@ fn v1_2_files_convert_to_v2_and_back_keeping_what_objects_are() {
         &WriteOptions::default().with_digest(DigestAlgorithm::Crc32c),
     )
     .unwrap();
-    w.begin_object("csr", "sparse_csr", &[2, 3]).unwrap();
-    w.add_component(
-        "values",
-        DType::F32,
-        None,
-        &common::f32s(&[1.0, 2.0]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indices",
-        DType::U64,
-        None,
-        &common::u64s(&[0, 2]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.add_component(
-        "indptr",
-        DType::U64,
-        None,
-        &common::u64s(&[0, 1, 2]),
-        &WriteOptions::default(),
-    )
-    .unwrap();
-    w.end_object().unwrap();
+    common::add_csr(&mut w, "csr", &[2, 3], &[1.0, 2.0], &[0, 2], &[0, 1, 2]);
     w.set_file_attributes(Value::Map(vec![(t("note"), t("v1"))]))
         .unwrap();
     w.finish().unwrap();

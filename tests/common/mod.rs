@@ -66,6 +66,27 @@ pub fn f32s(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+/// Adds a `sparse_csr` object: f32 `values`, u64 `indices` and `indptr`, default options.
+pub fn add_csr<W: std::io::Write>(
+    w: &mut ztensor::Writer<W>,
+    name: &str,
+    shape: &[u64],
+    values: &[f32],
+    indices: &[u64],
+    indptr: &[u64],
+) {
+    w.begin_object(name, "sparse_csr", shape).unwrap();
+    for (role, dtype, bytes) in [
+        ("values", DType::F32, f32s(values)),
+        ("indices", DType::U64, u64s(indices)),
+        ("indptr", DType::U64, u64s(indptr)),
+    ] {
+        w.add_component(role, dtype, None, &bytes, &ztensor::WriteOptions::default())
+            .unwrap();
+    }
+    w.end_object().unwrap();
+}
+
 /// Reads a component by object name and role into a vector.
 pub fn read(r: &Reader<'_>, name: &str, role: &str) -> Vec<u8> {
     let o = r.find(name).unwrap_or_else(|| panic!("no object {name}"));
