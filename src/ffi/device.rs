@@ -107,10 +107,20 @@ pub struct zt_device {
 
 /// Reads a caller's versioned struct (`struct_size` first, a `u32`): as many bytes as it
 /// says (0: all of ours) into a zero-filled `T`; bytes past ours must be zero.
+/// `read_options` is the same for an optional struct (NULL: None).
 ///
 /// # Safety
 /// `ptr` points to at least `struct_size` readable bytes (or `size_of::<T>()` when 0), and
 /// every field of `T` is valid when zero (integers, pointers, optional functions).
+pub(super) unsafe fn read_options<T: Copy>(ptr: *const T, what: &str) -> Result<Option<T>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { read_versioned(ptr, what) }.map(Some)
+}
+
+/// `read_options` of a struct that must be there (`ptr` not NULL).
 pub(super) unsafe fn read_versioned<T: Copy>(ptr: *const T, what: &str) -> Result<T> {
     let ours = std::mem::size_of::<T>();
     // SAFETY: the struct starts with its u32 size, per the contract.
@@ -408,12 +418,8 @@ pub unsafe extern "C" fn zt_cuda_create_with(
 ) -> zt_status {
     guard(|| {
         need_out(out, "out")?;
-        let o = if options.is_null() {
-            None
-        } else {
-            // SAFETY: a valid struct per the contract; integers and pointers.
-            Some(unsafe { read_versioned(options, "zt_cuda_options") }?)
-        };
+        // SAFETY: NULL or a valid struct per the contract; integers and pointers.
+        let o = unsafe { read_options(options, "zt_cuda_options") }?;
         let library = o.map(|o| o.library).filter(|p| !p.is_null()).map(|p| {
             // SAFETY: NUL-terminated, per the contract.
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()

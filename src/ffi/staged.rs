@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::device::{CDevice, free_handle, handle_ref, read_versioned, zt_device};
+use super::device::{CDevice, free_handle, handle_ref, read_options, zt_device};
 use super::objects::find_component;
 use super::open::{reader, zt_reader};
 use super::{guard, need_dtype, need_out, put, zt_status};
@@ -171,12 +171,8 @@ pub unsafe extern "C" fn zt_loader_create_with(
 ) -> zt_status {
     guard(|| {
         need_out(out, "out")?;
-        let o = if options.is_null() {
-            None
-        } else {
-            // SAFETY: a valid struct per the contract: integers, pointers, functions.
-            Some(unsafe { read_versioned(options, "zt_loader_options") }?)
-        };
+        // SAFETY: NULL or a valid struct per the contract: integers, pointers, functions.
+        let o = unsafe { read_options(options, "zt_loader_options") }?;
         let flags = o.map_or(0, |o| o.flags);
         let known = ZT_LOADER_VERIFY | ZT_LOADER_REGISTER_STAGING;
         if flags & !known != 0 {
