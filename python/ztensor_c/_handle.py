@@ -59,6 +59,48 @@ class _Role:
 _DATA = _Role("data", 0)
 
 
+_ENTRY_DTYPE = None
+
+
+def _entry_dtype():
+    """A NumPy structured dtype laid out as zt_object_entry: the fields dense_entries
+    reads, as unsigned integers of their C sizes (pointers as addresses)."""
+    global _ENTRY_DTYPE
+    if _ENTRY_DTYPE is None:
+        c_fields = dict(ffi.typeof("zt_object_entry").fields)
+        names = ["format", "shape", "ndim", "component_count", "dtype", "encoding", "type",
+                 "offset", "decoded_length"]
+        _ENTRY_DTYPE = np.dtype({
+            "names": names,
+            "formats": [f"=u{ffi.sizeof(c_fields[k].type)}" for k in names],
+            "offsets": [c_fields[k].offset for k in names],
+            "itemsize": ffi.sizeof("zt_object_entry")})
+    return _ENTRY_DTYPE
+
+
+def _two_dimensional(table):
+    """The (rows, columns) of every entry of `table` (zt_object_entry rows) with two
+    dimensions, read at once: the shapes are uint64 arrays the reader owns, so one buffer
+    from the lowest to the highest of them is indexed at just their elements (nothing
+    else in between is read). None when no entry has two dimensions or a shape is not
+    8-byte aligned (then each is read on its own)."""
+    two = table["ndim"] == 2
+    if not two.any():
+        return None
+    at = table["shape"][two]
+    base = int(at.min())
+    if (at - base).any() and ((at - base) % 8).any():
+        return None
+    span = int(at.max()) - base + 16
+    memory = np.frombuffer(ffi.buffer(ffi.cast("char *", base), span), "=u8")
+    first = ((at - base) // 8).astype(np.intp)
+    pairs = [None] * len(table)
+    for k, shape in zip(np.flatnonzero(two).tolist(),
+                        zip(memory[first].tolist(), memory[first + 1].tolist())):
+        pairs[k] = shape
+    return pairs
+
+
 def _checked(shape, count):
     """`shape` when it holds `count` elements, else None (one dimension of them)."""
     if shape is None:
@@ -431,45 +473,41 @@ class Handle:
         it has one dimension (the element count says it); (index, name, False, ...) for
         any other object. The loop of numpy.load_file and torch.load_file, which turn each
         entry into a tensor: one C call describes every object (zt_file_get_objects), and
-        the entries are read through memoryviews of their bytes (a cdata field access
-        costs more than a C call)."""
+        NumPy turns the block's columns into Python lists at once (a cdata field access
+        costs more than a C call); only shapes of two or more dimensions are read one by
+        one."""
         names = self.names()
         n = len(names)
         if n == 0:
             return
         entries = ffi.new("zt_object_entry[]", n)
         _lib.check(_lib.file_get_objects(self.ptr, 0, entries, n))
-        raw = memoryview(ffi.buffer(entries))
-        q, d = raw.cast("Q"), raw.cast("I")
-        stride = ffi.sizeof("zt_object_entry")
-        f = {name: ffi.offsetof("zt_object_entry", name) for name in (
-            "format", "ndim", "component_count", "dtype", "encoding", "type", "offset", "decoded_length")}
-        q_format, q_ndim, q_count, q_type, q_offset, q_decoded = (
-            f[k] // 8 for k in ("format", "ndim", "component_count", "type", "offset", "decoded_length"))
-        d_dtype, d_encoding = f["dtype"] // 4, f["encoding"] // 4
-        qs, ds = stride // 8, stride // 4
+        table = np.frombuffer(ffi.buffer(entries), _entry_dtype())
+        if not isinstance(indices, range) or len(indices) != n:
+            table = table[np.asarray(indices, dtype=np.intp)]
+            indices = list(indices)
+        fmt, count, nd, code, tptr, encoding, offset, decoded = (
+            table[k].tolist() for k in ("format", "component_count", "ndim", "dtype", "type",
+                                        "encoding", "offset", "decoded_length"))
+        pairs = _two_dimensional(table)
         dense_formats = {}  # format pointer -> is "dense"
         unpack = ffi.unpack
-        for i in indices:
-            b = i * qs
-            fmt = q[b + q_format]
-            dense = dense_formats.get(fmt)
+        for k, i in enumerate(indices):
+            f = fmt[k]
+            dense = dense_formats.get(f)
             if dense is None:
-                dense = dense_formats[fmt] = ffi.string(entries[i].format) == b"dense"
-            if not dense or q[b + q_count] != 1:
+                dense = dense_formats[f] = ffi.string(entries[i].format) == b"dense"
+            if not dense or count[k] != 1:
                 yield i, names[i], False, 0, 0, 0, 0, 0
                 continue
-            nd = q[b + q_ndim]
-            if nd == 1:
+            d = nd[k]
+            if d == 1:
                 shape = None
-            elif nd == 2:
-                sp = entries[i].shape
-                shape = (sp[0], sp[1])
+            elif d == 2 and pairs is not None:
+                shape = pairs[k]
             else:
-                shape = tuple(unpack(entries[i].shape, nd)) if nd else ()
-            c = i * ds
-            yield (i, names[i], shape, d[c + d_dtype], q[b + q_type], d[c + d_encoding],
-                   q[b + q_offset], q[b + q_decoded])
+                shape = tuple(unpack(entries[i].shape, d)) if d else ()
+            yield i, names[i], shape, code[k], tptr[k], encoding[k], offset[k], decoded[k]
 
     @staticmethod
     def type_name(pointer):

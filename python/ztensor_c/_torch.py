@@ -104,8 +104,12 @@ def load(handle, names, device="cpu", copy=False, storages=None):
     whole = handle._whole_mapping() is not None if mapped else False
     whole_path = handle.shard_paths()[0] if whole else None
     dtypes = {}  # (zt dtype, type pointer) -> torch dtype (or uint8 for packed bytes)
+    last_code = last_type = None  # those of the previous tensor: mostly the same
+    raw = _lib.ENCODING_RAW
     paths = {}
     strides = {}
+    whole_flats = {}  # torch dtype -> the flat tensor over the whole file
+    on_cpu = device == "cpu"
     as_strided = torch.as_strided
     out = {}
     pending = []
@@ -113,18 +117,24 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         if shape is False:
             out[name] = _other(handle, i)
             continue
-        dtype = dtypes.get((code, tptr))
-        if dtype is None:
-            dtype = dtypes[code, tptr] = torch_dtype(code, handle.type_name(tptr)) or torch.uint8
-        itemsize = dtype.itemsize
+        if code != last_code or tptr != last_type:
+            last_code, last_type = code, tptr
+            dtype = dtypes.get((code, tptr))
+            if dtype is None:
+                dtype = dtypes[code, tptr] = torch_dtype(code, handle.type_name(tptr)) or torch.uint8
+            itemsize = dtype.itemsize
+            flat = whole_flats.get(dtype) if whole else None
+            if whole and flat is None:
+                flat = whole_flats[dtype] = storages.flat(whole_path, dtype)
         count = decoded // itemsize
-        shape = _checked(shape, count)
         if shape is None:
             shape = (count,)
-        if mapped and encoding == _lib.ENCODING_RAW:
-            path = None
+        elif (shape[0] * shape[1] != count) if len(shape) == 2 else _checked(shape, count) is None:
+            shape = (count,)  # a size the shape doesn't give: the elements, one dimension
+        if mapped and encoding == raw:
+            base = None
             if whole:
-                path = whole_path
+                base = flat
             else:
                 address, _size, _dtype, zero_copy = handle.view(i, _DATA)
                 if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
@@ -132,12 +142,14 @@ def load(handle, names, device="cpu", copy=False, storages=None):
                     path = paths.get(loc.shard)
                     if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
                         path = paths[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
-            if path is not None and offset % itemsize == 0:
+                    if path is not None:
+                        base = storages.flat(path, dtype)
+            if base is not None and offset % itemsize == 0:
                 st = strides.get(shape)
                 if st is None:
                     st = strides[shape] = _strides(shape)
-                t = as_strided(storages.flat(path, dtype), shape, st, offset // itemsize)
-                out[name] = t if device == "cpu" else t.to(device)
+                t = as_strided(base, shape, st, offset // itemsize)
+                out[name] = t if on_cpu else t.to(device)
                 continue
         t = torch.empty(shape, dtype=dtype)
         out[name] = t
