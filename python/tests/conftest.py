@@ -8,6 +8,8 @@ Settings (all optional, the ctest test sets them):
 
 import os
 import pathlib
+import sys
+import sysconfig
 
 import numpy as np
 import pytest
@@ -17,6 +19,15 @@ VECTORS = pathlib.Path(os.environ.get("ZT_TEST_VECTORS") or REPO / "tests" / "ve
 
 TORCH_MISSING = ("torch is not installed: PyPI's torch pulls gigabytes of CUDA libraries, so "
                  "the torch cases run where it is installed (the device machine has it)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """On a free-threaded CPython the suite must have run without the GIL to the end: an
+    extension module that doesn't declare free-threading support turns it back on when
+    imported (with a warning); that fails the run."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED") and sys._is_gil_enabled():
+        print("\nfree-threaded CPython: the GIL was enabled during the run", file=sys.stderr)
+        session.exitstatus = 1
 
 
 def pytest_configure(config):

@@ -3,6 +3,7 @@ mapping, read-only, the reader kept alive, the deleter rules of the DLPack spec.
 
 import ctypes
 import gc
+import subprocess
 import sys
 
 import ml_dtypes
@@ -247,3 +248,25 @@ def test_torch_from_dlpack_shares_memory(model, torch):
     del r
     gc.collect()
     assert x[1, 0].item() == 32.0  # the tensor keeps the mapping
+
+
+def test_exported_tensors_alive_at_exit_end_cleanly(model):
+    """Arrays and capsules still alive when the interpreter exits (module globals, a
+    reference cycle, a capsule never consumed, a legacy one) release their memory during
+    shutdown, after the collector has cleared unreachable functions and modules' globals
+    are gone: the deleters must need neither (on free-threaded CPython 3.14 a deleter that
+    looked up a global crashed the process at exit)."""
+    script = f"""
+import numpy as np
+import ztensor_c
+r = ztensor_c.Reader({str(model)!r})
+a = np.from_dlpack(r.tensor("raw"))
+b = np.from_dlpack(r.tensor("zstd"))
+unconsumed = r.tensor("raw").__dlpack__(max_version=(1, 1))
+legacy = r.tensor("raw").__dlpack__()
+cycle = [a]
+cycle.append(cycle)
+print(float(a[1, 1]), float(b[5]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "33.0 5.0\n", "")

@@ -39,14 +39,42 @@ def _release(address):
         _live.pop(address, None)
 
 
-@ffi.callback("void(DLManagedTensorVersioned *)")
-def _delete_versioned(managed):
-    _release(int(ffi.cast("uintptr_t", managed)))
+def _address(pointer, _cast=ffi.cast, _int=int):
+    return _int(_cast("uintptr_t", pointer))
 
 
-@ffi.callback("void(DLManagedTensor *)")
-def _delete_legacy(managed):
-    _release(int(ffi.cast("uintptr_t", managed)))
+def _immortal(obj):
+    """Keeps `obj` alive until the process ends: a capsule's deleter may run during the
+    interpreter's shutdown, after the garbage collector has cleared unreachable functions
+    (a cleared function has no globals and no closure left, and calling it crashes;
+    seen on free-threaded CPython 3.14). The one reference no collector sees keeps each
+    callback, its function and what the function's closure holds reachable."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    return obj
+
+
+def _callbacks(live, lock, is_valid, pointer, names, address_of):
+    """The C callbacks of the capsules: closures that look up no global or builtin name
+    (module dicts are emptied during shutdown); `live` is keyed by the struct's address."""
+
+    def release(managed):
+        key = address_of(managed)
+        with lock:
+            live.pop(key, None)
+
+    def destroy(capsule):
+        # The capsule is being destroyed: no Python reference to it may be made.
+        try:
+            for name in names:
+                if is_valid(capsule, name):  # not consumed: the deleter is ours to call
+                    key = pointer(capsule, name)
+                    with lock:
+                        live.pop(key, None)
+                    return
+        except BaseException:  # pragma: no cover - nothing may escape a destructor
+            pass
+
+    return release, destroy
 
 
 # Private prototypes of the C API calls (the shared ctypes.pythonapi attributes are left
@@ -58,20 +86,11 @@ _capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_ch
 _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
 
-
-# The capsule destructor gets the capsule as a raw pointer: it is being destroyed, so no
-# Python reference to it may be made.
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _destroy_capsule(capsule):
-    try:
-        for name in (_VERSIONED, _LEGACY):
-            if _capsule_is_valid(capsule, name):  # not consumed: the deleter is ours to call
-                _release(_capsule_pointer(capsule, name))
-                return
-    except Exception:  # pragma: no cover - nothing may escape a destructor
-        pass
-
-
+_release_struct, _destroy = _callbacks(_live, _live_lock, _capsule_is_valid, _capsule_pointer,
+                                       (_VERSIONED, _LEGACY), _address)
+_delete_versioned = _immortal(ffi.callback("void(DLManagedTensorVersioned *)", _release_struct))
+_delete_legacy = _immortal(ffi.callback("void(DLManagedTensor *)", _release_struct))
+_destroy_capsule = _immortal(ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy))
 _DESTROY = ctypes.cast(_destroy_capsule, ctypes.c_void_p).value
 
 
@@ -100,7 +119,7 @@ def capsule(data_address, shape, code, bits, owner, *, read_only, copied=False, 
     t.shape = shape_c
     t.strides = ffi.NULL  # compact, row-major
     t.byte_offset = 0
-    address = int(ffi.cast("uintptr_t", managed))
+    address = _address(managed)
     with _live_lock:
         _live[address] = (managed, shape_c, owner)
     try:
