@@ -11,6 +11,8 @@
 #                  installed into venv-python with --no-deps
 #   python_tests   pytest python/tests in venv-python, on the installed wheel
 #   python_sdist   the sdist (python -m build --sdist), a wheel built from it, the same files
+#   python_free_threaded  the suite on a free-threaded CPython (3.14t) with the same wheel,
+#                  the GIL checked off; skipped, saying so, where none is given
 #
 # The first run needs network access (pip); later runs reuse the venvs while their pins
 # are unchanged, and pip's cache for the build environment.
@@ -64,3 +66,15 @@ set_tests_properties(python_sdist PROPERTIES TIMEOUT 1800)
 
 set_property(TEST python_wheel python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_venv)
 set_property(TEST python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_wheel)
+
+# python_free_threaded: the same suite on a free-threaded CPython (python/tests/
+# free_threaded.py), with the wheel python_wheel built; skipped, saying so, where none is
+# given: -DZTENSOR_FREE_THREADED_PYTHON=... or ZT_FREE_THREADED_PYTHON in the environment
+# at configure time (.ci/run builds CPython 3.14t from its sources and sets it).
+set(ZTENSOR_FREE_THREADED_PYTHON "$ENV{ZT_FREE_THREADED_PYTHON}" CACHE FILEPATH
+    "a free-threaded CPython (python3.14t) for the python_free_threaded test; empty: skipped")
+_ztensor_add_test(python_free_threaded "${_py_python}" "${_py_dir}/tests/free_threaded.py"
+  "${ZTENSOR_FREE_THREADED_PYTHON}" "${PROJECT_BINARY_DIR}/venv-python-ft" "${_py_dist}")
+set_tests_properties(python_free_threaded PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
+  FIXTURES_REQUIRED "ztensor_python_venv;ztensor_python_wheel"
+  ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS}")
