@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # long.sh <cpu-seconds> [target ...]: the long runs. Runs each target (default: all) one
-# after the other, under `nice -n 15`, with a persistent corpus fuzz/corpus/<target>
+# after the other, under `nice -n 15` (ZT_FUZZ_NICE to change it), with a persistent corpus fuzz/corpus/<target>
 # (seeded by seeds.sh when empty), until the fuzzer process has used <cpu-seconds> of CPU
 # time (user + system, read from /proc; on a shared machine wall time says little), then
 # stops it with SIGINT so libFuzzer prints its final stats. Logs: fuzz/logs/<target>.log;
@@ -22,7 +22,7 @@ for t in "${targets[@]}"; do
     "$here/seeds.sh" "$t" "$corpus"
   fi
   log="$here/logs/$t.log"
-  nice -n 15 "$bin_dir/$t" "$corpus" -dict="$here/ztensor.dict" -timeout=10 -rss_limit_mb=4096 \
+  nice -n "${ZT_FUZZ_NICE:-15}" "$bin_dir/$t" "$corpus" -dict="$here/ztensor.dict" -timeout=10 -rss_limit_mb=4096 \
     -max_len=262144 -artifact_prefix="$here/artifacts/$t-" -print_final_stats=1 -close_fd_mask=1 \
     >"$log" 2>&1 &
   pid=$!
