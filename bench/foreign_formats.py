@@ -8,7 +8,7 @@ ctypes, from the same Python) against each format's own Python library:
   .pt     torch.load(mmap=True) + keys / torch.load (skipped where torch doesn't import)
 
     python bench/foreign_formats.py [--lib build/lib/libztensor.so] [--dir bench/data]
-                                    [--gib 1] [--runs 3]
+                                    [--gib 1] [--runs 3] [--only npy,npz,onnx,pt]
 
 Needs numpy and onnx (tests/interop/numpy-onnx-requirements.txt), torch optionally. The
 files are written once into --dir (kept; about 4 GiB) and read warm: each case runs once
@@ -34,6 +34,7 @@ ap.add_argument("--lib", default=os.path.join(os.path.dirname(__file__), "..", "
 ap.add_argument("--dir", default=os.path.join(os.path.dirname(__file__), "data"))
 ap.add_argument("--gib", type=float, default=1.0)
 ap.add_argument("--runs", type=int, default=3)
+ap.add_argument("--only", default="npy,npz,onnx,pt", help="comma-separated: npy,npz,onnx,pt")
 args = ap.parse_args()
 os.makedirs(args.dir, exist_ok=True)
 TOTAL = int(args.gib * (1 << 30))
@@ -106,35 +107,40 @@ def parts(dtype=np.float32):
 
 
 def files():
+    wanted = set(args.only.split(","))
     made = {}
-    npy = os.path.join(args.dir, "foreign.npy")
-    if not os.path.exists(npy):
-        np.save(npy, np.random.default_rng(1).standard_normal(TOTAL // 4, dtype=np.float32).reshape(-1, 4096))
-    made["npy"] = npy
     tensors = None
+    npy = os.path.join(args.dir, "foreign.npy")
+    if "npy" in wanted:
+        if not os.path.exists(npy):
+            np.save(npy, np.random.default_rng(1).standard_normal(TOTAL // 4, dtype=np.float32).reshape(-1, 4096))
+        made["npy"] = npy
     npz = os.path.join(args.dir, "foreign.npz")
-    if not os.path.exists(npz):
-        tensors = tensors or parts()
-        np.savez(npz, **tensors)
-    made["npz"] = npz
-    onnx_path = os.path.join(args.dir, "foreign.onnx")
-    if not os.path.exists(onnx_path):
-        import onnx
-        from onnx import helper, numpy_helper
-        tensors = tensors or parts()
-        inits = [numpy_helper.from_array(v, k) for k, v in tensors.items()]
-        model = helper.make_model(helper.make_graph([], "g", [], [], initializer=inits))
-        onnx.save_model(model, onnx_path)
-    made["onnx"] = onnx_path
-    try:
-        import torch
-        pt = os.path.join(args.dir, "foreign.pt")
-        if not os.path.exists(pt):
+    if "npz" in wanted:
+        if not os.path.exists(npz):
             tensors = tensors or parts()
-            torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, pt)
-        made["pt"] = pt
-    except ImportError as e:
-        print(f"torch: skipped ({e})")
+            np.savez(npz, **tensors)
+        made["npz"] = npz
+    onnx_path = os.path.join(args.dir, "foreign.onnx")
+    if "onnx" in wanted:
+        if not os.path.exists(onnx_path):
+            import onnx
+            from onnx import helper, numpy_helper
+            tensors = tensors or parts()
+            inits = [numpy_helper.from_array(v, k) for k, v in tensors.items()]
+            model = helper.make_model(helper.make_graph([], "g", [], [], initializer=inits))
+            onnx.save_model(model, onnx_path)
+        made["onnx"] = onnx_path
+    if "pt" in wanted:
+        try:
+            import torch
+            pt = os.path.join(args.dir, "foreign.pt")
+            if not os.path.exists(pt):
+                tensors = tensors or parts()
+                torch.save({k: torch.from_numpy(v) for k, v in tensors.items()}, pt)
+            made["pt"] = pt
+        except ImportError as e:
+            print(f"torch: skipped ({e})")
     return made
 
 
