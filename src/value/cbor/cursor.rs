@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use ciborium_ll::Header;
 
 use super::DecodeError;
-use super::pull::{Pull, RESERVE_AT_MOST, fail};
+use super::pull::{Pull, RESERVE_AT_MOST, fail, short_head};
 
 /// A pull reader for parsing a known schema straight from CBOR bytes, so that no tree of
 /// the whole document is ever built: memory stays proportional to what the caller keeps.
@@ -50,18 +50,6 @@ impl<'a> Cursor<'a> {
         self.pull.remaining()
     }
 
-    /// Consumes the next item if it is the one-byte head `head` followed by `body` (a short
-    /// definite string the caller knows is valid): a cheap match for a schema's keys.
-    #[inline]
-    pub(crate) fn take_exact_after_head(&mut self, head: u8, body: &[u8]) -> bool {
-        let rest = &self.pull.input[self.pull.pos..];
-        if rest.len() > body.len() && rest[0] == head && short_eq(&rest[1..=body.len()], body) {
-            self.pull.pos += 1 + body.len();
-            return true;
-        }
-        false
-    }
-
     /// Fast paths for the items of a canonical manifest (issue 19: through the general
     /// calls, each item of a 50,000-object manifest paid for moving results that carry a
     /// `DecodeError`). Each consumes its item and returns it, or returns None having
@@ -70,31 +58,24 @@ impl<'a> Cursor<'a> {
     /// An unsigned integer whose argument is in its head or the 1, 2, 4 or 8 bytes after.
     #[inline]
     pub(crate) fn take_unsigned(&mut self) -> Option<u64> {
-        let (input, pos) = (self.pull.input, self.pull.pos);
-        let b = *input.get(pos)?;
-        if b < 24 {
-            self.pull.pos = pos + 1;
-            return Some(u64::from(b));
+        match short_head(self.pull.input, self.pull.pos)? {
+            (Header::Positive(n), used) => {
+                self.pull.pos += used;
+                Some(n)
+            }
+            _ => None,
         }
-        if !(24..28).contains(&b) {
-            return None;
-        }
-        let n = 1usize << (b - 24);
-        let arg = input.get(pos + 1..pos + 1 + n)?;
-        self.pull.pos = pos + 1 + n;
-        Some(arg.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x)))
     }
 
     /// A definite text string shorter than 256 bytes, borrowed, if it is UTF-8.
     #[inline]
     pub(crate) fn take_short_text(&mut self) -> Option<&'a str> {
         let (input, pos) = (self.pull.input, self.pull.pos);
-        let (len, start) = match *input.get(pos)? {
-            b @ 0x60..=0x77 => (usize::from(b & 0x1f), pos + 1),
-            0x78 => (usize::from(*input.get(pos + 1)?), pos + 2),
-            _ => return None,
+        let (Header::Text(Some(len)), used @ 1..=2) = short_head(input, pos)? else {
+            return None;
         };
-        let bytes = input.get(start..start + len)?;
+        let start = pos + used;
+        let bytes = input.get(start..start.checked_add(len)?)?;
         // ASCII first: `from_utf8` costs more to set up than a short name takes to scan.
         let text = if bytes.is_ascii() {
             // SAFETY: ASCII is UTF-8.
@@ -110,20 +91,42 @@ impl<'a> Cursor<'a> {
     /// depth limit (`depth`: its parent's) and its length against the bytes left.
     #[inline]
     pub(crate) fn take_short_container(&mut self, major: u8, depth: usize) -> Option<Len> {
-        let pos = self.pull.pos;
-        let b = *self.pull.input.get(pos)?;
+        let (header, used) = short_head(self.pull.input, self.pull.pos)?;
+        let n = match (major, header, used) {
+            (4, Header::Array(Some(n)), 1) | (5, Header::Map(Some(n)), 1) => n as u64,
+            _ => return None,
+        };
         // The checks of `enter` and `declared`, without building their errors.
-        let n = usize::from(b & 0x1f);
-        let per_item = usize::from(major) - 3;
-        if b >> 5 != major
-            || n >= 24
-            || depth >= self.pull.max_depth
-            || n * per_item > self.pull.input.len() - (pos + 1)
-        {
+        let left = (self.pull.remaining() - used) as u64;
+        if depth >= self.pull.max_depth || n.saturating_mul(u64::from(major - 3)) > left {
             return None;
         }
-        self.pull.pos = pos + 1;
-        Some(Len::Definite(n as u64))
+        self.pull.pos += used;
+        Some(Len::Definite(n))
+    }
+
+    /// The schema key the next item spells, if it is a definite text string of fewer than
+    /// 24 bytes equal to one of `schema` (looked for from `from` on, then before it):
+    /// consumed, and its index returned. Nothing consumed otherwise. A cheap match for the
+    /// keys of a known schema, compared on their bytes without decoding them.
+    #[inline(always)]
+    pub(crate) fn take_schema_key(&mut self, schema: &[&str], from: usize) -> Option<usize> {
+        let rest = &self.pull.input[self.pull.pos..];
+        let head = *rest.first()?;
+        if !(0x60..0x78).contains(&head) {
+            return None;
+        }
+        let n = usize::from(head & 0x1f);
+        let body = rest.get(1..=n)?;
+        let from = from.min(schema.len());
+        for slot in (from..schema.len()).chain(0..from) {
+            let k = schema[slot].as_bytes();
+            if k.len() == n && short_eq(body, k) {
+                self.pull.pos += 1 + n;
+                return Some(slot);
+            }
+        }
+        None
     }
 
     /// The next byte, if any.
@@ -249,21 +252,17 @@ impl<'a> Cursor<'a> {
             .or_else(|_| fail(start, "invalid UTF-8 in text string"))
     }
 
-    /// A single or double precision float, read without `ciborium-ll` (the typed
-    /// attribute tree reads arrays of them), or None with nothing consumed.
+    /// A single or double precision float (the typed attribute tree reads arrays of
+    /// them), or None with nothing consumed.
     #[inline]
     pub(crate) fn float(&mut self) -> Option<f64> {
-        let rest = &self.pull.input[self.pull.pos..];
-        let (value, used) = match *rest.first()? {
-            0xfa => (
-                f64::from(f32::from_be_bytes(rest.get(1..5)?.try_into().ok()?)),
-                5,
-            ),
-            0xfb => (f64::from_be_bytes(rest.get(1..9)?.try_into().ok()?), 9),
-            _ => return None,
-        };
-        self.pull.pos += used;
-        Some(value)
+        match short_head(self.pull.input, self.pull.pos)? {
+            (Header::Float(f), used) => {
+                self.pull.pos += used;
+                Some(f)
+            }
+            _ => None,
+        }
     }
 
     /// Validates and skips the next item, nested at `depth`.

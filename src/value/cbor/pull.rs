@@ -131,41 +131,13 @@ impl<'a> Pull<'a> {
     /// The next item's head.
     #[inline(always)]
     pub(super) fn head(&mut self) -> Result<Header, DecodeError> {
-        // Fast path, which the profile of opening many-object manifests asks for (ciborium-ll
-        // costs ~100 instructions a head, against ~10 here): integers, string and container
-        // lengths and tags with their argument in the initial byte or in the 1, 2, 4 or 8
-        // bytes after it, decoded as ciborium-ll decodes them. Floats, simple values,
-        // breaks, indefinite lengths and reserved encodings go through ciborium-ll.
-        if let Some(&byte) = self.input.get(self.pos)
-            && byte < 0xe0
-            && byte & 0x1f < 28
-        {
-            let info = byte & 0x1f;
-            let (arg, used) = if info < 24 {
-                (u64::from(info), 1)
-            } else {
-                let n = 1usize << (info - 24);
-                match self.input.get(self.pos + 1..self.pos + 1 + n) {
-                    Some(arg) => (
-                        arg.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
-                        1 + n,
-                    ),
-                    None => return self.head_general(),
-                }
-            };
-            self.pos += used;
-            let len = Some(arg as usize);
-            return Ok(match byte >> 5 {
-                0 => Header::Positive(arg),
-                1 => Header::Negative(arg),
-                2 => Header::Bytes(len),
-                3 => Header::Text(len),
-                4 => Header::Array(len),
-                5 => Header::Map(len),
-                _ => Header::Tag(arg),
-            });
+        match short_head(self.input, self.pos) {
+            Some((header, used)) => {
+                self.pos += used;
+                Ok(header)
+            }
+            None => self.head_general(),
         }
-        self.head_general()
     }
 
     /// A float, a simple value, a break, an indefinite length, a truncated or an invalid
@@ -387,6 +359,62 @@ impl<'a> Pull<'a> {
             }
         }
     }
+}
+
+/// The head at `pos` when it is one of the common forms, and the bytes it takes: integers,
+/// string and container lengths and tags with their argument in the initial byte or in
+/// the 1, 2, 4 or 8 bytes after it, and single and double floats; decoded as
+/// `ciborium-ll` decodes them. None (for `Pull::head`: ask `ciborium-ll`) for half floats,
+/// simple values, breaks, indefinite lengths, reserved and truncated heads.
+///
+/// The one decoder of heads (the cursor's fast paths and the deterministic check read
+/// theirs here too), written out because the profile of opening many-object manifests
+/// asks for it: `ciborium-ll` costs ~100 instructions a head, against ~10 here.
+#[inline(always)]
+pub(super) fn short_head(input: &[u8], pos: usize) -> Option<(Header, usize)> {
+    let byte = *input.get(pos)?;
+    let info = byte & 0x1f;
+    if byte >= 0xe0 {
+        let rest = input.get(pos + 1..)?;
+        return match byte {
+            0xfa => Some((
+                Header::Float(f64::from(f32::from_be_bytes(
+                    rest.get(..4)?.try_into().ok()?,
+                ))),
+                5,
+            )),
+            0xfb => Some((
+                Header::Float(f64::from_be_bytes(rest.get(..8)?.try_into().ok()?)),
+                9,
+            )),
+            _ => None,
+        };
+    }
+    let (arg, used) = if info < 24 {
+        (u64::from(info), 1)
+    } else if info < 28 {
+        let n = 1usize << (info - 24);
+        let arg = input.get(pos + 1..pos + 1 + n)?;
+        (
+            arg.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
+            1 + n,
+        )
+    } else {
+        return None;
+    };
+    let len = Some(arg as usize);
+    Some((
+        match byte >> 5 {
+            0 => Header::Positive(arg),
+            1 => Header::Negative(arg),
+            2 => Header::Bytes(len),
+            3 => Header::Text(len),
+            4 => Header::Array(len),
+            5 => Header::Map(len),
+            _ => Header::Tag(arg),
+        },
+        used,
+    ))
 }
 
 /// Makes room for one more item, failing with a limit error (not an abort) when the
