@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use ciborium_ll::Header;
 
 use super::DecodeError;
-use super::pull::{Pull, RESERVE_AT_MOST, fail, short_head};
+use super::pull::{Pull, RESERVE_AT_MOST, argument, fail, short_head};
 
 /// A pull reader for parsing a known schema straight from CBOR bytes, so that no tree of
 /// the whole document is ever built: memory stays proportional to what the caller keeps.
@@ -58,8 +58,8 @@ impl<'a> Cursor<'a> {
     /// An unsigned integer whose argument is in its head or the 1, 2, 4 or 8 bytes after.
     #[inline]
     pub(crate) fn take_unsigned(&mut self) -> Option<u64> {
-        match short_head(self.pull.input, self.pull.pos)? {
-            (Header::Positive(n), used) => {
+        match argument(self.pull.input, self.pull.pos)? {
+            (0, n, used) => {
                 self.pull.pos += used;
                 Some(n)
             }
@@ -71,11 +71,15 @@ impl<'a> Cursor<'a> {
     #[inline]
     pub(crate) fn take_short_text(&mut self) -> Option<&'a str> {
         let (input, pos) = (self.pull.input, self.pull.pos);
-        let (Header::Text(Some(len)), used @ 1..=2) = short_head(input, pos)? else {
+        // Only heads 0x60 to 0x78 qualify: filtered first, which lets `argument` fold away.
+        if !(0x60..=0x78).contains(input.get(pos)?) {
             return None;
-        };
+        }
+        let (_, len, used) = argument(input, pos)?;
+        let len = len as usize;
+        // At most 255 bytes (a head of 1 or 2 bytes): no overflow.
         let start = pos + used;
-        let bytes = input.get(start..start.checked_add(len)?)?;
+        let bytes = input.get(start..start + len)?;
         // ASCII first: `from_utf8` costs more to set up than a short name takes to scan.
         let text = if bytes.is_ascii() {
             // SAFETY: ASCII is UTF-8.
@@ -91,11 +95,13 @@ impl<'a> Cursor<'a> {
     /// depth limit (`depth`: its parent's) and its length against the bytes left.
     #[inline]
     pub(crate) fn take_short_container(&mut self, major: u8, depth: usize) -> Option<Len> {
-        let (header, used) = short_head(self.pull.input, self.pull.pos)?;
-        let n = match (major, header, used) {
-            (4, Header::Array(Some(n)), 1) | (5, Header::Map(Some(n)), 1) => n as u64,
-            _ => return None,
-        };
+        // Only heads with the count in the initial byte qualify: filtered first, which lets
+        // `argument` fold away.
+        let first = *self.pull.input.get(self.pull.pos)?;
+        if first >> 5 != major || first & 0x1f >= 24 {
+            return None;
+        }
+        let (_, n, used) = argument(self.pull.input, self.pull.pos)?;
         // The checks of `enter` and `declared`, without building their errors.
         let left = (self.pull.remaining() - used) as u64;
         if depth >= self.pull.max_depth || n.saturating_mul(u64::from(major - 3)) > left {
@@ -305,7 +311,7 @@ impl<'a> Cursor<'a> {
 
 /// `a == b` for two short slices of the same length (schema keys, up to 23 bytes): compared
 /// in overlapping words, fewer instructions than a byte loop or a call to memcmp.
-#[inline]
+#[inline(always)]
 pub(super) fn short_eq(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     debug_assert_eq!(n, b.len());

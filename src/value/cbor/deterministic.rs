@@ -14,7 +14,7 @@
 use ciborium_ll::Header;
 
 use super::Value;
-use super::pull::short_head;
+use super::pull::{argument, short_head};
 
 /// Which of the rules of deterministic CBOR an input breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,18 +127,10 @@ pub(crate) fn check(input: &[u8], max_depth: usize) -> Result<(), DetError> {
         } else {
             let arg = match info {
                 0..=27 => {
-                    let Some((header, used)) = short_head(input, start) else {
+                    let Some((_, arg, used)) = argument(input, start) else {
                         return Err(short(start, "an item head"));
                     };
                     pos = start + used;
-                    let arg = match header {
-                        Header::Positive(n) | Header::Negative(n) | Header::Tag(n) => n,
-                        Header::Bytes(Some(n))
-                        | Header::Text(Some(n))
-                        | Header::Array(Some(n))
-                        | Header::Map(Some(n)) => n as u64,
-                        _ => unreachable!("majors 0 to 6 with a definite argument"),
-                    };
                     // RFC 8949 4.2.1: the shortest head that holds the argument.
                     let least = match used {
                         1 => 0,

@@ -372,39 +372,25 @@ impl<'a> Pull<'a> {
 /// asks for it: `ciborium-ll` costs ~100 instructions a head, against ~10 here.
 #[inline(always)]
 pub(super) fn short_head(input: &[u8], pos: usize) -> Option<(Header, usize)> {
-    let byte = *input.get(pos)?;
-    let info = byte & 0x1f;
-    if byte >= 0xe0 {
-        let rest = input.get(pos + 1..)?;
-        return match byte {
+    let Some((major, arg, used)) = argument(input, pos) else {
+        let rest = input.get(pos..)?;
+        return match *rest.first()? {
             0xfa => Some((
                 Header::Float(f64::from(f32::from_be_bytes(
-                    rest.get(..4)?.try_into().ok()?,
+                    rest.get(1..5)?.try_into().ok()?,
                 ))),
                 5,
             )),
             0xfb => Some((
-                Header::Float(f64::from_be_bytes(rest.get(..8)?.try_into().ok()?)),
+                Header::Float(f64::from_be_bytes(rest.get(1..9)?.try_into().ok()?)),
                 9,
             )),
             _ => None,
         };
-    }
-    let (arg, used) = if info < 24 {
-        (u64::from(info), 1)
-    } else if info < 28 {
-        let n = 1usize << (info - 24);
-        let arg = input.get(pos + 1..pos + 1 + n)?;
-        (
-            arg.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
-            1 + n,
-        )
-    } else {
-        return None;
     };
     let len = Some(arg as usize);
     Some((
-        match byte >> 5 {
+        match major {
             0 => Header::Positive(arg),
             1 => Header::Negative(arg),
             2 => Header::Bytes(len),
@@ -415,6 +401,33 @@ pub(super) fn short_head(input: &[u8], pos: usize) -> Option<(Header, usize)> {
         },
         used,
     ))
+}
+
+/// The major type (0 to 6), argument and bytes taken of the head at `pos`, when its
+/// argument is in the initial byte or in the 1, 2, 4 or 8 bytes after it (and all of
+/// them are in the input): the integer heads of `short_head`, for callers that want one
+/// major type and no `Header`.
+#[inline(always)]
+pub(super) fn argument(input: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
+    let byte = *input.get(pos)?;
+    let (major, info) = (byte >> 5, byte & 0x1f);
+    if major == 7 {
+        return None;
+    }
+    match info {
+        0..24 => Some((major, u64::from(info), 1)),
+        24 => Some((major, u64::from(*input.get(pos + 1)?), 2)),
+        25..28 => {
+            let n = 1usize << (info - 24);
+            let arg = input.get(pos + 1..pos + 1 + n)?;
+            Some((
+                major,
+                arg.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b)),
+                1 + n,
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Makes room for one more item, failing with a limit error (not an abort) when the
