@@ -516,8 +516,7 @@ impl<'t> Context<'t> {
     /// the previous stop (past strings) finds it.
     fn last_number_text(&self) -> &'t str {
         let (at, mut passed) = self.scanner.get();
-        let mut scan = Scan::new(self.text.as_bytes(), at);
-        while let Some(token) = scan.next() {
+        for token in Scan::new(self.text.as_bytes(), at) {
             if let Token::Number(start, end) = token {
                 passed += 1;
                 if passed == self.numbers_seen.get() {
