@@ -23,11 +23,10 @@
 //! digests by `verify`, sparse index values and bool bytes by `validate_values`.
 
 // The layers, bottom to top (docs/architecture.md, checked by tests/architecture.rs):
-// error, limits, dtype, buffer, cbor, json, typed; pool; quant, convert; codec; source;
+// error, limits, dtype, buffer, value; pool; quant, convert; codec; source;
 // model; decode; formats; verify; reader; batch, load; writer; ffi.
 mod batch;
 mod buffer;
-pub mod cbor;
 mod codec;
 pub mod convert;
 mod decode;
@@ -35,7 +34,6 @@ pub mod dtype;
 mod error;
 pub mod ffi;
 pub(crate) mod formats;
-pub mod json;
 mod limits;
 pub mod load;
 mod model;
@@ -43,7 +41,7 @@ pub mod pool;
 pub mod quant;
 mod reader;
 mod source;
-pub mod typed;
+mod value;
 mod verify;
 mod writer;
 
@@ -65,4 +63,5 @@ pub use source::RemoteOptions;
 #[cfg(feature = "remote")]
 pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
+pub use value::{cbor, json, typed};
 pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};

@@ -7,9 +7,7 @@ use std::path::Path;
 
 /// The library's top-level modules, bottom to top.
 const LAYERS: &[&[&str]] = &[
-    &[
-        "error", "limits", "dtype", "buffer", "cbor", "json", "typed",
-    ],
+    &["error", "limits", "dtype", "buffer", "value"],
     &["pool"],
     &["quant", "convert"],
     &["codec"],

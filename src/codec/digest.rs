@@ -165,13 +165,7 @@ impl Hasher {
 
 /// Lower-case hex of bytes.
 pub fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
+    crate::json::Hex(bytes).to_string()
 }
 
 impl Expected {

@@ -317,24 +317,19 @@ fn next_key<'a>(
     what: &str,
 ) -> Result<Option<Option<usize>>> {
     // Fast path: a short definite text key spelling one of the schema's keys, matched on
-    // its bytes without decoding it (every key of a canonical manifest).
-    if let Some(head) = p.c.peek_byte()
-        && (0x60..0x78).contains(&head)
-    {
-        let n = usize::from(head & 0x1f);
-        // Keys usually come in schema order: look from after the last one first.
-        let start = keys.next.min(schema.len());
-        for slot in (start..schema.len()).chain(0..start) {
-            let k = schema[slot];
-            if k.len() == n && p.c.take_exact_after_head(head, k.as_bytes()) {
-                if keys.known & (1 << slot) != 0 {
-                    bail!(Format, "{what} has the key '{k}' more than once");
-                }
-                keys.known |= 1 << slot;
-                keys.next = slot + 1;
-                return Ok(Some(Some(slot)));
-            }
+    // its bytes without decoding it (every key of a canonical manifest). Keys usually
+    // come in schema order: looked for from after the last one first.
+    if let Some(slot) = p.c.take_schema_key(schema, keys.next) {
+        if keys.known & (1 << slot) != 0 {
+            bail!(
+                Format,
+                "{what} has the key '{}' more than once",
+                schema[slot]
+            );
         }
+        keys.known |= 1 << slot;
+        keys.next = slot + 1;
+        return Ok(Some(Some(slot)));
     }
     next_key_decoded(p, depth, schema, keys, what)
 }

@@ -172,8 +172,9 @@ fn tagged<S: Serializer>(s: S, tag: u64, value: &impl Serialize) -> Result<S::Ok
     map.end()
 }
 
-/// Bytes as a string of lowercase hex, written in pieces (no copy of the whole).
-struct Hex<'b>(&'b [u8]);
+/// Bytes as a string of lowercase hex, written in pieces (no copy of the whole): the
+/// library's one hex encoder (`$bytes` values, `$cbor:` keys, digests).
+pub(crate) struct Hex<'b>(pub(crate) &'b [u8]);
 
 impl Serialize for Hex<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -514,33 +515,14 @@ impl<'t> Context<'t> {
     /// order, and everything before the current one is valid JSON, so scanning on from
     /// the previous stop (past strings) finds it.
     fn last_number_text(&self) -> &'t str {
-        let bytes = self.text.as_bytes();
-        let (mut at, mut passed) = self.scanner.get();
-        while let Some(&b) = bytes.get(at) {
-            match b {
-                b'"' => {
-                    at += 1;
-                    while let Some(&c) = bytes.get(at)
-                        && c != b'"'
-                    {
-                        at += if c == b'\\' { 2 } else { 1 };
-                    }
-                    at += 1;
+        let (at, mut passed) = self.scanner.get();
+        for token in Scan::new(self.text.as_bytes(), at) {
+            if let Token::Number(start, end) = token {
+                passed += 1;
+                if passed == self.numbers_seen.get() {
+                    self.scanner.set((end, passed));
+                    return &self.text[start..end];
                 }
-                b'-' | b'0'..=b'9' => {
-                    let start = at;
-                    while bytes.get(at).is_some_and(|c| {
-                        matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                    }) {
-                        at += 1;
-                    }
-                    passed += 1;
-                    if passed == self.numbers_seen.get() {
-                        self.scanner.set((at, passed));
-                        return &self.text[start..at];
-                    }
-                }
-                _ => at += 1,
             }
         }
         ""
@@ -599,22 +581,12 @@ impl<'t> Context<'t> {
 
 /// The opening bracket or brace that nests deeper than `max_depth`.
 fn too_deep_at(text: &[u8], max_depth: usize) -> usize {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (at, &b) in text.iter().enumerate() {
-        if in_string {
-            (in_string, escaped) = match b {
-                _ if escaped => (true, false),
-                b'\\' => (true, true),
-                b'"' => (false, false),
-                _ => (true, false),
-            };
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' if depth == max_depth => return at,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => depth = depth.saturating_sub(1),
+    let mut depth = 0usize;
+    for token in Scan::new(text, 0) {
+        match token {
+            Token::Open(at) if depth == max_depth => return at,
+            Token::Open(_) => depth += 1,
+            Token::Close => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
@@ -622,20 +594,79 @@ fn too_deep_at(text: &[u8], max_depth: usize) -> usize {
 }
 
 /// The opening quote of the key that ends at `end` or just before it (serde_json stands
-/// after the key and any whitespace that follows it).
+/// after the key and any whitespace that follows it): the last string whose closing
+/// quote is at or before `end`.
 fn key_start(text: &[u8], end: usize) -> usize {
-    let mut at = end.min(text.len().saturating_sub(1));
-    while at > 0 && text[at] != b'"' {
-        at -= 1;
-    }
-    while at > 0 {
-        at -= 1;
-        let backslashes = text[..at].iter().rev().take_while(|&&b| b == b'\\').count();
-        if text[at] == b'"' && backslashes % 2 == 0 {
-            return at;
+    let end = end.min(text.len().saturating_sub(1));
+    let mut found = 0;
+    for token in Scan::new(text, 0) {
+        match token {
+            Token::String(start, after) if after <= end + 1 => found = start,
+            Token::String(..) => break,
+            _ => {}
         }
     }
-    at
+    found
+}
+
+/// What the scan of JSON text that serde_json has already accepted (up to an error)
+/// sees: the one scanner errors and numbers are positioned with.
+enum Token {
+    /// A string: its opening quote and the byte after its closing one.
+    String(usize, usize),
+    /// A number's text.
+    Number(usize, usize),
+    /// `[` or `{`, at.
+    Open(usize),
+    /// `]` or `}`.
+    Close,
+    /// Anything else (punctuation, literals, whitespace), a byte at a time.
+    Other,
+}
+
+/// The tokens of JSON text from a byte offset outside any string.
+struct Scan<'t> {
+    text: &'t [u8],
+    at: usize,
+}
+
+impl<'t> Scan<'t> {
+    fn new(text: &'t [u8], at: usize) -> Self {
+        Scan { text, at }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Token;
+
+    fn next(&mut self) -> Option<Token> {
+        let (text, start) = (self.text, self.at);
+        let b = *text.get(start)?;
+        self.at += 1;
+        Some(match b {
+            b'"' => {
+                while let Some(&c) = text.get(self.at)
+                    && c != b'"'
+                {
+                    self.at += if c == b'\\' { 2 } else { 1 };
+                }
+                self.at += 1;
+                Token::String(start, self.at)
+            }
+            b'-' | b'0'..=b'9' => {
+                while text
+                    .get(self.at)
+                    .is_some_and(|c| matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                {
+                    self.at += 1;
+                }
+                Token::Number(start, self.at)
+            }
+            b'[' | b'{' => Token::Open(start),
+            b']' | b'}' => Token::Close,
+            _ => Token::Other,
+        })
+    }
 }
 
 /// One level of a parse: the depth of the value it reads.

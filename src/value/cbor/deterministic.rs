@@ -11,7 +11,10 @@
 //!
 //! Kept to these few functions so that it moves as one piece when CBOR moves.
 
+use ciborium_ll::Header;
+
 use super::Value;
+use super::pull::{argument, short_head};
 
 /// Which of the rules of deterministic CBOR an input breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,25 +91,22 @@ pub(crate) fn check(input: &[u8], max_depth: usize) -> Result<(), DetError> {
                         return fail(DetRule::Determinism, start, "a NaN other than f9 7e00");
                     }
                 }
-                26 => {
-                    let x = f32::from_bits(u32::from_be_bytes(take::<4>(input, &mut pos)?));
+                26 | 27 => {
+                    let Some((Header::Float(x), used)) = short_head(input, start) else {
+                        return Err(short(start, "a float"));
+                    };
+                    pos = start + used;
                     if x.is_nan() {
                         return fail(DetRule::Determinism, start, "a NaN other than f9 7e00");
                     }
-                    if half::f16::from_f32(x).to_f32() == x {
+                    if info == 26 && f64::from(half::f16::from_f64(x)) == x {
                         return fail(
                             DetRule::Determinism,
                             start,
-                            format!("float {x} in 4 bytes fits in 2"),
+                            format!("float {} in 4 bytes fits in 2", x as f32),
                         );
                     }
-                }
-                27 => {
-                    let x = f64::from_bits(u64::from_be_bytes(take::<8>(input, &mut pos)?));
-                    if x.is_nan() {
-                        return fail(DetRule::Determinism, start, "a NaN other than f9 7e00");
-                    }
-                    if f64::from(x as f32) == x {
+                    if info == 27 && f64::from(x as f32) == x {
                         return fail(
                             DetRule::Determinism,
                             start,
@@ -126,18 +126,17 @@ pub(crate) fn check(input: &[u8], max_depth: usize) -> Result<(), DetError> {
             }
         } else {
             let arg = match info {
-                0..=23 => u64::from(info),
-                24..=27 => {
-                    let n = 1usize << (info - 24);
-                    let bytes = input
-                        .get(pos..pos + n)
-                        .ok_or_else(|| short(start, "an item head"))?;
-                    pos += n;
-                    let arg = bytes.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
-                    let least = match info {
-                        24 => 24,
-                        25 => 0x100,
-                        26 => 0x1_0000,
+                0..=27 => {
+                    let Some((_, arg, used)) = argument(input, start) else {
+                        return Err(short(start, "an item head"));
+                    };
+                    pos = start + used;
+                    // RFC 8949 4.2.1: the shortest head that holds the argument.
+                    let least = match used {
+                        1 => 0,
+                        2 => 24,
+                        3 => 0x100,
+                        5 => 0x1_0000,
                         _ => 0x1_0000_0000,
                     };
                     if arg < least {

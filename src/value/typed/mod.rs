@@ -171,7 +171,7 @@ const OWNED_TEXT: u8 = 2;
 /// `Packed` record. Maps: `n` entries, `x` points at 2n nodes, key then value.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct Node {
+pub(crate) struct Node {
     kind: u8,
     elem: u8,
     flags: u8,
@@ -388,8 +388,8 @@ impl<'a> AttrValue<'a> {
         self.node.kind()
     }
 
-    /// The address C sees as the value handle.
-    pub fn as_ptr(&self) -> *const Node {
+    /// The address C sees as the value handle (the FFI's accessor; not Rust API).
+    pub(crate) fn as_ptr(&self) -> *const Node {
         self.node
     }
 
@@ -397,7 +397,7 @@ impl<'a> AttrValue<'a> {
     ///
     /// # Safety
     /// `ptr` came from `as_ptr` of a value whose tree outlives `'a`.
-    pub unsafe fn from_ptr(ptr: *const Node) -> AttrValue<'a> {
+    pub(crate) unsafe fn from_ptr(ptr: *const Node) -> AttrValue<'a> {
         // SAFETY: per the contract.
         AttrValue {
             node: unsafe { &*ptr },
@@ -473,7 +473,8 @@ impl<'a> AttrValue<'a> {
 
     /// The contiguous elements of an array of one numeric type (or bool, one byte 0/1):
     /// type, pointer (aligned for the type) and count. `InvalidArgument` for other arrays.
-    pub fn array_data(&self) -> Result<(ValueType, *const u8, usize)> {
+    /// (The FFI's accessor, `zt_value_get_array_data`; Rust callers use `as_slice`.)
+    pub(crate) fn array_data(&self) -> Result<(ValueType, *const u8, usize)> {
         match self.packed() {
             Some(p) => Ok((p.elem, p.data, p.count)),
             None if self.value_type() == ValueType::Array => bail!(
