@@ -12,13 +12,13 @@ use crate::codec::FrameIndex;
 use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result, bail, err};
-use crate::formats::sets::{self, SetOptions};
 use crate::formats::ztensor_v2;
 use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
-use crate::source::{Advice, Files, Mapping, Place, RemoteOptions, Source, is_url};
+use crate::sets::{self, Files, Place, SetOptions};
+use crate::source::{Advice, Mapping, RemoteOptions, Source, is_url};
 use crate::typed::{self, AttrValue, DocCache};
-use crate::{decode, formats, verify};
+use crate::{decode, verify};
 
 /// How to open a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,41 +209,15 @@ impl Reader<'static> {
             let url = path.to_str().expect("a URL is text");
             return Self::open_url(url, options, &RemoteOptions::default());
         }
+        let shown = path.display().to_string();
         let set = SetOptions {
             place: &Place::Local,
             mapping: options.mapping(),
             eager: options.open_all_shards,
+            open_all: options.open_all_shards,
+            one_file: options.one_file,
         };
-        let mut reader = if sets::is_index(path) && !options.one_file {
-            let (model, shards) = sets::open_index(path, set, &options.limits)
-                .map_err(|e| e.context(path.display()))?;
-            Reader::new(Files::Set(Box::new(shards)), model, options)?
-        } else {
-            let source = Source::open(path, options.mapping())?;
-            let model = Reader::parse(&source, options).map_err(|e| e.context(path.display()))?;
-            if !model.external.is_empty() {
-                let (model, shards) = sets::open_external(path, source, model, set)
-                    .map_err(|e| e.context(path.display()))?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
-                let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else if !model.v2_shards.is_empty() {
-                let shards = ztensor_v2::shards::open_set(
-                    path,
-                    source,
-                    &model,
-                    &Place::Local,
-                    options.mapping(),
-                    options.open_all_shards,
-                )
-                .map_err(|e| e.context(path.display()))?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else {
-                Reader::new(Files::One(source), model, options)
-                    .map_err(|e| e.context(path.display()))?
-            }
-        };
+        let mut reader = Reader::open_in(path, &shown, set, options)?;
         reader.origin = Some(path.display().to_string().into());
         reader.by_path = true;
         Ok(reader)
@@ -272,40 +246,24 @@ impl Reader<'static> {
             place: &place,
             mapping: Mapping::None,
             eager: true,
+            open_all: options.open_all_shards,
+            one_file: options.one_file,
         };
-        let path = Path::new(&name);
-        let mut reader = if sets::is_index(path) && !options.one_file {
-            let (model, shards) =
-                sets::open_index(path, set, &options.limits).map_err(|e| e.context(&name))?;
-            Reader::new(Files::Set(Box::new(shards)), model, options)?
-        } else {
-            // The object itself by its whole URL (a presigned one keeps its query).
-            let source = place.open_object()?;
-            let model = Reader::parse(&source, options).map_err(|e| e.context(&name))?;
-            if !model.external.is_empty() {
-                let (model, shards) =
-                    sets::open_external(path, source, model, set).map_err(|e| e.context(&name))?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
-                let (model, shards) = sets::open_split(path, source, model, set, &options.limits)?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else if !model.v2_shards.is_empty() {
-                let shards = ztensor_v2::shards::open_set(
-                    path,
-                    source,
-                    &model,
-                    &place,
-                    Mapping::None,
-                    options.open_all_shards,
-                )
-                .map_err(|e| e.context(&name))?;
-                Reader::new(Files::Set(Box::new(shards)), model, options)?
-            } else {
-                Reader::new(Files::One(source), model, options).map_err(|e| e.context(&name))?
-            }
-        };
+        let mut reader = Reader::open_in(Path::new(&name), &name, set, options)?;
         reader.origin = Some(name.into());
         Ok(reader)
+    }
+
+    /// Opens what `path` names in `set.place` (`sets::open`); `shown` names it in messages.
+    fn open_in(
+        path: &Path,
+        shown: &str,
+        set: SetOptions,
+        options: &OpenOptions,
+    ) -> Result<Reader<'static>> {
+        let (model, files) = sets::open(path, shown, set, &options.limits)?;
+        let one = files.single().is_some();
+        Reader::new(files, model, options).map_err(|e| if one { e.context(shown) } else { e })
     }
 
     /// Opens an already open file (for a file descriptor a loader opened itself, e.g. with
@@ -346,14 +304,9 @@ impl<'a> Reader<'a> {
     }
 
     fn from_source(source: Source<'a>, options: &OpenOptions) -> Result<Reader<'a>> {
-        let model = Reader::parse(&source, options)?;
+        let model = sets::parse(&source, &options.limits)?;
         sets::refuse_external(&model)?;
         Reader::new(Files::One(source), model, options)
-    }
-
-    fn parse(source: &Source<'_>, options: &OpenOptions) -> Result<Model> {
-        let read = |offset: u64, len: u64| source.parse_region(offset, len);
-        formats::read_model(&read, source.size(), &options.limits)
     }
 
     fn new(files: Files<'a>, model: Model, options: &OpenOptions) -> Result<Reader<'a>> {

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["decode"],
     &["formats"],
+    &["sets"],
     &["verify"],
     &["reader"],
     &["batch", "load"],
