@@ -16,6 +16,9 @@ use crate::error::{Result, bail, err};
 /// index's text unless escaped.
 pub(crate) type WeightMap<'t> = Vec<(Cow<'t, str>, Cow<'t, str>)>;
 
+/// Where each entry of the weight map is reported as it is read: (tensor name, file).
+pub(crate) type Entry<'e> = &'e mut dyn FnMut(&str, &str);
+
 /// An index as read.
 pub(crate) struct Index<'t> {
     /// The text of its `metadata` value, if it has one.
@@ -29,10 +32,7 @@ pub(crate) struct Index<'t> {
 
 /// Reads the index `text`, calling `entry(name, file)` for every entry of its first
 /// `weight_map` as it is read. Errors say what is wrong, where.
-pub(crate) fn parse_index<'t>(
-    text: &'t str,
-    entry: &mut dyn FnMut(&str, &str),
-) -> Result<Index<'t>> {
+pub(crate) fn parse_index<'t>(text: &'t str, entry: Entry<'_>) -> Result<Index<'t>> {
     let mut de = serde_json::Deserializer::from_str(text);
     let read = IndexSeed { entry }
         .deserialize(&mut de)
@@ -71,12 +71,12 @@ struct Read<'t> {
 
 /// Reads the top-level object, reporting the first weight map's entries to `entry`.
 struct IndexSeed<'e> {
-    entry: &'e mut dyn FnMut(&str, &str),
+    entry: Entry<'e>,
 }
 
 /// Reads a weight map, reporting each entry to `entry` when given.
 struct PairsSeed<'e> {
-    entry: Option<&'e mut dyn FnMut(&str, &str)>,
+    entry: Option<Entry<'e>>,
 }
 
 /// A JSON string, borrowed from the text when it has no escapes.
@@ -172,7 +172,7 @@ impl<'de> Visitor<'de> for IndexSeed<'_> {
                 "weight_map" => {
                     read.maps += 1;
                     // Only the first map's entries are reported: a later one replaces it.
-                    let entry: Option<&mut dyn FnMut(&str, &str)> = if read.maps == 1 {
+                    let entry: Option<Entry<'_>> = if read.maps == 1 {
                         Some(&mut *self.entry)
                     } else {
                         None

@@ -53,7 +53,7 @@ pub(crate) fn open_index(
     // The index is read once, its shards parsed as they are found. Should its weight_map
     // key be repeated, the last map is the index's: its shards are found again from it.
     let run = match pipelined(dir, options, limits, |entry| parse_index(text, entry))? {
-        Piped::Run(run) => run,
+        Piped::Run(run) => *run,
         Piped::Again(mut index) => {
             let read = move |entry: &mut dyn FnMut(&str, &str)| {
                 for (name, file) in &index.weight_map {
@@ -63,7 +63,7 @@ pub(crate) fn open_index(
                 Ok(index)
             };
             match pipelined(dir, options, limits, read)? {
-                Piped::Run(run) => run,
+                Piped::Run(run) => *run,
                 Piped::Again(_) => unreachable!("a map read whole is streamed"),
             }
         }

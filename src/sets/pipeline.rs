@@ -83,7 +83,7 @@ pub(super) struct Run<'t> {
 /// How an index's reading ended.
 pub(super) enum Piped<'t> {
     /// Its shards found and parsed (or left after a failure).
-    Run(Run<'t>),
+    Run(Box<Run<'t>>),
     /// Its `weight_map` key was repeated: the map is the last one, not the one whose
     /// shards were found; it is to be read again (`Index::streamed`).
     Again(Index<'t>),
@@ -133,12 +133,12 @@ pub(super) fn pipelined<'t>(
     }
     let Pipeline { state, read, .. } = pipe;
     let state = state.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok(Piped::Run(Run {
+    Ok(Piped::Run(Box::new(Run {
         metadata,
         found,
         results: state.results,
         grouped: read.into_inner().expect("set when nothing was refused"),
-    }))
+    })))
 }
 
 /// The shards an index names, as its entries are read: numbered as first met (entries
