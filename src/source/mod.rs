@@ -14,13 +14,16 @@ use memmap2::{Mmap, MmapOptions};
 
 use crate::buffer::zeroed_vec;
 use crate::codec::stream::Chunks;
-use crate::codec::{decode_frames, sized_frames, zstd_decode_into};
+use crate::codec::zstd_decode_into;
 use crate::error::{Error, Result, bail};
 
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
+mod window;
+
 #[cfg(feature = "remote")]
 pub use remote::TransferStats;
+use window::{decode_mapped_windows, decode_windowed};
 
 /// The URL schemes a path may start with to be opened remotely (compared ignoring case;
 /// a local file whose path starts so is opened as `./s3://...`).
@@ -603,62 +606,6 @@ impl Chunks for SourceChunks<'_, '_> {
     }
 }
 
-/// Decodes a large zstd stream from a file through a bounded window of compressed bytes
-/// (read with `pread`, so neither a copy of the whole stream nor its mapped pages add to
-/// the process's memory), each batch of whole frames decoded in parallel straight into
-/// `dst`. Returns false when the stream doesn't suit (a frame without a recorded size, or
-/// larger than the window): the caller then decodes it whole.
-fn decode_windowed(
-    fill: &dyn Fn(u64, &mut [u8]) -> Result<()>,
-    offset: u64,
-    len: u64,
-    dst: &mut [u8],
-) -> Result<bool> {
-    let mut buf: Vec<u8> = Vec::with_capacity(ZSTD_WINDOW);
-    let (mut read, mut out) = (0u64, 0usize);
-    loop {
-        let want = (ZSTD_WINDOW - buf.len()).min((len - read) as usize);
-        let old = buf.len();
-        buf.resize(old + want, 0);
-        fill(offset + read, &mut buf[old..])?;
-        read += want as u64;
-        let Some((frames, used, end)) = sized_frames(&buf, buf.len(), out, dst.len()) else {
-            return Ok(false);
-        };
-        decode_frames(&buf[..used], &mut dst[out..end], &frames)?;
-        out = end;
-        buf.drain(..used);
-        if read == len {
-            // Trailing bytes that are no whole frame, or a short total: the one-shot
-            // decoder reports the precise fault.
-            return Ok(buf.is_empty() && out == dst.len());
-        }
-    }
-}
-
-/// Decodes a large zstd stream of a mapped file window by window: the frames in each
-/// `ZSTD_WINDOW` of stored bytes are decoded in parallel straight from the mapping into
-/// `dst`, then the window's pages are dropped from the process (`release_pages`). So the
-/// stored stream never becomes resident as a whole, and no thread waits for a copy.
-/// Returns false when the stream doesn't suit (a frame without a recorded size): the
-/// caller then decodes it whole.
-fn decode_mapped_windows(map: &Mmap, offset: u64, len: u64, dst: &mut [u8]) -> Result<bool> {
-    let base = offset as usize;
-    let stored = &map[base..base + len as usize];
-    let (mut used, mut out) = (0usize, 0usize);
-    while used < stored.len() {
-        let Some((frames, took, end)) = sized_frames(&stored[used..], ZSTD_WINDOW, out, dst.len())
-        else {
-            return Ok(false);
-        };
-        decode_frames(&stored[used..used + took], &mut dst[out..end], &frames)?;
-        advise_pages(map, base + used, took, libc::MADV_DONTNEED);
-        used += took;
-        out = end;
-    }
-    Ok(out == dst.len())
-}
-
 /// `madvise(flag)` on the pages of `[offset, offset + len)` of a shared read-only mapping.
 /// `MADV_DONTNEED` drops them from the process (they stay in the page cache; touching
 /// them again maps them again); `MADV_WILLNEED` starts reading them in.
@@ -688,142 +635,4 @@ fn advise_pages(map: &Mmap, offset: usize, len: usize, flag: libc::c_int) {
 const PARSE_PREAD_MAX: u64 = 1 << 20;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{DType, Reader, WriteOptions, Writer};
-
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("zt-source-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    fn pread(file: &File) -> impl Fn(u64, &mut [u8]) -> Result<()> + '_ {
-        |at, buf| Ok(file.read_exact_at(buf, at).unwrap())
-    }
-
-    #[test]
-    fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
-        let frame = crate::codec::ZSTD_FRAME_SIZE;
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let data: Vec<u8> = (0..5 * frame + 999)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 32) as u8
-            })
-            .collect();
-        let dir = scratch("window");
-        let path = dir.join("w.zt");
-        let mut w = Writer::create(&path).unwrap();
-        w.add(
-            "z",
-            DType::U8,
-            &[data.len() as u64],
-            &data,
-            &WriteOptions::zstd(1),
-        )
-        .unwrap();
-        w.finish().unwrap();
-        let r = Reader::open(&path).unwrap();
-        let c = &r.objects()[0].components()[0];
-        let (offset, len) = (c.offset(), c.length());
-        assert!(len > ZSTD_WINDOW as u64);
-        let file = File::open(&path).unwrap();
-        let mut dst = vec![0u8; data.len()];
-        assert!(
-            decode_windowed(&pread(&file), offset, len, &mut dst).unwrap(),
-            "our frames decode through the window"
-        );
-        assert!(dst == data);
-        // The same through the mapping, window by window.
-        let map = unsafe { Mmap::map(&file) }.unwrap();
-        dst.fill(0);
-        assert!(
-            decode_mapped_windows(&map, offset, len, &mut dst).unwrap(),
-            "our frames decode from the mapping"
-        );
-        assert!(dst == data);
-        // One big frame without a recorded size (as other writers make): declined.
-        let single = {
-            let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
-            std::io::Write::write_all(&mut enc, &data).unwrap();
-            enc.finish().unwrap()
-        };
-        std::fs::write(dir.join("raw.zst"), &single).unwrap();
-        let file = File::open(dir.join("raw.zst")).unwrap();
-        let n = single.len() as u64;
-        assert!(!decode_windowed(&pread(&file), 0, n, &mut dst).unwrap());
-        let map = unsafe { Mmap::map(&file) }.unwrap();
-        assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn urls_are_recognised_by_their_scheme_alone() {
-        for url in [
-            "s3://b/k.zt",
-            "S3://b/k",
-            "gs://b/k",
-            "az://c/b",
-            "abfs://c@a/b",
-            "https://h/m",
-            "http://h/m",
-        ] {
-            assert!(is_url(Path::new(url)), "{url}");
-        }
-        for path in [
-            "./s3://b/k",
-            "s3:/b/k",
-            "s3://",
-            "model.zt",
-            "/data/https/m.zt",
-            "file:///m.zt",
-        ] {
-            assert!(!is_url(Path::new(path)), "{path}");
-        }
-    }
-
-    #[cfg(not(feature = "remote"))]
-    #[test]
-    fn without_the_feature_a_url_is_unsupported() {
-        let e = Reader::open("s3://bucket/model.zt").unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
-        assert!(
-            e.message()
-                .starts_with("s3:// URLs: this build of ztensor has no remote support"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn only_regular_files_are_opened() {
-        let dir = scratch("kinds");
-        for mmap in [true, false] {
-            let mapping = if mmap { Mapping::Lazy } else { Mapping::None };
-            let e = Source::open(&dir, mapping).err().unwrap();
-            assert_eq!(e.kind(), crate::ErrorKind::Io);
-            assert_eq!(
-                e.message(),
-                format!("{} is a directory, not a tensor file", dir.display())
-            );
-        }
-        // A FIFO with no writer: refused at once instead of blocking in open().
-        let fifo = dir.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = Source::open(&fifo, Mapping::None).err().unwrap();
-        assert_eq!(e.kind(), crate::ErrorKind::Io);
-        assert!(e.message().ends_with("is a FIFO, not a tensor file"), "{e}");
-        let e = Source::open(Path::new("/dev/null"), Mapping::Lazy)
-            .err()
-            .unwrap();
-        assert_eq!(
-            e.message(),
-            "/dev/null is a character device, not a tensor file"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;
