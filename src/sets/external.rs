@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::error::{Result, bail};
 use crate::formats::check_relative;
 use crate::model::Model;
-use crate::source::{Mapping, Source};
+use crate::source::Source;
 
 use super::{SetOptions, Shard, Shards};
 
@@ -61,16 +61,9 @@ pub(crate) fn open_external(
                 );
             }
         }
-        let mapping = if options.eager {
-            options.mapping
-        } else {
-            Mapping::None
-        };
-        let opened = (options.place.open(&file, mapping))
+        let opened = (options.open_part(&file))
             .map_err(|e| e.context(format_args!("external data file {name}")))?;
-        let size = opened.size();
-        let keep = options.eager.then_some(opened);
-        shards.push(Shard::new(name, file, size, options.mapping, keep));
+        shards.push(options.shard(name, file, opened));
     }
     for o in &model.objects {
         for c in o.components.iter() {

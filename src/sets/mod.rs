@@ -58,6 +58,24 @@ pub(crate) struct SetOptions<'p> {
     pub(crate) one_file: bool,
 }
 
+impl SetOptions<'_> {
+    /// Opens a file of the set to read its header: mapped only when it stays open.
+    fn open_part(&self, path: &Path) -> Result<Source<'static>> {
+        let mapping = if self.eager {
+            self.mapping
+        } else {
+            Mapping::None
+        };
+        self.place.open(path, mapping)
+    }
+
+    /// The shard of a file opened by `open_part`: its source kept when it stays open.
+    fn shard(&self, name: &str, path: std::path::PathBuf, source: Source<'static>) -> Shard {
+        let size = source.size();
+        Shard::new(name, path, size, self.mapping, self.eager.then_some(source))
+    }
+}
+
 /// Opens what `path` names in `options.place`: the set an index describes, the whole
 /// split set one GGUF split belongs to, a model with its external data files, a zTensor
 /// v2 root with its shards, or the one file. `shown` names it in messages.

@@ -12,7 +12,6 @@ use crate::error::{Result, err};
 use crate::json::index::{Index, WeightMap};
 use crate::limits::Limits;
 use crate::model::Model;
-use crate::source::Mapping;
 
 use super::{SetOptions, Shard, check_relative, lists_every_object_once};
 
@@ -368,15 +367,7 @@ pub(super) fn parse_shard(
     limits: &Limits,
 ) -> Result<(Model, Shard)> {
     // Parsing reads the header only: without a mapping unless the shard stays open.
-    let mapping = if options.eager {
-        options.mapping
-    } else {
-        Mapping::None
-    };
-    let source = (options.place.open(&path, mapping))
-        .map_err(|e| e.context(format_args!("shard {name}")))?;
+    let source = (options.open_part(&path)).map_err(|e| e.context(format_args!("shard {name}")))?;
     let model = super::parse(&source, limits).map_err(|e| e.context(path.display()))?;
-    let size = source.size();
-    let keep = options.eager.then_some(source);
-    Ok((model, Shard::new(name, path, size, options.mapping, keep)))
+    Ok((model, options.shard(name, path, source)))
 }
