@@ -24,7 +24,7 @@
 
 // The layers, bottom to top (docs/architecture.md, checked by tests/architecture.rs):
 // error, limits, dtype, buffer, value; pool; quant, convert; codec; source;
-// model; decode; formats; verify; reader; batch, load; writer; ffi.
+// model; decode; formats; sets; verify; reader; batch, load; writer; ffi.
 mod batch;
 mod buffer;
 mod codec;
@@ -40,6 +40,7 @@ mod model;
 pub mod pool;
 pub mod quant;
 mod reader;
+mod sets;
 mod source;
 mod value;
 mod verify;

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["model"],
     &["decode"],
     &["formats"],
+    &["sets"],
     &["verify"],
     &["reader"],
     &["batch", "load"],

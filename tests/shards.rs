@@ -476,9 +476,9 @@ fn broken_indexes_are_refused_naming_the_file() {
     refused(&index, ErrorKind::Format, &["no files"]);
 }
 
-/// Indexes the fast scan leaves to serde_json (an escape, a repeated key, a raw control
-/// character) read exactly as serde_json reads them, whatever the scan had already found
-/// and started parsing.
+/// Indexes with an escape, a repeated key or a raw control character read exactly as
+/// serde_json reads them, whatever shards the reading had already found and started
+/// parsing.
 #[test]
 fn indexes_with_escapes_or_repeated_keys_read_as_json_says() {
     let st1 = "model-00001-of-00003.safetensors";

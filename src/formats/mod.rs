@@ -16,7 +16,6 @@ mod pickle;
 mod protobuf;
 mod pytorch;
 mod safetensors;
-pub(crate) mod sets;
 mod strided;
 mod tensogram;
 mod zip;
@@ -175,4 +174,25 @@ pub(crate) fn printable(bytes: &[u8]) -> String {
     }
     s.push('"');
     s
+}
+
+/// Why a file name from an index may not be opened: empty, absolute, or reaching out of
+/// the index's directory.
+pub(crate) fn check_relative(file: &str) -> std::result::Result<(), &'static str> {
+    let path = std::path::Path::new(file);
+    if file.is_empty() || file.contains('\0') {
+        return Err("not a file name");
+    }
+    if path.is_absolute() {
+        return Err("an absolute path (shards are named relative to the index)");
+    }
+    if path.components().any(|p| {
+        !matches!(
+            p,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
+        return Err("a path outside the index's directory");
+    }
+    Ok(())
 }

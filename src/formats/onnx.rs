@@ -513,7 +513,7 @@ impl Graph<'_, '_> {
         let Some(location) = get("location") else {
             bail!(Format, "external data without a location");
         };
-        if let Err(why) = super::sets::check_relative(location) {
+        if let Err(why) = super::check_relative(location) {
             bail!(
                 Format,
                 "external data location {location:?} is {why}: it must name a file inside the model's directory"

@@ -1,5 +1,5 @@
 //! Multi-file v2 models (§7): a root whose manifest has a shard table opens as one set of
-//! files. File 0 is the root itself; file `i + 1` is the shard at position `i` of the
+//! files (`sets/v2.rs` opens them). File 0 is the root itself; file `i + 1` is the shard at position `i` of the
 //! table (sorted by name). A shard name is a label, resolved here by the positional
 //! convention of Appendix B: the root `<stem>.zt` names its shard `n` as the sibling file
 //! `<stem>-<n>.zt` (locally, or beside a remote root through the same store). The table's
@@ -16,7 +16,7 @@ use crate::codec::digest;
 use crate::error::{Result, err};
 use crate::limits::Limits;
 use crate::model::{Model, ShardEntry};
-use crate::source::{Mapping, Place, Shard, Shards, Source};
+use crate::source::Source;
 
 use super::DIGEST_KINDS;
 
@@ -30,53 +30,9 @@ pub(crate) fn shard_path(root: &Path, name: &str) -> PathBuf {
     root.with_file_name(format!("{stem}-{name}.zt"))
 }
 
-/// The files of a v2 root with a shard table: the root (already open) and each shard,
-/// opened now when `eager`, else on first read.
-pub(crate) fn open_set(
-    root: &Path,
-    source: Source<'static>,
-    model: &Model,
-    place: &Place,
-    mapping: Mapping,
-    eager: bool,
-) -> Result<Shards> {
-    let mut files = Vec::with_capacity(model.v2_shards.len() + 1);
-    let root_name = root.file_name().map_or_else(
-        || root.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    files.push(
-        Shard::new(
-            &root_name,
-            root.to_path_buf(),
-            source.size(),
-            mapping,
-            Some(source),
-        )
-        .at(place),
-    );
-    for entry in &model.v2_shards {
-        let shard = Shard::new(
-            &entry.name,
-            shard_path(root, &entry.name),
-            entry.size,
-            mapping,
-            None,
-        )
-        .at(place)
-        .checked_by(check_shard);
-        files.push(shard);
-    }
-    let shards = Shards::new(files);
-    if eager {
-        shards.open_all()?;
-    }
-    Ok(shards)
-}
-
 /// What a file must be to serve as a v2 shard (§7.3 rungs 1 and 2 besides the size): a v2
 /// container, with or without a manifest of its own (§7.2).
-fn check_shard(source: &Source<'static>) -> Result<()> {
+pub(crate) fn check_shard(source: &Source<'static>) -> Result<()> {
     let read = |offset: u64, len: u64| source.parse_region(offset, len);
     let limits = Limits::default();
     super::read_footer(&read, source.size(), &limits)?;

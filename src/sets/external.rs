@@ -1,0 +1,105 @@
+//! The files a model keeps some of its blobs in (ONNX external data), opened beside it.
+
+use std::path::Path;
+
+use crate::error::{Result, bail};
+use crate::formats::check_relative;
+use crate::model::Model;
+use crate::source::Source;
+
+use super::{SetOptions, Shard, Shards};
+
+/// Opens the files a model keeps some of its blobs in (ONNX external data) beside the
+/// file at `path` (parsed into `model` through `source`): each named relative to that
+/// file's directory, refused if it resolves (links followed) outside it, and every blob
+/// checked to lie inside its file. The model's own file is shard 0.
+pub(crate) fn open_external(
+    path: &Path,
+    source: Source<'static>,
+    model: Model,
+    options: SetOptions,
+) -> Result<(Model, Shards)> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let local = options.place.parallel_opens().is_none();
+    let real_dir = if local {
+        let shown = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        Some(
+            shown
+                .canonicalize()
+                .map_err(|e| crate::error::Error::io(shown.display(), e))?,
+        )
+    } else {
+        None
+    };
+    let own = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let mut shards = vec![Shard::new(
+        own,
+        path.to_path_buf(),
+        source.size(),
+        options.mapping,
+        Some(source),
+    )];
+    for name in model.external.iter() {
+        if let Err(why) = check_relative(name) {
+            bail!(Format, "external data file {name:?} is {why}");
+        }
+        let file = dir.join(&**name);
+        if let Some(real_dir) = &real_dir {
+            let real = file.canonicalize().map_err(|e| {
+                crate::error::Error::io(format_args!("external data file {}", file.display()), e)
+            })?;
+            if !real.starts_with(real_dir) {
+                bail!(
+                    Format,
+                    "external data file {name:?} leads to {}, outside the model's directory {}",
+                    real.display(),
+                    real_dir.display()
+                );
+            }
+        }
+        let opened = (options.open_part(&file))
+            .map_err(|e| e.context(format_args!("external data file {name}")))?;
+        shards.push(options.shard(name, file, opened));
+    }
+    for o in &model.objects {
+        for c in o.components.iter() {
+            let b = &c.blob;
+            if b.file == 0 {
+                continue;
+            }
+            let shard = &shards[b.file as usize];
+            if b.offset
+                .checked_add(b.length)
+                .is_none_or(|end| end > shard.size())
+            {
+                bail!(
+                    Format,
+                    "tensor '{}': bytes [{}, {} + {}) of external data file {} reach past its end ({} bytes)",
+                    o.name(),
+                    b.offset,
+                    b.offset,
+                    b.length,
+                    shard.name,
+                    shard.size()
+                );
+            }
+        }
+    }
+    Ok((model, Shards::new(shards)))
+}
+
+/// Refuses a model with external files where no directory is known to find them in.
+pub(crate) fn refuse_external(model: &Model) -> Result<()> {
+    if let Some(name) = model.external.first() {
+        bail!(
+            Unsupported,
+            "the model keeps tensors in the external file {name:?}: open it by path, so \
+             that the files beside it can be found"
+        );
+    }
+    Ok(())
+}

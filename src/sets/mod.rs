@@ -1,0 +1,114 @@
+//! Sets of files read as one, and the one place a reader's files are opened from: a
+//! `Place` (local paths, or a remote directory) and what the file named there is. A Hugging
+//! Face style index (`*.index.json`: `weight_map` from tensor name to file, `metadata` for
+//! the whole set; `index.rs`), which serves safetensors, zTensor and PyTorch shards alike;
+//! llama.cpp's GGUF splits (`name-00001-of-00003.gguf`, each file saying where it sits
+//! with `split.no`, `split.count` and `split.tensors.count`; `split.rs`); the files an ONNX
+//! model keeps external data in (`external.rs`); a zTensor v2 root's shard table
+//! (`v2.rs`); or one file alone. `open` decides which.
+//!
+//! Every shard is parsed here, through the format that recognises it, and its model
+//! validated against its own file (in parallel: `pipeline.rs`); the merged model
+//! (`merge.rs`) lists every shard's objects under their own names, each blob saying which
+//! shard holds it (`Blob::file`). Shards are closed again after parsing unless the caller
+//! keeps them open (`Shards` reopens them when first read: `files.rs`). Whatever the index
+//! says is checked against the shards: a tensor it maps to a shard that lacks it, a shard
+//! holding a tensor the index doesn't map there, a name in two shards, a file outside the
+//! index's directory, a missing file, splits that disagree on their count are all errors
+//! naming the file.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::limits::Limits;
+use crate::model::Model;
+use crate::source::{Mapping, Source};
+
+mod external;
+mod files;
+mod index;
+mod merge;
+mod pipeline;
+mod place;
+mod split;
+mod v2;
+
+pub(crate) use external::refuse_external;
+pub(crate) use files::{Files, Shard, Shards};
+pub(crate) use place::Place;
+
+use crate::formats::check_relative;
+use index::{is_index, lists_every_object_once};
+use merge::merge;
+
+/// How a reader's files are opened.
+#[derive(Clone, Copy)]
+pub(crate) struct SetOptions<'p> {
+    /// Where its files are opened (local paths, or URLs in one remote directory).
+    pub(crate) place: &'p Place,
+    /// How each file is mapped when it is read.
+    pub(crate) mapping: Mapping,
+    /// Keep every shard a set's open parses open (and mapped) from the open on, instead
+    /// of reopening it when first read.
+    pub(crate) eager: bool,
+    /// Open every shard of a zTensor v2 root at open, instead of on first read.
+    pub(crate) open_all: bool,
+    /// Open only the file named, even when it is an index or one split of a GGUF split
+    /// set.
+    pub(crate) one_file: bool,
+}
+
+impl SetOptions<'_> {
+    /// Opens a file of the set to read its header: mapped only when it stays open.
+    fn open_part(&self, path: &Path) -> Result<Source<'static>> {
+        let mapping = if self.eager {
+            self.mapping
+        } else {
+            Mapping::None
+        };
+        self.place.open(path, mapping)
+    }
+
+    /// The shard of a file opened by `open_part`: its source kept when it stays open.
+    fn shard(&self, name: &str, path: std::path::PathBuf, source: Source<'static>) -> Shard {
+        let size = source.size();
+        Shard::new(name, path, size, self.mapping, self.eager.then_some(source))
+    }
+}
+
+/// Opens what `path` names in `options.place`: the set an index describes, the whole
+/// split set one GGUF split belongs to, a model with its external data files, a zTensor
+/// v2 root with its shards, or the one file. `shown` names it in messages.
+pub(crate) fn open(
+    path: &Path,
+    shown: &str,
+    options: SetOptions,
+    limits: &Limits,
+) -> Result<(Model, Files<'static>)> {
+    let set = |(model, shards)| (model, Files::Set(Box::new(shards)));
+    if is_index(path) && !options.one_file {
+        let opened = index::open_index(path, options, limits).map_err(|e| e.context(shown))?;
+        return Ok(set(opened));
+    }
+    let source = options.place.open_named(path, options.mapping)?;
+    let model = parse(&source, limits).map_err(|e| e.context(shown))?;
+    Ok(if !model.external.is_empty() {
+        set(external::open_external(path, source, model, options).map_err(|e| e.context(shown))?)
+    } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+        set(split::open_split(path, source, model, options, limits)?)
+    } else if !model.v2_shards.is_empty() {
+        let shards = v2::open_set(path, source, &model, options).map_err(|e| e.context(shown))?;
+        (model, Files::Set(Box::new(shards)))
+    } else {
+        (model, Files::One(source))
+    })
+}
+
+/// Parses a file's model through the format that recognises it.
+pub(crate) fn parse(source: &Source<'_>, limits: &Limits) -> Result<Model> {
+    let read = |offset: u64, len: u64| source.parse_region(offset, len);
+    crate::formats::read_model(&read, source.size(), limits)
+}
+
+#[cfg(test)]
+mod tests;
