@@ -8,14 +8,13 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{
-    AnyWriter, CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer,
-};
+use crate::writer::{CopyOptions, CreateOptions, FileVersion, WriteOptions, Writer};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
-    /// None once `zt_writer_finish` has run (successfully or not).
-    inner: Option<AnyWriter>,
+    /// None once `zt_writer_finish` has run (successfully or not). A single file or a
+    /// set: the same writer.
+    inner: Option<Writer>,
 }
 
 /// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -64,7 +63,7 @@ fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
     }
 }
 
-fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut AnyWriter> {
+fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
     need_mut(w, "writer")?
         .inner
         .as_mut()
@@ -127,23 +126,31 @@ pub unsafe extern "C" fn zt_writer_create_with(
     out: *mut *mut zt_writer,
 ) -> zt_status {
     guard(|| {
-        need_out(out, "out")?;
-        if path.is_null() {
-            bail!(InvalidArgument, "path is NULL");
-        }
-        // SAFETY: NULL or a valid struct, per the API contract.
-        let options = create_options(options)?;
-        // SAFETY: NUL-terminated path bytes, per the API contract.
-        let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
-        let w = Writer::create_with(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-        put(
-            out,
-            Box::into_raw(Box::new(zt_writer {
-                inner: Some(AnyWriter::One(w)),
-            })),
-        );
-        Ok(())
+        create(path, "path", options, out, |path, options| {
+            Writer::create_with(path, options)
+        })
     })
+}
+
+/// Creates a writer with `make` at the C path `path` (named `what` in errors) and hands
+/// it to `out`: what `zt_writer_create_with` and `zt_writer_create_sharded_with` share.
+fn create(
+    path: *const c_char,
+    what: &str,
+    options: *const zt_writer_options,
+    out: *mut *mut zt_writer,
+    make: impl FnOnce(&Path, &CreateOptions) -> Result<Writer>,
+) -> Result<()> {
+    need_out(out, "out")?;
+    if path.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    let options = create_options(options)?;
+    // SAFETY: NUL-terminated path bytes, per the API contract.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    let w = make(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
+    put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+    Ok(())
 }
 
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
@@ -194,22 +201,9 @@ pub unsafe extern "C" fn zt_writer_create_sharded_with(
     out: *mut *mut zt_writer,
 ) -> zt_status {
     guard(|| {
-        need_out(out, "out")?;
-        if base.is_null() {
-            bail!(InvalidArgument, "base is NULL");
-        }
-        let options = create_options(options)?;
-        // SAFETY: NUL-terminated path bytes, per the API contract.
-        let bytes = unsafe { CStr::from_ptr(base) }.to_bytes();
-        let base = Path::new(std::ffi::OsStr::from_bytes(bytes));
-        let w = ShardedWriter::create_with(base, max_shard_bytes, &options)?;
-        put(
-            out,
-            Box::into_raw(Box::new(zt_writer {
-                inner: Some(AnyWriter::Set(w)),
-            })),
-        );
-        Ok(())
+        create(base, "base", options, out, |base, options| {
+            Writer::create_sharded_with(base, max_shard_bytes, options)
+        })
     })
 }
 
@@ -510,7 +504,7 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
             .inner
             .take()
             .ok_or_else(|| err!(State, "the writer has already finished"))?;
-        inner.finish()
+        inner.finish().map(drop)
     })
 }
 
