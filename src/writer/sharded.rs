@@ -174,7 +174,7 @@ impl<W: Write> Shards<W> {
     /// `Writer::finish` of a set whose last shard is `w`: finishes it, names every shard
     /// `<base>-0000k-of-0000n.zt`, then writes the index (the set's entry point) last,
     /// each durably unless the options say otherwise.
-    pub(super) fn finish(mut self: Box<Self>, mut w: Writer<W>) -> Result<W> {
+    pub(super) fn finish(mut self, mut w: Writer<W>) -> Result<W> {
         if self.done.is_empty() && w.objects.is_empty() {
             bail!(State, "a set needs at least one object");
         }
