@@ -476,9 +476,9 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes the manifest and footer, flushes, and (for a path) syncs and renames the
-    /// temporary file into place. Returns the underlying writer.
-    /// A set (`create_sharded_with`) finishes its last shard, names every shard, then
-    /// writes the index; the last shard's writer is returned.
+    /// temporary file into place. Returns the underlying writer. A set
+    /// (`create_sharded_with`) finishes its last shard so, names every shard, then writes
+    /// the index; the last shard's writer is returned.
     pub fn finish(mut self) -> Result<W> {
         self.check_finishable()?;
         match self.set.take() {
