@@ -358,11 +358,7 @@ pub unsafe extern "C" fn zt_writer_set_file_attribute(
     key: *const c_char,
     value: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let key = need_str(key, "key")?;
-        w.set_file_attribute(key, &super::values::typed(value)?)
-    })
+    guard(|| set_typed(w, None, Some(key), value))
 }
 
 /// `zt_writer_set_file_attribute` for object `object` (its name), already begun (open or
@@ -374,12 +370,7 @@ pub unsafe extern "C" fn zt_writer_set_object_attribute(
     key: *const c_char,
     value: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let object = need_str(object, "object")?;
-        let key = need_str(key, "key")?;
-        w.set_object_attribute(object, key, &super::values::typed(value)?)
-    })
+    guard(|| set_typed(w, Some(object), Some(key), value))
 }
 
 /// Sets all of the file's attributes from `map`, a map value (a reader's, e.g. every
@@ -392,10 +383,7 @@ pub unsafe extern "C" fn zt_writer_set_file_attributes(
     w: *mut zt_writer,
     map: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        w.set_file_attributes_typed(&super::values::typed(map)?)
-    })
+    guard(|| set_typed(w, None, None, map))
 }
 
 /// `zt_writer_set_file_attributes` for object `object` (its name), already begun.
@@ -405,11 +393,28 @@ pub unsafe extern "C" fn zt_writer_set_object_attributes(
     object: *const c_char,
     map: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let object = need_str(object, "object")?;
-        w.set_object_attributes_typed(object, &super::values::typed(map)?)
-    })
+    guard(|| set_typed(w, Some(object), None, map))
+}
+
+/// What the `zt_value` attribute setters share: the attributes of the file (`object`
+/// None) or of the object named by `object`, set to the map at `value`, or with `key`,
+/// one entry of them. The arguments are checked in order.
+fn set_typed(
+    w: *mut zt_writer,
+    object: Option<*const c_char>,
+    key: Option<*const c_char>,
+    value: *const super::zt_value,
+) -> Result<()> {
+    let w = writer(w)?;
+    let object = object.map(|o| need_str(o, "object")).transpose()?;
+    let key = key.map(|k| need_str(k, "key")).transpose()?;
+    let value = super::values::typed(value)?;
+    match (object, key) {
+        (None, None) => w.set_file_attributes_typed(&value),
+        (Some(object), None) => w.set_object_attributes_typed(object, &value),
+        (None, Some(key)) => w.set_file_attribute(key, &value),
+        (Some(object), Some(key)) => w.set_object_attribute(object, key, &value),
+    }
 }
 
 /// `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
