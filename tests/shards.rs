@@ -886,3 +886,35 @@ fn an_object_refused_in_a_set_is_left_out_of_its_index() {
     let y = r.object(r.find("y").unwrap()).unwrap();
     assert!(y.raw_attributes().is_some());
 }
+
+#[test]
+fn a_sets_attributes_become_the_index_metadata_as_json_values() {
+    use ztensor::{DType, ShardedWriter, WriteOptions};
+    let dir = common::temp_dir("shards_metadata");
+    let mut w = ShardedWriter::create(dir.join("m"), 1 << 20).unwrap();
+    w.add("a", DType::U8, &[1], &[7], &WriteOptions::default())
+        .unwrap();
+    let text = |s: &str| Value::Text(s.into());
+    w.set_file_attributes(Value::Map(vec![
+        (text("z"), Value::Bytes(vec![0xab, 1])),
+        (text("big"), Value::Negative(u64::MAX)),
+        (
+            text("list"),
+            Value::Array(vec![Value::Float(0.5), Value::Null]),
+        ),
+    ]))
+    .unwrap();
+    // Not a map: refused, the attributes set before stay.
+    let e = w.set_file_attributes(Value::Unsigned(1)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let index = w.finish().unwrap();
+    // Keys sorted; bytes as {"$bytes": hex}; an integer below i64's range as the
+    // nearest float.
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "{\n  \"metadata\": {\n    \"big\": -1.8446744073709552e+19,\n    \"list\": [\n      \
+         0.5,\n      null\n    ],\n    \"total_size\": 1,\n    \"z\": {\n      \
+         \"$bytes\": \"ab01\"\n    }\n  },\n  \"weight_map\": {\n    \
+         \"a\": \"m-00001-of-00001.zt\"\n  }\n}\n"
+    );
+}
