@@ -832,3 +832,89 @@ fn digests_of_a_set_are_checked_in_the_shard_that_holds_them() {
     r.verify_component(0, 0).unwrap();
     r.verify_component(2, 0).unwrap();
 }
+
+#[test]
+fn an_object_refused_in_a_set_is_left_out_of_its_index() {
+    use ztensor::{DType, WriteOptions, Writer};
+    let dir = common::temp_dir("shards_refused");
+    let raw = WriteOptions::default();
+    // The set is the same writer as a single file, with another destination.
+    let mut w = Writer::create_sharded_with(dir.join("m"), 1 << 20, &Default::default()).unwrap();
+    w.add("a", DType::U8, &[4], &[1, 2, 3, 4], &raw).unwrap();
+    // Dense data short of its shape: refused at end_object, and left out.
+    w.begin_object("bad", "dense", &[8]).unwrap();
+    w.add_component("data", DType::U8, None, &[0; 4], &raw)
+        .unwrap();
+    let e = w.end_object().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    // Its name is free again, and the index lists only what the shards hold.
+    w.add("bad", DType::U8, &[2], &[5, 6], &raw).unwrap();
+    w.finish().unwrap();
+    let index = dir.join("m.zt.index.json");
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "{\n  \"metadata\": {\n    \"total_size\": 6\n  },\n  \"weight_map\": {\n    \
+         \"a\": \"m-00001-of-00001.zt\",\n    \"bad\": \"m-00001-of-00001.zt\"\n  }\n}\n"
+    );
+    let r = Reader::open(&index).unwrap();
+    assert_eq!(r.objects().len(), 2);
+    assert_eq!(r.read_to_vec(r.find("bad").unwrap(), 0).unwrap(), [5, 6]);
+
+    // An object's attributes can be set while its shard is being written, not after.
+    let mut w = Writer::create_sharded_with(dir.join("n"), 1, &Default::default()).unwrap();
+    w.add("x", DType::U8, &[1], &[1], &raw).unwrap();
+    w.add("y", DType::U8, &[1], &[2], &raw).unwrap();
+    let attrs = || ztensor::json::from_json("{\"k\": 1}", 8).unwrap();
+    let e = w.set_object_attributes("x", attrs()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State, "{e}");
+    assert_eq!(
+        e.message(),
+        "object 'x' is in a shard already finished: set its attributes before adding \
+         objects that start another shard"
+    );
+    let e = w.set_object_attributes("z", attrs()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    w.set_object_attributes("y", attrs()).unwrap();
+    let e = w.add("x", DType::U8, &[1], &[1], &raw).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "an object named 'x' was already added to the set"
+    );
+    w.finish().unwrap();
+    let r = Reader::open(dir.join("n.zt.index.json")).unwrap();
+    assert_eq!(r.shard_count(), 2);
+    let y = r.object(r.find("y").unwrap()).unwrap();
+    assert!(y.raw_attributes().is_some());
+}
+
+#[test]
+fn a_sets_attributes_become_the_index_metadata_as_json_values() {
+    use ztensor::{DType, ShardedWriter, WriteOptions};
+    let dir = common::temp_dir("shards_metadata");
+    let mut w = ShardedWriter::create(dir.join("m"), 1 << 20).unwrap();
+    w.add("a", DType::U8, &[1], &[7], &WriteOptions::default())
+        .unwrap();
+    let text = |s: &str| Value::Text(s.into());
+    w.set_file_attributes(Value::Map(vec![
+        (text("z"), Value::Bytes(vec![0xab, 1])),
+        (text("big"), Value::Negative(u64::MAX)),
+        (
+            text("list"),
+            Value::Array(vec![Value::Float(0.5), Value::Null]),
+        ),
+    ]))
+    .unwrap();
+    // Not a map: refused, the attributes set before stay.
+    let e = w.set_file_attributes(Value::Unsigned(1)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let index = w.finish().unwrap();
+    // Keys sorted; bytes as {"$bytes": hex}; an integer below i64's range as the
+    // nearest float.
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "{\n  \"metadata\": {\n    \"big\": -1.8446744073709552e+19,\n    \"list\": [\n      \
+         0.5,\n      null\n    ],\n    \"total_size\": 1,\n    \"z\": {\n      \
+         \"$bytes\": \"ab01\"\n    }\n  },\n  \"weight_map\": {\n    \
+         \"a\": \"m-00001-of-00001.zt\"\n  }\n}\n"
+    );
+}

@@ -8,14 +8,13 @@ use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, p
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{
-    AnyWriter, CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer,
-};
+use crate::writer::{CopyOptions, CreateOptions, FileVersion, WriteOptions, Writer};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
-    /// None once `zt_writer_finish` has run (successfully or not).
-    inner: Option<AnyWriter>,
+    /// None once `zt_writer_finish` has run (successfully or not). A single file or a
+    /// set: the same writer.
+    inner: Option<Writer>,
 }
 
 /// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -64,7 +63,7 @@ fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
     }
 }
 
-fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut AnyWriter> {
+fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
     need_mut(w, "writer")?
         .inner
         .as_mut()
@@ -127,23 +126,31 @@ pub unsafe extern "C" fn zt_writer_create_with(
     out: *mut *mut zt_writer,
 ) -> zt_status {
     guard(|| {
-        need_out(out, "out")?;
-        if path.is_null() {
-            bail!(InvalidArgument, "path is NULL");
-        }
-        // SAFETY: NULL or a valid struct, per the API contract.
-        let options = create_options(options)?;
-        // SAFETY: NUL-terminated path bytes, per the API contract.
-        let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
-        let w = Writer::create_with(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-        put(
-            out,
-            Box::into_raw(Box::new(zt_writer {
-                inner: Some(AnyWriter::One(w)),
-            })),
-        );
-        Ok(())
+        create(path, "path", options, out, |path, options| {
+            Writer::create_with(path, options)
+        })
     })
+}
+
+/// Creates a writer with `make` at the C path `path` (named `what` in errors) and hands
+/// it to `out`: what `zt_writer_create_with` and `zt_writer_create_sharded_with` share.
+fn create(
+    path: *const c_char,
+    what: &str,
+    options: *const zt_writer_options,
+    out: *mut *mut zt_writer,
+    make: impl FnOnce(&Path, &CreateOptions) -> Result<Writer>,
+) -> Result<()> {
+    need_out(out, "out")?;
+    if path.is_null() {
+        bail!(InvalidArgument, "{what} is NULL");
+    }
+    let options = create_options(options)?;
+    // SAFETY: NUL-terminated path bytes, per the API contract.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    let w = make(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
+    put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+    Ok(())
 }
 
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
@@ -194,22 +201,9 @@ pub unsafe extern "C" fn zt_writer_create_sharded_with(
     out: *mut *mut zt_writer,
 ) -> zt_status {
     guard(|| {
-        need_out(out, "out")?;
-        if base.is_null() {
-            bail!(InvalidArgument, "base is NULL");
-        }
-        let options = create_options(options)?;
-        // SAFETY: NUL-terminated path bytes, per the API contract.
-        let bytes = unsafe { CStr::from_ptr(base) }.to_bytes();
-        let base = Path::new(std::ffi::OsStr::from_bytes(bytes));
-        let w = ShardedWriter::create_with(base, max_shard_bytes, &options)?;
-        put(
-            out,
-            Box::into_raw(Box::new(zt_writer {
-                inner: Some(AnyWriter::Set(w)),
-            })),
-        );
-        Ok(())
+        create(base, "base", options, out, |base, options| {
+            Writer::create_sharded_with(base, max_shard_bytes, options)
+        })
     })
 }
 
@@ -364,11 +358,7 @@ pub unsafe extern "C" fn zt_writer_set_file_attribute(
     key: *const c_char,
     value: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let key = need_str(key, "key")?;
-        w.set_file_attribute(key, &super::values::typed(value)?)
-    })
+    guard(|| set_typed(w, None, Some(key), value))
 }
 
 /// `zt_writer_set_file_attribute` for object `object` (its name), already begun (open or
@@ -380,12 +370,7 @@ pub unsafe extern "C" fn zt_writer_set_object_attribute(
     key: *const c_char,
     value: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let object = need_str(object, "object")?;
-        let key = need_str(key, "key")?;
-        w.set_object_attribute(object, key, &super::values::typed(value)?)
-    })
+    guard(|| set_typed(w, Some(object), Some(key), value))
 }
 
 /// Sets all of the file's attributes from `map`, a map value (a reader's, e.g. every
@@ -398,10 +383,7 @@ pub unsafe extern "C" fn zt_writer_set_file_attributes(
     w: *mut zt_writer,
     map: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        w.set_file_attributes_typed(&super::values::typed(map)?)
-    })
+    guard(|| set_typed(w, None, None, map))
 }
 
 /// `zt_writer_set_file_attributes` for object `object` (its name), already begun.
@@ -411,11 +393,28 @@ pub unsafe extern "C" fn zt_writer_set_object_attributes(
     object: *const c_char,
     map: *const super::zt_value,
 ) -> zt_status {
-    guard(|| {
-        let w = writer(w)?;
-        let object = need_str(object, "object")?;
-        w.set_object_attributes_typed(object, &super::values::typed(map)?)
-    })
+    guard(|| set_typed(w, Some(object), None, map))
+}
+
+/// What the `zt_value` attribute setters share: the attributes of the file (`object`
+/// None) or of the object named by `object`, set to the map at `value`, or with `key`,
+/// one entry of them. The arguments are checked in order.
+fn set_typed(
+    w: *mut zt_writer,
+    object: Option<*const c_char>,
+    key: Option<*const c_char>,
+    value: *const super::zt_value,
+) -> Result<()> {
+    let w = writer(w)?;
+    let object = object.map(|o| need_str(o, "object")).transpose()?;
+    let key = key.map(|k| need_str(k, "key")).transpose()?;
+    let value = super::values::typed(value)?;
+    match (object, key) {
+        (None, None) => w.set_file_attributes_typed(&value),
+        (Some(object), None) => w.set_object_attributes_typed(object, &value),
+        (None, Some(key)) => w.set_file_attribute(key, &value),
+        (Some(object), Some(key)) => w.set_object_attribute(object, key, &value),
+    }
 }
 
 /// `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
@@ -510,7 +509,7 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
             .inner
             .take()
             .ok_or_else(|| err!(State, "the writer has already finished"))?;
-        inner.finish()
+        inner.finish().map(drop)
     })
 }
 

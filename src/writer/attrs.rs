@@ -1,12 +1,15 @@
-//! Typed attributes on the writer: maps and single keys of `TypedValue`s, kept with the
-//! types a typed read gives back (plain CBOR plus the manifest's `attribute_types`
-//! record, docs/format.md), and attributes copied from a reader's model with theirs.
+//! Attributes on the writer: plain CBOR maps, checked for what the version's readers
+//! accept; typed maps and single keys of `TypedValue`s, kept with the types a typed read
+//! gives back (plain CBOR plus the manifest's `attribute_types` record, docs/format.md);
+//! and attributes copied from a reader's model with theirs.
 
 use std::io::Write;
 
-use super::Writer;
-use crate::error::{Result, err};
+use super::{FileVersion, Writer, vocabulary};
+use crate::cbor::Value;
+use crate::error::{Result, bail, err};
 use crate::formats::ztensor::manifest;
+use crate::limits::Limits;
 use crate::model::Attributes;
 use crate::typed::TypedValue;
 
@@ -36,12 +39,7 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()> {
         self.check_usable()?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
-        let attrs = self.typed_attributes_for(
-            attrs,
-            &value,
-            manifest::FILE_ATTRIBUTES_DEPTH,
-            "the file's",
-        )?;
+        let attrs = self.file_attributes_for(attrs, &value)?;
         self.file_attributes = Some(attrs);
         Ok(())
     }
@@ -93,12 +91,7 @@ impl<W: Write> Writer<W> {
         if attributes.widths().is_some() {
             return self.set_file_attributes_typed(&attributes.typed_value()?);
         }
-        let attrs = self.typed_attributes_for(
-            attributes.clone(),
-            &attributes.value(),
-            manifest::FILE_ATTRIBUTES_DEPTH,
-            "the file's",
-        )?;
+        let attrs = self.file_attributes_for(attributes.clone(), &attributes.value())?;
         self.file_attributes = Some(attrs);
         Ok(())
     }
@@ -125,9 +118,145 @@ impl<W: Write> Writer<W> {
 
     /// The index of the object `name` (begun, open or ended).
     fn object_index(&self, name: &str) -> Result<usize> {
-        self.by_name
-            .get(name)
-            .copied()
-            .ok_or_else(|| err!(NotFound, "no object named '{name}' has been added"))
+        if let Some(&i) = self.by_name.get(name) {
+            return Ok(i);
+        }
+        if self.set.as_ref().is_some_and(|set| set.holds(name)) {
+            bail!(
+                State,
+                "object '{name}' is in a shard already finished: set its attributes before \
+                 adding objects that start another shard"
+            );
+        }
+        Err(err!(NotFound, "no object named '{name}' has been added"))
     }
+
+    /// Sets the file's attributes (a CBOR map); a second call replaces them.
+    pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
+        self.check_usable()?;
+        let attrs = self.file_attributes_for(Attributes::from_value(&attributes), &attributes)?;
+        self.file_attributes = Some(attrs);
+        Ok(())
+    }
+
+    /// The file's attributes (`attributes`, whose plain CBOR is `value`) as this writer
+    /// keeps them: for a single file as its version stores them (`typed_attributes_for`);
+    /// for a set, the index's `metadata`, JSON, which keeps values but not their widths.
+    fn file_attributes_for(&self, attributes: Attributes, value: &Value) -> Result<Attributes> {
+        if self.set.is_some() {
+            if !value.is_map() {
+                bail!(InvalidArgument, "the set's attributes must be a map");
+            }
+            return Ok(Attributes::from_value(value));
+        }
+        self.typed_attributes_for(
+            attributes,
+            value,
+            manifest::FILE_ATTRIBUTES_DEPTH,
+            "the file's",
+        )
+    }
+
+    /// Attributes as this writer's version stores them, checked: a map, nested no deeper
+    /// than a reader accepts where it sits (`at`), and for v2 deterministic CBOR of the
+    /// types v2 permits (no tags, no undefined or other simple values).
+    pub(super) fn attributes_for(
+        &self,
+        attributes: &Value,
+        at: usize,
+        whose: &str,
+    ) -> Result<Attributes> {
+        match self.version {
+            FileVersion::V1_2 => {
+                let max = Limits::default().max_cbor_depth;
+                let reader = format!("a reader with the default max_cbor_depth of {max}");
+                check_attributes(attributes, at, whose, max, &reader)?;
+                Ok(Attributes::from_value(attributes))
+            }
+            FileVersion::V2 => {
+                let max = crate::formats::ztensor_v2::MAX_DEPTH;
+                let reader = format!("a zTensor v2 reader (a nesting of {max} in all)");
+                check_attributes(attributes, at, whose, max, &reader)?;
+                vocabulary::deterministic_attributes(attributes)
+            }
+        }
+    }
+
+    /// Sets the attributes of an object already begun (open or ended); replaces.
+    pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
+        self.check_usable()?;
+        let attributes = self.attributes_for(
+            &attributes,
+            manifest::OBJECT_ATTRIBUTES_DEPTH,
+            "an object's",
+        )?;
+        let i = self.object_index(name)?;
+        self.replace_object_attributes(i, attributes)
+    }
+
+    /// Typed attributes (`attributes`, whose plain CBOR is `value`) as this writer's
+    /// version stores them: v1.2 keeps their type record; v2, whose manifest has none,
+    /// stores their values as deterministic CBOR. Checked as `attributes_for` checks.
+    fn typed_attributes_for(
+        &self,
+        attributes: Attributes,
+        value: &Value,
+        at: usize,
+        whose: &str,
+    ) -> Result<Attributes> {
+        let checked = self.attributes_for(value, at, whose)?;
+        Ok(match self.version {
+            FileVersion::V1_2 => attributes,
+            FileVersion::V2 => checked,
+        })
+    }
+
+    /// Replaces object `i`'s attributes; a v2 object already ended must still meet its
+    /// layout's profile with them (else they are not replaced).
+    fn replace_object_attributes(&mut self, i: usize, attributes: Attributes) -> Result<()> {
+        let old = self.objects[i].attributes.replace(attributes);
+        let ended = !(self.open_object && i + 1 == self.objects.len());
+        if self.version == FileVersion::V2
+            && ended
+            && let Err(e) = self.v2_check_object(i)
+        {
+            // An ended object's attributes must still say what its layout needs.
+            self.objects[i].attributes = old;
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// Attributes must be a map that `reader` accepts where it sits in the manifest (`at`: the
+/// nesting of the map): arrays, maps and tags each count one level, and the manifest may
+/// nest at most `max` deep.
+fn check_attributes(v: &Value, at: usize, whose: &str, max: usize, reader: &str) -> Result<()> {
+    if !v.is_map() {
+        bail!(
+            InvalidArgument,
+            "attributes must be a map, not {}",
+            v.type_name()
+        );
+    }
+    let allowed = max - at;
+    if nests_deeper(v, allowed) {
+        bail!(
+            InvalidArgument,
+            "{whose} attributes nest deeper than {allowed} levels, the most {reader} accepts \
+             there"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `v` nests more than `levels` containers deep (looks no deeper than that).
+fn nests_deeper(v: &Value, levels: usize) -> bool {
+    let inner: Box<dyn Iterator<Item = &Value>> = match v {
+        Value::Array(items) => Box::new(items.iter()),
+        Value::Map(pairs) => Box::new(pairs.iter().flat_map(|(k, v)| [k, v])),
+        Value::Tag(_, inner) => Box::new(std::iter::once(&**inner)),
+        _ => return false,
+    };
+    levels == 0 || inner.into_iter().any(|item| nests_deeper(item, levels - 1))
 }

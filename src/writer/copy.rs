@@ -107,7 +107,10 @@ impl<W: Write> Writer<W> {
                 level.name()
             );
         }
-        self.begin_object(name, obj.format(), obj.shape())?;
+        // In a set, the object's size counts as its decoded bytes.
+        let size =
+            (obj.components().iter()).fold(0u64, |n, c| n.saturating_add(c.decoded_length()));
+        self.begin_object_sized(name, obj.format(), obj.shape(), size)?;
         let result = (|| {
             if let Some(attributes) = obj.raw_attributes() {
                 self.set_object_attributes_from(name, attributes)?;

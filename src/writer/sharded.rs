@@ -1,69 +1,59 @@
 //! Writing a sharded set: zTensor files `<base>-0000k-of-0000n.zt` of at most about
 //! `max_shard_bytes` each, and the index `<base>.zt.index.json` in Hugging Face's shape
 //! (`metadata` with `total_size`, `weight_map` from object name to file), which the
-//! reader opens as one set. Durable as the single writer is: every shard is written to
-//! a hidden temporary file, synced, and named only at `finish`, the index last.
+//! reader opens as one set. The writer is the one that writes a single file; only its
+//! destination differs (`Shards`): before an object that would take the current shard
+//! past the limit, the shard is finished as a file is and the writer goes on in a new
+//! one. Durable as a single file is: every shard is written to a hidden temporary file,
+//! synced, and named only at `finish`, the index last.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::{CopyOptions, CreateOptions, TEMP_COUNTER, WriteOptions, Writer, temp_name};
-use crate::cbor::Value;
-use crate::dtype::DType;
+use super::output::TEMP_COUNTER;
+use super::{CreateOptions, Writer, temp_name};
 use crate::error::{Error, Result, bail, err};
 use crate::model::Attributes;
-use crate::reader::Reader;
-use crate::typed::TypedValue;
 
-/// A set being written. Objects go to the current shard until adding one would take it
-/// past `max_shard_bytes` (then the shard is finished and a new one begun); an object
-/// larger than that gets a shard of its own. Names are unique across the set. Used by
-/// one thread at a time.
-pub struct ShardedWriter {
+/// Where a set's files go: the shards finished so far (under temporary names until the
+/// set is finished), and how the next one begins. Held by the writer of the current
+/// shard (`Writer::set`).
+pub(super) struct Shards<W: Write> {
     dir: PathBuf,
     stem: String,
     max_shard_bytes: u64,
     options: CreateOptions,
-    /// The shard being written; None once finishing began or a shard failed to finish.
-    current: Option<Writer>,
+    /// Creates the writer of the next shard at a path.
+    open: fn(&Path, &CreateOptions) -> Result<Writer<W>>,
     /// Finished shards under their temporary names, and the objects each holds.
     done: Vec<(PathBuf, Vec<String>)>,
-    /// The objects of the current shard, and every name in the set.
-    names: Vec<String>,
-    all: HashSet<String>,
-    attributes: Option<Value>,
-    /// Decoded bytes of every object added (the index's `total_size`).
+    /// The objects of the finished shards.
+    finished: HashSet<String>,
+    /// Decoded bytes of the objects of the finished shards (the index's `total_size`).
     total: u64,
     /// Every temporary shard was renamed: nothing to clean up.
     named: bool,
 }
 
-impl std::fmt::Debug for ShardedWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardedWriter")
-            .field("base", &self.dir.join(&self.stem))
-            .field("shards", &(self.done.len() + 1))
-            .finish()
-    }
-}
-
-impl ShardedWriter {
-    /// A set at `base` (a path without extension, or ending in `.zt`, which is dropped):
-    /// shards `<base>-0000k-of-0000n.zt` and the index `<base>.zt.index.json`, written at
-    /// `finish`. Durable (see `CreateOptions`).
-    pub fn create(base: impl AsRef<Path>, max_shard_bytes: u64) -> Result<ShardedWriter> {
-        Self::create_with(base, max_shard_bytes, &CreateOptions::default())
-    }
-
-    /// `create` with options.
-    pub fn create_with(
+impl Writer<BufWriter<File>> {
+    /// A writer of a set at `base` (a path without extension, or ending in `.zt`, which is
+    /// dropped): shards `<base>-0000k-of-0000n.zt` and the index `<base>.zt.index.json`,
+    /// written at `finish`. Objects go to the current shard until adding one would take
+    /// it past `max_shard_bytes` (then the shard is finished and a new one begun); an
+    /// object larger than that gets a shard of its own. Names are unique across the set.
+    /// Every method works as on a single file, except that the file's attributes become
+    /// the index's `metadata` (JSON: values, not their widths), and an object's
+    /// attributes can be set only while its shard is being written. `ShardedWriter` is
+    /// the same writer with a `finish` that returns the index's path.
+    pub fn create_sharded_with(
         base: impl AsRef<Path>,
         max_shard_bytes: u64,
         options: &CreateOptions,
-    ) -> Result<ShardedWriter> {
+    ) -> Result<Self> {
         let base = base.as_ref();
         if max_shard_bytes == 0 {
             bail!(InvalidArgument, "max_shard_bytes is 0");
@@ -80,25 +70,71 @@ impl ShardedWriter {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut w = ShardedWriter {
+        let set = Shards {
             dir,
             stem: stem.to_owned(),
             max_shard_bytes,
             options: *options,
-            current: None,
+            open: |path, options| Writer::create_with(path, options),
             done: Vec::new(),
-            names: Vec::new(),
-            all: HashSet::new(),
-            attributes: None,
+            finished: HashSet::new(),
             total: 0,
             named: false,
         };
-        w.current = Some(w.new_shard()?);
+        let mut w = set.open_next()?;
+        w.set = Some(Box::new(set));
         Ok(w)
     }
+}
 
-    /// The writer of a new shard, under a temporary name of its own.
-    fn new_shard(&self) -> Result<Writer> {
+impl<W: Write> Writer<W> {
+    /// Before object `name` of about `size` bytes begins: in a set, the name must be new
+    /// to the set, and when the object would take the current shard past the limit (or
+    /// the shard is already there), the shard is finished and the writer goes on in a
+    /// new one. A shard holds at least one object. Nothing to do for a single file.
+    pub(super) fn make_room(&mut self, name: &str, size: u64) -> Result<()> {
+        let Some(set) = &self.set else {
+            return Ok(());
+        };
+        if set.holds(name) || self.by_name.contains_key(name) {
+            bail!(
+                InvalidArgument,
+                "an object named '{name}' was already added to the set"
+            );
+        }
+        let max = set.max_shard_bytes;
+        // zstd frames still being compressed count too.
+        self.settle()?;
+        let pos = self.output.pos;
+        if self.objects.is_empty() || (pos.saturating_add(size) <= max && pos < max) {
+            return Ok(());
+        }
+        let mut set = self.set.take().expect("a set");
+        let next = match set.open_next() {
+            Ok(next) => next,
+            Err(e) => {
+                self.set = Some(set);
+                return Err(e);
+            }
+        };
+        let mut full = std::mem::replace(self, next);
+        self.file_attributes = full.file_attributes.take();
+        let closed = set.close(full);
+        self.set = Some(set);
+        if let Err(e) = &closed {
+            // A shard is lost: the set can't be finished.
+            self.output.failed = Some(format!("finishing a shard: {}", e.message()));
+            if let Some(target) = &mut self.target {
+                target.discard();
+            }
+        }
+        closed.map(drop)
+    }
+}
+
+impl<W: Write> Shards<W> {
+    /// The writer of the next shard, under a temporary name of its own.
+    fn open_next(&self) -> Result<Writer<W>> {
         let name = format!(
             "{}-{:05}.{}.{}.zt-shard",
             self.stem,
@@ -106,298 +142,46 @@ impl ShardedWriter {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        Writer::create_with(
-            self.dir.join(temp_name(std::ffi::OsStr::new(&name))),
-            &self.options,
-        )
+        let path = self.dir.join(temp_name(std::ffi::OsStr::new(&name)));
+        (self.open)(&path, &self.options)
     }
 
-    fn current(&mut self) -> Result<&mut Writer> {
-        self.current
-            .as_mut()
-            .ok_or_else(|| err!(State, "the set's writer failed or has finished"))
-    }
-
-    /// The writer for a new object `name` of about `size` bytes: the current shard, or a
-    /// new one when the object would take the current one past the limit.
-    fn shard_for(&mut self, name: &str, size: u64) -> Result<&mut Writer> {
-        if self.all.contains(name) {
-            bail!(
-                InvalidArgument,
-                "an object named '{name}' was already added to the set"
-            );
-        }
-        let max = self.max_shard_bytes;
-        let w = self.current()?;
-        // zstd frames still being compressed count too.
-        w.settle()?;
-        let full = w.position().saturating_add(size) > max || w.position() >= max;
-        if !w.open_object && !w.objects.is_empty() && full {
-            let w = self.current.take().expect("checked");
-            let path = w.target.as_ref().expect("a path writer").path.clone();
-            w.finish()?;
-            self.done.push((path, std::mem::take(&mut self.names)));
-            self.current = Some(self.new_shard()?);
-        }
-        self.current()
-    }
-
-    /// Records an object added to the current shard.
-    fn added(&mut self, name: &str) {
-        let w = self.current.as_ref().expect("just added");
-        if let Some(o) = w.objects.last() {
-            self.total += o
-                .components()
-                .iter()
-                .map(|c| c.decoded_length())
-                .sum::<u64>();
-        }
-        self.names.push(name.to_owned());
-        self.all.insert(name.to_owned());
-    }
-
-    /// `Writer::add` into the set.
-    pub fn add(
-        &mut self,
-        name: &str,
-        dtype: DType,
-        shape: &[u64],
-        data: &[u8],
-        options: &WriteOptions,
-    ) -> Result<()> {
-        self.add_typed(name, dtype, None, shape, data, options)
-    }
-
-    /// `Writer::add_typed` into the set.
-    pub fn add_typed(
-        &mut self,
-        name: &str,
-        dtype: DType,
-        logical_type: Option<&str>,
-        shape: &[u64],
-        data: &[u8],
-        options: &WriteOptions,
-    ) -> Result<()> {
-        self.shard_for(name, data.len() as u64)?.add_typed(
-            name,
-            dtype,
-            logical_type,
-            shape,
-            data,
-            options,
-        )?;
-        self.added(name);
-        Ok(())
-    }
-
-    /// `Writer::begin_object` in the set. The object's size is not known yet: it goes to
-    /// the current shard unless that is already at the limit.
-    pub fn begin_object(&mut self, name: &str, format: &str, shape: &[u64]) -> Result<()> {
-        self.shard_for(name, 0)?.begin_object(name, format, shape)?;
-        self.names.push(name.to_owned());
-        self.all.insert(name.to_owned());
-        Ok(())
-    }
-
-    /// `Writer::add_component` to the open object.
-    pub fn add_component(
-        &mut self,
-        role: &str,
-        dtype: DType,
-        logical_type: Option<&str>,
-        data: &[u8],
-        options: &WriteOptions,
-    ) -> Result<()> {
-        self.current()?
-            .add_component(role, dtype, logical_type, data, options)?;
-        self.total += data.len() as u64;
-        Ok(())
-    }
-
-    /// `Writer::begin_component` of the open object.
-    pub fn begin_component(
-        &mut self,
-        role: &str,
-        dtype: DType,
-        logical_type: Option<&str>,
-        options: &WriteOptions,
-    ) -> Result<()> {
-        self.current()?
-            .begin_component(role, dtype, logical_type, options)
-    }
-
-    /// `Writer::write` to the open component.
-    pub fn write(&mut self, data: &[u8]) -> Result<()> {
-        self.current()?.write(data)?;
-        self.total += data.len() as u64;
-        Ok(())
-    }
-
-    /// `Writer::end_component`.
-    pub fn end_component(&mut self) -> Result<()> {
-        self.current()?.end_component()
-    }
-
-    /// `Writer::end_object`.
-    pub fn end_object(&mut self) -> Result<()> {
-        self.current()?.end_object()
-    }
-
-    /// The set's attributes: the index's `metadata` (with `total_size` added unless
-    /// given). Must be a map; a second call replaces.
-    pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
-        if !matches!(attributes, Value::Map(_)) {
-            bail!(InvalidArgument, "the set's attributes must be a map");
-        }
-        self.attributes = Some(attributes);
-        Ok(())
-    }
-
-    /// `Writer::set_object_attributes` of an object of the shard being written.
-    pub fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()> {
-        self.shard_of(name)?.set_object_attributes(name, attributes)
-    }
-
-    /// The shard being written, which must hold `name`.
-    fn shard_of(&mut self, name: &str) -> Result<&mut Writer> {
-        if self.all.contains(name) && !self.names.iter().any(|n| n == name) {
-            bail!(
-                State,
-                "object '{name}' is in a shard already finished: set its attributes before \
-                 adding objects that start another shard"
-            );
-        }
-        self.current()
-    }
-
-    /// The set's attributes from a typed map. They become the index's `metadata`, JSON,
-    /// which has no widths: each value is written as its plain JSON value.
-    pub fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()> {
-        let (_, value) = Attributes::from_typed(attributes)?;
-        self.set_file_attributes(value)
-    }
-
-    /// One of the set's attributes, typed (written as in `set_file_attributes_typed`).
-    pub fn set_file_attribute(&mut self, key: &str, value: &TypedValue) -> Result<()> {
-        let (_, map) = Attributes::from_typed(&super::attrs::with_entry(
-            self.typed_file_attributes()?,
-            key,
-            value,
-        ))?;
-        self.set_file_attributes(map)
-    }
-
-    /// The set's attributes so far, as typed values.
-    fn typed_file_attributes(&self) -> Result<TypedValue> {
-        let attrs = self
-            .attributes
-            .as_ref()
-            .map(|a| Attributes::from_cbor(&crate::cbor::to_vec(a)));
-        super::attrs::typed_map(attrs.as_ref())
-    }
-
-    /// The set's attributes as another file's model holds them (see
-    /// `set_file_attributes_typed` for what survives in the index).
-    pub fn set_file_attributes_from(&mut self, attributes: &Attributes) -> Result<()> {
-        self.set_file_attributes(attributes.value())
-    }
-
-    /// `Writer::set_object_attributes_typed` of an object of the shard being written.
-    pub fn set_object_attributes_typed(
-        &mut self,
-        name: &str,
-        attributes: &TypedValue,
-    ) -> Result<()> {
-        self.shard_of(name)?
-            .set_object_attributes_typed(name, attributes)
-    }
-
-    /// `Writer::set_object_attribute` of an object of the shard being written.
-    pub fn set_object_attribute(
-        &mut self,
-        name: &str,
-        key: &str,
-        value: &TypedValue,
-    ) -> Result<()> {
-        self.shard_of(name)?.set_object_attribute(name, key, value)
-    }
-
-    /// `Writer::set_object_attributes_from` of an object of the shard being written.
-    pub fn set_object_attributes_from(
-        &mut self,
-        name: &str,
-        attributes: &Attributes,
-    ) -> Result<()> {
-        self.shard_of(name)?
-            .set_object_attributes_from(name, attributes)
-    }
-
-    /// `Writer::copy_object` into the set.
-    pub fn copy_object(
-        &mut self,
-        reader: &Reader<'_>,
-        object: usize,
-        options: &CopyOptions,
-    ) -> Result<()> {
-        let name = reader.object(object)?.name().to_owned();
-        self.copy_object_as(reader, object, &name, options)
-    }
-
-    /// `Writer::copy_object_as` into the set; the object's size counts as its decoded
-    /// bytes.
-    pub fn copy_object_as(
-        &mut self,
-        reader: &Reader<'_>,
-        object: usize,
-        name: &str,
-        options: &CopyOptions,
-    ) -> Result<()> {
-        self.copy_object_reporting(reader, object, name, options, &mut |_| {})
-    }
-
-    /// `Writer::copy_object_reporting` into the set (progress for a progress bar).
-    pub fn copy_object_reporting(
-        &mut self,
-        reader: &Reader<'_>,
-        object: usize,
-        name: &str,
-        options: &CopyOptions,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<()> {
-        let size = reader
-            .object(object)?
-            .components()
-            .iter()
+    /// Finishes shard `w` (a file of its own, named at the set's `finish`) and records
+    /// its objects.
+    fn close(&mut self, w: Writer<W>) -> Result<W> {
+        let path = w.target.as_ref().expect("a path writer").path.clone();
+        let names: Vec<String> = w.objects.iter().map(|o| o.name().to_owned()).collect();
+        let size: u64 = (w.objects.iter().flat_map(|o| o.components()))
             .map(|c| c.decoded_length())
             .sum();
-        self.shard_for(name, size)?
-            .copy_object_reporting(reader, object, name, options, progress)?;
-        self.added(name);
-        Ok(())
+        let out = w.finish_file()?;
+        self.finished.extend(names.iter().cloned());
+        self.total += size;
+        self.done.push((path, names));
+        Ok(out)
     }
 
-    /// Ok when `finish` may be called now.
-    pub fn check_finishable(&self) -> Result<()> {
-        match &self.current {
-            Some(w) => w.check_finishable(),
-            None => bail!(State, "the set's writer failed or has finished"),
-        }
+    /// Whether `name` is an object of a finished shard.
+    pub(super) fn holds(&self, name: &str) -> bool {
+        self.finished.contains(name)
     }
 
-    /// Finishes the last shard, names every shard `<base>-0000k-of-0000n.zt`, then
-    /// writes the index (the set's entry point) last, each durably unless the options
-    /// say otherwise. Returns the index's path.
-    pub fn finish(mut self) -> Result<PathBuf> {
-        self.check_finishable()?;
-        if self.all.is_empty() {
+    /// The index's path.
+    fn index_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.zt.index.json", self.stem))
+    }
+
+    /// `Writer::finish` of a set whose last shard is `w`: finishes it, names every shard
+    /// `<base>-0000k-of-0000n.zt`, then writes the index (the set's entry point) last,
+    /// each durably unless the options say otherwise.
+    pub(super) fn finish(mut self, mut w: Writer<W>) -> Result<W> {
+        if self.done.is_empty() && w.objects.is_empty() {
             bail!(State, "a set needs at least one object");
         }
-        let w = self.current.take().expect("checked");
-        let path = w.target.as_ref().expect("a path writer").path.clone();
-        w.finish()?;
-        self.done.push((path, std::mem::take(&mut self.names)));
+        let attributes = w.file_attributes.take();
+        let out = self.close(w)?;
         let n = self.done.len();
-        let mut weight_map = BTreeMap::new();
+        let mut weight_map = serde_json::Map::new();
         for (k, (temp, names)) in self.done.iter().enumerate() {
             let file = format!("{}-{:05}-of-{n:05}.zt", self.stem, k + 1);
             let path = self.dir.join(&file);
@@ -412,8 +196,8 @@ impl ShardedWriter {
             }
         }
         self.named = true;
-        let index = self.index_json(weight_map)?;
-        let path = self.dir.join(format!("{}.zt.index.json", self.stem));
+        let index = self.index_json(attributes.as_ref(), weight_map)?;
+        let path = self.index_path();
         let temp = self.dir.join(temp_name(path.file_name().expect("a name")));
         let written = (|| {
             let mut f = File::create(&temp)?;
@@ -432,33 +216,40 @@ impl ShardedWriter {
         {
             let _ = d.sync_all();
         }
-        Ok(path)
+        Ok(out)
     }
 
     /// The index as transformers writes it: two-space indents, keys sorted, a newline.
-    fn index_json(&self, weight_map: BTreeMap<String, serde_json::Value>) -> Result<String> {
-        let mut metadata = match &self.attributes {
-            Some(v) => serde_json::from_str(&crate::json::to_json(v))
-                .map_err(|e| err!(Internal, "the set's attributes as JSON: {e}"))?,
-            None => serde_json::Map::new(),
+    /// The set's attributes (`metadata`) keep their values, with `total_size` added unless
+    /// given.
+    fn index_json(
+        &self,
+        attributes: Option<&Attributes>,
+        weight_map: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String> {
+        let metadata = attributes
+            .map(|a| crate::json::to_json_value(&a.value()))
+            .transpose()
+            .map_err(|e| err!(Internal, "the set's attributes as JSON: {e}"))?;
+        let mut metadata = match metadata {
+            Some(serde_json::Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
         };
         metadata
             .entry("total_size")
             .or_insert(serde_json::Value::from(self.total));
-        let mut doc = serde_json::Map::new();
-        doc.insert("metadata".into(), serde_json::Value::Object(metadata));
-        doc.insert(
-            "weight_map".into(),
-            serde_json::Value::Object(weight_map.into_iter().collect()),
-        );
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(doc))
+        let doc: BTreeMap<&str, serde_json::Value> = BTreeMap::from([
+            ("metadata", serde_json::Value::Object(metadata)),
+            ("weight_map", serde_json::Value::Object(weight_map)),
+        ]);
+        let mut text = serde_json::to_string_pretty(&doc)
             .map_err(|e| err!(Internal, "writing the index: {e}"))?;
         text.push('\n');
         Ok(text)
     }
 }
 
-impl Drop for ShardedWriter {
+impl<W: Write> Drop for Shards<W> {
     /// An unfinished set leaves nothing behind: finished shards under their temporary
     /// names are removed (the current shard's writer removes its own).
     fn drop(&mut self) {
@@ -470,56 +261,50 @@ impl Drop for ShardedWriter {
     }
 }
 
-/// A single file or a set being written, behind one handle (the C API's `zt_writer`).
-pub(crate) enum AnyWriter {
-    One(Writer),
-    Set(ShardedWriter),
-}
+/// A set being written: the `Writer` of `Writer::create_sharded_with` (every method of
+/// `Writer` works on it), whose `finish` returns the index's path.
+#[derive(Debug)]
+pub struct ShardedWriter(Writer);
 
-/// Forwards each method to whichever writer it is.
-macro_rules! forward {
-    ($(fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
-        impl AnyWriter {
-            $(pub(crate) fn $name(&mut self $(, $arg: $ty)*) -> $ret {
-                match self {
-                    AnyWriter::One(w) => w.$name($($arg),*),
-                    AnyWriter::Set(w) => w.$name($($arg),*),
-                }
-            })*
-        }
-    };
-}
-
-forward! {
-    fn add(&mut self, name: &str, dtype: DType, shape: &[u64], data: &[u8], options: &WriteOptions) -> Result<()>;
-    fn begin_object(&mut self, name: &str, format: &str, shape: &[u64]) -> Result<()>;
-    fn add_component(&mut self, role: &str, dtype: DType, logical_type: Option<&str>, data: &[u8], options: &WriteOptions) -> Result<()>;
-    fn end_object(&mut self) -> Result<()>;
-    fn begin_component(&mut self, role: &str, dtype: DType, logical_type: Option<&str>, options: &WriteOptions) -> Result<()>;
-    fn write(&mut self, data: &[u8]) -> Result<()>;
-    fn end_component(&mut self) -> Result<()>;
-    fn set_file_attributes(&mut self, attributes: Value) -> Result<()>;
-    fn set_object_attributes(&mut self, name: &str, attributes: Value) -> Result<()>;
-    fn set_file_attributes_typed(&mut self, attributes: &TypedValue) -> Result<()>;
-    fn set_object_attributes_typed(&mut self, name: &str, attributes: &TypedValue) -> Result<()>;
-    fn set_file_attribute(&mut self, key: &str, value: &TypedValue) -> Result<()>;
-    fn set_object_attribute(&mut self, name: &str, key: &str, value: &TypedValue) -> Result<()>;
-    fn copy_object(&mut self, reader: &Reader<'_>, object: usize, options: &CopyOptions) -> Result<()>;
-    fn copy_object_as(&mut self, reader: &Reader<'_>, object: usize, name: &str, options: &CopyOptions) -> Result<()>;
-}
-
-impl AnyWriter {
-    pub(crate) fn check_finishable(&self) -> Result<()> {
-        match self {
-            AnyWriter::One(w) => w.check_finishable(),
-            AnyWriter::Set(w) => w.check_finishable(),
-        }
+impl ShardedWriter {
+    /// A set at `base` (see `Writer::create_sharded_with`), durable (see
+    /// `CreateOptions`).
+    pub fn create(base: impl AsRef<Path>, max_shard_bytes: u64) -> Result<ShardedWriter> {
+        Self::create_with(base, max_shard_bytes, &CreateOptions::default())
     }
 
-    pub(crate) fn finish(self) -> Result<()> {
-        match self {
-            AnyWriter::One(w) => w.finish().map(drop),
-            AnyWriter::Set(w) => w.finish().map(drop),
-        }
+    /// `create` with options.
+    pub fn create_with(
+        base: impl AsRef<Path>,
+        max_shard_bytes: u64,
+        options: &CreateOptions,
+    ) -> Result<ShardedWriter> {
+        Writer::create_sharded_with(base, max_shard_bytes, options).map(ShardedWriter)
+    }
+
+    /// `Writer::finish`: finishes the last shard, names every shard, writes the index
+    /// last. Returns the index's path.
+    pub fn finish(self) -> Result<PathBuf> {
+        let index = self.0.set.as_ref().expect("a set").index_path();
+        self.0.finish()?;
+        Ok(index)
+    }
+
+    /// The writer itself.
+    pub fn into_writer(self) -> Writer {
+        self.0
+    }
+}
+
+impl Deref for ShardedWriter {
+    type Target = Writer;
+    fn deref(&self) -> &Writer {
+        &self.0
+    }
+}
+
+impl DerefMut for ShardedWriter {
+    fn deref_mut(&mut self) -> &mut Writer {
+        &mut self.0
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ztensor::{
     Component, CopyOptions, CreateOptions, DigestAlgorithm, Encoding, Error, FileVersion, Reader,
-    ShardedWriter, Writer,
+    Writer,
 };
 
 use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
@@ -75,12 +75,6 @@ pub fn run_merge(args: &MergeArgs) -> CliResult {
     )
 }
 
-/// A single file or a set being written.
-enum Out {
-    One(Writer),
-    Set(ShardedWriter),
-}
-
 /// Writes every object of every input, in order, into `output` (a set of shards of
 /// about `shard_size` bytes, when given); file attributes from the first input. Nothing
 /// appears under `output` unless everything succeeded.
@@ -109,20 +103,17 @@ fn write_file(
         ))
     };
     let mut writer = match shard_size {
-        None => Out::One(Writer::create_with(output, &create).map_err(cannot_write)?),
-        Some(max) => {
-            Out::Set(ShardedWriter::create_with(output, max, &create).map_err(cannot_write)?)
-        }
-    };
+        None => Writer::create_with(output, &create),
+        Some(max) => Writer::create_sharded_with(output, max, &create),
+    }
+    .map_err(cannot_write)?;
     if let Some((_, first)) = inputs.first()
         && let Some(attributes) = first.raw_attributes()
     {
         // With their types (a GGUF's u32 and f32 key/values stay u32 and f32).
-        match &mut writer {
-            Out::One(w) => w.set_file_attributes_from(attributes),
-            Out::Set(w) => w.set_file_attributes_from(attributes),
-        }
-        .map_err(cannot_write)?;
+        writer
+            .set_file_attributes_from(attributes)
+            .map_err(cannot_write)?;
     }
     // A v2 file's blobs are in name order (canonical form): copied in that order, they
     // are written where they belong, with no reordering at the end.
@@ -148,11 +139,7 @@ fn write_file(
             ))
         })?;
     }
-    match writer {
-        Out::One(w) => w.finish().map(drop),
-        Out::Set(w) => w.finish().map(drop),
-    }
-    .map_err(cannot_write)?;
+    writer.finish().map_err(cannot_write)?;
     Ok(())
 }
 
@@ -160,14 +147,11 @@ fn write_file(
 fn copy_object(
     reader: &Reader<'_>,
     i: usize,
-    writer: &mut Out,
+    writer: &mut Writer,
     options: &CopyOptions,
     progress: &mut Progress,
 ) -> ztensor::Result<()> {
     let name = reader.objects()[i].name();
     let report = &mut |n| progress.add(n);
-    match writer {
-        Out::One(w) => w.copy_object_reporting(reader, i, name, options, report),
-        Out::Set(w) => w.copy_object_reporting(reader, i, name, options, report),
-    }
+    writer.copy_object_reporting(reader, i, name, options, report)
 }

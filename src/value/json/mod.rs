@@ -30,6 +30,14 @@ pub fn to_json(value: &Value) -> String {
     out
 }
 
+/// A value as a serde_json tree (the mapping of [`write_json`]), for documents built
+/// around it, such as a sharded set's index. Only a negative integer below i64's range,
+/// which the tree can't hold as an integer, goes through the text: parsed, it becomes
+/// the nearest float.
+pub(crate) fn to_json_value(value: &Value) -> serde_json::Result<serde_json::Value> {
+    serde_json::to_value(Json(value)).or_else(|_| serde_json::from_str(&to_json(value)))
+}
+
 /// Appends compact JSON: bytes as `{"$bytes":hex}`, tags as `{"$tag":n,"value":v}`, simple values as
 /// `{"$simple":n}`, undefined and non-finite floats as null, non-text map keys as their JSON text.
 ///
