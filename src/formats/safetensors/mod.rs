@@ -23,7 +23,7 @@
 
 mod header;
 
-use header::{Names, Root, State};
+use header::{Names, State};
 use serde::de::Deserializer;
 
 use crate::dtype::DType;
@@ -129,9 +129,9 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     // The header is streamed straight into objects: no JSON tree is built, so memory is
     // the objects' (and the header's own pages), whatever the header holds.
     let parsed = json::stream(text, depth, |level, de| {
-        de.deserialize_any(Root {
+        de.deserialize_any(json::safetensors::Root {
             level,
-            state: &mut state,
+            sink: &mut state,
         })
     });
     parsed.map_err(|e| {
