@@ -9,49 +9,9 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use crate::Res;
+use crate::records::{Rec, esc};
 use crate::report::fmt_val;
-
-/// A row of results.json: the fields a chart shows.
-#[derive(Deserialize, Clone, Debug)]
-pub struct Rec {
-    pub metric: String,
-    pub workload: String,
-    pub unit: String,
-    pub ours: Option<f64>,
-    #[serde(default)]
-    pub peers: serde_json::Map<String, serde_json::Value>,
-    pub limit: Option<RecLimit>,
-    #[serde(default)]
-    pub target: Option<RecTarget>,
-    #[serde(default)]
-    pub run: Option<RecRun>,
-    /// The pool's size, for a row of the scaling section.
-    #[serde(default)]
-    pub threads: Option<usize>,
-}
-
-#[derive(Deserialize, Clone, Debug)]
-pub struct RecLimit {
-    pub name: String,
-    pub value: Option<f64>,
-}
-
-#[derive(Deserialize, Clone, Debug)]
-pub struct RecTarget {
-    pub text: String,
-    pub met: bool,
-}
-
-#[derive(Deserialize, Clone, Debug)]
-pub struct RecRun {
-    pub quick: bool,
-    pub revision: String,
-    #[serde(default)]
-    pub cores: usize,
-}
 
 /// One bar: who, value, kind.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -72,20 +32,6 @@ const BAR_MAX: f64 = 330.0;
 const BAR: f64 = 18.0;
 const GAP: f64 = 6.0;
 const TOP: f64 = 52.0;
-
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(ch),
-        }
-    }
-    out
-}
 
 /// A number for an SVG attribute: at most 1 decimal, no trailing ".0".
 fn n(v: f64) -> String {

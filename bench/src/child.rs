@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::Res;
 use crate::datagen::{Fill, fill};
-use crate::harness::cpu_seconds;
+use crate::harness::{cpu_seconds, status_kib};
 
 /// Runs `__child ARGS...` and prints one `RESULT key=value ...` line (see `sections::memory`).
 pub fn main(args: &[String]) -> Res<()> {
@@ -146,18 +146,6 @@ fn profile_loop(what: &str, path: &str, iters: u64) -> Res<()> {
         t.elapsed().as_secs_f64() / iters.max(1) as f64
     );
     Ok(())
-}
-
-pub fn status_kib(field: &str) -> u64 {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Samples RssAnon and RssFile every millisecond until stopped; returns their maxima.

@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use crate::Res;
-use crate::files::map;
 use crate::formats::StView;
+use crate::formats::map;
 
 pub fn run(what: &str, who: &str, path: &Path, iters: u64) -> Res<()> {
     let r = ztensor::Reader::open(path)?;

@@ -6,8 +6,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use memmap2::Mmap;
-
 use crate::formats::{write_gguf, write_ours, write_ours_v2, write_ref, write_safetensors};
 use crate::workloads::Workload;
 use crate::{MIB, Res};
@@ -85,13 +83,6 @@ pub fn warm(path: &Path) -> Res<()> {
     let mut buf = vec![0u8; 8 << 20];
     while f.read(&mut buf)? > 0 {}
     Ok(())
-}
-
-/// Maps a file read-only.
-pub fn map(path: &Path) -> Res<Mmap> {
-    let f = File::open(path)?;
-    // SAFETY: read-only map of a file this process wrote and nobody modifies meanwhile.
-    Ok(unsafe { Mmap::map(&f)? })
 }
 
 /// The files of a workload in every format that a peer reads.

@@ -8,6 +8,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::Res;
+use memmap2::Mmap;
+
 use crate::workloads::Workload;
 
 /// Our writer as users get it: `Writer::create_with` (temporary file, rename), durable
@@ -176,7 +178,7 @@ pub fn read_all_ref(path: &Path, names: &[&str]) -> Res<()> {
 /// safetensors' way of loading into caller buffers: map, deserialize, copy every tensor
 /// into its buffer (the workload's order).
 pub fn safetensors_copy(w: &Workload, path: &Path, bufs: &mut [Vec<u8>]) -> Res<()> {
-    let m = crate::files::map(path)?;
+    let m = map(path)?;
     let s = safetensors::SafeTensors::deserialize(&m)?;
     for (name, v) in s.iter() {
         bufs[w.by_name[name]].copy_from_slice(v.data());
@@ -187,7 +189,7 @@ pub fn safetensors_copy(w: &Workload, path: &Path, bufs: &mut [Vec<u8>]) -> Res<
 /// The one-thread hashing limit: sha2 over each stored range of the file.
 pub fn sha2_ranges(path: &Path, ranges: &[(usize, usize)]) -> Res<()> {
     use sha2::Digest as _;
-    let m = crate::files::map(path)?;
+    let m = map(path)?;
     let mut acc = 0u8;
     for &(off, len) in ranges {
         acc ^= sha2::Sha256::digest(&m[off..off + len])[0];
@@ -215,7 +217,7 @@ pub fn zstd_decode_all(
     order: &[usize],
     bufs: &mut [Vec<u8>],
 ) -> Res<()> {
-    let m = crate::files::map(path)?;
+    let m = map(path)?;
     let mut d = zstd::bulk::Decompressor::new()?;
     for (i, b) in bufs.iter_mut().enumerate() {
         let (off, len) = stored[order[i]];
@@ -224,4 +226,11 @@ pub fn zstd_decode_all(
         }
     }
     Ok(())
+}
+
+/// Maps a file read-only.
+pub fn map(path: &Path) -> Res<Mmap> {
+    let f = File::open(path)?;
+    // SAFETY: read-only map of a file this process wrote and nobody modifies meanwhile.
+    Ok(unsafe { Mmap::map(&f)? })
 }

@@ -238,3 +238,16 @@ pub fn same_bytes<'a>(
         Ok(())
     }
 }
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM, RssAnon, RssFile); 0 when unreadable.
+pub fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -21,6 +21,7 @@ mod datagen;
 mod files;
 mod formats;
 mod harness;
+mod records;
 mod report;
 mod scaling_chart;
 mod sections;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::charts::Rec;
+use crate::records::{Rec, esc};
 
 const W: f64 = 900.0;
 const H: f64 = 420.0;
@@ -143,7 +143,7 @@ pub fn svg(rows: &[Rec]) -> Option<String> {
             ly - 10.0,
             W - RIGHT + 38.0,
             ly,
-            crate::charts::esc(name)
+            esc(name)
         );
     }
     let _ = writeln!(

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use super::{Ctx, Runs, Section};
 use crate::Res;
-use crate::files::{Files, map};
+use crate::files::Files;
+use crate::formats::map;
 use crate::harness::{case, listing, measure, names_of, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;

@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 
 use super::{Ctx, Runs, Section};
-use crate::files::{Files, Frame, map, stored_ranges, zstd_frames};
+use crate::files::{Files, Frame, stored_ranges, zstd_frames};
+use crate::formats::map;
 use crate::harness::{case, measure, names_of, same_bytes};
 use crate::report::{Row, fmt_val};
 use crate::workloads::Workload;

@@ -16,9 +16,10 @@ use std::time::Instant;
 
 use super::memory::run_child;
 use super::{Ctx, Runs, Section};
-use crate::child::status_kib;
 use crate::datagen::{Fill, fill};
-use crate::files::{map, warm, zstd_frames};
+use crate::files::{warm, zstd_frames};
+use crate::formats::map;
+use crate::harness::status_kib;
 use crate::report::Row;
 use crate::{MIB, Res};
 

@@ -9,7 +9,8 @@ use memmap2::Mmap;
 
 use super::{Ctx, Runs, Section};
 use crate::Res;
-use crate::files::{Files, map};
+use crate::files::Files;
+use crate::formats::map;
 use crate::harness::{Case, Timing, case, measure, minor_faults, names_of, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;

@@ -4,7 +4,8 @@
 use std::cell::RefCell;
 
 use super::{Ctx, Runs, Section};
-use crate::files::{Files, map, stored_ranges, zstd_frames};
+use crate::files::{Files, stored_ranges, zstd_frames};
+use crate::formats::map;
 use crate::formats::{read_all_ours, read_all_ref};
 use crate::harness::{
     caller_buffers, case, filled_right, measure, names_of, parallel_note, row_from,
