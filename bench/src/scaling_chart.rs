@@ -178,9 +178,9 @@ mod tests {
         let s = series(&rows);
         assert_eq!(s.len(), 1);
         assert_eq!(s["zstd write (W3)"], vec![(1, 1.0), (2, 2.0)]);
-        let svg = svg(&rows).unwrap();
-        assert_eq!(svg.matches("<polyline").count(), 1);
-        assert!(svg.contains("2 threads: 2.00x"));
+        let text = svg(&rows).unwrap();
+        assert_eq!(text.matches("<polyline").count(), 1);
+        assert!(text.contains("2 threads: 2.00x"));
         assert!(svg(&rows[2..]).is_none());
     }
 }
