@@ -18,6 +18,7 @@ The thread tests (tests/test_threads.py) then run their 8 loader threads truly i
 parallel.
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -33,9 +34,12 @@ def run(*args, **kwargs):
 
 
 def pins(name):
-    with open(os.path.join(HERE, name)) as f:
-        lines = (line.split("#", 1)[0].strip() for line in f)
-        return dict(line.split("==", 1) for line in lines if line)
+    """The pins of a requirements file, parsed as make_venv.py (which installs them) does."""
+    spec = importlib.util.spec_from_file_location(
+        "make_venv", os.path.join(REPO, "tests", "languages", "make_venv.py"))
+    make_venv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_venv)
+    return make_venv.pins(os.path.join(HERE, name))
 
 
 def main():

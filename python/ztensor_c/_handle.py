@@ -89,7 +89,7 @@ def _two_dimensional(table):
         return None
     at = table["shape"][two]
     base = int(at.min())
-    if (at - base).any() and ((at - base) % 8).any():
+    if ((at - base) % 8).any():
         return None
     span = int(at.max()) - base + 16
     memory = np.frombuffer(ffi.buffer(ffi.cast("char *", base), span), "=u8")
