@@ -3,9 +3,10 @@
 Lifetime: the `zt_reader *` is wrapped by `ffi.gc`, so `zt_close` runs when the last
 Python object holding it is gone. Holding it are the `Handle` (what Reader, safe_open
 and Tensor objects use) and, for every array viewing memory the reader owns (the file's
-mapping, its decoded copies), that array: NumPy keeps the memoryview it was made from,
-the memoryview a cffi buffer, the buffer a cdata whose destructor closure holds the
-reader. So closing a Reader never unmaps memory an array still shows, and the file is
+mapping, its decoded copies), that array: NumPy keeps the memoryview it was made from
+(or, for load_file's arrays, the read-only uint8 array over the whole mapping, which
+keeps the memoryview), the memoryview a cffi buffer, the buffer a cdata whose destructor
+closure holds the reader. So closing a Reader never unmaps memory an array still shows, and the file is
 closed as soon as nothing uses it. The mapping buffers of a Handle are cached on the
 Handle, never on what they keep alive, so no reference cycle forms.
 
@@ -15,10 +16,11 @@ a lock or idempotently.
 """
 
 import threading
+from itertools import repeat
 
 import numpy as np
 
-from . import _dtypes, _lib, _sparse, _values
+from . import _dtypes, _lib, _plan, _sparse, _values
 from ._lib import ffi
 
 _RAW = _lib.ENCODING_RAW
@@ -59,56 +61,10 @@ class _Role:
 _DATA = _Role("data", 0)
 
 
-_ENTRY_DTYPE = None
-
-
-def _entry_dtype():
-    """A NumPy structured dtype laid out as zt_object_entry: the fields dense_entries
-    reads, as unsigned integers of their C sizes (pointers as addresses)."""
-    global _ENTRY_DTYPE
-    if _ENTRY_DTYPE is None:
-        c_fields = dict(ffi.typeof("zt_object_entry").fields)
-        names = ["format", "shape", "ndim", "component_count", "dtype", "encoding", "type",
-                 "offset", "decoded_length"]
-        _ENTRY_DTYPE = np.dtype({
-            "names": names,
-            "formats": [f"=u{ffi.sizeof(c_fields[k].type)}" for k in names],
-            "offsets": [c_fields[k].offset for k in names],
-            "itemsize": ffi.sizeof("zt_object_entry")})
-    return _ENTRY_DTYPE
-
-
-def _two_dimensional(table):
-    """The (rows, columns) of every entry of `table` (zt_object_entry rows) with two
-    dimensions, read at once: the shapes are uint64 arrays the reader owns, so one buffer
-    from the lowest to the highest of them is indexed at just their elements (nothing
-    else in between is read). None when no entry has two dimensions or a shape is not
-    8-byte aligned (then each is read on its own)."""
-    two = table["ndim"] == 2
-    if not two.any():
-        return None
-    at = table["shape"][two]
-    base = int(at.min())
-    if ((at - base) % 8).any():
-        return None
-    span = int(at.max()) - base + 16
-    memory = np.frombuffer(ffi.buffer(ffi.cast("char *", base), span), "=u8")
-    first = ((at - base) // 8).astype(np.intp)
-    pairs = [None] * len(table)
-    for k, shape in zip(np.flatnonzero(two).tolist(),
-                        zip(memory[first].tolist(), memory[first + 1].tolist())):
-        pairs[k] = shape
-    return pairs
-
-
-def _checked(shape, count):
-    """`shape` when it holds `count` elements, else None (one dimension of them)."""
-    if shape is None:
-        return None
-    n = 1
-    for d in shape:
-        n *= d
-    return shape if n == count else None
+def _numpy_resolve(code, logical):
+    """The NumPy dtype of a zt dtype code and logical type (bytes or None), and its size."""
+    dt = _dtypes.numpy_dtype(code, None if logical is None else logical.decode())[0]
+    return dt, dt.itemsize
 
 
 def view_array(buffer, dtype, shape, offset):
@@ -354,21 +310,26 @@ class Handle:
         loc = ffi.new("zt_location *")
         if _lib.component_get_location(self.ptr, index, component, loc) != _OK:
             return None
+        region = self._mapping(loc.shard)
+        if region is None or not region[0] <= address < region[0] + len(region[1]):
+            return None
+        return region
+
+    def _mapping(self, shard):
+        """(start, read-only memoryview) of a shard's whole mapping, made once per shard;
+        None when it is not mapped (or empty)."""
         base = ffi.new("const void **")
         size = ffi.new("uint64_t *")
-        if _lib.shard_get_mapping(self.ptr, loc.shard, base, size) != _OK:
+        if _lib.shard_get_mapping(self.ptr, shard, base, size) != _OK or size[0] == 0:
             return None
         start = _address(base[0])
-        end = start + size[0]
-        if not start <= address < end:
-            return None
         with self._lock:
-            for s, e, view in self._regions:
+            for s, _end, view in self._regions:
                 if s == start:
                     return s, view
             keeper = ffi.gc(ffi.cast("char *", base[0]), _keep(self.ptr))
             view = memoryview(ffi.buffer(keeper, size[0])).toreadonly()
-            self._regions = self._regions + ((start, end, view),)
+            self._regions = self._regions + ((start, start + size[0], view),)
         return start, view
 
     def memory(self, address, size, index, component):
@@ -454,12 +415,7 @@ class Handle:
         fmt = self.format
         if not (fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))):
             return None
-        base = ffi.new("const void **")
-        size = ffi.new("uint64_t *")
-        if _lib.shard_get_mapping(self.ptr, 0, base, size) != _OK or size[0] == 0:
-            return None
-        start = _address(base[0])
-        return self._region(start, 0, 0)
+        return self._mapping(0)
 
     def indices(self, names_wanted=None):
         """Object indices in file order: all, or those of the names given."""
@@ -467,91 +423,43 @@ class Handle:
             return range(self.count())
         return sorted({self.index_of(n) for n in names_wanted})
 
-    def dense_entries(self, indices):
-        """For each object: (index, name, shape, zt dtype, logical type pointer, encoding,
-        offset, decoded length) of a dense object of one component, its shape None when
-        it has one dimension (the element count says it); (index, name, False, ...) for
-        any other object. The loop of numpy.load_file and torch.load_file, which turn each
-        entry into a tensor: one C call describes every object (zt_file_get_objects), and
-        NumPy turns the block's columns into Python lists at once (a cdata field access
-        costs more than a C call); only shapes of two or more dimensions are read one by
-        one."""
-        names = self.names()
-        n = len(names)
-        if n == 0:
-            return
-        entries = ffi.new("zt_object_entry[]", n)
-        _lib.check(_lib.file_get_objects(self.ptr, 0, entries, n))
-        table = np.frombuffer(ffi.buffer(entries), _entry_dtype())
-        if not isinstance(indices, range) or len(indices) != n:
-            table = table[np.asarray(indices, dtype=np.intp)]
-            indices = list(indices)
-        fmt, count, nd, code, tptr, encoding, offset, decoded = (
-            table[k].tolist() for k in ("format", "component_count", "ndim", "dtype", "type",
-                                        "encoding", "offset", "decoded_length"))
-        pairs = _two_dimensional(table)
-        dense_formats = {}  # format pointer -> is "dense"
-        unpack = ffi.unpack
-        for k, i in enumerate(indices):
-            f = fmt[k]
-            dense = dense_formats.get(f)
-            if dense is None:
-                dense = dense_formats[f] = ffi.string(entries[i].format) == b"dense"
-            if not dense or count[k] != 1:
-                yield i, names[i], False, 0, 0, 0, 0, 0
-                continue
-            d = nd[k]
-            if d == 1:
-                shape = None
-            elif d == 2 and pairs is not None:
-                shape = pairs[k]
-            else:
-                shape = tuple(unpack(entries[i].shape, d)) if d else ()
-            yield i, names[i], shape, code[k], tptr[k], encoding[k], offset[k], decoded[k]
-
-    @staticmethod
-    def type_name(pointer):
-        """The logical type at `pointer` (an address from dense_entries; 0: none)."""
-        return ffi.string(ffi.cast("const char *", pointer)).decode() if pointer else None
+    def whole_array(self):
+        """A read-only uint8 array over the file's whole mapping when raw components are
+        at mapping + offset (see _whole_mapping), else None. Arrays made with it as their
+        buffer (np.ndarray(shape, dtype, it, offset)) are views that can't be made
+        writable: NumPy checks the read-only array and the read-only memoryview under it
+        (a memoryview given as the buffer directly would be looked through, to the
+        writable cffi buffer)."""
+        whole = self._whole_mapping()
+        return None if whole is None else np.frombuffer(whole[1], np.uint8)
 
     def load_dense(self, names_wanted=None, copy=False):
         """{name: value} of every object (or of `names_wanted`), in file order: dense raw
         components as views (zero-copy), other dense ones decoded in one parallel batch
-        load, the rest through `value`. The fast path of numpy.load_file."""
-        numpy_dtype = _dtypes.numpy_dtype
-        frombuffer = np.frombuffer
+        load, the rest through `value`. The fast path of numpy.load_file: one call per
+        array, run by `map`, where the file is one mapping and every object dense and
+        raw."""
+        p = _plan.plan(self, self.indices(names_wanted), _numpy_resolve)
         views = self.views and not copy
-        whole = self._whole_mapping() if views else None
-        whole_buffer = whole[1] if whole is not None else None
-        dtypes = {}  # (dtype, type pointer) -> NumPy dtype
-        last = None  # the (dtype, type pointer) of the previous tensor: mostly the same
-        out = {}
+        base = self.whole_array() if views else None
+        if base is not None and p.all_dense_raw:
+            return dict(zip(p.names, map(np.ndarray, p.shape, p.dtype, repeat(base), p.offset)))
+        out = dict.fromkeys(p.names)
         pending = []  # (index, array) decoded by one batch load
-        for i, name, shape, code, tptr, encoding, offset, decoded in self.dense_entries(self.indices(names_wanted)):
-            if shape is False:
+        for k, name in enumerate(p.names):
+            i = p.indices[k]
+            if not p.dense[k]:
                 out[name] = self.value(i, copy)
-                continue
-            if (code, tptr) != last:
-                last = (code, tptr)
-                np_dtype = dtypes.get(last)
-                if np_dtype is None:
-                    np_dtype = dtypes[last] = numpy_dtype(code, self.type_name(tptr))[0]
-                itemsize = np_dtype.itemsize
-            count = decoded // itemsize
-            if shape is not None and (shape[0] * shape[1] != count if len(shape) == 2 else
-                                      _checked(shape, count) is None):
-                shape = None  # a size the shape doesn't give: the elements, one dimension
-            if views and encoding == _RAW:
-                if whole is not None:  # the bytes are at mapping + offset
-                    arr = frombuffer(whole_buffer, np_dtype, count, offset)
+            elif views and p.raw[k]:
+                if base is not None:  # the bytes are at mapping + offset
+                    out[name] = np.ndarray(p.shape[k], p.dtype[k], base, p.offset[k])
                 else:  # the library says where
                     address, size, _dtype, _zero = self.view(i, _DATA)
                     buffer, at = self.memory(address, size, i, 0)
-                    arr = frombuffer(buffer, np_dtype, count, at)
-                out[name] = arr if shape is None else arr.reshape(shape)
+                    arr = np.frombuffer(buffer, p.dtype[k], p.count[k], at)
+                    out[name] = arr.reshape(p.shape[k]) if len(p.shape[k]) != 1 else arr
             else:
-                arr = np.empty((count,) if shape is None else shape, np_dtype)
-                out[name] = arr
+                arr = out[name] = np.empty(p.shape[k], p.dtype[k])
                 pending.append((i, arr))
         if pending:
             self.batch_read(pending)

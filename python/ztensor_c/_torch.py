@@ -9,13 +9,14 @@ else (compressed, remote, pread readers, big-endian legacy data, quantized block
 decoded straight into tensors of their own, in one parallel batch.
 """
 
+import operator
 import os
 
 import numpy as np
 import torch
 
-from . import _dtypes, _lib
-from ._handle import _DATA, _checked
+from . import _dtypes, _lib, _plan
+from ._handle import _DATA
 from ._lib import ffi
 
 _OK = _lib.OK
@@ -85,58 +86,62 @@ class _Storages:
         return flat
 
 
-def _strides(shape):
-    strides = []
-    step = 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
+class _Strides(dict):
+    """shape -> the strides of a C-contiguous tensor of it (computed once per shape)."""
+
+    def __missing__(self, shape):
+        strides = []
+        step = 1
+        for d in reversed(shape):
+            strides.append(step)
+            step *= d
+        st = self[shape] = tuple(reversed(strides))
+        return st
+
+
+def _torch_resolve(code, logical):
+    """The torch dtype of a zt dtype code and logical type (bytes or None), uint8 for
+    packed bytes torch has no dtype of, and its size."""
+    dtype = torch_dtype(code, None if logical is None else logical.decode()) or torch.uint8
+    return dtype, dtype.itemsize
 
 
 def load(handle, names, device="cpu", copy=False, storages=None):
-    """{name: torch tensor} of the named objects of `handle`, in file order."""
+    """{name: torch tensor} of the named objects of `handle` (all for None), in file
+    order. Raw tensors of a mapped file are cut (torch.as_strided) from one copy-on-write storage per file;
+    where the file is one mapping and every object dense and raw, by one `map` over the
+    plan's columns."""
     storages = storages if storages is not None else _Storages()
+    p = _plan.plan(handle, handle.indices(names), _torch_resolve)
+    mapped = handle.kind == "mapped" and not copy
+    whole_path = handle.shard_paths()[0] if mapped and handle._whole_mapping() is not None else None
+    on_cpu = device == "cpu"
+    strides = _Strides()
+    if whole_path is not None and p.all_dense_raw and on_cpu:
+        flats = {dtype: storages.flat(whole_path, dtype) for dtype in set(p.dtype)}
+        if not any(map(operator.mod, p.offset, p.itemsize)):  # every one aligned to its dtype
+            return dict(zip(p.names, map(torch.as_strided, map(flats.__getitem__, p.dtype), p.shape,
+                                         map(strides.__getitem__, p.shape),
+                                         map(operator.floordiv, p.offset, p.itemsize))))
     ptr = handle.ptr
     loc = ffi.new("zt_location *")
     path_c = ffi.new("const char **")
-    mapped = handle.kind == "mapped" and not copy
-    whole = handle._whole_mapping() is not None if mapped else False
-    whole_path = handle.shard_paths()[0] if whole else None
-    dtypes = {}  # (zt dtype, type pointer) -> torch dtype (or uint8 for packed bytes)
-    last_code = last_type = None  # those of the previous tensor: mostly the same
-    raw = _lib.ENCODING_RAW
     paths = {}
-    strides = {}
-    whole_flats = {}  # torch dtype -> the flat tensor over the whole file
-    on_cpu = device == "cpu"
-    as_strided = torch.as_strided
-    out = {}
+    out = dict.fromkeys(p.names)
     pending = []
-    for i, name, shape, code, tptr, encoding, offset, decoded in handle.dense_entries(handle.indices(names)):
-        if shape is False:
+    for k, name in enumerate(p.names):
+        i = p.indices[k]
+        if not p.dense[k]:
             out[name] = _other(handle, i)
             continue
-        if code != last_code or tptr != last_type:
-            last_code, last_type = code, tptr
-            dtype = dtypes.get((code, tptr))
-            if dtype is None:
-                dtype = dtypes[code, tptr] = torch_dtype(code, handle.type_name(tptr)) or torch.uint8
-            itemsize = dtype.itemsize
-            flat = whole_flats.get(dtype) if whole else None
-            if whole and flat is None:
-                flat = whole_flats[dtype] = storages.flat(whole_path, dtype)
-        count = decoded // itemsize
-        if shape is None:
-            shape = (count,)
-        elif (shape[0] * shape[1] != count) if len(shape) == 2 else _checked(shape, count) is None:
-            shape = (count,)  # a size the shape doesn't give: the elements, one dimension
-        if mapped and encoding == raw:
+        dtype, shape, itemsize = p.dtype[k], p.shape[k], p.itemsize[k]
+        if mapped and p.raw[k]:
             base = None
-            if whole:
-                base = flat
+            offset = p.offset[k]
+            if whole_path is not None:
+                base = storages.flat(whole_path, dtype)
             else:
-                address, _size, _dtype, zero_copy = handle.view(i, _DATA)
+                _address, _size, _dtype, zero_copy = handle.view(i, _DATA)
                 if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
                     offset = loc.offset
                     path = paths.get(loc.shard)
@@ -145,21 +150,16 @@ def load(handle, names, device="cpu", copy=False, storages=None):
                     if path is not None:
                         base = storages.flat(path, dtype)
             if base is not None and offset % itemsize == 0:
-                st = strides.get(shape)
-                if st is None:
-                    st = strides[shape] = _strides(shape)
-                t = as_strided(base, shape, st, offset // itemsize)
+                t = torch.as_strided(base, shape, strides[shape], offset // itemsize)
                 out[name] = t if on_cpu else t.to(device)
                 continue
-        t = torch.empty(shape, dtype=dtype)
-        out[name] = t
+        t = out[name] = torch.empty(shape, dtype=dtype)
         pending.append((i, t))
     if pending:
         _batch_read(handle, pending)
-        if device != "cpu":
-            names = handle.names()
+        if not on_cpu:
             for i, t in pending:
-                out[names[i]] = t.to(device)
+                out[handle.names()[i]] = t.to(device)
     return out
 
 

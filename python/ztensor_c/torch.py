@@ -27,13 +27,13 @@ __all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model"]
 def load_file(filename, device="cpu", *, copy=False):
     """{name: tensor} of every tensor of a file, on `device` ("cpu", "cuda:0", an int)."""
     h = Handle.open(filename)
-    return _torch.load(h, h.names(), _device(device), copy)
+    return _torch.load(h, None, _device(device), copy)
 
 
 def load(data, device="cpu"):
     """{name: tensor} of every tensor of a file's bytes (tensors of their own)."""
     h = Handle.open_memory(data)
-    return _torch.load(h, h.names(), _device(device), copy=True)
+    return _torch.load(h, None, _device(device), copy=True)
 
 
 def _device(device):

@@ -1,0 +1,193 @@
+"""numpy.load_file and torch.load_file: what they build from a file's columns (the plan)
+equals what the Reader gives tensor by tensor, on files that take the one-call path
+(every object dense and raw, one mapping) and on files that don't."""
+
+import gc
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import ztensor_c
+import ztensor_c.numpy as zt_numpy
+from ztensor_c import _lib
+from ztensor_c._lib import ffi
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+
+DENSE_RAW = {
+    "scalar": np.array(2.5, np.float32),
+    "empty": np.zeros((0,), np.float32),
+    "empty2": np.zeros((0, 3), np.int16),
+    "vector": np.arange(7, dtype=np.int64),
+    "matrix": np.arange(12, dtype=np.float32).reshape(3, 4) - 5,
+    "cube": np.arange(24, dtype=np.uint8).reshape(2, 3, 4),
+    "rank5": np.arange(32, dtype=np.int32).reshape(2, 2, 2, 2, 2),
+    "bf16": np.array([[1, 2], [3, -4]], np.float32).astype(ml_dtypes.bfloat16),
+    "fp8": np.array([0.5, -2.0], np.float32).astype(ml_dtypes.float8_e4m3fn),
+    "c64": np.array([[1 + 2j, 3 - 4j]], np.complex64),
+    "flags": np.array([True, False, True]),
+    "last": np.arange(5, dtype=np.float64),
+}
+
+
+def write(path, tensors, compress=(), sparse=None):
+    with ztensor_c.Writer(path) as w:
+        for name, value in tensors.items():
+            w.add(name, value, compress=name in compress)
+        for name, value in (sparse or {}).items():
+            w.add(name, value)
+    return path
+
+
+def assert_same_arrays(got, want):
+    assert list(got) == list(want)  # every name, in file order
+    for name, w in want.items():
+        g = got[name]
+        if sp.issparse(w):
+            assert sp.issparse(g) and g.format == w.format, name
+            np.testing.assert_array_equal(g.toarray(), w.toarray())
+            continue
+        assert g.dtype == w.dtype and g.shape == w.shape, (name, g.dtype, g.shape, w.dtype, w.shape)
+        assert g.tobytes() == w.tobytes(), name
+
+
+def test_one_call_path_equals_the_reader(tmp_path):
+    path = write(tmp_path / "raw.zt", DENSE_RAW)
+    got = zt_numpy.load_file(path)
+    assert_same_arrays(got, DENSE_RAW)
+    r = ztensor_c.Reader(path)
+    assert_same_arrays(got, {name: r[name] for name in r.keys()})
+    assert_same_arrays(r.read_tensors(["last", "cube", "scalar"]),
+                       {k: DENSE_RAW[k] for k in ("scalar", "cube", "last")})
+
+
+def test_mixed_file_equals_the_reader(tmp_path):
+    dense = dict(DENSE_RAW)
+    csr = sp.csr_array(np.array([[0, 2, 0], [1, 0, 3]], np.float32))
+    path = write(tmp_path / "mixed.zt", dense, compress={"matrix", "cube", "bf16"}, sparse={"csr": csr})
+    want = dict(dense, csr=csr)
+    got = zt_numpy.load_file(path)
+    assert_same_arrays(got, want)
+    assert got["matrix"].flags.writeable and got["matrix"].flags.owndata  # decoded: its own
+    assert not got["vector"].flags.writeable  # raw: a view
+    copies = zt_numpy.load_file(path, copy=True)
+    assert_same_arrays(copies, want)
+    assert all(a.flags.writeable and a.flags.owndata for n, a in copies.items() if n != "csr")
+
+
+def write_packed(path):
+    """DENSE_RAW and two packed fp4 tensors (two values a byte): a shape of (4,) and one of
+    (2, 4) over 2 and 4 bytes, which NumPy has no dtype for: they come back as their
+    bytes, one dimension."""
+    from ztensor_c._writer import _write_options
+    with ztensor_c.Writer(path) as w:
+        for name, value in DENSE_RAW.items():
+            w.add(name, value)
+        options = _write_options(None, "none")
+        w._add_raw("fp4", "dense", (4,), [("data", 11, "f4_e2m1fn_x2", np.array([0x21, 0x43], np.uint8))], options)
+        w._add_raw("fp4x2", "dense", (2, 4), [("data", 11, "f4_e2m1fn_x2", np.arange(4, dtype=np.uint8))], options)
+    return path
+
+
+def test_packed_types_come_back_as_their_bytes(tmp_path):
+    path = write_packed(tmp_path / "packed.zt")
+    got = zt_numpy.load_file(path)
+    r = ztensor_c.Reader(path)
+    assert_same_arrays(got, {name: r[name] for name in r.keys()})
+    assert got["fp4"].shape == (2,) and got["fp4"].dtype.names == ("f4_e2m1fn_x2",)
+    assert got["fp4"].tobytes() == bytes([0x21, 0x43])
+    assert got["fp4x2"].shape == (4,) and got["fp4x2"].tobytes() == bytes(range(4))
+    assert_same_arrays({k: got[k] for k in DENSE_RAW}, DENSE_RAW)
+
+
+def test_safetensors_file_takes_the_same_path(tmp_path):
+    import safetensors.numpy as st_numpy
+    tensors = {k: v for k, v in DENSE_RAW.items() if k not in ("fp8", "c64")}
+    tensors["bf16"] = DENSE_RAW["matrix"]
+    st_numpy.save_file(tensors, str(tmp_path / "m.safetensors"))
+    got = zt_numpy.load_file(tmp_path / "m.safetensors")
+    want = st_numpy.load_file(str(tmp_path / "m.safetensors"))
+    assert sorted(got) == sorted(want)
+    assert_same_arrays({k: got[k] for k in want}, want)
+
+
+def _c_offsets(path):
+    """{name: offset of its data in the file} from the C API."""
+    out = ffi.new("zt_reader **")
+    _lib.check(_lib.open_with(str(path).encode(), ffi.NULL, out))
+    try:
+        r = ztensor_c.Reader(path)
+        loc = ffi.new("zt_location *")
+        offsets = {}
+        for i, name in enumerate(r.keys()):
+            _lib.check(_lib.component_get_location(out[0], i, 0, loc))
+            offsets[name] = loc.offset
+        return offsets
+    finally:
+        _lib.close(out[0])
+
+
+def _mappings_of(path):
+    with open("/proc/self/maps") as f:
+        return [line.split()[0] for line in f if line.rstrip().endswith(str(path))]
+
+
+@linux_only
+def test_one_call_arrays_view_the_mapping_read_only(tmp_path):
+    path = write(tmp_path / "raw.zt", DENSE_RAW)
+    got = zt_numpy.load_file(path)
+    maps = _mappings_of(path)
+    assert len(maps) == 1
+    start, end = (int(x, 16) for x in maps[0].split("-"))
+    for name, offset in _c_offsets(path).items():
+        a = got[name]
+        assert a.ctypes.data == start + offset, name  # the file's bytes: no copy
+        assert not a.flags.writeable and not a.flags.owndata
+    m = got["matrix"]
+    for derived in (m, m[1:], m.view(np.uint8), m.reshape(-1), m.T, np.asarray(m)):
+        with pytest.raises(ValueError):
+            derived.flags.writeable = True  # read-only memory can't be made writable
+    with pytest.raises(ValueError):
+        m[0, 0] = 1
+    keep = got["last"]
+    del got, m, derived, a
+    gc.collect()
+    assert _mappings_of(path) == maps  # an array left keeps the file mapped
+    assert keep.tolist() == [0, 1, 2, 3, 4]
+    del keep
+    gc.collect()
+    assert _mappings_of(path) == []  # the last one gone: the reader closed
+
+
+def test_sharded_set_takes_the_per_tensor_path(tmp_path):
+    tensors = {f"t{i}": np.full((64, 16), i, np.float32) for i in range(6)}
+    with ztensor_c.Writer(tmp_path / "set.zt", max_shard_size=10_000) as w:
+        for name, value in tensors.items():
+            w.add(name, value)
+    index = [p for p in tmp_path.iterdir() if p.name.endswith(".index.json")]
+    assert len(index) == 1 and len(list(tmp_path.glob("*.zt"))) > 1
+    got = zt_numpy.load_file(index[0])
+    assert_same_arrays(got, tensors)
+    assert not got["t3"].flags.writeable
+
+
+def test_torch_load_file_equals_numpy(tmp_path):
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch cases skip")
+    import ztensor_c.torch as zt_torch
+    dense = {k: v for k, v in DENSE_RAW.items()}
+    packed = zt_torch.load_file(write_packed(tmp_path / "packed.zt"))
+    assert packed["fp4"].dtype == torch.uint8 and packed["fp4"].tolist() == [0x21, 0x43]
+    assert packed["fp4x2"].dtype == torch.uint8 and packed["fp4x2"].tolist() == [0, 1, 2, 3]
+    for compress in ((), {"matrix", "bf16"}):
+        path = write(tmp_path / f"t{len(compress)}.zt", dense, compress=compress)
+        got = zt_torch.load_file(path)
+        assert list(got) == list(dense)
+        for name, want in dense.items():
+            t = got[name]
+            assert tuple(t.shape) == want.shape, name
+            assert t.dtype.itemsize == want.dtype.itemsize, name
+            raw = t.contiguous().view(torch.uint8) if t.dim() else t.reshape(1).view(torch.uint8)
+            assert raw.numpy().tobytes() == want.tobytes(), name
