@@ -163,6 +163,22 @@
 #define ZT_REMOTE_NO_RETRY 2
 
 /**
+ * `zt_object_columns.flags`: the object is `dense` and has exactly one component.
+ */
+#define ZT_OBJECT_DENSE 1
+
+/**
+ * `zt_object_columns.flags`: component 0's stored bytes are its values, as they are
+ * (raw encoding, no decoding step): at the shard's mapping + `offset` for a mapped file.
+ */
+#define ZT_OBJECT_PLAIN 2
+
+/**
+ * `zt_object_columns.flags`: component 0 has a logical type (`zt_component_info.type`).
+ */
+#define ZT_OBJECT_TYPED 4
+
+/**
  * `zt_load_request.flags`: read the decoded bytes from `offset` on (a range the size of
  * `dst_size`) instead of the whole component.
  */
@@ -738,6 +754,53 @@ typedef struct zt_object_entry {
    */
   uint32_t shard;
 } zt_object_entry;
+
+/**
+ * Caller arrays `zt_file_get_columns` fills, one element per object asked for (`count`),
+ * about the object and its first component. Any column may be NULL: it is not filled.
+ * A column-wise `zt_file_get_objects`, for bindings that turn each column into a list
+ * or array in one step (Python's `ffi.unpack`, NumPy, cgo slices).
+ */
+typedef struct zt_object_columns {
+  /**
+   * Component 0: the absolute offset of its stored bytes in its file (0 without one).
+   */
+  uint64_t *offset;
+  /**
+   * Component 0: decoded bytes.
+   */
+  uint64_t *decoded_length;
+  /**
+   * Component 0: a `zt_dtype` value.
+   */
+  uint32_t *dtype;
+  /**
+   * Component 0: the file holding it (`zt_component_get_location`'s `shard`).
+   */
+  uint32_t *shard;
+  /**
+   * `ZT_OBJECT_DENSE`, `ZT_OBJECT_PLAIN`, `ZT_OBJECT_TYPED`, or'ed.
+   */
+  uint32_t *flags;
+  /**
+   * Number of dimensions.
+   */
+  uint32_t *ndim;
+  /**
+   * Every object's dimensions, one object after another in object order (an object of
+   * `ndim` n takes the next n): `dims_capacity` elements.
+   */
+  uint64_t *dims;
+  /**
+   * How many elements `dims` holds.
+   */
+  size_t dims_capacity;
+  /**
+   * Set by every successful call, and by a `ZT_ERR_BUFFER_TOO_SMALL` one: how many
+   * dimensions the objects asked for have in all (what `dims` needs).
+   */
+  size_t dims_count;
+} zt_object_columns;
 
 /**
  * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
@@ -1434,6 +1497,23 @@ enum zt_status zt_file_get_objects(const struct zt_reader *reader,
                                    size_t first,
                                    struct zt_object_entry *out,
                                    size_t count);
+
+/**
+ * Describes objects `first` .. `first + count - 1` into the caller's columns (see
+ * `zt_object_columns`), in one call. The shapes of objects of `ZT_OBJECT_DENSE` without
+ * `ZT_OBJECT_TYPED` hold exactly `decoded_length / zt_dtype_get_size(dtype)` elements
+ * (the reader checked it at open), so a binding can use them as they are.
+ *
+ * `columns->dims_count` is set to the dimensions in all; when `dims` is not NULL and
+ * `dims_capacity` is less, the call is `ZT_ERR_BUFFER_TOO_SMALL` and writes nothing else
+ * (call again with a `dims` of `dims_count` elements). `ZT_ERR_INVALID_ARGUMENT` for a
+ * range past the last object or a NULL `columns`. O(count), no allocation, thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_get_columns(const struct zt_reader *reader,
+                                   size_t first,
+                                   size_t count,
+                                   struct zt_object_columns *columns);
 
 /**
  * The number of frames of a zstd component (see `zt_frame_info`). The frame index is

@@ -35,6 +35,7 @@ file_format = lib.zt_file_format
 file_version = lib.zt_file_version
 file_get_names = lib.zt_file_get_names
 file_get_objects = lib.zt_file_get_objects
+file_get_columns = lib.zt_file_get_columns
 object_count = lib.zt_object_count
 object_find = lib.zt_object_find
 object_get_info = lib.zt_object_get_info
@@ -128,6 +129,9 @@ WRITER_NO_SYNC = lib.ZT_WRITER_NO_SYNC
 LOAD_RANGE = lib.ZT_LOAD_RANGE
 LOAD_CONVERT = lib.ZT_LOAD_CONVERT
 REMOTE_ALLOW_HTTP = lib.ZT_REMOTE_ALLOW_HTTP
+OBJECT_DENSE = lib.ZT_OBJECT_DENSE
+OBJECT_PLAIN = lib.ZT_OBJECT_PLAIN
+OBJECT_TYPED = lib.ZT_OBJECT_TYPED
 
 
 # --- errors ----------------------------------------------------------------------------

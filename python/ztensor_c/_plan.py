@@ -2,40 +2,23 @@
 
 numpy.load_file and torch.load_file turn every object of a file into a value. For the
 common object (dense, one component) that takes its name, dtype, shape and where its
-bytes are. One C call describes every object (zt_file_get_objects); NumPy reads that
-block as columns and does the per-object arithmetic (element counts, shape checks) for
-all objects at once, so what is left per object is the one call that makes its array or
-tensor, which the loaders run through `map` (a loop in C). Per-object Python remains
-only for what is rare: shapes of three or more dimensions, and objects that are not
-dense.
+bytes are. One C call describes every object column by column (zt_file_get_columns), each
+column becomes a Python list in one step (ffi.unpack), and the shapes are cut from the
+one list of every dimension by `map`, so no Python code runs per object; what is left per
+object is the one call that makes its array or tensor, which the loaders run through
+`map` as well. Per-object Python remains only for what is rare: objects with a logical
+type whose values don't map one to one onto stored elements.
 """
+
+from itertools import accumulate, islice
+from operator import floordiv
 
 import numpy as np
 
-from . import _lib
+from . import _dtypes, _lib
 from ._lib import ffi
 
-_ENTRY_DTYPE = None
-
-
-def _entry_dtype():
-    """A NumPy structured dtype laid out as zt_object_entry: the fields the plan reads,
-    as unsigned integers of their C sizes (pointers as addresses)."""
-    global _ENTRY_DTYPE
-    if _ENTRY_DTYPE is None:
-        c_fields = dict(ffi.typeof("zt_object_entry").fields)
-        names = ["format", "shape", "ndim", "component_count", "dtype", "encoding", "type",
-                 "offset", "decoded_length"]
-        _ENTRY_DTYPE = np.dtype({
-            "names": names,
-            "formats": [f"=u{ffi.sizeof(c_fields[k].type)}" for k in names],
-            "offsets": [c_fields[k].offset for k in names],
-            "itemsize": ffi.sizeof("zt_object_entry")})
-    return _ENTRY_DTYPE
-
-
-def _text(address):
-    return ffi.string(ffi.cast("const char *", address)) if address else None
+_DENSE_PLAIN = _lib.OBJECT_DENSE | _lib.OBJECT_PLAIN
 
 
 class Plan:
@@ -45,13 +28,60 @@ class Plan:
     dense: for each object, whether it is dense with one component (list of bool).
     Of every object (meaningful for the dense ones): dtype (what `resolve` gave for its
     zt dtype and logical type), shape (a tuple whose elements are the element count its
-    decoded bytes hold, else one dimension of that count), raw (stored raw, list of
-    bool), offset (of its stored bytes in its file), count (elements), itemsize.
+    decoded bytes hold, else one dimension of that count), raw (its stored bytes are its
+    values, list of bool), offset (of its stored bytes in its file), count (elements),
+    itemsize.
     all_dense_raw: every object is dense and raw (the loaders' one-call case).
     """
 
     __slots__ = ("names", "indices", "dense", "dtype", "shape", "raw", "offset", "count",
                  "itemsize", "all_dense_raw")
+
+
+def _columns(handle, n):
+    """(offset, decoded length, dtype, flags, dims per object) lists of every object."""
+    cols = ffi.new("zt_object_columns *")
+    offset = cols.offset = ffi.new("uint64_t[]", n)
+    decoded = cols.decoded_length = ffi.new("uint64_t[]", n)
+    dtype = cols.dtype = ffi.new("uint32_t[]", n)
+    flags = cols.flags = ffi.new("uint32_t[]", n)
+    ndim = cols.ndim = ffi.new("uint32_t[]", n)
+    dims = cols.dims = ffi.new("uint64_t[]", 2 * n)  # most tensors have two dimensions or fewer
+    cols.dims_capacity = 2 * n
+    status = _lib.file_get_columns(handle.ptr, 0, n, cols)
+    if status == _lib.ERR_BUFFER_TOO_SMALL:
+        dims = cols.dims = ffi.new("uint64_t[]", cols.dims_count)
+        cols.dims_capacity = cols.dims_count
+        status = _lib.file_get_columns(handle.ptr, 0, n, cols)
+    _lib.check(status)
+    ndim = ffi.unpack(ndim, n)
+    dims = ffi.unpack(dims, cols.dims_count)
+    starts = list(accumulate(ndim, initial=0))
+    shapes = list(map(tuple, map(dims.__getitem__, map(slice, starts, islice(starts, 1, None)))))
+    return ffi.unpack(offset, n), ffi.unpack(decoded, n), ffi.unpack(dtype, n), ffi.unpack(flags, n), shapes
+
+
+def _types(handle, n):
+    """The logical type (bytes or None) of every object's component 0, from the type
+    column of zt_file_get_objects (read as one NumPy column of addresses)."""
+    entries = ffi.new("zt_object_entry[]", n)
+    _lib.check(_lib.file_get_objects(handle.ptr, 0, entries, n))
+    at = np.frombuffer(ffi.buffer(entries), _type_column())["type"].tolist()
+    text = {a: None if a == 0 else ffi.string(ffi.cast("const char *", a)) for a in set(at)}
+    return list(map(text.__getitem__, at))
+
+
+_TYPE_COLUMN = None
+
+
+def _type_column():
+    """A NumPy structured dtype of zt_object_entry's `type` pointer, as an address."""
+    global _TYPE_COLUMN
+    if _TYPE_COLUMN is None:
+        field = dict(ffi.typeof("zt_object_entry").fields)["type"]
+        _TYPE_COLUMN = np.dtype({"names": ["type"], "formats": [f"=u{ffi.sizeof(field.type)}"],
+                                 "offsets": [field.offset], "itemsize": ffi.sizeof("zt_object_entry")})
+    return _TYPE_COLUMN
 
 
 def plan(handle, indices, resolve):
@@ -61,74 +91,52 @@ def plan(handle, indices, resolve):
     names = handle.names()
     n = len(names)
     p = Plan()
-    entries = ffi.new("zt_object_entry[]", max(n, 1))
-    if n:
-        _lib.check(_lib.file_get_objects(handle.ptr, 0, entries, n))
-    table = np.frombuffer(ffi.buffer(entries), _entry_dtype())[:n]
-    if isinstance(indices, range) and len(indices) == n:
-        p.names = names
-    else:
-        indices = list(indices)
-        table = table[np.asarray(indices, dtype=np.intp)]
-        p.names = [names[i] for i in indices]
-    p.indices = indices
-    m = len(table)
-    if m == 0:
+    if n == 0:
+        p.names, p.indices = [], indices
         p.dense = p.dtype = p.shape = p.raw = p.offset = p.count = p.itemsize = []
         p.all_dense_raw = True
         return p
-
-    # dense, one component, raw: the format strings are the library's, a few distinct
-    # pointers; Python's sets over the columns' lists cost less than NumPy's unique
-    formats = table["format"].tolist()
-    dense_at = {a for a in set(formats) if _text(a) == b"dense"}
-    components = table["component_count"].tolist()
-    encodings = table["encoding"].tolist()
-    p.all_dense_raw = (dense_at.issuperset(formats) and set(components) == {1}
-                       and set(encodings) == {_lib.ENCODING_RAW})
-    if p.all_dense_raw:
-        p.dense = p.raw = [True] * m
-    else:
-        p.dense = [f in dense_at and c == 1 for f, c in zip(formats, components)]
-        p.raw = [e == _lib.ENCODING_RAW for e in encodings]
-
-    # the (dtype, logical type) of each, resolved once per distinct pair
-    codes = table["dtype"].tolist()
-    types = table["type"].tolist()
-    keys = list(zip(codes, types)) if any(types) else codes
-    resolved = {k: resolve(k[0], _text(k[1])) if type(k) is tuple else resolve(k, None)
-                for k in set(keys)}
-    decoded = table["decoded_length"]
+    offset, decoded, codes, flags, shapes = _columns(handle, n)
+    distinct = set(flags)
+    typed = any(f & _lib.OBJECT_TYPED for f in distinct)
+    keys = list(zip(codes, _types(handle, n))) if typed else codes
+    resolved = {k: resolve(*k) if typed else resolve(k, None) for k in set(keys)}
     if len(resolved) == 1:
-        dtype, size = resolved.popitem()[1]
-        p.dtype = [dtype] * m
-        p.itemsize = [size] * m
-        count = decoded // size
+        dtype, size = next(iter(resolved.values()))
+        p.dtype = [dtype] * n
+        p.itemsize = itemsize = [size] * n
     else:
         p.dtype = [resolved[k][0] for k in keys]
-        p.itemsize = [resolved[k][1] for k in keys]
-        count = decoded // np.array(p.itemsize, np.uint64)
-    p.count = count = count.tolist()
-
-    # shapes: (count,) unless the stored shape holds exactly `count` elements
-    ndim = table["ndim"]
-    shape = list(zip(count))
-    two = ndim == 2
-    if two.any():
-        for k, rows, cols in _two_dimensional(table["shape"][two], two.nonzero()[0]):
-            if rows * cols == count[k]:
-                shape[k] = (rows, cols)
-    if not ndim.all():
-        for k in (ndim == 0).nonzero()[0].tolist():
-            if count[k] == 1:
-                shape[k] = ()
-    if (ndim > 2).any():
-        for k in (ndim > 2).nonzero()[0].tolist():
-            dims = tuple(ffi.unpack(ffi.cast("const uint64_t *", int(table["shape"][k])), int(ndim[k])))
-            if _elements(dims) == count[k]:
-                shape[k] = dims
-    p.shape = shape
-    p.offset = table["offset"].tolist()
+        p.itemsize = itemsize = [resolved[k][1] for k in keys]
+    p.count = count = list(map(floordiv, decoded, itemsize))
+    # The library checked that a dense object's shape holds decoded_length / the dtype's
+    # size elements; where the element the caller resolved to is not one stored element
+    # (a logical type, or a dtype it has no type of), the shape is used only when it
+    # holds `count` elements, else one dimension of `count`.
+    exact = {k for k, (_dt, size) in resolved.items()
+             if size == _dtypes.SIZES[k[0] if typed else k] and not (typed and k[1])}
+    if len(exact) != len(resolved):
+        for k, key in enumerate(keys):
+            if key not in exact and _elements(shapes[k]) != count[k]:
+                shapes[k] = (count[k],)
+    p.shape = shapes
+    p.offset = offset
+    p.all_dense_raw = all(f & _DENSE_PLAIN == _DENSE_PLAIN for f in distinct)
+    if p.all_dense_raw:
+        p.dense = p.raw = [True] * n
+    else:
+        p.dense = [bool(f & _lib.OBJECT_DENSE) for f in flags]
+        p.raw = [bool(f & _lib.OBJECT_PLAIN) for f in flags]
+    if isinstance(indices, range) and len(indices) == n:
+        p.names, p.indices = names, indices
+    else:
+        indices = list(indices)
+        p.names = [names[i] for i in indices]
+        p.indices = indices
+        for field in ("dense", "dtype", "shape", "raw", "offset", "count", "itemsize"):
+            column = getattr(p, field)
+            setattr(p, field, [column[i] for i in indices])
+        p.all_dense_raw = all(p.dense) and all(p.raw)
     return p
 
 
@@ -137,19 +145,3 @@ def _elements(dims):
     for d in dims:
         n *= d
     return n
-
-
-def _two_dimensional(at, positions):
-    """(position, rows, columns) of each two-dimensional entry, its shape array at
-    address at[j] (a uint64 array the reader owns). One buffer from the lowest to the
-    highest of them is indexed at just their elements (nothing else in between is read);
-    when one is not 8-byte aligned from the lowest, each is read on its own. Python's
-    integers multiply them afterwards, exactly."""
-    base = int(at.min())
-    if ((at - base) & 7).any():
-        dims = [ffi.unpack(ffi.cast("const uint64_t *", a), 2) for a in at.tolist()]
-        return [(k, r, c) for k, (r, c) in zip(positions.tolist(), dims)]
-    span = int(at.max()) - base + 16
-    memory = np.frombuffer(ffi.buffer(ffi.cast("char *", base), span), "=u8")
-    first = (at - base) >> 3
-    return zip(positions.tolist(), memory[first].tolist(), memory[first + 1].tolist())

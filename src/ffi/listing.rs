@@ -159,3 +159,124 @@ pub unsafe extern "C" fn zt_file_get_objects(
         Ok(())
     })
 }
+
+/// `zt_object_columns.flags`: the object is `dense` and has exactly one component.
+pub const ZT_OBJECT_DENSE: u32 = 1;
+/// `zt_object_columns.flags`: component 0's stored bytes are its values, as they are
+/// (raw encoding, no decoding step): at the shard's mapping + `offset` for a mapped file.
+pub const ZT_OBJECT_PLAIN: u32 = 2;
+/// `zt_object_columns.flags`: component 0 has a logical type (`zt_component_info.type`).
+pub const ZT_OBJECT_TYPED: u32 = 4;
+
+/// Caller arrays `zt_file_get_columns` fills, one element per object asked for (`count`),
+/// about the object and its first component. Any column may be NULL: it is not filled.
+/// A column-wise `zt_file_get_objects`, for bindings that turn each column into a list
+/// or array in one step (Python's `ffi.unpack`, NumPy, cgo slices).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_object_columns {
+    /// Component 0: the absolute offset of its stored bytes in its file (0 without one).
+    pub offset: *mut u64,
+    /// Component 0: decoded bytes.
+    pub decoded_length: *mut u64,
+    /// Component 0: a `zt_dtype` value.
+    pub dtype: *mut u32,
+    /// Component 0: the file holding it (`zt_component_get_location`'s `shard`).
+    pub shard: *mut u32,
+    /// `ZT_OBJECT_DENSE`, `ZT_OBJECT_PLAIN`, `ZT_OBJECT_TYPED`, or'ed.
+    pub flags: *mut u32,
+    /// Number of dimensions.
+    pub ndim: *mut u32,
+    /// Every object's dimensions, one object after another in object order (an object of
+    /// `ndim` n takes the next n): `dims_capacity` elements.
+    pub dims: *mut u64,
+    /// How many elements `dims` holds.
+    pub dims_capacity: usize,
+    /// Set by every successful call, and by a `ZT_ERR_BUFFER_TOO_SMALL` one: how many
+    /// dimensions the objects asked for have in all (what `dims` needs).
+    pub dims_count: usize,
+}
+
+/// Describes objects `first` .. `first + count - 1` into the caller's columns (see
+/// `zt_object_columns`), in one call. The shapes of objects of `ZT_OBJECT_DENSE` without
+/// `ZT_OBJECT_TYPED` hold exactly `decoded_length / zt_dtype_get_size(dtype)` elements
+/// (the reader checked it at open), so a binding can use them as they are.
+///
+/// `columns->dims_count` is set to the dimensions in all; when `dims` is not NULL and
+/// `dims_capacity` is less, the call is `ZT_ERR_BUFFER_TOO_SMALL` and writes nothing else
+/// (call again with a `dims` of `dims_count` elements). `ZT_ERR_INVALID_ARGUMENT` for a
+/// range past the last object or a NULL `columns`. O(count), no allocation, thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_get_columns(
+    reader: *const super::zt_reader,
+    first: usize,
+    count: usize,
+    columns: *mut zt_object_columns,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(columns, "columns")?;
+        // SAFETY: non-NULL, and the caller's per the API contract.
+        let cols = unsafe { &mut *columns };
+        let objects = r.inner().objects();
+        let Some(end) = first.checked_add(count).filter(|&e| e <= objects.len()) else {
+            bail!(
+                InvalidArgument,
+                "objects {first} .. {first} + {count} are past the {} objects of the file",
+                objects.len()
+            );
+        };
+        let range = &objects[first..end];
+        // Ranks are bounded by the open limits, so the sum fits.
+        let dims_count: usize = range.iter().map(|o| o.shape().len()).sum();
+        cols.dims_count = dims_count;
+        if !cols.dims.is_null() && cols.dims_capacity < dims_count {
+            bail!(
+                BufferTooSmall,
+                "dims holds {} elements; the objects have {dims_count} dimensions",
+                cols.dims_capacity
+            );
+        }
+        let mut at = 0;
+        for (k, o) in range.iter().enumerate() {
+            let c = o.components().first();
+            let mut flags = 0;
+            if o.components().len() == 1 && o.format() == "dense" {
+                flags |= ZT_OBJECT_DENSE;
+            }
+            if c.is_some_and(|c| c.is_plain()) {
+                flags |= ZT_OBJECT_PLAIN;
+            }
+            if c.is_some_and(|c| c.logical_type().is_some()) {
+                flags |= ZT_OBJECT_TYPED;
+            }
+            // SAFETY (each write): a non-NULL column holds `count` elements per the API
+            // contract, k < count; `dims` holds `dims_count` elements, checked above.
+            unsafe {
+                column(cols.offset, k, c.map_or(0, |c| c.offset()));
+                column(cols.decoded_length, k, c.map_or(0, |c| c.decoded_length()));
+                column(cols.dtype, k, c.map_or(0, |c| c.dtype() as u32));
+                column(cols.shard, k, c.map_or(0, |c| c.file()));
+                column(cols.flags, k, flags);
+                column(cols.ndim, k, o.shape().len() as u32);
+                if !cols.dims.is_null() {
+                    let shape = o.shape();
+                    std::ptr::copy_nonoverlapping(shape.as_ptr(), cols.dims.add(at), shape.len());
+                }
+            }
+            at += o.shape().len();
+        }
+        Ok(())
+    })
+}
+
+/// Writes `value` at `out[k]` unless `out` is NULL.
+///
+/// # Safety
+/// A non-NULL `out` must hold more than `k` elements.
+unsafe fn column<T>(out: *mut T, k: usize, value: T) {
+    if !out.is_null() {
+        // SAFETY: per this function's contract.
+        unsafe { out.add(k).write(value) };
+    }
+}

@@ -1,6 +1,7 @@
 /*
- * test_listing: zt_file_get_names (every name in one block) and zt_file_get_objects
- * (every object's description in one call).
+ * test_listing: zt_file_get_names (every name in one block), zt_file_get_objects
+ * (every object's description in one call) and zt_file_get_columns (the same, column by
+ * column).
  *
  *   test_listing <repo>/tests/vectors      (run in an empty scratch directory)
  *
@@ -8,7 +9,8 @@
  * and for a safetensors vector, the same pointer on every call and from 8 threads racing
  * on the first call, an empty file, NULL arguments; entries equal to what
  * zt_object_get_info, zt_component_get_info and zt_component_get_location say, for a file,
- * a safetensors vector and a sharded set, ranges and their refusals.
+ * a safetensors vector and a sharded set, ranges and their refusals; columns equal to the
+ * entries, the dimensions count, a too-small dims column (nothing written), refusals.
  */
 #include "zt_test.h"
 
@@ -128,6 +130,95 @@ static void test_safetensors(const char *vectors) {
   zt_close(r);
 }
 
+/* The columns of `r` against its entries `e`: all at once and from object 1 on; a dims
+ * column one too small (nothing but dims_count written); the refusals. */
+static void check_columns(const zt_reader *r, const zt_object_entry *e) {
+  size_t n = zt_object_count(r), i, d, at = 0, total = 0;
+  uint64_t *offset = (uint64_t *)calloc(n + 1, sizeof *offset);
+  uint64_t *decoded = (uint64_t *)calloc(n + 1, sizeof *decoded);
+  uint32_t *dtype = (uint32_t *)calloc(n + 1, sizeof *dtype);
+  uint32_t *shard = (uint32_t *)calloc(n + 1, sizeof *shard);
+  uint32_t *flags = (uint32_t *)calloc(n + 1, sizeof *flags);
+  uint32_t *ndim = (uint32_t *)calloc(n + 1, sizeof *ndim);
+  uint64_t *dims;
+  zt_object_columns c;
+  for (i = 0; i < n; i++) {
+    total += e[i].ndim;
+  }
+  dims = (uint64_t *)calloc(total + 1, sizeof *dims);
+  CHECK(offset && decoded && dtype && shard && flags && ndim && dims);
+
+  memset(&c, 0, sizeof c); /* every column NULL: only the count of dimensions */
+  c.dims_count = 99;
+  CHECK_OK(zt_file_get_columns(r, 0, n, &c));
+  CHECK_U64(c.dims_count, total);
+
+  c.offset = offset;
+  c.decoded_length = decoded;
+  c.dtype = dtype;
+  c.shard = shard;
+  c.flags = flags;
+  c.ndim = ndim;
+  c.dims = dims;
+  if (total > 0) {
+    flags[0] = 77;
+    c.dims_capacity = total - 1;
+    c.dims_count = 0;
+    CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_file_get_columns(r, 0, n, &c));
+    CHECK_U64(c.dims_count, total);
+    CHECK_U64(flags[0], 77); /* nothing else written */
+  }
+  c.dims_capacity = total;
+  CHECK_OK(zt_file_get_columns(r, 0, n, &c));
+  CHECK_U64(c.dims_count, total);
+  for (i = 0; i < n; i++) {
+    uint32_t want = 0;
+    if (e[i].component_count == 1 && strcmp(e[i].format, "dense") == 0) {
+      want |= ZT_OBJECT_DENSE;
+    }
+    if (e[i].component_count > 0 && e[i].encoding == ZT_ENCODING_RAW) {
+      want |= ZT_OBJECT_PLAIN;
+    }
+    if (e[i].type != NULL) {
+      want |= ZT_OBJECT_TYPED;
+    }
+    CHECK_U64(flags[i], want);
+    CHECK_U64(offset[i], e[i].offset);
+    CHECK_U64(decoded[i], e[i].decoded_length);
+    CHECK_U64(dtype[i], e[i].dtype);
+    CHECK_U64(shard[i], e[i].shard);
+    CHECK_U64(ndim[i], e[i].ndim);
+    for (d = 0; d < e[i].ndim; d++) {
+      CHECK_U64(dims[at + d], e[i].shape[d]);
+    }
+    at += e[i].ndim;
+  }
+  if (n > 1) { /* from object 1: its values first, its dimensions first */
+    memset(dims, 0, (total + 1) * sizeof *dims);
+    CHECK_OK(zt_file_get_columns(r, 1, n - 1, &c));
+    CHECK_U64(c.dims_count, total - e[0].ndim);
+    CHECK_U64(offset[0], e[1].offset);
+    CHECK_U64(ndim[n - 2], e[n - 1].ndim);
+    if (e[1].ndim > 0) {
+      CHECK_U64(dims[0], e[1].shape[0]);
+    }
+  }
+  /* ranges: count 0 at the end; past it, overflowing; NULL columns or reader */
+  CHECK_OK(zt_file_get_columns(r, n, 0, &c));
+  CHECK_U64(c.dims_count, 0);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_columns(r, n, 1, &c));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_columns(r, 1, SIZE_MAX, &c));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_columns(r, 0, n, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_columns(NULL, 0, 0, &c));
+  free(offset);
+  free(decoded);
+  free(dtype);
+  free(shard);
+  free(flags);
+  free(ndim);
+  free(dims);
+}
+
 /* Every entry of `r` against the per-object calls; `first` .. in chunks of 3. */
 static void check_entries(const zt_reader *r) {
   size_t n = zt_object_count(r), i, at;
@@ -173,6 +264,7 @@ static void check_entries(const zt_reader *r) {
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(r, 0, NULL, 1));
   }
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_objects(NULL, 0, e, 1));
+  check_columns(r, e);
   free(e);
 }
 
@@ -208,6 +300,24 @@ static void test_objects(const char *vectors) {
     CHECK(e[2].ndim == 0 && e[2].shape == NULL);
     CHECK_STR(e[3].type, "f8_e4m3fn");
     CHECK_U64(e[3].dtype, ZT_U8);
+  }
+  { /* the flags of each kind: raw, compressed, a scalar, a logical type */
+    uint32_t flags[4] = {0}, ndim[4] = {0};
+    uint64_t dims[5] = {0};
+    zt_object_columns c;
+    memset(&c, 0, sizeof c);
+    c.flags = flags;
+    c.ndim = ndim;
+    c.dims = dims;
+    c.dims_capacity = 5;
+    CHECK_OK(zt_file_get_columns(r, 0, 4, &c));
+    CHECK_U64(flags[0], ZT_OBJECT_DENSE | ZT_OBJECT_PLAIN);
+    CHECK_U64(flags[1], ZT_OBJECT_DENSE);
+    CHECK_U64(flags[2], ZT_OBJECT_DENSE | ZT_OBJECT_PLAIN);
+    CHECK_U64(flags[3], ZT_OBJECT_DENSE | ZT_OBJECT_PLAIN | ZT_OBJECT_TYPED);
+    CHECK(ndim[0] == 2 && ndim[1] == 2 && ndim[2] == 0 && ndim[3] == 1);
+    CHECK(dims[0] == 2 && dims[1] == 3 && dims[2] == 2 && dims[3] == 3 && dims[4] == 4);
+    CHECK_U64(c.dims_count, 5); /* 2 + 2 + 0 + 1 */
   }
   zt_close(r);
 
