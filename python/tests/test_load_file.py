@@ -162,16 +162,52 @@ def test_one_call_arrays_view_the_mapping_read_only(tmp_path):
     assert _mappings_of(path) == []  # the last one gone: the reader closed
 
 
-def test_sharded_set_takes_the_per_tensor_path(tmp_path):
+def write_set(directory, compress=()):
+    """A set of three or more files under `directory` (made), and what it holds."""
+    directory.mkdir(exist_ok=True)
     tensors = {f"t{i}": np.full((64, 16), i, np.float32) for i in range(6)}
-    with ztensor_c.Writer(tmp_path / "set.zt", max_shard_size=10_000) as w:
+    tensors["bias"] = np.arange(3, dtype=np.int16)
+    with ztensor_c.Writer(directory / "set.zt", max_shard_size=10_000) as w:
         for name, value in tensors.items():
-            w.add(name, value)
-    index = [p for p in tmp_path.iterdir() if p.name.endswith(".index.json")]
-    assert len(index) == 1 and len(list(tmp_path.glob("*.zt"))) > 1
-    got = zt_numpy.load_file(index[0])
+            w.add(name, value, compress=name in compress)
+    index = [p for p in directory.iterdir() if p.name.endswith(".index.json")]
+    assert len(index) == 1 and len(list(directory.glob("*.zt"))) > 2
+    return index[0], tensors
+
+
+@linux_only
+def test_sharded_set_views_every_shard(tmp_path):
+    index, tensors = write_set(tmp_path)
+    got = zt_numpy.load_file(index)
     assert_same_arrays(got, tensors)
-    assert not got["t3"].flags.writeable
+    r = ztensor_c.Reader(index)
+    out = ffi.new("zt_reader **")
+    _lib.check(_lib.open_with(str(index).encode(), ffi.NULL, out))
+    try:
+        loc = ffi.new("zt_location *")
+        shards = set()
+        for i, name in enumerate(r.keys()):
+            _lib.check(_lib.component_get_location(out[0], i, 0, loc))
+            path = ffi.string(_shard_path(out[0], loc.shard)).decode()
+            maps = _mappings_of(path)
+            assert len(maps) == 1, (name, path, maps)  # our reader's mapping of the shard
+            start = int(maps[0].split("-")[0], 16)
+            assert got[name].ctypes.data == start + loc.offset, name  # no copy
+            assert not got[name].flags.writeable
+            shards.add(loc.shard)
+        assert len(shards) > 1
+    finally:
+        _lib.close(out[0])
+    mixed, _ = write_set(tmp_path / "mixed", compress={"t2"})
+    got = zt_numpy.load_file(mixed)
+    assert_same_arrays(got, tensors)
+    assert got["t2"].flags.owndata and not got["t3"].flags.writeable
+
+
+def _shard_path(reader, shard):
+    path = ffi.new("const char **")
+    _lib.check(_lib.shard_get_path(reader, shard, path))
+    return path[0]
 
 
 def test_torch_load_file_equals_numpy(tmp_path):
@@ -191,3 +227,9 @@ def test_torch_load_file_equals_numpy(tmp_path):
             assert t.dtype.itemsize == want.dtype.itemsize, name
             raw = t.contiguous().view(torch.uint8) if t.dim() else t.reshape(1).view(torch.uint8)
             assert raw.numpy().tobytes() == want.tobytes(), name
+    for compress in ((), {"t2"}):
+        index, tensors = write_set(tmp_path / f"set{len(compress)}", compress)
+        got = zt_torch.load_file(index)
+        assert list(got) == list(tensors)
+        for name, want in tensors.items():
+            assert got[name].numpy().tobytes() == want.tobytes() and tuple(got[name].shape) == want.shape, name

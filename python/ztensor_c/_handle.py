@@ -404,18 +404,17 @@ class Handle:
         return {c.role: self.component_array(index, c, obj.shape if c.role == "data" else (), copy)
                 for c in obj.components}
 
-    def _whole_mapping(self):
-        """(start, memoryview) of the file's mapping when raw components can be read at
-        mapping + their offset, as the C API documents for a mapped file ("a component's
-        stored bytes are at base + offset"): one file, in a format whose raw data is
-        stored little-endian, as NumPy reads it (zTensor 1.x, safetensors, GGUF; not
-        legacy v0.1, which may be big-endian, nor Tensogram). None otherwise."""
-        if self.kind != "mapped" or _lib.shard_count(self.ptr) != 1:
-            return None
+    def views_at_offsets(self):
+        """True when a plain component's bytes can be read at its file's mapping + its
+        offset, as the C API documents for mapped files ("a component's stored bytes are
+        at base + offset in the file zt_component_get_location names"): a mapped reader of
+        a format whose raw data is stored little-endian, as NumPy reads it (zTensor 1.x
+        and v2, safetensors, GGUF, and sets of them; not legacy v0.1, which may be
+        big-endian, nor Tensogram)."""
+        if self.kind != "mapped":
+            return False
         fmt = self.format
-        if not (fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))):
-            return None
-        return self._mapping(0)
+        return fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))
 
     def indices(self, names_wanted=None):
         """Object indices in file order: all, or those of the names given."""
@@ -423,27 +422,35 @@ class Handle:
             return range(self.count())
         return sorted({self.index_of(n) for n in names_wanted})
 
-    def whole_array(self):
-        """A read-only uint8 array over the file's whole mapping when raw components are
-        at mapping + offset (see _whole_mapping), else None. Arrays made with it as their
-        buffer (np.ndarray(shape, dtype, it, offset)) are views that can't be made
-        writable: NumPy checks the read-only array and the read-only memoryview under it
-        (a memoryview given as the buffer directly would be looked through, to the
-        writable cffi buffer)."""
-        whole = self._whole_mapping()
-        return None if whole is None else np.frombuffer(whole[1], np.uint8)
+    def shard_arrays(self, shards):
+        """{shard: a read-only uint8 array over the file's whole mapping} for each file of
+        `shards` when plain components are at mapping + offset (see views_at_offsets),
+        else None. Arrays made with one as their buffer (np.ndarray(shape, dtype, it,
+        offset)) are views that can't be made writable: NumPy checks the read-only array
+        and the read-only memoryview under it (a memoryview given as the buffer directly
+        would be looked through, to the writable cffi buffer)."""
+        if not self.views_at_offsets():
+            return None
+        out = {}
+        for shard in shards:
+            mapping = self._mapping(shard)
+            if mapping is None:
+                return None
+            out[shard] = np.frombuffer(mapping[1], np.uint8)
+        return out
 
     def load_dense(self, names_wanted=None, copy=False):
         """{name: value} of every object (or of `names_wanted`), in file order: dense raw
         components as views (zero-copy), other dense ones decoded in one parallel batch
         load, the rest through `value`. The fast path of numpy.load_file: one call per
-        array, run by `map`, where the file is one mapping and every object dense and
-        raw."""
+        array, run by `map`, where every object is dense and plain and its file mapped
+        (one file, or every shard of a set)."""
         p = _plan.plan(self, self.indices(names_wanted), _numpy_resolve)
         views = self.views and not copy
-        base = self.whole_array() if views else None
-        if base is not None and p.all_dense_raw:
-            return dict(zip(p.names, map(np.ndarray, p.shape, p.dtype, repeat(base), p.offset)))
+        bases = self.shard_arrays(set(p.shard)) if views else None
+        if bases is not None and p.all_dense_raw:
+            buffers = repeat(bases[0]) if len(bases) == 1 and 0 in bases else map(bases.__getitem__, p.shard)
+            return dict(zip(p.names, map(np.ndarray, p.shape, p.dtype, buffers, p.offset)))
         out = dict.fromkeys(p.names)
         pending = []  # (index, array) decoded by one batch load
         for k, name in enumerate(p.names):
@@ -451,8 +458,8 @@ class Handle:
             if not p.dense[k]:
                 out[name] = self.value(i, copy)
             elif views and p.raw[k]:
-                if base is not None:  # the bytes are at mapping + offset
-                    out[name] = np.ndarray(p.shape[k], p.dtype[k], base, p.offset[k])
+                if bases is not None:  # the bytes are at the mapping + offset
+                    out[name] = np.ndarray(p.shape[k], p.dtype[k], bases[p.shard[k]], p.offset[k])
                 else:  # the library says where
                     address, size, _dtype, _zero = self.view(i, _DATA)
                     buffer, at = self.memory(address, size, i, 0)

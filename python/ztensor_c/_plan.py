@@ -29,21 +29,23 @@ class Plan:
     Of every object (meaningful for the dense ones): dtype (what `resolve` gave for its
     zt dtype and logical type), shape (a tuple whose elements are the element count its
     decoded bytes hold, else one dimension of that count), raw (its stored bytes are its
-    values, list of bool), offset (of its stored bytes in its file), count (elements),
-    itemsize.
+    values, list of bool), offset (of its stored bytes in its file), shard (which file of
+    a set holds them; 0 for one file), count (elements), itemsize.
     all_dense_raw: every object is dense and raw (the loaders' one-call case).
     """
 
-    __slots__ = ("names", "indices", "dense", "dtype", "shape", "raw", "offset", "count",
-                 "itemsize", "all_dense_raw")
+    __slots__ = ("names", "indices", "dense", "dtype", "shape", "raw", "offset", "shard",
+                 "count", "itemsize", "all_dense_raw")
 
 
 def _columns(handle, n):
-    """(offset, decoded length, dtype, flags, dims per object) lists of every object."""
+    """(offset, decoded length, dtype, shard, flags, dims per object) lists of every
+    object."""
     cols = ffi.new("zt_object_columns *")
     offset = cols.offset = ffi.new("uint64_t[]", n)
     decoded = cols.decoded_length = ffi.new("uint64_t[]", n)
     dtype = cols.dtype = ffi.new("uint32_t[]", n)
+    shard = cols.shard = ffi.new("uint32_t[]", n)
     flags = cols.flags = ffi.new("uint32_t[]", n)
     ndim = cols.ndim = ffi.new("uint32_t[]", n)
     dims = cols.dims = ffi.new("uint64_t[]", 2 * n)  # most tensors have two dimensions or fewer
@@ -58,7 +60,8 @@ def _columns(handle, n):
     dims = ffi.unpack(dims, cols.dims_count)
     starts = list(accumulate(ndim, initial=0))
     shapes = list(map(tuple, map(dims.__getitem__, map(slice, starts, islice(starts, 1, None)))))
-    return ffi.unpack(offset, n), ffi.unpack(decoded, n), ffi.unpack(dtype, n), ffi.unpack(flags, n), shapes
+    return (ffi.unpack(offset, n), ffi.unpack(decoded, n), ffi.unpack(dtype, n), ffi.unpack(shard, n),
+            ffi.unpack(flags, n), shapes)
 
 
 def _types(handle, n):
@@ -93,10 +96,10 @@ def plan(handle, indices, resolve):
     p = Plan()
     if n == 0:
         p.names, p.indices = [], indices
-        p.dense = p.dtype = p.shape = p.raw = p.offset = p.count = p.itemsize = []
+        p.dense = p.dtype = p.shape = p.raw = p.offset = p.shard = p.count = p.itemsize = []
         p.all_dense_raw = True
         return p
-    offset, decoded, codes, flags, shapes = _columns(handle, n)
+    offset, decoded, codes, shard, flags, shapes = _columns(handle, n)
     distinct = set(flags)
     typed = any(f & _lib.OBJECT_TYPED for f in distinct)
     keys = list(zip(codes, _types(handle, n))) if typed else codes
@@ -121,6 +124,7 @@ def plan(handle, indices, resolve):
                 shapes[k] = (count[k],)
     p.shape = shapes
     p.offset = offset
+    p.shard = shard
     p.all_dense_raw = all(f & _DENSE_PLAIN == _DENSE_PLAIN for f in distinct)
     if p.all_dense_raw:
         p.dense = p.raw = [True] * n
@@ -133,7 +137,7 @@ def plan(handle, indices, resolve):
         indices = list(indices)
         p.names = [names[i] for i in indices]
         p.indices = indices
-        for field in ("dense", "dtype", "shape", "raw", "offset", "count", "itemsize"):
+        for field in ("dense", "dtype", "shape", "raw", "offset", "shard", "count", "itemsize"):
             column = getattr(p, field)
             setattr(p, field, [column[i] for i in indices])
         p.all_dense_raw = all(p.dense) and all(p.raw)

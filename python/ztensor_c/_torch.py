@@ -11,6 +11,7 @@ decoded straight into tensors of their own, in one parallel batch.
 
 import operator
 import os
+from itertools import repeat
 
 import numpy as np
 import torch
@@ -108,25 +109,28 @@ def _torch_resolve(code, logical):
 
 def load(handle, names, device="cpu", copy=False, storages=None):
     """{name: torch tensor} of the named objects of `handle` (all for None), in file
-    order. Raw tensors of a mapped file are cut (torch.as_strided) from one copy-on-write storage per file;
-    where the file is one mapping and every object dense and raw, by one `map` over the
-    plan's columns."""
+    order. Raw tensors of a mapped file are cut (torch.as_strided) from one copy-on-write
+    storage per file; where every object is dense and plain, by one `map` over the plan's
+    columns (one file, or every shard of a set)."""
     storages = storages if storages is not None else _Storages()
     p = _plan.plan(handle, handle.indices(names), _torch_resolve)
-    mapped = handle.kind == "mapped" and not copy
-    whole_path = handle.shard_paths()[0] if mapped and handle._whole_mapping() is not None else None
+    # the files' paths when a plain component's bytes are at its file's offset
+    paths = handle.shard_paths() if not copy and handle.views_at_offsets() else None
     on_cpu = device == "cpu"
     strides = _Strides()
-    if whole_path is not None and p.all_dense_raw and on_cpu:
-        flats = {dtype: storages.flat(whole_path, dtype) for dtype in set(p.dtype)}
-        if not any(map(operator.mod, p.offset, p.itemsize)):  # every one aligned to its dtype
-            return dict(zip(p.names, map(torch.as_strided, map(flats.__getitem__, p.dtype), p.shape,
-                                         map(strides.__getitem__, p.shape),
+    if paths is not None and p.all_dense_raw and on_cpu and \
+            not any(map(operator.mod, p.offset, p.itemsize)):  # every one aligned to its dtype
+        pairs = set(zip(p.shard, p.dtype))
+        if all(paths[s] is not None for s, _d in pairs):
+            flats = {(s, d): storages.flat(paths[s], d) for s, d in pairs}
+            bases = repeat(flats.popitem()[1]) if len(flats) == 1 else map(flats.__getitem__, zip(p.shard, p.dtype))
+            return dict(zip(p.names, map(torch.as_strided, bases, p.shape, map(strides.__getitem__, p.shape),
                                          map(operator.floordiv, p.offset, p.itemsize))))
+    mapped = handle.kind == "mapped" and not copy
     ptr = handle.ptr
     loc = ffi.new("zt_location *")
     path_c = ffi.new("const char **")
-    paths = {}
+    located = {}
     out = dict.fromkeys(p.names)
     pending = []
     for k, name in enumerate(p.names):
@@ -138,15 +142,15 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         if mapped and p.raw[k]:
             base = None
             offset = p.offset[k]
-            if whole_path is not None:
-                base = storages.flat(whole_path, dtype)
+            if paths is not None and paths[p.shard[k]] is not None:
+                base = storages.flat(paths[p.shard[k]], dtype)
             else:
                 _address, _size, _dtype, zero_copy = handle.view(i, _DATA)
                 if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
                     offset = loc.offset
-                    path = paths.get(loc.shard)
+                    path = located.get(loc.shard)
                     if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
-                        path = paths[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
+                        path = located[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
                     if path is not None:
                         base = storages.flat(path, dtype)
             if base is not None and offset % itemsize == 0:
