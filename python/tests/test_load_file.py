@@ -62,6 +62,11 @@ def test_one_call_path_equals_the_reader(tmp_path):
     assert_same_arrays(got, {name: r[name] for name in r.keys()})
     assert_same_arrays(r.read_tensors(["last", "cube", "scalar"]),
                        {k: DENSE_RAW[k] for k in ("scalar", "cube", "last")})
+    # runs of objects apart, with more dimensions than two per object (the plan asks the
+    # library how many, then reads them)
+    assert_same_arrays(r.read_tensors(["rank5", "empty", "cube"]),
+                       {k: DENSE_RAW[k] for k in ("empty", "cube", "rank5")})
+    assert_same_arrays(r.read_tensors(["rank5"]), {"rank5": DENSE_RAW["rank5"]})
 
 
 def test_mixed_file_equals_the_reader(tmp_path):

@@ -166,6 +166,8 @@ class Handle:
         self._regions = ()  # (start, end, memoryview) of memory arrays may view
         self._names = None
         self._index = None
+        self._at_offsets = None  # views_at_offsets(), once known
+        self._paths = None  # shard_paths(), once known
         if memory is not None:  # read-only: views of it need only it, not the reader
             start = memory.ctypes.data
             self._regions = ((start, start + memory.nbytes, memoryview(memory)),)
@@ -286,11 +288,16 @@ class Handle:
         return ffi.string(out[0]).decode("utf-8", "surrogateescape")
 
     def shard_paths(self):
-        out = ffi.new("const char **")
-        paths = []
-        for i in range(_lib.shard_count(self.ptr)):
-            paths.append(_text(out[0]) if _lib.shard_get_path(self.ptr, i, out) == _OK else None)
-        return paths
+        """The path of every file (None for one opened from memory or a descriptor);
+        cached: a reader's files don't change."""
+        paths = self._paths
+        if paths is None:
+            out = ffi.new("const char **")
+            paths = []
+            for i in range(_lib.shard_count(self.ptr)):
+                paths.append(_text(out[0]) if _lib.shard_get_path(self.ptr, i, out) == _OK else None)
+            self._paths = paths
+        return list(paths)
 
     def remote_stats(self):
         requests = ffi.new("uint64_t *")
@@ -411,10 +418,12 @@ class Handle:
         a format whose raw data is stored little-endian, as NumPy reads it (zTensor 1.x
         and v2, safetensors, GGUF, and sets of them; not legacy v0.1, which may be
         big-endian, nor Tensogram)."""
-        if self.kind != "mapped":
-            return False
-        fmt = self.format
-        return fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0."))
+        known = self._at_offsets
+        if known is None:
+            fmt = self.format
+            known = self._at_offsets = self.kind == "mapped" and (
+                fmt in ("safetensors", "gguf") or (fmt == "zt" and not self.version.startswith("0.")))
+        return known
 
     def indices(self, names_wanted=None):
         """Object indices in file order: all, or those of the names given."""

@@ -38,37 +38,73 @@ class Plan:
                  "count", "itemsize", "all_dense_raw")
 
 
-def _columns(handle, n):
-    """(offset, decoded length, dtype, shard, flags, dims per object) lists of every
-    object."""
+def _runs(indices):
+    """[(first, count)] of the runs of consecutive indices of `indices` (sorted, unique)."""
+    if isinstance(indices, range):
+        return [(indices.start, len(indices))] if len(indices) else []
+    runs = []
+    for i in indices:
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1][1] += 1
+        else:
+            runs.append([i, 1])
+    return runs
+
+
+def _columns(handle, runs, m):
+    """(offset, decoded length, dtype, shard, flags, shape) lists of the `m` objects of
+    `runs`, from one zt_file_get_columns call per run (one for a whole file) into one
+    block: the two uint64 columns, the four uint32 ones, then the dimensions."""
     cols = ffi.new("zt_object_columns *")
-    offset = cols.offset = ffi.new("uint64_t[]", n)
-    decoded = cols.decoded_length = ffi.new("uint64_t[]", n)
-    dtype = cols.dtype = ffi.new("uint32_t[]", n)
-    shard = cols.shard = ffi.new("uint32_t[]", n)
-    flags = cols.flags = ffi.new("uint32_t[]", n)
-    ndim = cols.ndim = ffi.new("uint32_t[]", n)
-    dims = cols.dims = ffi.new("uint64_t[]", 2 * n)  # most tensors have two dimensions or fewer
-    cols.dims_capacity = 2 * n
-    status = _lib.file_get_columns(handle.ptr, 0, n, cols)
-    if status == _lib.ERR_BUFFER_TOO_SMALL:
-        dims = cols.dims = ffi.new("uint64_t[]", cols.dims_count)
-        cols.dims_capacity = cols.dims_count
-        status = _lib.file_get_columns(handle.ptr, 0, n, cols)
-    _lib.check(status)
-    ndim = ffi.unpack(ndim, n)
-    dims = ffi.unpack(dims, cols.dims_count)
-    starts = list(accumulate(ndim, initial=0))
+    block, total = _fill(handle, cols, runs, m, 2 * m)  # most tensors have two dimensions or fewer
+    if block is None:  # more: ask how many
+        cols.offset = cols.decoded_length = cols.dtype = cols.shard = cols.flags = cols.ndim = ffi.NULL
+        cols.dims = ffi.NULL
+        total = 0
+        for first, count in runs:
+            _lib.check(_lib.file_get_columns(handle.ptr, first, count, cols))
+            total += cols.dims_count
+        block, total = _fill(handle, cols, runs, m, total)
+    wide = ffi.unpack(block, 2 * m)
+    narrow = ffi.unpack(ffi.cast("uint32_t *", block + 2 * m), 4 * m)
+    dims = ffi.unpack(block + 4 * m, total)
+    starts = list(accumulate(narrow[3 * m:], initial=0))
     shapes = list(map(tuple, map(dims.__getitem__, map(slice, starts, islice(starts, 1, None)))))
-    return (ffi.unpack(offset, n), ffi.unpack(decoded, n), ffi.unpack(dtype, n), ffi.unpack(shard, n),
-            ffi.unpack(flags, n), shapes)
+    return wide[:m], wide[m:], narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], shapes
 
 
-def _types(handle, n):
-    """The logical type (bytes or None) of every object's component 0, from the type
-    column of zt_file_get_objects (read as one NumPy column of addresses)."""
-    entries = ffi.new("zt_object_entry[]", n)
-    _lib.check(_lib.file_get_objects(handle.ptr, 0, entries, n))
+def _fill(handle, cols, runs, m, capacity):
+    """Fills a new block (see _columns) run by run, with room for `capacity` dimensions:
+    (block, dimensions written), or (None, 0) when `capacity` is too small."""
+    block = ffi.new("uint64_t[]", 4 * m + max(capacity, 1))
+    narrow = ffi.cast("uint32_t *", block + 2 * m)
+    at = written = 0
+    for first, count in runs:
+        cols.offset = block + at
+        cols.decoded_length = block + m + at
+        cols.dtype = narrow + at
+        cols.shard = narrow + m + at
+        cols.flags = narrow + 2 * m + at
+        cols.ndim = narrow + 3 * m + at
+        cols.dims = block + 4 * m + written
+        cols.dims_capacity = capacity - written
+        status = _lib.file_get_columns(handle.ptr, first, count, cols)
+        if status == _lib.ERR_BUFFER_TOO_SMALL:
+            return None, 0
+        _lib.check(status)
+        at += count
+        written += cols.dims_count
+    return block, written
+
+
+def _types(handle, runs, m):
+    """The logical type (bytes or None) of component 0 of the `m` objects of `runs`, from
+    the type column of zt_file_get_objects (read as one NumPy column of addresses)."""
+    entries = ffi.new("zt_object_entry[]", m)
+    at = 0
+    for first, count in runs:
+        _lib.check(_lib.file_get_objects(handle.ptr, first, entries + at, count))
+        at += count
     at = np.frombuffer(ffi.buffer(entries), _type_column())["type"].tolist()
     text = {a: None if a == 0 else ffi.string(ffi.cast("const char *", a)) for a in set(at)}
     return list(map(text.__getitem__, at))
@@ -92,17 +128,23 @@ def plan(handle, indices, resolve):
     gives (dtype, itemsize) for a zt dtype code and logical type name (bytes or None),
     once per distinct pair."""
     names = handle.names()
-    n = len(names)
     p = Plan()
+    if isinstance(indices, range) and len(indices) == len(names):
+        p.names = names
+    else:
+        indices = list(indices)
+        p.names = [names[i] for i in indices]
+    p.indices = indices
+    n = len(p.names)
     if n == 0:
-        p.names, p.indices = [], indices
         p.dense = p.dtype = p.shape = p.raw = p.offset = p.shard = p.count = p.itemsize = []
         p.all_dense_raw = True
         return p
-    offset, decoded, codes, shard, flags, shapes = _columns(handle, n)
+    runs = _runs(indices)
+    offset, decoded, codes, shard, flags, shapes = _columns(handle, runs, n)
     distinct = set(flags)
     typed = any(f & _lib.OBJECT_TYPED for f in distinct)
-    keys = list(zip(codes, _types(handle, n))) if typed else codes
+    keys = list(zip(codes, _types(handle, runs, n))) if typed else codes
     resolved = {k: resolve(*k) if typed else resolve(k, None) for k in set(keys)}
     if len(resolved) == 1:
         dtype, size = next(iter(resolved.values()))
@@ -131,16 +173,6 @@ def plan(handle, indices, resolve):
     else:
         p.dense = [bool(f & _lib.OBJECT_DENSE) for f in flags]
         p.raw = [bool(f & _lib.OBJECT_PLAIN) for f in flags]
-    if isinstance(indices, range) and len(indices) == n:
-        p.names, p.indices = names, indices
-    else:
-        indices = list(indices)
-        p.names = [names[i] for i in indices]
-        p.indices = indices
-        for field in ("dense", "dtype", "shape", "raw", "offset", "shard", "count", "itemsize"):
-            column = getattr(p, field)
-            setattr(p, field, [column[i] for i in indices])
-        p.all_dense_raw = all(p.dense) and all(p.raw)
     return p
 
 
