@@ -11,7 +11,8 @@ imports and are skipped, saying so, otherwise.
 Workloads: the names, dtypes and shapes of the Rust benchmark's (bench/src/workloads.rs,
 the same generator):
 W1, a Llama-style model in bf16 (300 tensors, 0.96 GiB; --quick: dimensions / 4), and
-W2, 50,000 tensors of 1 to 4 KiB in f32/f16/bf16/i32/i8 (--quick: 3,125). Values are a
+W2, 50,000 tensors of 1 to 4 KiB in f32/f16/bf16/i32/i8 (--quick: 3,125); on W2 also
+safe_open + get_tensor of its first 2,000 names one by one (NumPy and PyTorch). Values are a
 cheap deterministic pattern (raw loads don't look at them). Each is written three times
 under DIR (default bench/data/python, git-ignored) and rewritten only when its spec
 changes: `.zt` by ztensor_c, `.ref.zt` by the reference writer, `.safetensors` by
@@ -188,7 +189,11 @@ def compare(title, cases, runs, check):
     return rows
 
 
-def checker(specs, torch_values=False):
+def checker(specs, torch_values=False, subset=False):
+    """Checks what a case returned: every name (or, with `subset`, the first
+    GET_COUNT), and the dtype, shape and bytes of three of them."""
+    if subset:
+        specs = specs[:GET_COUNT]
     expected = {name: (DTYPES[dt], tuple(shape), k) for k, (name, dt, shape) in enumerate(specs)}
     probe = [specs[0][0], specs[len(specs) // 2][0], specs[-1][0]]
 
@@ -264,12 +269,27 @@ def main():
                 cases.append(("ztensor 1.2.3 Reader", lambda: ref.Reader(paths["ref"]).keys()))
             cases.append(("ztensor_c safe_open, safetensors file", lambda: _keys(ztensor_c.safe_open(paths["st"], "np"))))
             rows += compare(f"open + keys() {wid}", cases, runs, check)
+            some = [name for name, _dt, _shape in specs[:GET_COUNT]]
+            frameworks = ["np"] + (["pt"] if torch is not None else [])
+            for fw in frameworks:
+                cases = [("ztensor_c safe_open", lambda fw=fw: _get(ztensor_c.safe_open(paths["ours"], fw), some)),
+                         ("safetensors safe_open", lambda fw=fw: _get(safetensors.safe_open(paths["st"], fw), some))]
+                rows += compare(f"safe_open + get_tensor x{len(some)} ({fw}) {wid}", cases, runs,
+                                checker(specs, torch_values=fw == "pt", subset=True))
     report(rows, notes, a, runs)
 
 
 def _keys(f):
     with f:
         return f.keys()
+
+
+GET_COUNT = 2000  # safe_open's get_tensor, one name after another (the first of the file)
+
+
+def _get(f, names):
+    with f:
+        return {name: f.get_tensor(name) for name in names}
 
 
 def report(rows, notes, args, runs):

@@ -67,9 +67,9 @@ def _columns(handle, runs, m):
         block, total = _fill(handle, cols, runs, m, total)
     wide = ffi.unpack(block, 2 * m)
     narrow = ffi.unpack(ffi.cast("uint32_t *", block + 2 * m), 4 * m)
-    dims = ffi.unpack(block + 4 * m, total)
+    dims = tuple(ffi.unpack(block + 4 * m, total))  # a tuple's slices are the shapes
     starts = list(accumulate(narrow[3 * m:], initial=0))
-    shapes = list(map(tuple, map(dims.__getitem__, map(slice, starts, islice(starts, 1, None)))))
+    shapes = list(map(dims.__getitem__, map(slice, starts, islice(starts, 1, None))))
     return wide[:m], wide[m:], narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], shapes
 
 
