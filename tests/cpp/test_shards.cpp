@@ -142,6 +142,24 @@ TEST(Shards, LayoutsNamesObjectsAndThePool) {
   const std::vector<zt_object_entry> last = r.objects(3, 1);
   EXPECT_EQ(std::string_view(last[0].name), names[3]);
   EXPECT_THROW(r.objects(3, 2), zt::invalid_argument);
+  // The same column by column: a set's four shards, one raw and one zstd tensor a shard.
+  const zt::object_columns cols = r.columns();
+  ASSERT_EQ(cols.flags.size(), 4u);
+  ASSERT_EQ(cols.dims.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(cols.offset[i], all[i].offset);
+    EXPECT_EQ(cols.decoded_length[i], 4000u);
+    EXPECT_EQ(cols.dtype[i], static_cast<std::uint32_t>(ZT_F32));
+    EXPECT_EQ(cols.shard[i], all[i].shard);
+    EXPECT_EQ(cols.ndim[i], 1u);
+    EXPECT_EQ(cols.dims[i], 1000u);
+    const std::uint32_t plain = all[i].encoding == ZT_ENCODING_RAW ? ZT_OBJECT_PLAIN : 0u;
+    EXPECT_EQ(cols.flags[i], ZT_OBJECT_DENSE | plain);
+  }
+  const zt::object_columns tail = r.columns(2, 2);
+  ASSERT_EQ(tail.offset.size(), 2u);
+  EXPECT_EQ(tail.offset[1], all[3].offset);
+  EXPECT_THROW(r.columns(3, 2), zt::invalid_argument);
   // The pool: sized, read back, reset to one thread per core.
   zt::pool::set_threads(3);
   EXPECT_EQ(zt::pool::thread_count(), 3u);

@@ -93,6 +93,20 @@ struct file_layout {
   std::uint64_t alignment = 1;
 };
 
+/// Objects described column by column (zt_file_get_columns): element i of each column is
+/// object `first + i`'s; `dims` holds every object's dimensions one after another (object
+/// i's are the next `ndim[i]`). `flags` are ZT_OBJECT_DENSE, ZT_OBJECT_PLAIN and
+/// ZT_OBJECT_TYPED, or'ed.
+struct object_columns {
+  std::vector<std::uint64_t> offset;          ///< component 0's offset in its file
+  std::vector<std::uint64_t> decoded_length;  ///< component 0's decoded bytes
+  std::vector<std::uint32_t> dtype;           ///< component 0's zt_dtype
+  std::vector<std::uint32_t> shard;           ///< the file holding component 0
+  std::vector<std::uint32_t> flags;           ///< ZT_OBJECT_*
+  std::vector<std::uint32_t> ndim;            ///< number of dimensions
+  std::vector<std::uint64_t> dims;            ///< every object's dimensions, in order
+};
+
 /// What a remote reader has transferred so far: GET requests answered, body bytes.
 struct transfer_stats {
   std::uint64_t requests = 0;
@@ -797,6 +811,37 @@ class Reader {
   }
   /// Every object, described in one call.
   ret<std::vector<zt_object_entry>> objects() const { return objects(0, size()); }
+
+  /// Objects `first` .. `first + count - 1` column by column (zt_file_get_columns, two
+  /// calls: the number of dimensions, then the columns). invalid_argument for a range
+  /// past the last object.
+  ret<object_columns> columns(std::size_t first, std::size_t count) const {
+    using columns_result = result<object_columns>;
+    zt_object_columns c{};
+    zt_status st = zt_file_get_columns(handle_.get(), first, count, &c);
+    if (st != ZT_OK) return detail::unwrap(columns_result(detail::last_failure(st)));
+    object_columns out;
+    out.offset.resize(count);
+    out.decoded_length.resize(count);
+    out.dtype.resize(count);
+    out.shard.resize(count);
+    out.flags.resize(count);
+    out.ndim.resize(count);
+    out.dims.resize(c.dims_count);
+    c.offset = out.offset.data();
+    c.decoded_length = out.decoded_length.data();
+    c.dtype = out.dtype.data();
+    c.shard = out.shard.data();
+    c.flags = out.flags.data();
+    c.ndim = out.ndim.data();
+    c.dims = out.dims.data();
+    c.dims_capacity = out.dims.size();
+    st = zt_file_get_columns(handle_.get(), first, count, &c);
+    if (st != ZT_OK) return detail::unwrap(columns_result(detail::last_failure(st)));
+    return detail::unwrap(columns_result(std::move(out)));
+  }
+  /// Every object, column by column.
+  ret<object_columns> columns() const { return columns(0, size()); }
 
   /// Checks every component that has a digest; the first failure is reported.
   ret<void> verify() const { return detail::unwrap(detail::check(zt_file_verify(handle_.get()))); }
