@@ -11,7 +11,6 @@ decoded straight into tensors of their own, in one parallel batch.
 
 import operator
 import os
-from itertools import repeat
 
 import numpy as np
 import torch
@@ -68,8 +67,10 @@ def raw_of(t):
 
 
 class _Storages:
-    """Copy-on-write torch storages of the files of one reader, one per file, and a flat
-    tensor of each dtype over each (what torch.as_strided cuts tensors from)."""
+    """Copy-on-write torch mappings of the files of one reader and a flat tensor of each
+    dtype over each (what torch.as_strided cuts tensors from). The first dtype of a file
+    maps it as a tensor of that dtype in one call (torch.from_file); another dtype maps
+    the whole file as an untyped storage (once per file) and views it."""
 
     def __init__(self):
         self._by_path = {}
@@ -78,13 +79,19 @@ class _Storages:
         entry = self._by_path.get(path)
         if entry is None:
             size = os.path.getsize(path)
-            storage = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
-            entry = self._by_path[path] = (storage, size, {})
+            entry = self._by_path[path] = [None, size, {}]
+            if _FROM_FILE is not None and size >= dtype.itemsize:
+                entry[2][dtype] = _FROM_FILE(path, shared=False, size=size // dtype.itemsize, dtype=dtype)
         storage, size, flats = entry
         flat = flats.get(dtype)
         if flat is None:
+            if storage is None:  # the whole file: a typed mapping may stop short of its end
+                storage = entry[0] = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
             flat = flats[dtype] = torch.empty((0,), dtype=dtype).set_(storage, 0, (size // dtype.itemsize,))
         return flat
+
+
+_FROM_FILE = getattr(torch, "from_file", None)
 
 
 class _Strides(dict):
@@ -123,9 +130,12 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         pairs = set(zip(p.shard, p.dtype))
         if all(paths[s] is not None for s, _d in pairs):
             flats = {(s, d): storages.flat(paths[s], d) for s, d in pairs}
-            bases = repeat(flats.popitem()[1]) if len(flats) == 1 else map(flats.__getitem__, zip(p.shard, p.dtype))
-            return dict(zip(p.names, map(torch.as_strided, bases, p.shape, map(strides.__getitem__, p.shape),
-                                         map(operator.floordiv, p.offset, p.itemsize))))
+            offsets = map(operator.floordiv, p.offset, p.itemsize)
+            if len(flats) == 1:  # the flat tensor's own as_strided: a little less per call
+                return dict(zip(p.names, map(flats.popitem()[1].as_strided, p.shape,
+                                             map(strides.__getitem__, p.shape), offsets)))
+            return dict(zip(p.names, map(torch.as_strided, map(flats.__getitem__, zip(p.shard, p.dtype)),
+                                         p.shape, map(strides.__getitem__, p.shape), offsets)))
     mapped = handle.kind == "mapped" and not copy
     ptr = handle.ptr
     loc = ffi.new("zt_location *")
