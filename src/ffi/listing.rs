@@ -123,20 +123,13 @@ pub unsafe extern "C" fn zt_file_get_objects(
 ) -> zt_status {
     guard(|| {
         let r = self::reader(reader)?;
-        let objects = r.inner().objects();
-        let Some(end) = first.checked_add(count).filter(|&e| e <= objects.len()) else {
-            bail!(
-                InvalidArgument,
-                "objects {first} .. {first} + {count} are past the {} objects of the file",
-                objects.len()
-            );
-        };
+        let objects = objects_in(r.inner().objects(), first, count)?;
         if count == 0 {
             return Ok(());
         }
         need_out(out, "out")?;
         let opt = |t: Option<&crate::model::CText>| t.map_or(std::ptr::null(), |t| t.as_ptr());
-        for (k, o) in objects[first..end].iter().enumerate() {
+        for (k, o) in objects.iter().enumerate() {
             let c = o.components().first();
             let info = super::objects::object_info(o);
             let entry = zt_object_entry {
@@ -218,15 +211,7 @@ pub unsafe extern "C" fn zt_file_get_columns(
         need_out(columns, "columns")?;
         // SAFETY: non-NULL, and the caller's per the API contract.
         let cols = unsafe { &mut *columns };
-        let objects = r.inner().objects();
-        let Some(end) = first.checked_add(count).filter(|&e| e <= objects.len()) else {
-            bail!(
-                InvalidArgument,
-                "objects {first} .. {first} + {count} are past the {} objects of the file",
-                objects.len()
-            );
-        };
-        let range = &objects[first..end];
+        let range = objects_in(r.inner().objects(), first, count)?;
         // Ranks are bounded by the open limits, so the sum fits.
         let dims_count: usize = range.iter().map(|o| o.shape().len()).sum();
         cols.dims_count = dims_count;
@@ -268,6 +253,19 @@ pub unsafe extern "C" fn zt_file_get_columns(
         }
         Ok(())
     })
+}
+
+/// Objects `first` .. `first + count - 1` of `objects`; `InvalidArgument` for a range past
+/// the last one.
+fn objects_in(objects: &[Object], first: usize, count: usize) -> Result<&[Object]> {
+    match first.checked_add(count).filter(|&e| e <= objects.len()) {
+        Some(end) => Ok(&objects[first..end]),
+        None => bail!(
+            InvalidArgument,
+            "objects {first} .. {first} + {count} are past the {} objects of the file",
+            objects.len()
+        ),
+    }
 }
 
 /// Writes `value` at `out[k]` unless `out` is NULL.
