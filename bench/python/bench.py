@@ -2,7 +2,7 @@
 """The Python package (ztensor_c) against safetensors and the reference package (ztensor
 1.2.3) on W1 and W2, from Python: load_file (NumPy and PyTorch) and open + keys().
 
-    python bench/python/bench.py [--quick] [--runs N] [--dir DIR] [--out FILE]
+    python bench/python/bench.py [--quick] [--warm] [--runs N] [--dir DIR] [--out FILE]
 
 Run it with a Python that has ztensor_c, safetensors, ztensor==1.2.3, numpy and ml_dtypes
 (after `ctest -R python`, build/venv-python has them all); torch rows run when torch
@@ -21,7 +21,9 @@ safetensors; each library reads its own file (and ztensor_c the safetensors one 
 Method: the page cache is warm (every file read once first); every case runs once untimed
 and its result is checked against the written data (names, dtypes, shapes, bytes); then
 N rounds (default 5, quick 3) in which every case of a comparison runs once, in an order
-rotated each round, so load on the machine falls on all alike. Reported: the median wall
+rotated each round, so load on the machine falls on all alike; a full garbage collection
+runs before every timed call (what a program's first load sees: cold caches), unless
+--warm. Reported: the median wall
 time and the median CPU time of the process (user + system, all threads), and ours
 against each peer as a ratio of medians (> 1: ours is faster). On a shared machine the
 wall times of millisecond cases wander with the scheduler (a process waits whole time
@@ -149,11 +151,15 @@ def warm(path):
             pass
 
 
+COLLECT = True  # a full collection before every timed call (--warm: none)
+
+
 def timed(fn, reps=1):
     """(wall, CPU) seconds of one call of fn, averaged over `reps` calls in a row."""
     wall = cpu = 0.0
     for _ in range(reps):
-        gc.collect()
+        if COLLECT:
+            gc.collect()
         w, c = time.perf_counter(), time.process_time()
         out = fn()
         wall += time.perf_counter() - w
@@ -225,7 +231,11 @@ def main():
                                                  "data", "python"))
     p.add_argument("--out")
     p.add_argument("--only", help="comma-separated: load,torch,keys")
+    p.add_argument("--warm", action="store_true",
+                   help="no garbage collection before each timed call (caches stay warm)")
     a = p.parse_args()
+    global COLLECT
+    COLLECT = not a.warm
     runs = a.runs or (3 if a.quick else 5)
     only = set((a.only or "load,torch,keys").split(","))
     if ref is None:
@@ -296,7 +306,7 @@ def report(rows, notes, args, runs):
     info = (f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}, "
             f"safetensors {safetensors.__version__}, ztensor {getattr(ref, '__version__', '1.2.3') if ref else '-'}, "
             f"torch {torch.__version__ if torch else '-'}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; "
-            f"{'quick, ' if args.quick else ''}{runs} runs, medians")
+            f"{'quick, ' if args.quick else ''}{'warm, ' if args.warm else ''}{runs} runs, medians")
     print()
     print(info)
     print()
@@ -308,7 +318,8 @@ def report(rows, notes, args, runs):
     for n in notes:
         print(f"\n{n}")
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                   "results-quick.json" if args.quick else "results.json")
+                                   "results-quick.json" if args.quick else
+                                   "results-warm.json" if args.warm else "results.json")
     with open(out, "w") as f:
         json.dump({"info": info, "rows": rows, "notes": notes}, f, indent=1)
     print(f"\nwritten to {out}")
