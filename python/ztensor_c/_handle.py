@@ -25,27 +25,8 @@ from ._lib import ffi
 
 _RAW = _lib.ENCODING_RAW
 _OK = _lib.OK
-_SIZE_MAX = int(ffi.cast("size_t", -1))
 _URL_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://",
                 "http://", "https://")
-
-
-def _struct(ctype, *fields):
-    """A new `ctype` struct, and for each field named a (memoryview, index) reading it
-    from the struct's bytes: an item of an 8-byte view for 8-byte fields (pointers as
-    addresses, size_t, uint64_t), of a 4-byte view for uint32_t. Reading a field so costs
-    a fraction of a cffi attribute access."""
-    cdata = ffi.new(ctype + " *")
-    raw = memoryview(ffi.buffer(cdata))
-    views = {8: raw.cast("Q"), 4: raw.cast("I")}
-    out = []
-    for name in fields:
-        size = ffi.sizeof(dict(ffi.typeof(ctype).fields)[name].type)
-        offset = ffi.offsetof(ctype, name)
-        if size not in views or offset % size:
-            raise AssertionError(f"{ctype}.{name}: {size} bytes at {offset}")
-        out.append((views[size], offset // size))
-    return cdata, out
 
 
 class _Role:
@@ -472,8 +453,7 @@ class Handle:
                 else:  # the library says where
                     address, size, _dtype, _zero = self.view(i, _DATA)
                     buffer, at = self.memory(address, size, i, 0)
-                    arr = np.frombuffer(buffer, p.dtype[k], p.count[k], at)
-                    out[name] = arr.reshape(p.shape[k]) if len(p.shape[k]) != 1 else arr
+                    out[name] = view_array(buffer, p.dtype[k], p.shape[k], at)
             else:
                 arr = out[name] = np.empty(p.shape[k], p.dtype[k])
                 pending.append((i, arr))

@@ -11,7 +11,6 @@ type whose values don't map one to one onto stored elements.
 """
 
 from itertools import accumulate, islice
-from operator import floordiv
 
 import numpy as np
 
@@ -30,12 +29,12 @@ class Plan:
     zt dtype and logical type), shape (a tuple whose elements are the element count its
     decoded bytes hold, else one dimension of that count), raw (its stored bytes are its
     values, list of bool), offset (of its stored bytes in its file), shard (which file of
-    a set holds them; 0 for one file), count (elements), itemsize.
+    a set holds them; 0 for one file), itemsize (bytes of one element of `dtype`).
     all_dense_raw: every object is dense and raw (the loaders' one-call case).
     """
 
     __slots__ = ("names", "indices", "dense", "dtype", "shape", "raw", "offset", "shard",
-                 "count", "itemsize", "all_dense_raw")
+                 "itemsize", "all_dense_raw")
 
 
 def _runs(indices):
@@ -137,7 +136,7 @@ def plan(handle, indices, resolve):
     p.indices = indices
     n = len(p.names)
     if n == 0:
-        p.dense = p.dtype = p.shape = p.raw = p.offset = p.shard = p.count = p.itemsize = []
+        p.dense = p.dtype = p.shape = p.raw = p.offset = p.shard = p.itemsize = []
         p.all_dense_raw = True
         return p
     runs = _runs(indices)
@@ -153,17 +152,18 @@ def plan(handle, indices, resolve):
     else:
         p.dtype = [resolved[k][0] for k in keys]
         p.itemsize = itemsize = [resolved[k][1] for k in keys]
-    p.count = count = list(map(floordiv, decoded, itemsize))
     # The library checked that a dense object's shape holds decoded_length / the dtype's
     # size elements; where the element the caller resolved to is not one stored element
     # (a logical type, or a dtype it has no type of), the shape is used only when it
-    # holds `count` elements, else one dimension of `count`.
+    # holds as many elements as the decoded bytes do, else one dimension of that count.
     exact = {k for k, (_dt, size) in resolved.items()
              if size == _dtypes.SIZES[k[0] if typed else k] and not (typed and k[1])}
     if len(exact) != len(resolved):
         for k, key in enumerate(keys):
-            if key not in exact and _elements(shapes[k]) != count[k]:
-                shapes[k] = (count[k],)
+            if key not in exact:
+                count = decoded[k] // itemsize[k]
+                if _elements(shapes[k]) != count:
+                    shapes[k] = (count,)
     p.shape = shapes
     p.offset = offset
     p.shard = shard
