@@ -108,15 +108,22 @@ def test_packed_types_come_back_as_their_bytes(tmp_path):
     assert_same_arrays({k: got[k] for k in DENSE_RAW}, DENSE_RAW)
 
 
-def test_safetensors_file_takes_the_same_path(tmp_path):
+@linux_only
+def test_safetensors_file_views_its_mapping(tmp_path):
     import safetensors.numpy as st_numpy
     tensors = {k: v for k, v in DENSE_RAW.items() if k not in ("fp8", "c64")}
     tensors["bf16"] = DENSE_RAW["matrix"]
-    st_numpy.save_file(tensors, str(tmp_path / "m.safetensors"))
-    got = zt_numpy.load_file(tmp_path / "m.safetensors")
-    want = st_numpy.load_file(str(tmp_path / "m.safetensors"))
+    path = tmp_path / "m.safetensors"
+    st_numpy.save_file(tensors, str(path))
+    got = zt_numpy.load_file(path)
+    want = st_numpy.load_file(str(path))
     assert sorted(got) == sorted(want)
     assert_same_arrays({k: got[k] for k in want}, want)
+    maps = _mappings_of(path)
+    assert len(maps) == 1
+    start = int(maps[0].split("-")[0], 16)
+    for name, offset in _c_offsets(path).items():  # the file's bytes, no copy
+        assert got[name].ctypes.data == start + offset and not got[name].flags.writeable, name
 
 
 def _c_offsets(path):
@@ -238,3 +245,27 @@ def test_torch_load_file_equals_numpy(tmp_path):
         assert list(got) == list(tensors)
         for name, want in tensors.items():
             assert got[name].numpy().tobytes() == want.tobytes() and tuple(got[name].shape) == want.shape, name
+
+
+def test_torch_equals_numpy_where_the_format_does_not_place_bytes(vectors):
+    """Tensogram and legacy v0.1 files: torch takes a tensor from the file only where the
+    library's view is zero-copy (else decodes it), and gets NumPy's bytes either way."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch cases skip")
+    import ztensor_c.torch as zt_torch
+    files = sorted((vectors / "tensogram").glob("*.tgm")) + sorted((vectors / "reference").glob("v01_*.zt"))
+    compared = 0
+    for path in files:
+        try:
+            arrays = zt_numpy.load_file(path)
+        except ztensor_c.ZtError:  # vectors of what this build refuses
+            continue
+        tensors = zt_torch.load_file(path)
+        assert list(tensors) == list(arrays), path
+        for name, a in arrays.items():
+            t = tensors[name]
+            if not isinstance(a, np.ndarray) or a.dtype.kind == "V" or t.layout != torch.strided:
+                continue
+            raw = (t.contiguous() if t.dim() else t.reshape(1)).view(torch.uint8).numpy().tobytes()
+            assert raw == np.ascontiguousarray(a).tobytes(), (path.name, name)
+            compared += 1
+    assert compared > 50

@@ -136,11 +136,10 @@ def load(handle, names, device="cpu", copy=False, storages=None):
                                              map(strides.__getitem__, p.shape), offsets)))
             return dict(zip(p.names, map(torch.as_strided, map(flats.__getitem__, zip(p.shard, p.dtype)),
                                          p.shape, map(strides.__getitem__, p.shape), offsets)))
-    mapped = handle.kind == "mapped" and not copy
-    ptr = handle.ptr
-    loc = ffi.new("zt_location *")
-    path_c = ffi.new("const char **")
-    located = {}
+    # other mapped files: a plain component is at its file's offset (the plan's offset and
+    # shard) when the library's view of it is zero-copy
+    files = paths if paths is not None else (
+        handle.shard_paths() if handle.kind == "mapped" and not copy else None)
     out = dict.fromkeys(p.names)
     pending = []
     for k, name in enumerate(p.names):
@@ -148,25 +147,12 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         if not p.dense[k]:
             out[name] = _other(handle, i)
             continue
-        dtype, shape, itemsize = p.dtype[k], p.shape[k], p.itemsize[k]
-        if mapped and p.raw[k]:
-            base = None
-            offset = p.offset[k]
-            if paths is not None and paths[p.shard[k]] is not None:
-                base = storages.flat(paths[p.shard[k]], dtype)
-            else:
-                _address, _size, _dtype, zero_copy = handle.view(i, _DATA)
-                if zero_copy and _lib.component_get_location(ptr, i, 0, loc) == _OK:
-                    offset = loc.offset
-                    path = located.get(loc.shard)
-                    if path is None and _lib.shard_get_path(ptr, loc.shard, path_c) == _OK:
-                        path = located[loc.shard] = os.fsdecode(ffi.string(path_c[0]))
-                    if path is not None:
-                        base = storages.flat(path, dtype)
-            if base is not None and offset % itemsize == 0:
-                t = torch.as_strided(base, shape, strides[shape], offset // itemsize)
-                out[name] = t if on_cpu else t.to(device)
-                continue
+        dtype, shape, itemsize, offset = p.dtype[k], p.shape[k], p.itemsize[k], p.offset[k]
+        path = files[p.shard[k]] if files is not None and p.raw[k] else None
+        if path is not None and offset % itemsize == 0 and (paths is not None or handle.view(i, _DATA)[3]):
+            t = torch.as_strided(storages.flat(path, dtype), shape, strides[shape], offset // itemsize)
+            out[name] = t if on_cpu else t.to(device)
+            continue
         t = out[name] = torch.empty(shape, dtype=dtype)
         pending.append((i, t))
     if pending:
