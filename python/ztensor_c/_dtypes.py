@@ -61,10 +61,6 @@ TORCH = {F64: "float64", F32: "float32", F16: "float16", BF16: "bfloat16", I64: 
          U8: "uint8", BOOL: "bool"}
 
 
-def has_ml_dtypes():
-    return _ml_dtypes is not None
-
-
 def _raw_structured(name, storage):
     return np.dtype([(name, STORAGE_NUMPY[storage])])
 
@@ -95,18 +91,6 @@ def numpy_dtype(dtype, logical=None):
         return STORAGE_NUMPY[dtype], 1
     except KeyError:
         raise ValueError(f"unknown dtype value {dtype}") from None
-
-
-def value_shape(shape, dtype, logical, nbytes):
-    """The shape of a component read as values: the object's shape for dense data whose
-    size matches it; else one dimension of stored elements (values for complex)."""
-    np_dtype, per = numpy_dtype(dtype, logical)
-    count = 1
-    for d in shape:
-        count *= d
-    if count * np_dtype.itemsize == nbytes:
-        return tuple(shape)
-    return (nbytes // np_dtype.itemsize,)
 
 
 def from_numpy(dt):

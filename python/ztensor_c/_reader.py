@@ -74,12 +74,6 @@ class Reader:
         r._h = Handle.open_memory(data, **limits)
         return r
 
-    @classmethod
-    def _of(cls, handle):
-        r = cls.__new__(cls)
-        r._h = handle
-        return r
-
     def _handle(self):
         h = self._h
         if h is None:
