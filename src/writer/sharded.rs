@@ -7,7 +7,7 @@
 //! one. Durable as a single file is: every shard is written to a hidden temporary file,
 //! synced, and named only at `finish`, the index last.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::ops::{Deref, DerefMut};
@@ -29,10 +29,10 @@ pub(super) struct Shards<W: Write> {
     options: CreateOptions,
     /// Creates the writer of the next shard at a path.
     open: fn(&Path, &CreateOptions) -> Result<Writer<W>>,
-    /// Finished shards under their temporary names, and the objects each holds.
-    done: Vec<(PathBuf, Vec<String>)>,
-    /// The objects of the finished shards.
-    finished: HashSet<String>,
+    /// Finished shards under their temporary names.
+    done: Vec<PathBuf>,
+    /// The objects of the finished shards, each with the number of its shard in `done`.
+    finished: HashMap<String, usize>,
     /// Decoded bytes of the objects of the finished shards (the index's `total_size`).
     total: u64,
     /// Every temporary shard was renamed: nothing to clean up.
@@ -77,7 +77,7 @@ impl Writer<BufWriter<File>> {
             options: *options,
             open: |path, options| Writer::create_with(path, options),
             done: Vec::new(),
-            finished: HashSet::new(),
+            finished: HashMap::new(),
             total: 0,
             named: false,
         };
@@ -150,20 +150,25 @@ impl<W: Write> Shards<W> {
     /// its objects.
     fn close(&mut self, w: Writer<W>) -> Result<W> {
         let path = w.target.as_ref().expect("a path writer").path.clone();
-        let names: Vec<String> = w.objects.iter().map(|o| o.name().to_owned()).collect();
+        let shard = self.done.len();
+        let names: Vec<(String, usize)> = w
+            .objects
+            .iter()
+            .map(|o| (o.name().to_owned(), shard))
+            .collect();
         let size: u64 = (w.objects.iter().flat_map(|o| o.components()))
             .map(|c| c.decoded_length())
             .sum();
         let out = w.finish_file()?;
-        self.finished.extend(names.iter().cloned());
+        self.finished.extend(names);
         self.total += size;
-        self.done.push((path, names));
+        self.done.push(path);
         Ok(out)
     }
 
     /// Whether `name` is an object of a finished shard.
     pub(super) fn holds(&self, name: &str) -> bool {
-        self.finished.contains(name)
+        self.finished.contains_key(name)
     }
 
     /// The index's path.
@@ -181,8 +186,8 @@ impl<W: Write> Shards<W> {
         let attributes = w.file_attributes.take();
         let out = self.close(w)?;
         let n = self.done.len();
-        let mut weight_map = serde_json::Map::new();
-        for (k, (temp, names)) in self.done.iter().enumerate() {
+        let mut files = Vec::with_capacity(n);
+        for (k, temp) in self.done.iter().enumerate() {
             let file = format!("{}-{:05}-of-{n:05}.zt", self.stem, k + 1);
             let path = self.dir.join(&file);
             std::fs::rename(temp, &path).map_err(|e| {
@@ -191,11 +196,13 @@ impl<W: Write> Shards<W> {
                     e,
                 )
             })?;
-            for name in names {
-                weight_map.insert(name.clone(), serde_json::Value::String(file.clone()));
-            }
+            files.push(file);
         }
         self.named = true;
+        // serde_json's map keeps its keys sorted: the order objects were added doesn't show
+        let weight_map = (self.finished.iter())
+            .map(|(name, &k)| (name.clone(), serde_json::Value::String(files[k].clone())))
+            .collect();
         let index = self.index_json(attributes.as_ref(), weight_map)?;
         let path = self.index_path();
         let temp = self.dir.join(temp_name(path.file_name().expect("a name")));
@@ -254,7 +261,7 @@ impl<W: Write> Drop for Shards<W> {
     /// names are removed (the current shard's writer removes its own).
     fn drop(&mut self) {
         if !self.named {
-            for (temp, _) in &self.done {
+            for temp in &self.done {
                 let _ = std::fs::remove_file(temp);
             }
         }
