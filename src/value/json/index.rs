@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::Key;
 use crate::cbor::Value;
 use crate::error::{Result, bail, err};
 
@@ -79,28 +80,6 @@ struct PairsSeed<'e> {
     entry: Option<Entry<'e>>,
 }
 
-/// A JSON string, borrowed from the text when it has no escapes.
-struct Text<'t>(Cow<'t, str>);
-
-impl<'de> serde::Deserialize<'de> for Text<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
 impl<'de> DeserializeSeed<'de> for PairsSeed<'_> {
     type Value = WeightMap<'de>;
 
@@ -125,7 +104,7 @@ impl<'de> Visitor<'de> for PairsSeed<'_> {
     ) -> std::result::Result<Self::Value, A::Error> {
         let mut entry = self.entry;
         let mut pairs: WeightMap<'de> = Vec::new();
-        while let Some((Text(k), Text(v))) = map.next_entry::<Text<'de>, Text<'de>>()? {
+        while let Some((k, v)) = map.next_entry_seed(Key, Key)? {
             // Grown fallibly: the index's size bounds the entries, not memory.
             if pairs.len() == pairs.capacity() && pairs.try_reserve(pairs.len().max(64)).is_err() {
                 return Err(de::Error::custom("out of memory for the weight map"));
@@ -166,7 +145,7 @@ impl<'de> Visitor<'de> for IndexSeed<'_> {
             weight_map: None,
             maps: 0,
         };
-        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+        while let Some(key) = map.next_key_seed(Key)? {
             match &*key {
                 "metadata" => read.metadata = Some(map.next_value::<&'de RawValue>()?),
                 "weight_map" => {
