@@ -803,6 +803,32 @@ typedef struct zt_object_columns {
 } zt_object_columns;
 
 /**
+ * One run of objects as `zt_file_get_runs` reports it: objects `first` ..
+ * `first + period * repeats - 1`, one repeat of `period` objects after another.
+ */
+typedef struct zt_object_run {
+  /**
+   * The index of the run's first object.
+   */
+  size_t first;
+  /**
+   * Objects in one repeat (at least 1).
+   */
+  size_t period;
+  /**
+   * Repeats (at least 1). Above 1: object `first + j * period + i` (`i < period`,
+   * `j < repeats`) is like object `first + i` (both `ZT_OBJECT_DENSE` and
+   * `ZT_OBJECT_PLAIN`, the same dtype, logical type, shape, decoded length and shard),
+   * its stored bytes `j * stride` after those of `first + i`.
+   */
+  size_t repeats;
+  /**
+   * Bytes from one repeat's objects to the next's; 0 when `repeats` is 1.
+   */
+  uint64_t stride;
+} zt_object_run;
+
+/**
  * One frame of a zstd component (or, for a component of more than 65,536 frames, a run
  * of consecutive frames): where its stored bytes are in the file and which decoded bytes
  * of the component they hold. The stored bytes `[offset, offset + length)` decode on their
@@ -1514,6 +1540,28 @@ enum zt_status zt_file_get_columns(const struct zt_reader *reader,
                                    size_t first,
                                    size_t count,
                                    struct zt_object_columns *columns);
+
+/**
+ * Splits objects `first` .. `first + count - 1` into runs, in order, each object in one:
+ * repeats (a model's layers: the same tensors laid out again `stride` bytes on) and, between
+ * them, runs of one repeat of the objects that don't repeat. For bindings that pay for each
+ * view: one strided view per object of a run's first repeat, `repeats` long, cut into
+ * `repeats` views in one call (PyTorch's `unbind`), instead of a view per object.
+ *
+ * What a run claims is exact (every object checked); the search is greedy and bounded
+ * (periods up to 64 objects, at most 64 checks per object), so a binding must not count on
+ * every repeat being found. `*out_count` is set to the runs (at most `count`); when `runs`
+ * holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is written (`runs`
+ * may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a range past the
+ * last object. O(count), one temporary allocation, thread-safe.
+ */
+ZT_API
+enum zt_status zt_file_get_runs(const struct zt_reader *reader,
+                                size_t first,
+                                size_t count,
+                                struct zt_object_run *runs,
+                                size_t capacity,
+                                size_t *out_count);
 
 /**
  * The number of frames of a zstd component (see `zt_frame_info`). The frame index is

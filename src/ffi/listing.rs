@@ -278,3 +278,72 @@ unsafe fn column<T>(out: *mut T, k: usize, value: T) {
         unsafe { out.add(k).write(value) };
     }
 }
+
+/// One run of objects as `zt_file_get_runs` reports it: objects `first` ..
+/// `first + period * repeats - 1`, one repeat of `period` objects after another.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zt_object_run {
+    /// The index of the run's first object.
+    pub first: usize,
+    /// Objects in one repeat (at least 1).
+    pub period: usize,
+    /// Repeats (at least 1). Above 1: object `first + j * period + i` (`i < period`,
+    /// `j < repeats`) is like object `first + i` (both `ZT_OBJECT_DENSE` and
+    /// `ZT_OBJECT_PLAIN`, the same dtype, logical type, shape, decoded length and shard),
+    /// its stored bytes `j * stride` after those of `first + i`.
+    pub repeats: usize,
+    /// Bytes from one repeat's objects to the next's; 0 when `repeats` is 1.
+    pub stride: u64,
+}
+
+/// Splits objects `first` .. `first + count - 1` into runs, in order, each object in one:
+/// repeats (a model's layers: the same tensors laid out again `stride` bytes on) and, between
+/// them, runs of one repeat of the objects that don't repeat. For bindings that pay for each
+/// view: one strided view per object of a run's first repeat, `repeats` long, cut into
+/// `repeats` views in one call (PyTorch's `unbind`), instead of a view per object.
+///
+/// What a run claims is exact (every object checked); the search is greedy and bounded
+/// (periods up to 64 objects, at most 64 checks per object), so a binding must not count on
+/// every repeat being found. `*out_count` is set to the runs (at most `count`); when `runs`
+/// holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is written (`runs`
+/// may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a range past the
+/// last object. O(count), one temporary allocation, thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_file_get_runs(
+    reader: *const super::zt_reader,
+    first: usize,
+    count: usize,
+    runs: *mut zt_object_run,
+    capacity: usize,
+    out_count: *mut usize,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out_count, "out_count")?;
+        let range = objects_in(r.inner().objects(), first, count)?;
+        let found = crate::model::runs::runs(range);
+        put(out_count, found.len());
+        if capacity < found.len() {
+            bail!(
+                BufferTooSmall,
+                "runs holds {capacity} entries; objects {first} .. {first} + {count} make {} runs",
+                found.len()
+            );
+        }
+        if !found.is_empty() {
+            need_out(runs, "runs")?;
+        }
+        for (k, run) in found.iter().enumerate() {
+            let entry = zt_object_run {
+                first: first + run.start,
+                period: run.period,
+                repeats: run.repeats,
+                stride: run.stride,
+            };
+            // SAFETY: `runs` holds `capacity` >= found.len() entries per the API contract.
+            unsafe { runs.add(k).write(entry) };
+        }
+        Ok(())
+    })
+}

@@ -14,6 +14,7 @@ mod index;
 pub mod schema;
 mod steps;
 mod text;
+pub mod runs;
 mod validate;
 
 pub use attributes::Attributes;

@@ -3535,6 +3535,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_file_get_names",     /* test_listing.c */
     "zt_file_get_objects",   /* test_listing.c */
     "zt_file_get_columns",   /* test_listing.c */
+    "zt_file_get_runs",      /* test_listing.c */
     "zt_open_url_with",           /* test_remote.c */
     "zt_file_get_remote_stats",       /* test_remote.c */
     "zt_open_fd_with",            /* test_loader.c */

@@ -10,7 +10,10 @@
  * on the first call, an empty file, NULL arguments; entries equal to what
  * zt_object_get_info, zt_component_get_info and zt_component_get_location say, for a file,
  * a safetensors vector and a sharded set, ranges and their refusals; columns equal to the
- * entries, the dimensions count, a too-small dims column (nothing written), refusals.
+ * entries, the dimensions count, a too-small dims column (nothing written), refusals;
+ * zt_file_get_runs: the exact runs of a layered file (a repeat between objects that
+ * don't repeat), every claim of the runs of a file, a safetensors vector and a set
+ * checked against the entries, ranges, a too-small array (nothing written), refusals.
  */
 #include "zt_test.h"
 
@@ -340,6 +343,122 @@ static void test_objects(const char *vectors) {
   }
 }
 
+/* Every run of objects first .. first + count - 1 checked against the entries: in order,
+ * covering each object once, and a repeat's claims (alike, `stride` apart) true. */
+static size_t check_runs(const zt_reader *r, size_t first, size_t count) {
+  zt_object_run *runs = (zt_object_run *)calloc(count + 1, sizeof *runs);
+  zt_object_entry *e = (zt_object_entry *)calloc(count + 1, sizeof *e);
+  size_t found = 0, k, next = first;
+  CHECK(runs != NULL && e != NULL);
+  CHECK_OK(zt_file_get_objects(r, first, e, count));
+  CHECK_OK(zt_file_get_runs(r, first, count, runs, count, &found));
+  CHECK(found >= (count > 0) && found <= count);
+  for (k = 0; k < found; k++) {
+    const zt_object_run *run = &runs[k];
+    size_t i, j;
+    CHECK_U64(run->first, next);
+    CHECK(run->period >= 1 && run->repeats >= 1);
+    next += run->period * run->repeats;
+    if (run->repeats == 1) {
+      CHECK_U64(run->stride, 0);
+      continue;
+    }
+    for (i = 0; i < run->period; i++) {
+      const zt_object_entry *head = &e[run->first - first + i];
+      CHECK(strcmp(head->format, "dense") == 0 && head->component_count == 1);
+      CHECK_U64(head->encoding, ZT_ENCODING_RAW);
+      for (j = 1; j < run->repeats; j++) {
+        const zt_object_entry *peer = &e[run->first - first + j * run->period + i];
+        CHECK(peer->dtype == head->dtype && peer->shard == head->shard && peer->ndim == head->ndim);
+        CHECK((peer->type == NULL) == (head->type == NULL));
+        CHECK(head->ndim == 0 || memcmp(peer->shape, head->shape, head->ndim * sizeof *head->shape) == 0);
+        CHECK_U64(peer->decoded_length, head->decoded_length);
+        CHECK_U64(peer->offset, head->offset + j * run->stride);
+      }
+    }
+  }
+  CHECK_U64(next, first + count);
+  free(runs);
+  free(e);
+  return found;
+}
+
+/* An embedding, 4 layers of three tensors, a last tensor and a compressed one: each
+ * tensor's bytes fit the writer's 64-byte alignment, so a layer is 192 bytes on. */
+static void test_runs(const char *vectors) {
+  char path[1200];
+  zt_reader *r = NULL;
+  zt_writer *w = NULL;
+  uint64_t embed[2] = {4, 2}, norm[1] = {2}, weight[2] = {2, 2}, odd[1] = {3};
+  float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint16_t small[3] = {1, 2, 3};
+  zt_write_options zstd = {0};
+  zt_object_run runs[4], untouched;
+  size_t found = 0, layer;
+  zstd.encoding = ZT_ENCODING_ZSTD;
+  CHECK_OK(zt_writer_create("runs.zt", &w));
+  CHECK_OK(zt_writer_add(w, "embed", ZT_F32, embed, 2, values, sizeof values, NULL));
+  for (layer = 0; layer < 4; layer++) {
+    char name[32];
+    snprintf(name, sizeof name, "layers.%zu.norm", layer);
+    CHECK_OK(zt_writer_add(w, name, ZT_F32, norm, 1, values, 2 * sizeof(float), NULL));
+    snprintf(name, sizeof name, "layers.%zu.weight", layer);
+    CHECK_OK(zt_writer_add(w, name, ZT_F32, weight, 2, values, 4 * sizeof(float), NULL));
+    snprintf(name, sizeof name, "layers.%zu.odd", layer);
+    CHECK_OK(zt_writer_add(w, name, ZT_U16, odd, 1, small, sizeof small, NULL));
+  }
+  CHECK_OK(zt_writer_add(w, "out", ZT_F32, norm, 1, values, 2 * sizeof(float), NULL));
+  CHECK_OK(zt_writer_add(w, "packed", ZT_F32, norm, 1, values, 2 * sizeof(float), &zstd));
+  CHECK_OK(zt_writer_finish(w));
+  zt_writer_free(w);
+  CHECK_OK(zt_open("runs.zt", &r));
+  CHECK_OK(zt_file_get_runs(r, 0, 15, runs, 4, &found));
+  CHECK_U64(found, 3);
+  CHECK(runs[0].first == 0 && runs[0].period == 1 && runs[0].repeats == 1 && runs[0].stride == 0);
+  CHECK(runs[1].first == 1 && runs[1].period == 3 && runs[1].repeats == 4 && runs[1].stride == 192);
+  CHECK(runs[2].first == 13 && runs[2].period == 2 && runs[2].repeats == 1 && runs[2].stride == 0);
+  CHECK_U64(check_runs(r, 0, 15), 3);
+  /* a range: its runs, numbered as in the file */
+  CHECK_OK(zt_file_get_runs(r, 4, 9, runs, 4, &found));
+  CHECK_U64(found, 1);
+  CHECK(runs[0].first == 4 && runs[0].period == 3 && runs[0].repeats == 3 && runs[0].stride == 192);
+  /* from layer 0's weight: (weight, odd, next norm) repeats to "out", like a norm */
+  CHECK_U64(check_runs(r, 2, 13), 2);
+  /* too small: the count needed, nothing written; NULL with capacity 0 asks */
+  memset(&untouched, 0xab, sizeof untouched);
+  runs[0] = untouched;
+  found = 0;
+  CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_file_get_runs(r, 0, 15, runs, 2, &found));
+  CHECK_U64(found, 3);
+  CHECK(memcmp(&runs[0], &untouched, sizeof untouched) == 0);
+  found = 0;
+  CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_file_get_runs(r, 0, 15, NULL, 0, &found));
+  CHECK_U64(found, 3);
+  CHECK_OK(zt_file_get_runs(r, 15, 0, NULL, 0, &found));
+  CHECK_U64(found, 0);
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(r, 0, 15, NULL, 4, &found));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(r, 15, 1, runs, 4, &found));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(r, 1, SIZE_MAX, runs, 4, &found));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(r, 0, 15, runs, 4, NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(NULL, 0, 0, runs, 4, &found));
+  zt_close(r);
+
+  snprintf(path, sizeof path, "%s/safetensors/dtypes.safetensors", vectors);
+  if (zt_open(path, &r) == ZT_OK) {
+    check_runs(r, 0, zt_object_count(r));
+    zt_close(r);
+  } else {
+    printf("note: %s: %s: safetensors runs not checked\n", path, zt_last_error());
+  }
+  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
+  if (zt_open(path, &r) == ZT_OK) {
+    check_runs(r, 0, zt_object_count(r));
+    zt_close(r);
+  } else {
+    printf("note: %s: %s: set runs not checked\n", path, zt_last_error());
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <repo>/tests/vectors  (run in an empty scratch directory)\n", argv[0]);
@@ -348,5 +467,6 @@ int main(int argc, char **argv) {
   test_written();
   test_safetensors(argv[1]);
   test_objects(argv[1]);
+  test_runs(argv[1]);
   return zt_test_summary();
 }

@@ -160,6 +160,18 @@ TEST(Shards, LayoutsNamesObjectsAndThePool) {
   ASSERT_EQ(tail.offset.size(), 2u);
   EXPECT_EQ(tail.offset[1], all[3].offset);
   EXPECT_THROW(r.columns(3, 2), zt::invalid_argument);
+  // Runs: tensors in four files are not alike; one run of one repeat.
+  const std::vector<zt_object_run> runs = r.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].first, 0u);
+  EXPECT_EQ(runs[0].period, 4u);
+  EXPECT_EQ(runs[0].repeats, 1u);
+  EXPECT_EQ(runs[0].stride, 0u);
+  const std::vector<zt_object_run> middle = r.runs(1, 2);
+  ASSERT_EQ(middle.size(), 1u);
+  EXPECT_EQ(middle[0].first, 1u);
+  EXPECT_EQ(middle[0].period, 2u);
+  EXPECT_THROW(r.runs(3, 2), zt::invalid_argument);
   // The pool: sized, read back, reset to one thread per core.
   zt::pool::set_threads(3);
   EXPECT_EQ(zt::pool::thread_count(), 3u);
@@ -171,6 +183,34 @@ TEST(Shards, LayoutsNamesObjectsAndThePool) {
   r.close();
   for (int i = 1; i <= 4; ++i) zt_test::remove(base + "-0000" + std::to_string(i) + "-of-00004.zt");
   zt_test::remove(index);
+}
+
+TEST(Shards, RunsOfAFileThatRepeats) {
+  const std::string path = zt_test::temp_path("runs");
+  {
+    zt::Writer w = zt::Writer::create(path);
+    w.add("first", values(3, 1.0f), {3});
+    for (int layer = 0; layer < 5; ++layer) {  // 64 and 128 bytes: 192 bytes a layer
+      w.add("l" + std::to_string(layer) + ".a", values(16, 2.0f), {4, 4});
+      w.add("l" + std::to_string(layer) + ".b", values(32, 3.0f), {32});
+    }
+    w.finish();
+  }
+  zt::Reader r = zt::Reader::open(path);
+  const std::vector<zt_object_run> runs = r.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].first, 0u);
+  EXPECT_EQ(runs[0].period, 1u);
+  EXPECT_EQ(runs[0].repeats, 1u);
+  EXPECT_EQ(runs[1].first, 1u);
+  EXPECT_EQ(runs[1].period, 2u);
+  EXPECT_EQ(runs[1].repeats, 5u);
+  EXPECT_EQ(runs[1].stride, 192u);
+  const std::vector<zt_object_entry> all = r.objects();
+  EXPECT_EQ(all[1 + 2 * 4].offset, all[1].offset + 4 * runs[1].stride);
+  EXPECT_EQ(all[2 + 2 * 4].offset, all[2].offset + 4 * runs[1].stride);
+  r.close();
+  zt_test::remove(path);
 }
 
 TEST(Shards, OptionsReachTheLibrary) {

@@ -843,6 +843,21 @@ class Reader {
   /// Every object, column by column.
   ret<object_columns> columns() const { return columns(0, size()); }
 
+  /// Objects `first` .. `first + count - 1` split into runs (zt_file_get_runs): repeats
+  /// of objects laid out alike (a model's layers, `stride` bytes apart) and, between
+  /// them, runs of one repeat. invalid_argument for a range past the last object.
+  ret<std::vector<zt_object_run>> runs(std::size_t first, std::size_t count) const {
+    using runs_result = result<std::vector<zt_object_run>>;
+    std::vector<zt_object_run> out(count);
+    std::size_t found = 0;
+    zt_status st = zt_file_get_runs(handle_.get(), first, count, out.data(), out.size(), &found);
+    if (st != ZT_OK) return detail::unwrap(runs_result(detail::last_failure(st)));
+    out.resize(found);
+    return detail::unwrap(runs_result(std::move(out)));
+  }
+  /// Every object, split into runs.
+  ret<std::vector<zt_object_run>> runs() const { return runs(0, size()); }
+
   /// Checks every component that has a digest; the first failure is reported.
   ret<void> verify() const { return detail::unwrap(detail::check(zt_file_verify(handle_.get()))); }
   /// The file's attributes as JSON ("{}" when none).
