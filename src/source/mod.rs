@@ -15,7 +15,7 @@ use memmap2::{Mmap, MmapOptions};
 use crate::buffer::zeroed_vec;
 use crate::codec::stream::Chunks;
 use crate::codec::zstd_decode_into;
-use crate::error::{Error, Result, bail};
+use crate::error::{Error, Result, bail, err};
 
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
@@ -178,6 +178,10 @@ impl Source<'static> {
                 );
             }
             let mut options = MmapOptions::new();
+            // The size known: memmap2 would ask the kernel again.
+            options.len(usize::try_from(size).map_err(|_| {
+                err!(Limit, "{}: {size} bytes can't be mapped here", path.display())
+            })?);
             if mapping == Mapping::Populated {
                 options.populate();
             }
