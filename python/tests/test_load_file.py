@@ -269,3 +269,69 @@ def test_torch_equals_numpy_where_the_format_does_not_place_bytes(vectors):
             assert raw == np.ascontiguousarray(a).tobytes(), (path.name, name)
             compared += 1
     assert compared > 50
+
+
+def layered(layers=6):
+    """A model-like file's tensors: an embedding, `layers` layers of a scalar, a norm, two
+    bf16 weights and an int8 table, and a last norm (what zt_file_get_runs finds as a repeat
+    of five objects between two objects that don't repeat)."""
+    tensors = {"embed": np.arange(40, dtype=np.float32).reshape(10, 4)}
+    for j in range(layers):
+        tensors[f"layers.{j}.scale"] = np.array(j + 0.5, np.float32)
+        tensors[f"layers.{j}.norm"] = np.full(4, j, np.float32)
+        tensors[f"layers.{j}.q"] = (np.arange(16, dtype=np.float32).reshape(4, 4) * (j + 1)).astype(ml_dtypes.bfloat16)
+        tensors[f"layers.{j}.up"] = (np.arange(24, dtype=np.float32).reshape(6, 4) - j).astype(ml_dtypes.bfloat16)
+        tensors[f"layers.{j}.table"] = np.arange(8, dtype=np.int8).reshape(2, 2, 2) * (j + 1)
+    tensors["norm"] = np.ones(4, np.float32)
+    return tensors
+
+
+def _runs(path):
+    from ztensor_c import _handle, _plan
+    h = _handle.Handle.open(path)
+    return _plan.plan(h, h.indices(None), _handle._numpy_resolve).runs()
+
+
+@linux_only
+def test_layers_come_from_one_array_per_tensor_of_a_layer(tmp_path):
+    tensors = layered()
+    path = write(tmp_path / "layered.zt", tensors)
+    runs = _runs(path)
+    assert [(start, period, repeats) for start, period, repeats, _stride in runs] == [(0, 1, 1), (1, 5, 6), (31, 1, 1)]
+    got = zt_numpy.load_file(path)
+    assert_same_arrays(got, tensors)
+    maps = _mappings_of(path)
+    start = int(maps[0].split("-")[0], 16)
+    for name, offset in _c_offsets(path).items():  # each array the file's bytes, read-only
+        a = got[name]
+        assert type(a) is np.ndarray and a.ctypes.data == start + offset, name
+        assert not a.flags.writeable and a.flags.c_contiguous, name
+        with pytest.raises(ValueError):
+            a.flags.writeable = True
+    assert got["layers.3.scale"].shape == () and float(got["layers.3.scale"]) == 3.5  # an array, not a scalar
+    r = ztensor_c.Reader(path)
+    assert_same_arrays(r.read_tensors(["layers.2.up", "layers.4.q", "norm"]),
+                       {k: tensors[k] for k in ("layers.2.up", "layers.4.q", "norm")})
+
+
+def test_torch_layers_are_the_files_bytes(tmp_path):
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch cases skip")
+    import ztensor_c.torch as zt_torch
+    tensors = layered()
+    path = write(tmp_path / "layered.zt", tensors)
+    got = zt_torch.load_file(path)
+    assert list(got) == list(tensors)
+    for name, offset in _c_offsets(path).items():
+        t, want = got[name], tensors[name]
+        assert tuple(t.shape) == want.shape and t.is_contiguous(), name
+        storage = t.untyped_storage()  # the file mapped (once per dtype), no copy
+        assert t.data_ptr() == storage.data_ptr() + offset, name
+        raw = (t if t.dim() else t.reshape(1)).view(torch.uint8).numpy().tobytes()
+        assert raw == want.tobytes(), name
+    # copy-on-write: a write changes this process's tensor, not the file
+    got["layers.1.norm"].add_(10)
+    assert got["layers.1.norm"].tolist() == [11.0] * 4
+    assert zt_torch.load_file(path)["layers.1.norm"].tolist() == [1.0] * 4
+    # and what one asks of a subset comes from its runs as well
+    with ztensor_c.safe_open(path, "pt") as f:
+        assert f.get_tensor("layers.5.table").tolist() == (tensors["layers.5.table"]).tolist()

@@ -15,6 +15,7 @@ thread at once; cffi releases the GIL around each call. The caches here are fill
 a lock or idempotently.
 """
 
+import functools
 import threading
 from itertools import repeat
 
@@ -42,6 +43,7 @@ class _Role:
 _DATA = _Role("data", 0)
 
 
+@functools.lru_cache(maxsize=None)  # the same answer for the process
 def _numpy_resolve(code, logical):
     """The NumPy dtype of a zt dtype code and logical type (bytes or None), and its size."""
     dt = _dtypes.numpy_dtype(code, None if logical is None else logical.decode())[0]
@@ -74,6 +76,8 @@ def _text(pointer):
 
 def is_url(path):
     if isinstance(path, bytes):
+        if b"://" not in path:
+            return False
         path = path.decode("utf-8", "surrogateescape")
     return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
 
@@ -157,13 +161,15 @@ class Handle:
     @classmethod
     def open(cls, path, *, mmap=True, verify=False, populate=False, all_shards=False,
              one_file=False, remote=None, **limits):
-        options = ffi.new("zt_open_options *")
         flags = ((0 if mmap else _lib.OPEN_NO_MMAP) | (_lib.OPEN_VERIFY if verify else 0)
-                         | (_lib.OPEN_POPULATE if populate else 0)
-                         | (_lib.OPEN_ALL_SHARDS if all_shards else 0)
+                 | (_lib.OPEN_POPULATE if populate else 0)
+                 | (_lib.OPEN_ALL_SHARDS if all_shards else 0)
                  | (_lib.OPEN_ONE_FILE if one_file else 0))
-        options.flags = flags
-        _open_options(limits, options)
+        if flags or limits:
+            options = _open_options(limits)
+            options.flags = flags
+        else:
+            options = ffi.NULL  # the defaults
         out = ffi.new("zt_reader **")
         raw = _lib.fspath(path)
         url = is_url(raw)
@@ -432,15 +438,14 @@ class Handle:
     def load_dense(self, names_wanted=None, copy=False):
         """{name: value} of every object (or of `names_wanted`), in file order: dense raw
         components as views (zero-copy), other dense ones decoded in one parallel batch
-        load, the rest through `value`. The fast path of numpy.load_file: one call per
-        array, run by `map`, where every object is dense and plain and its file mapped
-        (one file, or every shard of a set)."""
+        load, the rest through `value`. The fast path of numpy.load_file, where every
+        object is dense and plain and its file mapped (one file, or every shard of a
+        set): no Python per array (see _views)."""
         p = _plan.plan(self, self.indices(names_wanted), _numpy_resolve)
         views = self.views and not copy
         bases = self.shard_arrays(set(p.shard)) if views else None
         if bases is not None and p.all_dense_raw:
-            buffers = repeat(bases[0]) if len(bases) == 1 and 0 in bases else map(bases.__getitem__, p.shard)
-            return dict(zip(p.names, map(np.ndarray, p.shape, p.dtype, buffers, p.offset)))
+            return dict(zip(p.names, _views(p, bases)))
         out = dict.fromkeys(p.names)
         pending = []  # (index, array) decoded by one batch load
         for k, name in enumerate(p.names):
@@ -529,10 +534,32 @@ def _remote_options(remote):
     return o, keep
 
 
-def _open_options(limits, options=None):
+def _views(p, bases):
+    """Every object's array (an iterator, in plan order) over `bases` ({shard: read-only
+    uint8 array of its mapping}): a repeat of objects (a model's layers) one strided
+    array per object of its first repeat, whose items are the arrays; objects between
+    repeats one np.ndarray each, run by `map` (see _plan.cut)."""
+    strides = _plan.Strides()
+    one = bases[0] if len(bases) == 1 and 0 in bases else None
+
+    def stacked(k, shape, repeats, stride):
+        base, dtype, at = bases[p.shard[k]], p.dtype[k], p.offset[k]
+        if not shape:  # the items of a 1-D array are scalars, not arrays
+            return [np.ndarray((), dtype, base, at + j * stride) for j in range(repeats)]
+        size = p.itemsize[k]
+        return np.ndarray((repeats,) + shape, dtype, base, at,
+                          (stride,) + tuple(s * size for s in strides[shape]))
+
+    def loose(start, end):
+        buffers = repeat(one) if one is not None else map(bases.__getitem__, p.shard[start:end])
+        return map(np.ndarray, p.shapes(start, end), p.dtype[start:end], buffers, p.offset[start:end])
+
+    return _plan.cut(p, stacked, loose)
+
+
+def _open_options(limits):
     """A zt_open_options with the limits given by name (max_total_cached=..., ...)."""
-    if options is None:
-        options = ffi.new("zt_open_options *")
+    options = ffi.new("zt_open_options *")
     for key, value in limits.items():
         if key == "flags" or key not in _LIMITS:
             raise TypeError(f"unknown open option '{key}' (limits: {', '.join(_LIMITS)})")

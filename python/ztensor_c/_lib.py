@@ -12,6 +12,7 @@ old names stay in the library for C programs, never here.
 import errno as _errno
 import os
 import re
+import sys
 
 from ._native import ffi, lib
 
@@ -36,6 +37,7 @@ file_version = lib.zt_file_version
 file_get_names = lib.zt_file_get_names
 file_get_objects = lib.zt_file_get_objects
 file_get_columns = lib.zt_file_get_columns
+file_get_runs = lib.zt_file_get_runs
 object_count = lib.zt_object_count
 object_find = lib.zt_object_find
 object_get_info = lib.zt_object_get_info
@@ -262,7 +264,9 @@ def check(status):
 
 
 def fspath(path):
-    """A path or URL as the bytes the C API takes."""
+    """A path or URL as the bytes the C API takes (a str as os.fsencode encodes it)."""
+    if type(path) is str:
+        return path.encode(_FS_ENCODING, _FS_ERRORS)
     if isinstance(path, bytes):
         return path
     path = os.fspath(path)
@@ -270,5 +274,8 @@ def fspath(path):
         return path
     return os.fsencode(path)
 
+
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
 
 ENOENT = _errno.ENOENT

@@ -10,7 +10,7 @@ object is the one call that makes its array or tensor, which the loaders run thr
 type whose values don't map one to one onto stored elements.
 """
 
-from itertools import accumulate, islice
+from itertools import accumulate, chain
 
 import numpy as np
 
@@ -27,18 +27,55 @@ class Plan:
     dense: for each object, whether it is dense with one component (list of bool).
     Of every object (meaningful for the dense ones): dtype (what `resolve` gave for its
     zt dtype and logical type), shape (a tuple whose elements are the element count its
-    decoded bytes hold, else one dimension of that count), raw (its stored bytes are its
-    values, list of bool), offset (of its stored bytes in its file), shard (which file of
-    a set holds them; 0 for one file), itemsize (bytes of one element of `dtype`).
-    all_dense_raw: every object is dense and raw (the loaders' one-call case).
+    decoded bytes hold, else one dimension of that count; built on first use, `shapes`
+    gives some), raw (its stored bytes are its values, list of bool), offset (of its
+    stored bytes in its file), shard (which file of a set holds them; 0 for one file),
+    itemsize (bytes of one element of `dtype`).
+    dtypes: the distinct dtypes. all_dense_raw: every object is dense and raw (the
+    loaders' one-call case).
     """
 
-    __slots__ = ("names", "indices", "dense", "dtype", "shape", "raw", "offset", "shard",
-                 "itemsize", "all_dense_raw")
+    __slots__ = ("names", "indices", "dense", "dtype", "raw", "offset", "shard", "itemsize",
+                 "dtypes", "all_dense_raw", "_handle", "_dims", "_starts", "_fixed", "_shape")
+
+    @property
+    def shape(self):
+        if self._shape is None:
+            self._shape = self.shapes(0, len(self.names))
+        return self._shape
+
+    def shapes(self, start, end):
+        """The shapes of objects start .. end - 1 (list)."""
+        if self._shape is not None:
+            return self._shape[start:end]
+        starts = self._starts
+        shapes = list(map(self._dims.__getitem__, map(slice, starts[start:end], starts[start + 1:end + 1])))
+        if self._fixed:
+            for k, shape in self._fixed.items():
+                if start <= k < end:
+                    shapes[k - start] = shape
+        return shapes
+
+    def runs(self):
+        """[(position, period, repeats, stride)] of the objects (zt_file_get_runs over
+        each run of consecutive indices): from `position`, `repeats` repeats of `period`
+        objects, each `stride` bytes after the last, when `repeats` > 1 (all dense and
+        plain, of one dtype and shape with their peers); objects without a repeat as runs
+        of one repeat."""
+        out = []
+        at = 0
+        for first, count in _spans(self.indices):
+            runs = ffi.new("zt_object_run[]", count)
+            found = ffi.new("size_t *")
+            _lib.check(_lib.file_get_runs(self._handle.ptr, first, count, runs, count, found))
+            out.extend((r.first - first + at, r.period, r.repeats, r.stride)
+                       for r in ffi.unpack(runs, found[0]))
+            at += count
+        return out
 
 
-def _runs(indices):
-    """[(first, count)] of the runs of consecutive indices of `indices` (sorted, unique)."""
+def _spans(indices):
+    """[(first, count)] of the spans of consecutive indices of `indices` (sorted, unique)."""
     if isinstance(indices, range):
         return [(indices.start, len(indices))] if len(indices) else []
     runs = []
@@ -50,35 +87,36 @@ def _runs(indices):
     return runs
 
 
-def _columns(handle, runs, m):
-    """(offset, decoded length, dtype, shard, flags, shape) lists of the `m` objects of
-    `runs`, from one zt_file_get_columns call per run (one for a whole file) into one
-    block: the two uint64 columns, the four uint32 ones, then the dimensions."""
+def _columns(handle, spans, m):
+    """(offset, decoded length, dtype, shard, flags) lists of the `m` objects of `spans`,
+    every dimension (a tuple: its slices are the shapes) and where each object's start
+    in it (a list, one longer), from one zt_file_get_columns call per span (one for a
+    whole file) into one block: the two uint64 columns, the four uint32 ones, then the
+    dimensions."""
     cols = ffi.new("zt_object_columns *")
-    block, total = _fill(handle, cols, runs, m, 2 * m)  # most tensors have two dimensions or fewer
+    block, total = _fill(handle, cols, spans, m, 2 * m)  # most tensors have two dimensions or fewer
     if block is None:  # more: ask how many
         cols.offset = cols.decoded_length = cols.dtype = cols.shard = cols.flags = cols.ndim = ffi.NULL
         cols.dims = ffi.NULL
         total = 0
-        for first, count in runs:
+        for first, count in spans:
             _lib.check(_lib.file_get_columns(handle.ptr, first, count, cols))
             total += cols.dims_count
-        block, total = _fill(handle, cols, runs, m, total)
+        block, total = _fill(handle, cols, spans, m, total)
     wide = ffi.unpack(block, 2 * m)
     narrow = ffi.unpack(ffi.cast("uint32_t *", block + 2 * m), 4 * m)
-    dims = tuple(ffi.unpack(block + 4 * m, total))  # a tuple's slices are the shapes
+    dims = tuple(ffi.unpack(block + 4 * m, total))
     starts = list(accumulate(narrow[3 * m:], initial=0))
-    shapes = list(map(dims.__getitem__, map(slice, starts, islice(starts, 1, None))))
-    return wide[:m], wide[m:], narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], shapes
+    return wide[:m], wide[m:], narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], dims, starts
 
 
-def _fill(handle, cols, runs, m, capacity):
-    """Fills a new block (see _columns) run by run, with room for `capacity` dimensions:
+def _fill(handle, cols, spans, m, capacity):
+    """Fills a new block (see _columns) span by span, with room for `capacity` dimensions:
     (block, dimensions written), or (None, 0) when `capacity` is too small."""
     block = ffi.new("uint64_t[]", 4 * m + max(capacity, 1))
     narrow = ffi.cast("uint32_t *", block + 2 * m)
     at = written = 0
-    for first, count in runs:
+    for first, count in spans:
         cols.offset = block + at
         cols.decoded_length = block + m + at
         cols.dtype = narrow + at
@@ -96,12 +134,12 @@ def _fill(handle, cols, runs, m, capacity):
     return block, written
 
 
-def _types(handle, runs, m):
-    """The logical type (bytes or None) of component 0 of the `m` objects of `runs`, from
+def _types(handle, spans, m):
+    """The logical type (bytes or None) of component 0 of the `m` objects of `spans`, from
     the type column of zt_file_get_objects (read as one NumPy column of addresses)."""
     entries = ffi.new("zt_object_entry[]", m)
     at = 0
-    for first, count in runs:
+    for first, count in spans:
         _lib.check(_lib.file_get_objects(handle.ptr, first, entries + at, count))
         at += count
     at = np.frombuffer(ffi.buffer(entries), _type_column())["type"].tolist()
@@ -134,17 +172,22 @@ def plan(handle, indices, resolve):
         indices = list(indices)
         p.names = [names[i] for i in indices]
     p.indices = indices
+    p._handle = handle
+    p._fixed = None
+    p._shape = None
     n = len(p.names)
     if n == 0:
-        p.dense = p.dtype = p.shape = p.raw = p.offset = p.shard = p.itemsize = []
+        p.dense = p.dtype = p.raw = p.offset = p.shard = p.itemsize = p.dtypes = []
+        p._shape = []
         p.all_dense_raw = True
         return p
-    runs = _runs(indices)
-    offset, decoded, codes, shard, flags, shapes = _columns(handle, runs, n)
+    spans = _spans(indices)
+    offset, decoded, codes, shard, flags, p._dims, p._starts = _columns(handle, spans, n)
     distinct = set(flags)
     typed = any(f & _lib.OBJECT_TYPED for f in distinct)
-    keys = list(zip(codes, _types(handle, runs, n))) if typed else codes
+    keys = list(zip(codes, _types(handle, spans, n))) if typed else codes
     resolved = {k: resolve(*k) if typed else resolve(k, None) for k in set(keys)}
+    p.dtypes = list({dtype: None for dtype, _size in resolved.values()})
     if len(resolved) == 1:
         dtype, size = next(iter(resolved.values()))
         p.dtype = [dtype] * n
@@ -159,12 +202,12 @@ def plan(handle, indices, resolve):
     exact = {k for k, (_dt, size) in resolved.items()
              if size == _dtypes.SIZES[k[0] if typed else k] and not (typed and k[1])}
     if len(exact) != len(resolved):
+        p._fixed = {}
         for k, key in enumerate(keys):
             if key not in exact:
                 count = decoded[k] // itemsize[k]
-                if _elements(shapes[k]) != count:
-                    shapes[k] = (count,)
-    p.shape = shapes
+                if _elements(p.shapes(k, k + 1)[0]) != count:
+                    p._fixed[k] = (count,)
     p.offset = offset
     p.shard = shard
     p.all_dense_raw = all(f & _DENSE_PLAIN == _DENSE_PLAIN for f in distinct)
@@ -174,6 +217,44 @@ def plan(handle, indices, resolve):
         p.dense = [bool(f & _lib.OBJECT_DENSE) for f in flags]
         p.raw = [bool(f & _lib.OBJECT_PLAIN) for f in flags]
     return p
+
+
+def cut(p, stacked, loose):
+    """Every object's value, an iterator in plan order, from runs of objects
+    (Plan.runs): `stacked(k, shape, repeats, stride)` gives the `repeats` values of object
+    k of a repeat's first one and its peers, `stride` bytes apart (one strided view cut in
+    `repeats`, where the caller makes a view per object otherwise); `loose(start, end)`
+    those of objects start .. end - 1, which don't repeat. None when a call gives None
+    (the caller can't make views of them)."""
+    pieces = []
+    for start, period, repeats, stride in p.runs():
+        if repeats > 1:
+            groups = []
+            for k, shape in zip(range(start, start + period), p.shapes(start, start + period)):
+                values = stacked(k, shape, repeats, stride)
+                if values is None:
+                    return None
+                groups.append(values)
+            pieces.append(chain.from_iterable(zip(*groups)))  # peer j of every object in turn
+        else:
+            values = loose(start, start + period)
+            if values is None:
+                return None
+            pieces.append(values)
+    return chain.from_iterable(pieces)
+
+
+class Strides(dict):
+    """shape -> the element strides of a C-contiguous array of it (computed once each)."""
+
+    def __missing__(self, shape):
+        strides = []
+        step = 1
+        for d in reversed(shape):
+            strides.append(step)
+            step *= d
+        st = self[shape] = tuple(reversed(strides))
+        return st
 
 
 def _elements(dims):

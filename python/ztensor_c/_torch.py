@@ -9,6 +9,7 @@ else (compressed, remote, pread readers, big-endian legacy data, quantized block
 decoded straight into tensors of their own, in one parallel batch.
 """
 
+import functools
 import operator
 import os
 
@@ -94,19 +95,7 @@ class _Storages:
 _FROM_FILE = getattr(torch, "from_file", None)
 
 
-class _Strides(dict):
-    """shape -> the strides of a C-contiguous tensor of it (computed once per shape)."""
-
-    def __missing__(self, shape):
-        strides = []
-        step = 1
-        for d in reversed(shape):
-            strides.append(step)
-            step *= d
-        st = self[shape] = tuple(reversed(strides))
-        return st
-
-
+@functools.lru_cache(maxsize=None)  # the same answer for the process
 def _torch_resolve(code, logical):
     """The torch dtype of a zt dtype code and logical type (bytes or None), uint8 for
     packed bytes torch has no dtype of, and its size."""
@@ -116,26 +105,18 @@ def _torch_resolve(code, logical):
 
 def load(handle, names, device="cpu", copy=False, storages=None):
     """{name: torch tensor} of the named objects of `handle` (all for None), in file
-    order. Raw tensors of a mapped file are cut (torch.as_strided) from one copy-on-write
-    storage per file; where every object is dense and plain, by one `map` over the plan's
-    columns (one file, or every shard of a set)."""
+    order. Raw tensors of a mapped file are cut from one copy-on-write storage per file;
+    where every object is dense and plain, without Python per tensor (see _cut)."""
     storages = storages if storages is not None else _Storages()
     p = _plan.plan(handle, handle.indices(names), _torch_resolve)
     # the files' paths when a plain component's bytes are at its file's offset
     paths = handle.shard_paths() if not copy and handle.views_at_offsets() else None
     on_cpu = device == "cpu"
-    strides = _Strides()
-    if paths is not None and p.all_dense_raw and on_cpu and \
-            not any(map(operator.mod, p.offset, p.itemsize)):  # every one aligned to its dtype
-        pairs = set(zip(p.shard, p.dtype))
-        if all(paths[s] is not None for s, _d in pairs):
-            flats = {(s, d): storages.flat(paths[s], d) for s, d in pairs}
-            offsets = map(operator.floordiv, p.offset, p.itemsize)
-            if len(flats) == 1:  # the flat tensor's own as_strided: a little less per call
-                return dict(zip(p.names, map(flats.popitem()[1].as_strided, p.shape,
-                                             map(strides.__getitem__, p.shape), offsets)))
-            return dict(zip(p.names, map(torch.as_strided, map(flats.__getitem__, zip(p.shard, p.dtype)),
-                                         p.shape, map(strides.__getitem__, p.shape), offsets)))
+    strides = _plan.Strides()
+    if paths is not None and p.all_dense_raw and on_cpu:
+        tensors = _cut(p, paths, storages, strides)
+        if tensors is not None:
+            return dict(zip(p.names, tensors))
     # other mapped files: a plain component is at its file's offset (the plan's offset and
     # shard) when the library's view of it is zero-copy
     files = paths if paths is not None else (
@@ -161,6 +142,43 @@ def load(handle, names, device="cpu", copy=False, storages=None):
             for i, t in pending:
                 out[handle.names()[i]] = t.to(device)
     return out
+
+
+def _cut(p, paths, storages, strides):
+    """Every object's tensor (an iterator, in plan order) cut from the flat tensor of its
+    file and dtype, or None when one is not aligned to its dtype or its file has no path:
+    a repeat of objects (a model's layers) one strided view per object of its first
+    repeat, cut by `unbind`; objects between repeats one `as_strided` each, run by `map`
+    (see _plan.cut)."""
+    shards = set(p.shard)
+    if any(paths[s] is None for s in shards):
+        return None
+    offset, itemsize = p.offset, p.itemsize
+    if len(shards) == 1 and len(p.dtypes) == 1:
+        flat = storages.flat(paths[p.shard[0]], p.dtypes[0])
+        flat_of = lambda _k: flat  # noqa: E731
+    else:
+        flats = {(s, d): storages.flat(paths[s], d) for s, d in set(zip(p.shard, p.dtype))}
+        flat = None
+        flat_of = lambda k: flats[p.shard[k], p.dtype[k]]  # noqa: E731
+
+    def stacked(k, shape, repeats, stride):
+        size = itemsize[k]
+        if offset[k] % size or stride % size:
+            return None
+        whole = flat_of(k).as_strided((repeats,) + shape, (stride // size,) + strides[shape], offset[k] // size)
+        return whole.unbind(0)
+
+    def loose(start, end):
+        at, sizes = offset[start:end], itemsize[start:end]
+        if any(map(operator.mod, at, sizes)):
+            return None
+        shapes = p.shapes(start, end)
+        # one file and dtype: the flat tensor's own as_strided, a little less per call
+        views = (flat.as_strided,) if flat is not None else (torch.as_strided, map(flat_of, range(start, end)))
+        return map(*views, shapes, map(strides.__getitem__, shapes), map(operator.floordiv, at, sizes))
+
+    return _plan.cut(p, stacked, loose)
 
 
 def _batch_read(handle, pending):
