@@ -43,15 +43,15 @@ struct Like<'a> {
 
 struct Item<'a> {
     like: Option<Like<'a>>,
-    /// A cheap digest of `like` (equal likes, equal digests); 0 without one.
-    digest: u64,
     offset: u64,
 }
 
-fn item(o: &Object) -> Item<'_> {
+/// An object's like (None unless dense with one plain component), and a cheap digest of
+/// it: equal likes have equal digests, never 0 (0: no like).
+fn item(o: &Object) -> (Item<'_>, u64) {
     let c = match o.components() {
         [c] if o.format() == "dense" && c.is_plain() => c,
-        _ => return Item { like: None, digest: 0, offset: 0 },
+        _ => return (Item { like: None, offset: 0 }, 0),
     };
     let like = Like {
         dtype: c.dtype(),
@@ -60,7 +60,7 @@ fn item(o: &Object) -> Item<'_> {
         file: c.file(),
         shape: o.shape(),
     };
-    // FNV-1a-style mixing of what tells shapes apart quickly; never 0 (0: no like).
+    // FNV-1a-style mixing of what tells shapes apart quickly.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut mix = |v: u64| h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
     mix(like.dtype as u64);
@@ -68,24 +68,21 @@ fn item(o: &Object) -> Item<'_> {
     mix(like.file as u64);
     mix(like.shape.len() as u64);
     like.shape.iter().for_each(|&d| mix(d));
-    Item {
-        like: Some(like),
-        digest: h | 1,
-        offset: c.offset(),
-    }
+    (Item { like: Some(like), offset: c.offset() }, h | 1)
 }
 
 /// The runs of `objects`, in order, covering every object once: repeats found greedily
 /// from the front (the shortest period first), the objects between them as runs of one
 /// repeat.
 pub fn runs(objects: &[Object]) -> Vec<Run> {
-    let items: Vec<Item<'_>> = objects.iter().map(item).collect();
+    let (items, digests): (Vec<Item<'_>>, Vec<u64>) = objects.iter().map(item).unzip();
+    let next = next_alike(&digests);
     let n = items.len();
     let mut budget = BUDGET_PER_OBJECT.saturating_mul(n);
     // `b` follows `a` at `distance` bytes: alike, and its offset `distance` further.
     let follows = |a: usize, b: usize, distance: u64| {
         let (x, y) = (&items[a], &items[b]);
-        x.digest == y.digest
+        digests[a] == digests[b]
             && x.like.is_some()
             && x.like == y.like
             && x.offset.checked_add(distance) == Some(y.offset)
@@ -94,7 +91,7 @@ pub fn runs(objects: &[Object]) -> Vec<Run> {
     let mut loose = 0; // the first object not yet in a run
     let mut i = 0;
     while i < n {
-        let Some((period, stride)) = find(&items, i, &mut budget, &follows) else {
+        let Some((period, stride)) = find(&items, &next, i, &mut budget, &follows) else {
             i += 1;
             continue;
         };
@@ -122,23 +119,44 @@ pub fn runs(objects: &[Object]) -> Vec<Run> {
     out
 }
 
+/// No next object of the same digest (within reach of the search).
+const NONE: usize = usize::MAX;
+
+/// For each object, the next one of the same digest, found through a table of the last
+/// object seen of each digest (by its low bits): O(1) an object. Two digests sharing a
+/// slot hide each other's objects from the search (a repeat may be missed, never claimed).
+fn next_alike(digests: &[u64]) -> Vec<usize> {
+    const SLOTS: usize = 1 << 12;
+    let mut last = vec![NONE; SLOTS];
+    let mut next = vec![NONE; digests.len()];
+    for (i, &digest) in digests.iter().enumerate().rev() {
+        if digest == 0 {
+            continue;
+        }
+        let slot = &mut last[(digest >> 1) as usize % SLOTS];
+        if *slot != NONE && digests[*slot] == digest {
+            next[i] = *slot;
+        }
+        *slot = i;
+    }
+    next
+}
+
 /// The shortest period (and its stride) with which the objects from `i` repeat at least
-/// twice, if any within `MAX_PERIOD` and the budget.
+/// twice, if any within `MAX_PERIOD` and the budget: tried at each next object like `i`.
 fn find(
     items: &[Item<'_>],
+    next: &[usize],
     i: usize,
     budget: &mut usize,
     follows: &impl Fn(usize, usize, u64) -> bool,
 ) -> Option<(usize, u64)> {
-    let first = &items[i];
-    first.like.as_ref()?;
     let longest = MAX_PERIOD.min((items.len() - i) / 2);
-    for period in 1..=longest {
-        let peer = &items[i + period];
-        if peer.digest != first.digest {
-            continue;
-        }
-        let Some(stride) = peer.offset.checked_sub(first.offset) else {
+    let mut peer = next[i];
+    while peer != NONE && peer - i <= longest {
+        let period = peer - i;
+        peer = next[peer];
+        let Some(stride) = items[i + period].offset.checked_sub(items[i].offset) else {
             continue;
         };
         for t in 0..period {
