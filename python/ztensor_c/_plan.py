@@ -10,7 +10,7 @@ object is the one call that makes its array or tensor, which the loaders run thr
 type whose values don't map one to one onto stored elements.
 """
 
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 
 import numpy as np
 
@@ -88,11 +88,11 @@ def _spans(indices):
 
 
 def _columns(handle, spans, m):
-    """(offset, decoded length, dtype, shard, flags) lists of the `m` objects of `spans`,
-    every dimension (a tuple: its slices are the shapes) and where each object's start
-    in it (a list, one longer), from one zt_file_get_columns call per span (one for a
-    whole file) into one block: the two uint64 columns, the four uint32 ones, then the
-    dimensions."""
+    """The columns of the `m` objects of `spans`, from one zt_file_get_columns call per
+    span (one for a whole file) into one block (the two uint64 columns, the four uint32
+    ones, then the dimensions): the offset, dtype, shard and flags lists, the block (the
+    decoded lengths at block[m + k], read only where needed), every dimension (a tuple:
+    its slices are the shapes) and each object's start in it (a list, one longer)."""
     cols = ffi.new("zt_object_columns *")
     block, total = _fill(handle, cols, spans, m, 2 * m)  # most tensors have two dimensions or fewer
     if block is None:  # more: ask how many
@@ -103,11 +103,10 @@ def _columns(handle, spans, m):
             _lib.check(_lib.file_get_columns(handle.ptr, first, count, cols))
             total += cols.dims_count
         block, total = _fill(handle, cols, spans, m, total)
-    wide = ffi.unpack(block, 2 * m)
     narrow = ffi.unpack(ffi.cast("uint32_t *", block + 2 * m), 4 * m)
     dims = tuple(ffi.unpack(block + 4 * m, total))
     starts = list(accumulate(narrow[3 * m:], initial=0))
-    return wide[:m], wide[m:], narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], dims, starts
+    return ffi.unpack(block, m), block, narrow[:m], narrow[m:2 * m], narrow[2 * m:3 * m], dims, starts
 
 
 def _fill(handle, cols, spans, m, capacity):
@@ -182,7 +181,7 @@ def plan(handle, indices, resolve):
         p.all_dense_raw = True
         return p
     spans = _spans(indices)
-    offset, decoded, codes, shard, flags, p._dims, p._starts = _columns(handle, spans, n)
+    offset, block, codes, shard, flags, p._dims, p._starts = _columns(handle, spans, n)
     distinct = set(flags)
     typed = any(f & _lib.OBJECT_TYPED for f in distinct)
     keys = list(zip(codes, _types(handle, spans, n))) if typed else codes
@@ -205,7 +204,7 @@ def plan(handle, indices, resolve):
         p._fixed = {}
         for k, key in enumerate(keys):
             if key not in exact:
-                count = decoded[k] // itemsize[k]
+                count = block[n + k] // itemsize[k]  # its decoded length
                 if _elements(p.shapes(k, k + 1)[0]) != count:
                     p._fixed[k] = (count,)
     p.offset = offset
@@ -219,29 +218,36 @@ def plan(handle, indices, resolve):
     return p
 
 
+# Repeats shorter than this are made as objects that don't repeat: a strided view and
+# its cut cost about as much as two views.
+_STACK_MIN = 3
+
+
 def cut(p, stacked, loose):
     """Every object's value, an iterator in plan order, from runs of objects
     (Plan.runs): `stacked(k, shape, repeats, stride)` gives the `repeats` values of object
     k of a repeat's first one and its peers, `stride` bytes apart (one strided view cut in
     `repeats`, where the caller makes a view per object otherwise); `loose(start, end)`
-    those of objects start .. end - 1, which don't repeat. None when a call gives None
-    (the caller can't make views of them)."""
+    those of objects start .. end - 1, which don't repeat (or too few times to pay). None
+    when a call gives None (the caller can't make views of them)."""
     pieces = []
+    at = 0  # the first object not yet in a piece
     for start, period, repeats, stride in p.runs():
-        if repeats > 1:
-            groups = []
-            for k, shape in zip(range(start, start + period), p.shapes(start, start + period)):
-                values = stacked(k, shape, repeats, stride)
-                if values is None:
-                    return None
-                groups.append(values)
-            pieces.append(chain.from_iterable(zip(*groups)))  # peer j of every object in turn
-        else:
-            values = loose(start, start + period)
-            if values is None:
-                return None
-            pieces.append(values)
-    return chain.from_iterable(pieces)
+        if repeats < _STACK_MIN:
+            continue
+        if at < start:
+            pieces.append(loose(at, start))
+        groups = list(map(stacked, range(start, start + period), p.shapes(start, start + period),
+                          repeat(repeats), repeat(stride)))
+        if any(g is None for g in groups):
+            return None
+        pieces.append(chain.from_iterable(zip(*groups)))  # peer j of each object in turn
+        at = start + period * repeats
+    if at < len(p.names) or not pieces:
+        pieces.append(loose(at, len(p.names)))
+    if any(piece is None for piece in pieces):
+        return None
+    return pieces[0] if len(pieces) == 1 else chain.from_iterable(pieces)
 
 
 class Strides(dict):
