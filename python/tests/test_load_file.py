@@ -335,3 +335,29 @@ def test_torch_layers_are_the_files_bytes(tmp_path):
     # and what one asks of a subset comes from its runs as well
     with ztensor_c.safe_open(path, "pt") as f:
         assert f.get_tensor("layers.5.table").tolist() == (tensors["layers.5.table"]).tolist()
+
+
+def test_torch_unaligned_repeats_are_decoded(tmp_path):
+    """A safetensors file whose f32 layers start one byte in (the format allows it):
+    torch can't view them, so they are read into tensors of their own, with the same
+    values; NumPy views them where they are."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch cases skip")
+    import json
+    import struct
+    import ztensor_c.torch as zt_torch
+    layers = [np.array([j + 0.25, -j], np.float32) for j in range(4)]
+    header = {"x": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}
+    for j in range(4):
+        header[f"l{j}.w"] = {"dtype": "F32", "shape": [2], "data_offsets": [1 + 8 * j, 9 + 8 * j]}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path = tmp_path / "unaligned.safetensors"
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"\x07" + b"".join(a.tobytes() for a in layers))
+    assert [(s, p, r) for s, p, r, _stride in _runs(path)] == [(0, 1, 1), (1, 1, 4)]
+    got = zt_torch.load_file(path)
+    assert got["x"].tolist() == [7]
+    for j in range(4):
+        assert got[f"l{j}.w"].tolist() == layers[j].tolist()
+    arrays = zt_numpy.load_file(path)
+    for j in range(4):
+        assert arrays[f"l{j}.w"].tolist() == layers[j].tolist() and not arrays[f"l{j}.w"].flags.writeable
