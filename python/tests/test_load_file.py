@@ -332,6 +332,18 @@ def test_torch_layers_are_the_files_bytes(tmp_path):
     got["layers.1.norm"].add_(10)
     assert got["layers.1.norm"].tolist() == [11.0] * 4
     assert zt_torch.load_file(path)["layers.1.norm"].tolist() == [1.0] * 4
+    # cut from one view per layer tensor: PyTorch refuses in-place writes that would make
+    # one require grad (python/README.md says so), takes them under no_grad, and a
+    # Parameter made of one trains
+    t = got["layers.2.norm"]
+    with pytest.raises(RuntimeError, match="multiple views"):
+        t.copy_(torch.ones(4, requires_grad=True))
+    with torch.no_grad():
+        t.copy_(torch.ones(4, requires_grad=True))
+    assert t.tolist() == [1.0] * 4
+    weight = torch.nn.Parameter(got["layers.3.norm"])
+    (weight * 2).sum().backward()
+    assert weight.grad.tolist() == [2.0] * 4
     # and what one asks of a subset comes from its runs as well
     with ztensor_c.safe_open(path, "pt") as f:
         assert f.get_tensor("layers.5.table").tolist() == (tensors["layers.5.table"]).tolist()

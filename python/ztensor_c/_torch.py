@@ -1,10 +1,12 @@
 """PyTorch support: tensors from a reader, and the raw bytes of tensors to write.
 
 Loading: a raw component of a local mapped file becomes a tensor over the file's pages
-mapped copy-on-write by torch itself (`torch.UntypedStorage.from_file(path,
-shared=False)`, one storage per file, what safetensors does): no byte is read until
-used, and writing to the tensor changes only the process's copy. PyTorch has no
-read-only tensors, so the reader's own read-only mapping is not handed to it. Everything
+mapped copy-on-write by torch itself (`torch.from_file(path, shared=False)`, one
+mapping per file and dtype, what safetensors does): no byte is read until used, and
+writing to the tensor changes only the process's copy. PyTorch has no read-only
+tensors, so the reader's own read-only mapping is not handed to it. A model's layer
+tensors are cut from one view per tensor of its first layer by `unbind` (see _cut, and
+python/README.md for the one thing PyTorch treats differently in such tensors). Everything
 else (compressed, remote, pread readers, big-endian legacy data, quantized blocks) is
 decoded straight into tensors of their own, in one parallel batch.
 """
