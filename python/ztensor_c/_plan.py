@@ -78,13 +78,13 @@ def _spans(indices):
     """[(first, count)] of the spans of consecutive indices of `indices` (sorted, unique)."""
     if isinstance(indices, range):
         return [(indices.start, len(indices))] if len(indices) else []
-    runs = []
+    spans = []
     for i in indices:
-        if runs and runs[-1][0] + runs[-1][1] == i:
-            runs[-1][1] += 1
+        if spans and spans[-1][0] + spans[-1][1] == i:
+            spans[-1][1] += 1
         else:
-            runs.append([i, 1])
-    return runs
+            spans.append([i, 1])
+    return spans
 
 
 def _columns(handle, spans, m):

@@ -394,7 +394,7 @@ static void test_runs(const char *vectors) {
   uint16_t small[3] = {1, 2, 3};
   zt_write_options zstd = {0};
   zt_object_run runs[4], untouched;
-  size_t found = 0, layer;
+  size_t found = 0, layer, k;
   zstd.encoding = ZT_ENCODING_ZSTD;
   CHECK_OK(zt_writer_create("runs.zt", &w));
   CHECK_OK(zt_writer_add(w, "embed", ZT_F32, embed, 2, values, sizeof values, NULL));
@@ -443,19 +443,16 @@ static void test_runs(const char *vectors) {
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_runs(NULL, 0, 0, runs, 4, &found));
   zt_close(r);
 
-  snprintf(path, sizeof path, "%s/safetensors/dtypes.safetensors", vectors);
-  if (zt_open(path, &r) == ZT_OK) {
-    check_runs(r, 0, zt_object_count(r));
-    zt_close(r);
-  } else {
-    printf("note: %s: %s: safetensors runs not checked\n", path, zt_last_error());
-  }
-  snprintf(path, sizeof path, "%s/sets/safetensors/model.safetensors.index.json", vectors);
-  if (zt_open(path, &r) == ZT_OK) {
-    check_runs(r, 0, zt_object_count(r));
-    zt_close(r);
-  } else {
-    printf("note: %s: %s: set runs not checked\n", path, zt_last_error());
+  for (k = 0; k < 2; k++) { /* a safetensors vector, a set */
+    static const char *const files[] = {"safetensors/dtypes.safetensors",
+                                        "sets/safetensors/model.safetensors.index.json"};
+    snprintf(path, sizeof path, "%s/%s", vectors, files[k]);
+    if (zt_open(path, &r) == ZT_OK) {
+      check_runs(r, 0, zt_object_count(r));
+      zt_close(r);
+    } else {
+      printf("note: %s: %s: runs not checked\n", path, zt_last_error());
+    }
   }
 }
 
