@@ -1549,11 +1549,11 @@ enum zt_status zt_file_get_columns(const struct zt_reader *reader,
  * `repeats` views in one call (PyTorch's `unbind`), instead of a view per object.
  *
  * What a run claims is exact (every object checked); the search is greedy and bounded
- * (periods up to 64 objects, at most 64 checks per object), so a binding must not count on
- * every repeat being found. `*out_count` is set to the runs (at most `count`); when `runs`
- * holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is written (`runs`
- * may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a range past the
- * last object. O(count), one temporary allocation, thread-safe.
+ * (periods up to 64 objects, at most 64 x `count` checks in all), so a binding must not
+ * count on every repeat being found. `*out_count` is set to the runs (at most `count`);
+ * when `runs` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is
+ * written (`runs` may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a
+ * range past the last object. O(count) time and temporary memory, thread-safe.
  */
 ZT_API
 enum zt_status zt_file_get_runs(const struct zt_reader *reader,

@@ -226,7 +226,7 @@ pub unsafe extern "C" fn zt_file_get_columns(
         for (k, o) in range.iter().enumerate() {
             let c = o.components().first();
             let mut flags = 0;
-            if o.components().len() == 1 && o.format() == "dense" {
+            if o.single_dense().is_some() {
                 flags |= ZT_OBJECT_DENSE;
             }
             if c.is_some_and(|c| c.is_plain()) {
@@ -304,11 +304,11 @@ pub struct zt_object_run {
 /// `repeats` views in one call (PyTorch's `unbind`), instead of a view per object.
 ///
 /// What a run claims is exact (every object checked); the search is greedy and bounded
-/// (periods up to 64 objects, at most 64 checks per object), so a binding must not count on
-/// every repeat being found. `*out_count` is set to the runs (at most `count`); when `runs`
-/// holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is written (`runs`
-/// may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a range past the
-/// last object. O(count), one temporary allocation, thread-safe.
+/// (periods up to 64 objects, at most 64 x `count` checks in all), so a binding must not
+/// count on every repeat being found. `*out_count` is set to the runs (at most `count`);
+/// when `runs` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and nothing else is
+/// written (`runs` may be NULL with `capacity` 0 to ask). `ZT_ERR_INVALID_ARGUMENT` for a
+/// range past the last object. O(count) time and temporary memory, thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_runs(
     reader: *const super::zt_reader,

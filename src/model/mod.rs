@@ -327,6 +327,14 @@ impl Object {
     pub fn components(&self) -> &[Component] {
         &self.components
     }
+    /// The one component of a dense object that has exactly one (its `data`): what
+    /// bindings view as an array (`ZT_OBJECT_DENSE`, runs of objects).
+    pub fn single_dense(&self) -> Option<&Component> {
+        match &self.components[..] {
+            [c] if self.format() == "dense" => Some(c),
+            _ => None,
+        }
+    }
     /// Index of the component with this role.
     pub fn find_component(&self, role: &str) -> Option<usize> {
         self.components.iter().position(|c| c.role() == role)

@@ -49,9 +49,8 @@ struct Item<'a> {
 /// An object's like (None unless dense with one plain component), and a cheap digest of
 /// it: equal likes have equal digests, never 0 (0: no like).
 fn item(o: &Object) -> (Item<'_>, u64) {
-    let c = match o.components() {
-        [c] if o.format() == "dense" && c.is_plain() => c,
-        _ => return (Item { like: None, offset: 0 }, 0),
+    let Some(c) = o.single_dense().filter(|c| c.is_plain()) else {
+        return (Item { like: None, offset: 0 }, 0);
     };
     let like = Like {
         dtype: c.dtype(),
@@ -75,10 +74,15 @@ fn item(o: &Object) -> (Item<'_>, u64) {
 /// from the front (the shortest period first), the objects between them as runs of one
 /// repeat.
 pub fn runs(objects: &[Object]) -> Vec<Run> {
+    search(objects, BUDGET_PER_OBJECT.saturating_mul(objects.len()))
+}
+
+/// `runs` with `budget` like-checks in all: once they are spent, what is left is one run
+/// of one repeat.
+fn search(objects: &[Object], mut budget: usize) -> Vec<Run> {
     let (items, digests): (Vec<Item<'_>>, Vec<u64>) = objects.iter().map(item).unzip();
     let next = next_alike(&digests);
     let n = items.len();
-    let mut budget = BUDGET_PER_OBJECT.saturating_mul(n);
     // `b` follows `a` at `distance` bytes: alike, and its offset `distance` further.
     let follows = |a: usize, b: usize, distance: u64| {
         let (x, y) = (&items[a], &items[b]);
@@ -286,10 +290,15 @@ mod tests {
     }
 
     #[test]
-    fn the_search_gives_up_within_its_budget() {
-        // A, B, A, B ...: every A is followed (two on) by an A further on, every B by a B
-        // further back, so each even period is tried and fails at its second object;
-        // the search ends within BUDGET_PER_OBJECT checks per object, finding nothing.
+    fn the_search_stops_when_its_budget_is_spent() {
+        // Finding layers 0 and 1 alike costs three checks (one per object of a layer).
+        let objects = layered(5, 64);
+        assert_eq!(search(&objects, 3), runs(&objects));
+        assert_eq!(search(&objects, 2), [run(0, 17, 1, 0)]);
+        assert_eq!(search(&objects, 0), [run(0, 17, 1, 0)]);
+        // A, B, A, B ...: every A has an A further on two objects later, every B a B
+        // further back, so every even period is tried and fails at its second object:
+        // nothing is claimed.
         let objects: Vec<Object> = (0..400u64)
             .map(|k| match k % 2 {
                 0 => dense(&[4], DType::F32, 1 << 20 | k * 16),
