@@ -343,6 +343,10 @@ static void test_objects(const char *vectors) {
   }
 }
 
+static int is_run(const zt_object_run *run, size_t first, size_t period, size_t repeats, uint64_t stride) {
+  return run->first == first && run->period == period && run->repeats == repeats && run->stride == stride;
+}
+
 /* Every run of objects first .. first + count - 1 checked against the entries: in order,
  * covering each object once, and a repeat's claims (alike, `stride` apart) true. */
 static size_t check_runs(const zt_reader *r, size_t first, size_t count) {
@@ -414,14 +418,14 @@ static void test_runs(const char *vectors) {
   CHECK_OK(zt_open("runs.zt", &r));
   CHECK_OK(zt_file_get_runs(r, 0, 15, runs, 4, &found));
   CHECK_U64(found, 3);
-  CHECK(runs[0].first == 0 && runs[0].period == 1 && runs[0].repeats == 1 && runs[0].stride == 0);
-  CHECK(runs[1].first == 1 && runs[1].period == 3 && runs[1].repeats == 4 && runs[1].stride == 192);
-  CHECK(runs[2].first == 13 && runs[2].period == 2 && runs[2].repeats == 1 && runs[2].stride == 0);
+  CHECK(is_run(&runs[0], 0, 1, 1, 0));
+  CHECK(is_run(&runs[1], 1, 3, 4, 192));
+  CHECK(is_run(&runs[2], 13, 2, 1, 0));
   CHECK_U64(check_runs(r, 0, 15), 3);
   /* a range: its runs, numbered as in the file */
   CHECK_OK(zt_file_get_runs(r, 4, 9, runs, 4, &found));
   CHECK_U64(found, 1);
-  CHECK(runs[0].first == 4 && runs[0].period == 3 && runs[0].repeats == 3 && runs[0].stride == 192);
+  CHECK(is_run(&runs[0], 4, 3, 3, 192));
   /* from layer 0's weight: (weight, odd, next norm) repeats to "out", like a norm */
   CHECK_U64(check_runs(r, 2, 13), 2);
   /* too small: the count needed, nothing written; NULL with capacity 0 asks */

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fcntl.h>
@@ -23,6 +24,11 @@ std::vector<float> values(std::size_t n, float seed) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = seed * 1000.0f + static_cast<float>(i);
   return v;
+}
+
+// A run's fields as one comparable (and printable) value.
+std::tuple<std::size_t, std::size_t, std::size_t, std::uint64_t> run_of(const zt_object_run& r) {
+  return {r.first, r.period, r.repeats, r.stride};
 }
 
 /// Writes a set of four 4000-byte tensors, one a shard; returns the index's path.
@@ -163,14 +169,10 @@ TEST(Shards, LayoutsNamesObjectsAndThePool) {
   // Runs: tensors in four files are not alike; one run of one repeat.
   const std::vector<zt_object_run> runs = r.runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].first, 0u);
-  EXPECT_EQ(runs[0].period, 4u);
-  EXPECT_EQ(runs[0].repeats, 1u);
-  EXPECT_EQ(runs[0].stride, 0u);
+  EXPECT_EQ(run_of(runs[0]), run_of({0, 4, 1, 0}));
   const std::vector<zt_object_run> middle = r.runs(1, 2);
   ASSERT_EQ(middle.size(), 1u);
-  EXPECT_EQ(middle[0].first, 1u);
-  EXPECT_EQ(middle[0].period, 2u);
+  EXPECT_EQ(run_of(middle[0]), run_of({1, 2, 1, 0}));
   EXPECT_THROW(r.runs(3, 2), zt::invalid_argument);
   // The pool: sized, read back, reset to one thread per core.
   zt::pool::set_threads(3);
@@ -199,13 +201,8 @@ TEST(Shards, RunsOfAFileThatRepeats) {
   zt::Reader r = zt::Reader::open(path);
   const std::vector<zt_object_run> runs = r.runs();
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].first, 0u);
-  EXPECT_EQ(runs[0].period, 1u);
-  EXPECT_EQ(runs[0].repeats, 1u);
-  EXPECT_EQ(runs[1].first, 1u);
-  EXPECT_EQ(runs[1].period, 2u);
-  EXPECT_EQ(runs[1].repeats, 5u);
-  EXPECT_EQ(runs[1].stride, 192u);
+  EXPECT_EQ(run_of(runs[0]), run_of({0, 1, 1, 0}));
+  EXPECT_EQ(run_of(runs[1]), run_of({1, 2, 5, 192}));
   const std::vector<zt_object_entry> all = r.objects();
   EXPECT_EQ(all[1 + 2 * 4].offset, all[1].offset + 4 * runs[1].stride);
   EXPECT_EQ(all[2 + 2 * 4].offset, all[2].offset + 4 * runs[1].stride);
