@@ -10,6 +10,7 @@ object is the one call that makes its array or tensor, which the loaders run thr
 type whose values don't map one to one onto stored elements.
 """
 
+import math
 from itertools import accumulate, chain, repeat
 
 import numpy as np
@@ -36,7 +37,7 @@ class Plan:
     """
 
     __slots__ = ("names", "indices", "dense", "dtype", "raw", "offset", "shard", "itemsize",
-                 "dtypes", "all_dense_raw", "_handle", "_dims", "_starts", "_fixed", "_shape")
+                 "dtypes", "all_dense_raw", "_handle", "_dims", "_starts", "_shape")
 
     @property
     def shape(self):
@@ -49,12 +50,7 @@ class Plan:
         if self._shape is not None:
             return self._shape[start:end]
         starts = self._starts
-        shapes = list(map(self._dims.__getitem__, map(slice, starts[start:end], starts[start + 1:end + 1])))
-        if self._fixed:
-            for k, shape in self._fixed.items():
-                if start <= k < end:
-                    shapes[k - start] = shape
-        return shapes
+        return list(map(self._dims.__getitem__, map(slice, starts[start:end], starts[start + 1:end + 1])))
 
     def runs(self):
         """[(position, period, repeats, stride)] of the objects (zt_file_get_runs over
@@ -172,7 +168,6 @@ def plan(handle, indices, resolve):
         p.names = [names[i] for i in indices]
     p.indices = indices
     p._handle = handle
-    p._fixed = None
     p._shape = None
     n = len(p.names)
     if n == 0:
@@ -200,13 +195,13 @@ def plan(handle, indices, resolve):
     # holds as many elements as the decoded bytes do, else one dimension of that count.
     exact = {k for k, (_dt, size) in resolved.items()
              if size == _dtypes.SIZES[k[0] if typed else k] and not (typed and k[1])}
-    if len(exact) != len(resolved):
-        p._fixed = {}
+    if len(exact) != len(resolved):  # every shape made now, the few that differ replaced
+        shapes = p.shape
         for k, key in enumerate(keys):
             if key not in exact:
                 count = block[n + k] // itemsize[k]  # its decoded length
-                if _elements(p.shapes(k, k + 1)[0]) != count:
-                    p._fixed[k] = (count,)
+                if math.prod(shapes[k]) != count:
+                    shapes[k] = (count,)
     p.offset = offset
     p.shard = shard
     p.all_dense_raw = all(f & _DENSE_PLAIN == _DENSE_PLAIN for f in distinct)
@@ -230,6 +225,9 @@ def cut(p, stacked, loose):
     `repeats`, where the caller makes a view per object otherwise); `loose(start, end)`
     those of objects start .. end - 1, which don't repeat (or too few times to pay). None
     when a call gives None (the caller can't make views of them)."""
+    n = len(p.names)
+    if n < _STACK_MIN:  # one tensor of safe_open.get_tensor: nothing to search for
+        return loose(0, n)
     pieces = []
     at = 0  # the first object not yet in a piece
     for start, period, repeats, stride in p.runs():
@@ -243,8 +241,8 @@ def cut(p, stacked, loose):
             return None
         pieces.append(chain.from_iterable(zip(*groups)))  # peer j of each object in turn
         at = start + period * repeats
-    if at < len(p.names) or not pieces:
-        pieces.append(loose(at, len(p.names)))
+    if at < n or not pieces:
+        pieces.append(loose(at, n))
     if any(piece is None for piece in pieces):
         return None
     return pieces[0] if len(pieces) == 1 else chain.from_iterable(pieces)
@@ -262,9 +260,3 @@ class Strides(dict):
         st = self[shape] = tuple(reversed(strides))
         return st
 
-
-def _elements(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
