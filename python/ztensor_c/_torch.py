@@ -71,24 +71,26 @@ def raw_of(t):
 
 class _Storages:
     """Copy-on-write torch mappings of the files of one reader and a flat tensor of each
-    dtype over each (what torch.as_strided cuts tensors from). The first dtype of a file
-    maps it as a tensor of that dtype in one call (torch.from_file); another dtype maps
-    the whole file as an untyped storage (once per file) and views it."""
+    dtype over each (what torch.as_strided cuts tensors from). A file whose tensors are
+    all of one dtype (`only`) is mapped as a tensor of it in one call (torch.from_file);
+    else the whole file once as an untyped storage, viewed as each dtype. (A file first
+    mapped for one dtype and later asked for another, as safe_open's get_tensor may, is
+    mapped again whole: a typed mapping may stop short of the file's end.)"""
 
     def __init__(self):
         self._by_path = {}
 
-    def flat(self, path, dtype):
+    def flat(self, path, dtype, only=False):
         entry = self._by_path.get(path)
         if entry is None:
             size = os.path.getsize(path)
             entry = self._by_path[path] = [None, size, {}]
-            if _FROM_FILE is not None and size >= dtype.itemsize:
+            if only and _FROM_FILE is not None and size >= dtype.itemsize:
                 entry[2][dtype] = _FROM_FILE(path, shared=False, size=size // dtype.itemsize, dtype=dtype)
         storage, size, flats = entry
         flat = flats.get(dtype)
         if flat is None:
-            if storage is None:  # the whole file: a typed mapping may stop short of its end
+            if storage is None:
                 storage = entry[0] = torch.UntypedStorage.from_file(path, shared=False, nbytes=size)
             flat = flats[dtype] = torch.empty((0,), dtype=dtype).set_(storage, 0, (size // dtype.itemsize,))
         return flat
@@ -157,10 +159,11 @@ def _cut(p, paths, storages, strides):
         return None
     offset, itemsize = p.offset, p.itemsize
     if len(shards) == 1 and len(p.dtypes) == 1:
-        flat = storages.flat(paths[p.shard[0]], p.dtypes[0])
+        flat = storages.flat(paths[p.shard[0]], p.dtypes[0], only=True)
         flat_of = lambda _k: flat  # noqa: E731
     else:
-        flats = {(s, d): storages.flat(paths[s], d) for s, d in set(zip(p.shard, p.dtype))}
+        one = len(p.dtypes) == 1
+        flats = {(s, d): storages.flat(paths[s], d, one) for s, d in set(zip(p.shard, p.dtype))}
         flat = None
         flat_of = lambda k: flats[p.shard[k], p.dtype[k]]  # noqa: E731
 
