@@ -6,18 +6,24 @@
 //! logical type this library doesn't know): those are read as stored, or not at all.
 //! `plan` is the one place that decides.
 
+//!
+//! Element conversions run as loops the compiler vectorizes, built for the CPU's
+//! instruction sets and chosen at run time (`fast`), over the scalar definition of each
+//! conversion (`bits`); large outputs are split over the pool (`convert_with`) and
+//! written with non-temporal stores.
+
+mod bits;
+mod fast;
+#[cfg(test)]
+mod kernel_tests;
+
 use half::{bf16, f16};
 
 use crate::dtype::DType;
 use crate::error::{Result, bail};
 use crate::quant::{BlockType, blocks_of};
 
-/// How the source elements are read.
-#[derive(Clone, Copy)]
-enum SourceKind {
-    Storage(DType),
-    Fp8(fn(u8) -> f32),
-}
+use fast::{Fp8, From as SourceKind};
 
 /// Decodes an OCP/NVIDIA FP8 E4M3FN byte (no infinities; S.1111.111 is NaN).
 pub fn f8_e4m3fn_to_f32(b: u8) -> f32 {
@@ -81,11 +87,11 @@ pub fn f8_e8m0fnu_to_f32(b: u8) -> f32 {
 fn source_kind(storage: DType, logical: Option<&str>) -> Option<SourceKind> {
     match logical {
         None => Some(SourceKind::Storage(storage)),
-        Some("f8_e4m3fn") => Some(SourceKind::Fp8(f8_e4m3fn_to_f32)),
-        Some("f8_e5m2") => Some(SourceKind::Fp8(f8_e5m2_to_f32)),
-        Some("f8_e4m3fnuz") => Some(SourceKind::Fp8(f8_e4m3fnuz_to_f32)),
-        Some("f8_e5m2fnuz") => Some(SourceKind::Fp8(f8_e5m2fnuz_to_f32)),
-        Some("f8_e8m0fnu" | "f8_e8m0") => Some(SourceKind::Fp8(f8_e8m0fnu_to_f32)),
+        Some("f8_e4m3fn") => Some(SourceKind::Fp8(Fp8::E4m3fn)),
+        Some("f8_e5m2") => Some(SourceKind::Fp8(Fp8::E5m2)),
+        Some("f8_e4m3fnuz") => Some(SourceKind::Fp8(Fp8::E4m3fnuz)),
+        Some("f8_e5m2fnuz") => Some(SourceKind::Fp8(Fp8::E5m2fnuz)),
+        Some("f8_e8m0fnu" | "f8_e8m0") => Some(SourceKind::Fp8(Fp8::E8m0fnu)),
         Some(_) => None,
     }
 }
@@ -193,6 +199,89 @@ fn check(storage: DType, logical: Option<&str>, to: DType) -> Result<()> {
     plan(storage, logical, to).map(|_| ())
 }
 
+/// Output bytes per piece of work when a conversion is split over the pool: enough that
+/// a piece's fixed costs (a task, a fence) are small beside its work.
+const PER_THREAD: usize = 1 << 20;
+
+/// Converts `src` (elements of `storage`/`logical`) into `dst` (elements of `to`), on
+/// this thread. Sizes have been checked: same element count.
+pub(crate) fn convert(
+    storage: DType,
+    logical: Option<&str>,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+) {
+    convert_with(storage, logical, src, to, dst, || 1)
+}
+
+/// `convert` on up to `workers()` threads of the pool (this one included; asked only when
+/// the output is large enough to split).
+pub(crate) fn convert_with(
+    storage: DType,
+    logical: Option<&str>,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+    workers: impl FnOnce() -> usize,
+) {
+    if to == storage {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let (sw, dw) = (storage.size(), to.size());
+    let from = match source_kind(storage, logical) {
+        Some(k @ SourceKind::Fp8(_)) if sw != 1 => return by_element(k, storage, src, to, dst),
+        Some(k) => k,
+        None => return,
+    };
+    let isa = fast::isa();
+    let stream = dst.len() >= fast::STREAM_MIN;
+    let most = dst.len() / PER_THREAD;
+    let workers = if most > 1 {
+        workers().clamp(1, most)
+    } else {
+        1
+    };
+    let one = |(s, d): (&[u8], &mut [u8])| {
+        if !fast::run_streaming(isa, from, to, (sw, dw), s, d, stream) {
+            by_element(from, storage, s, to, d);
+        }
+    };
+    if workers == 1 {
+        return one((src, dst));
+    }
+    // A few pieces per thread, so that a thread slowed by other work leaves its share to
+    // the others.
+    let per = (dst.len() / dw).div_ceil(workers * 4).max(PER_THREAD / dw);
+    let pieces: Vec<(&[u8], &mut [u8])> =
+        src.chunks(per * sw).zip(dst.chunks_mut(per * dw)).collect();
+    crate::pool::map(pieces, workers, one);
+}
+
+/// Writes f32 values as little-endian `to` values (f32, f16 or bf16: the same
+/// conversion as `convert` from f32, rounded to nearest even), on this thread: what
+/// dequantization writes its blocks' values with.
+pub(crate) fn store_f32(values: &[f32], to: DType, dst: &mut [u8]) {
+    debug_assert!(matches!(to, DType::F32 | DType::F16 | DType::BF16));
+    debug_assert_eq!(values.len() * to.size(), dst.len());
+    if cfg!(target_endian = "little") {
+        // SAFETY: the bytes of initialized f32s, little-endian here, for as long as
+        // `values` is borrowed.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), values.len() * 4) };
+        return convert(DType::F32, None, bytes, to, dst);
+    }
+    for (v, d) in values.iter().zip(dst.chunks_exact_mut(to.size())) {
+        let x = v.to_bits();
+        match to {
+            DType::F16 => d.copy_from_slice(&bits::f32_to_f16(x).to_le_bytes()),
+            DType::BF16 => d.copy_from_slice(&bits::f32_to_bf16(x).to_le_bytes()),
+            _ => d.copy_from_slice(&x.to_le_bytes()),
+        }
+    }
+}
+
 fn load_f64(d: DType, b: &[u8]) -> f64 {
     match d {
         DType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
@@ -213,8 +302,8 @@ fn store_f64(d: DType, v: f64, out: &mut [u8]) {
     match d {
         DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
         DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
-        DType::F16 => out.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
-        DType::BF16 => out.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
+        DType::F16 => out.copy_from_slice(&bits::f64_to_f16(v.to_bits()).to_le_bytes()),
+        DType::BF16 => out.copy_from_slice(&bits::f64_to_bf16(v.to_bits()).to_le_bytes()),
         _ => unreachable!("checked: float destination"),
     }
 }
@@ -230,41 +319,14 @@ fn load_i128(d: DType, b: &[u8]) -> i128 {
     }
 }
 
-/// Converts `src` (elements of `storage`/`logical`) into `dst` (elements of `to`). Sizes
-/// have been checked: same element count.
-pub(crate) fn convert(
-    storage: DType,
-    logical: Option<&str>,
-    src: &[u8],
-    to: DType,
-    dst: &mut [u8],
-) {
+/// Element by element, for what has no kernel: an fp8 logical type on a storage dtype
+/// wider than a byte (its elements' first bytes are decoded), which no format writes.
+/// The same values as the kernels give for the pairs they have.
+fn by_element(from: SourceKind, storage: DType, src: &[u8], to: DType, dst: &mut [u8]) {
     let (sw, dw) = (storage.size(), to.size());
-    if to == storage {
-        dst.copy_from_slice(src);
-        return;
-    }
     let pairs = src.chunks_exact(sw).zip(dst.chunks_exact_mut(dw));
-    // The common widenings, in loops the compiler vectorizes (the same values).
-    match (storage, logical, to) {
-        (DType::F16, None, DType::F32) => {
-            return pairs.for_each(|(s, d)| {
-                let v = crate::quant::f16_to_f32(u16::from_le_bytes([s[0], s[1]]));
-                d.copy_from_slice(&v.to_le_bytes());
-            });
-        }
-        (DType::BF16, None, DType::F32) => {
-            return pairs.for_each(|(s, d)| {
-                d[..2].fill(0);
-                d[2..].copy_from_slice(s);
-            });
-        }
-        _ => {}
-    }
-    match source_kind(storage, logical) {
-        Some(SourceKind::Fp8(decode)) => {
-            pairs.for_each(|(s, d)| store_f64(to, decode(s[0]) as f64, d))
-        }
+    match from {
+        SourceKind::Fp8(k) => pairs.for_each(|(s, d)| store_f64(to, k.decode(s[0]) as f64, d)),
         _ if to.is_float() => pairs.for_each(|(s, d)| store_f64(to, load_f64(storage, s), d)),
         _ => pairs.for_each(|(s, d)| {
             let v = load_i128(storage, s).to_le_bytes();

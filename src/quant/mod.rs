@@ -26,9 +26,6 @@ mod subbyte;
 
 use std::ffi::CStr;
 
-use half::slice::HalfFloatSliceExt;
-use half::{bf16, f16};
-
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 
@@ -448,28 +445,9 @@ fn run(kernel: Kernel, ts: usize, bs: usize, src: &[u8], to: DType, dst: &mut [u
 }
 
 /// Writes f32 values as little-endian `to` values (f32, f16 or bf16, rounded to nearest
-/// even).
+/// even): `convert`'s kernels.
 fn store(values: &[f32], to: DType, dst: &mut [u8]) {
-    match to {
-        DType::F32 => {
-            for (d, v) in dst.chunks_exact_mut(4).zip(values) {
-                d.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        DType::F16 => {
-            let mut half = [f16::ZERO; CHUNK];
-            let half = &mut half[..values.len()];
-            half.convert_from_f32_slice(values);
-            for (d, v) in dst.chunks_exact_mut(2).zip(half.iter()) {
-                d.copy_from_slice(&v.to_le_bytes());
-            }
-        }
-        _ => {
-            for (d, v) in dst.chunks_exact_mut(2).zip(values) {
-                d.copy_from_slice(&bf16::from_f32(*v).to_le_bytes());
-            }
-        }
-    }
+    crate::convert::store_f32(values, to, dst);
 }
 
 /// The f32 value of IEEE half bits, exactly (subnormals included, NaN payloads kept),
@@ -530,6 +508,7 @@ fn blocks<'a, const TS: usize, const BS: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::{bf16, f16};
 
     #[test]
     fn the_table_is_in_id_order_with_ggml_sizes() {

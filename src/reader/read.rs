@@ -308,8 +308,8 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a component's values as `dtype` (see `convert::plan`): the stored bytes when
-    /// `dtype` is the storage dtype, ggml blocks dequantized to f32, f16 or bf16 (on
-    /// several threads when large), other elements converted one by one. `dst` must be
+    /// `dtype` is the storage dtype, ggml blocks dequantized to f32, f16 or bf16, other
+    /// elements converted (vectorized; both on several threads when large). `dst` must be
     /// exactly the value count x `dtype.size()` bytes (for blocks, the object's element
     /// count). Borrows the mapped or cached bytes when it can, else decodes into a
     /// temporary buffer. A refused call leaves `dst` untouched.
@@ -433,7 +433,14 @@ impl<'a> Reader<'a> {
         };
         match plan {
             Plan::Copy => dst.copy_from_slice(src),
-            Plan::Elements => crate::convert::convert(c.dtype, c.logical_type(), src, to, dst),
+            Plan::Elements => crate::convert::convert_with(
+                c.dtype,
+                c.logical_type(),
+                src,
+                to,
+                dst,
+                crate::pool::threads,
+            ),
             Plan::Dequantize(t) => crate::quant::dequantize(t, src, to, dst, crate::pool::threads)
                 .map_err(self.ctx(obj, c))?,
         }

@@ -1,0 +1,361 @@
+//! The slice kernels of `convert`: for each pair of dtypes a loop over fixed-size
+//! elements (`[u8; S]` in, `[u8; D]` out) that the compiler vectorizes, built three times
+//! on x86-64 (the baseline, AVX2 with F16C and FMA, AVX-512) and picked at run time by
+//! what the CPU has. Elsewhere the one build (NEON on aarch64 is part of the baseline, so
+//! its loops are vectorized with it). Each element goes through the scalar definition
+//! (`bits`, and `as` between f32, f64 and integers), so every build writes the same bits.
+//!
+//! Large outputs are written with non-temporal stores (`stream`): blocks are converted
+//! into a buffer that stays in L1 and streamed out from there, so the destination's lines
+//! are not read before they are overwritten and don't evict the source from the caches.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use super::bits;
+use crate::dtype::DType;
+
+/// An instruction set the kernels are built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Isa {
+    /// The target's baseline (SSE2 on x86-64, NEON on aarch64).
+    Baseline,
+    /// AVX2, FMA, F16C, BMI1/2 (x86-64).
+    Avx2,
+    /// AVX-512 F/BW/DQ/VL on top of `Avx2` (x86-64).
+    Avx512,
+}
+
+/// The best `Isa` of this CPU (detected once).
+pub(crate) fn isa() -> Isa {
+    static BEST: AtomicU8 = AtomicU8::new(0);
+    match BEST.load(Ordering::Relaxed) {
+        1 => Isa::Baseline,
+        2 => Isa::Avx2,
+        3 => Isa::Avx512,
+        _ => {
+            let best = detect();
+            BEST.store(best as u8 + 1, Ordering::Relaxed);
+            best
+        }
+    }
+}
+
+fn detect() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let avx2 = has!("avx2")
+            && has!("fma")
+            && has!("f16c")
+            && has!("bmi1")
+            && has!("bmi2")
+            && has!("lzcnt");
+        if avx2 && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+            return Isa::Avx512;
+        }
+        if avx2 {
+            return Isa::Avx2;
+        }
+    }
+    Isa::Baseline
+}
+
+/// Every `Isa` this CPU runs, lowest first (the tests run each).
+#[cfg(test)]
+pub(crate) fn isas() -> Vec<Isa> {
+    [Isa::Baseline, Isa::Avx2, Isa::Avx512]
+        .into_iter()
+        .filter(|&i| i <= isa())
+        .collect()
+}
+
+/// `f` on each element: `src` holds whole elements of `S` bytes, `dst` as many of `D`.
+#[inline(always)]
+fn each<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
+    src: &[u8],
+    dst: &mut [u8],
+    f: F,
+) {
+    let (s, _) = src.as_chunks::<S>();
+    let (d, _) = dst.as_chunks_mut::<D>();
+    let n = s.len().min(d.len());
+    let (s, d) = (&s[..n], &mut d[..n]);
+    for i in 0..n {
+        d[i] = f(s[i]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1,bmi2,lzcnt")]
+fn each_avx2<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
+    src: &[u8],
+    dst: &mut [u8],
+    f: F,
+) {
+    each(src, dst, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi1,bmi2,lzcnt")]
+fn each_avx512<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
+    src: &[u8],
+    dst: &mut [u8],
+    f: F,
+) {
+    each(src, dst, f)
+}
+
+/// `each`, built for `isa`.
+#[inline(always)]
+fn apply<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
+    isa: Isa,
+    src: &[u8],
+    dst: &mut [u8],
+    f: F,
+) {
+    #[cfg(target_arch = "x86_64")]
+    match isa {
+        // SAFETY: `isa` is at most what `detect` found this CPU to have.
+        Isa::Avx512 => return unsafe { each_avx512(src, dst, f) },
+        // SAFETY: as above.
+        Isa::Avx2 => return unsafe { each_avx2(src, dst, f) },
+        Isa::Baseline => {}
+    }
+    let _ = isa;
+    each(src, dst, f)
+}
+
+/// A source of element conversions: a storage dtype, or an fp8 logical type (one byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum From {
+    Storage(DType),
+    Fp8(Fp8),
+}
+
+/// The fp8 formats `read_as` decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fp8 {
+    E4m3fn,
+    E5m2,
+    E4m3fnuz,
+    E5m2fnuz,
+    E8m0fnu,
+}
+
+impl Fp8 {
+    const ALL: [Fp8; 5] = [
+        Fp8::E4m3fn,
+        Fp8::E5m2,
+        Fp8::E4m3fnuz,
+        Fp8::E5m2fnuz,
+        Fp8::E8m0fnu,
+    ];
+
+    /// The value of one byte (the scalar definition).
+    pub(crate) fn decode(self, b: u8) -> f32 {
+        match self {
+            Fp8::E4m3fn => super::f8_e4m3fn_to_f32(b),
+            Fp8::E5m2 => super::f8_e5m2_to_f32(b),
+            Fp8::E4m3fnuz => super::f8_e4m3fnuz_to_f32(b),
+            Fp8::E5m2fnuz => super::f8_e5m2fnuz_to_f32(b),
+            Fp8::E8m0fnu => super::f8_e8m0fnu_to_f32(b),
+        }
+    }
+
+    /// The f32 bits of every byte (built once per format).
+    fn table(self) -> &'static [u32; 256] {
+        static TABLES: [OnceLock<[u32; 256]>; 5] = [const { OnceLock::new() }; 5];
+        let i = Fp8::ALL.iter().position(|&k| k == self).expect("listed");
+        TABLES[i].get_or_init(|| std::array::from_fn(|b| self.decode(b as u8).to_bits()))
+    }
+}
+
+/// An integer of `S` bytes, sign-extended when `SIGNED`.
+#[inline(always)]
+fn int_of<const S: usize, const SIGNED: bool>(s: [u8; S]) -> i64 {
+    let mut w = [0u8; 8];
+    w[..S].copy_from_slice(&s);
+    let v = u64::from_le_bytes(w);
+    let shift = 64 - 8 * S as u32;
+    if SIGNED {
+        ((v << shift) as i64) >> shift
+    } else {
+        v as i64
+    }
+}
+
+/// The low `D` bytes of an integer.
+#[inline(always)]
+fn int_to<const D: usize>(v: i64) -> [u8; D] {
+    let mut out = [0u8; D];
+    out.copy_from_slice(&v.to_le_bytes()[..D]);
+    out
+}
+
+/// Elements whose value is an f32 (given as bits by `$value`, from `[u8; $s]`) into each
+/// float dtype; false for any other.
+macro_rules! from_f32 {
+    ($isa:expr, $src:expr, $dst:expr, $to:expr, $s:literal, $value:expr) => {{
+        let value = $value;
+        match $to {
+            DType::F32 => apply($isa, $src, $dst, |s: [u8; $s]| value(s).to_le_bytes()),
+            DType::F64 => apply($isa, $src, $dst, |s: [u8; $s]| {
+                f64::from(f32::from_bits(value(s))).to_le_bytes()
+            }),
+            DType::F16 => apply($isa, $src, $dst, |s: [u8; $s]| {
+                bits::f32_to_f16(value(s)).to_le_bytes()
+            }),
+            DType::BF16 => apply($isa, $src, $dst, |s: [u8; $s]| {
+                bits::f32_to_bf16(value(s)).to_le_bytes()
+            }),
+            _ => return false,
+        }
+        true
+    }};
+}
+
+/// Integers of `[u8; $s]` (signed or not) into wider integers, or into floats that hold
+/// them exactly (`plan` decides which: here they are simply converted).
+macro_rules! from_int {
+    ($isa:expr, $src:expr, $dst:expr, $to:expr, $s:literal, $signed:literal) => {{
+        let v = |s: [u8; $s]| int_of::<$s, $signed>(s);
+        match $to {
+            DType::I8 | DType::U8 | DType::Bool => {
+                apply($isa, $src, $dst, |s: [u8; $s]| int_to::<1>(v(s)))
+            }
+            DType::I16 | DType::U16 => apply($isa, $src, $dst, |s: [u8; $s]| int_to::<2>(v(s))),
+            DType::I32 | DType::U32 => apply($isa, $src, $dst, |s: [u8; $s]| int_to::<4>(v(s))),
+            DType::I64 | DType::U64 => apply($isa, $src, $dst, |s: [u8; $s]| int_to::<8>(v(s))),
+            DType::F64 => apply($isa, $src, $dst, |s: [u8; $s]| (v(s) as f64).to_le_bytes()),
+            // Exact for the sources `plan` allows (at most 24 bits); f16 and bf16 from
+            // the exact f32.
+            to => {
+                return from_f32!($isa, $src, $dst, to, $s, |s: [u8; $s]| {
+                    (v(s) as f32).to_bits()
+                });
+            }
+        }
+        true
+    }};
+}
+
+/// Converts whole elements of `src` into `dst` with the kernels built for `isa`. False
+/// when the pair has no kernel (`plan` lets none through; the caller then has a generic
+/// path).
+pub(crate) fn run(isa: Isa, from: From, to: DType, src: &[u8], dst: &mut [u8]) -> bool {
+    use DType::*;
+    let storage = match from {
+        From::Fp8(k) => {
+            let t = k.table();
+            return from_f32!(isa, src, dst, to, 1, |s: [u8; 1]| t[s[0] as usize]);
+        }
+        From::Storage(d) => d,
+    };
+    match storage {
+        F16 => from_f32!(isa, src, dst, to, 2, |s: [u8; 2]| bits::f16_to_f32(
+            u16::from_le_bytes(s)
+        )),
+        BF16 => from_f32!(isa, src, dst, to, 2, |s: [u8; 2]| bits::bf16_to_f32(
+            u16::from_le_bytes(s)
+        )),
+        F32 => from_f32!(isa, src, dst, to, 4, u32::from_le_bytes),
+        F64 => {
+            match to {
+                F32 => apply(isa, src, dst, |s: [u8; 8]| {
+                    (f64::from_le_bytes(s) as f32).to_le_bytes()
+                }),
+                F16 => apply(isa, src, dst, |s: [u8; 8]| {
+                    bits::f64_to_f16(u64::from_le_bytes(s)).to_le_bytes()
+                }),
+                BF16 => apply(isa, src, dst, |s: [u8; 8]| {
+                    bits::f64_to_bf16(u64::from_le_bytes(s)).to_le_bytes()
+                }),
+                _ => return false,
+            }
+            true
+        }
+        I8 => from_int!(isa, src, dst, to, 1, true),
+        U8 | Bool => from_int!(isa, src, dst, to, 1, false),
+        I16 => from_int!(isa, src, dst, to, 2, true),
+        U16 => from_int!(isa, src, dst, to, 2, false),
+        I32 => from_int!(isa, src, dst, to, 4, true),
+        U32 => from_int!(isa, src, dst, to, 4, false),
+        I64 | U64 => false,
+    }
+}
+
+/// Outputs of at least this many bytes are streamed (non-temporal stores): past the size
+/// of the caches a conversion's output would only evict what is read, and reading the
+/// destination's lines before overwriting them costs as much bandwidth as writing them.
+pub(crate) const STREAM_MIN: usize = 8 << 20;
+
+/// The output block converted into L1 before it is streamed out.
+const BLOCK: usize = 8 << 10;
+
+/// `run`, writing `dst` with non-temporal stores when `stream` (x86-64; elsewhere plain
+/// stores). `sw` and `dw` are the element sizes of `from` and `to`.
+pub(crate) fn run_streaming(
+    isa: Isa,
+    from: From,
+    to: DType,
+    (sw, dw): (usize, usize),
+    src: &[u8],
+    dst: &mut [u8],
+    stream: bool,
+) -> bool {
+    if !stream || !cfg!(target_arch = "x86_64") || dst.len() < 2 * BLOCK {
+        return run(isa, from, to, src, dst);
+    }
+    #[repr(C, align(64))]
+    struct Block([u8; BLOCK]);
+    let mut buf = Block([0; BLOCK]);
+    let per = BLOCK / dw;
+    for (s, d) in src.chunks(per * sw).zip(dst.chunks_mut(per * dw)) {
+        let b = &mut buf.0[..d.len()];
+        if !run(isa, from, to, s, b) {
+            return false;
+        }
+        stream_copy(d, b);
+    }
+    fence();
+    true
+}
+
+/// Copies `src` into `dst` (same length) with non-temporal stores where aligned.
+#[cfg(target_arch = "x86_64")]
+fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    debug_assert_eq!(dst.len(), src.len());
+    let head = dst.as_ptr().align_offset(16).min(dst.len());
+    dst[..head].copy_from_slice(&src[..head]);
+    let body = (dst.len() - head) / 16 * 16;
+    let (d, s) = (&mut dst[head..head + body], &src[head..head + body]);
+    for (d, s) in d.chunks_exact_mut(16).zip(s.chunks_exact(16)) {
+        // SAFETY: SSE2 is part of x86-64; `d` is 16 writable bytes aligned to 16, `s`
+        // 16 readable bytes (an unaligned load).
+        unsafe {
+            _mm_stream_si128(
+                d.as_mut_ptr().cast::<__m128i>(),
+                _mm_loadu_si128(s.as_ptr().cast::<__m128i>()),
+            )
+        };
+    }
+    let done = head + body;
+    dst[done..].copy_from_slice(&src[done..]);
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    dst.copy_from_slice(src);
+}
+
+/// Orders the non-temporal stores before whatever follows (another thread may read the
+/// output once this one's work is seen as done).
+fn fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
