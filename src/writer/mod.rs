@@ -191,7 +191,7 @@ impl Writer<BufWriter<File>> {
         let writeback = (target.durable)
             .then(|| file.try_clone().ok())
             .flatten()
-            .map(|file| Writeback { file, started: 0 });
+            .map(Writeback::new);
         let handle = match options.version {
             FileVersion::V2 => Some(file.try_clone().map_err(|e| {
                 Error::io(
