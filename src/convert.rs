@@ -243,9 +243,13 @@ pub(crate) fn convert_with(
     } else {
         1
     };
+    let mode = fast::Mode { isa, stream };
     let one = |(s, d): (&[u8], &mut [u8])| {
-        if !fast::run_streaming(isa, from, to, (sw, dw), s, d, stream) {
+        if !fast::run(mode, from, to, s, d) {
             by_element(from, storage, s, to, d);
+        }
+        if stream {
+            fast::fence();
         }
     };
     if workers == 1 {

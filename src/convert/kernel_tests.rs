@@ -4,7 +4,7 @@
 use half::{bf16, f16};
 
 use super::bits;
-use super::fast::{self, Fp8, From, Isa};
+use super::fast::{self, Fp8, From, Isa, Mode};
 use super::{Plan, convert, convert_with, plan, source_kind};
 use crate::dtype::{ALL_DTYPES, DType};
 
@@ -371,32 +371,35 @@ fn every_kernel_on_every_isa_writes_the_scalar_definition() {
             .flat_map(|s| scalar(from, storage, to, s))
             .collect();
         for isa in fast::isas() {
-            // Unaligned on both sides, and a length that leaves a tail for every vector
-            // width.
+            // Unaligned source; destinations at offsets that are unaligned, aligned to an
+            // element but not to a line, and aligned to a line (from a 64-aligned base);
+            // plain and streamed stores. The length leaves a tail for every vector width.
             let mut s = vec![0u8; src.len() + 1];
             s[1..].copy_from_slice(&src);
-            let mut d = vec![0xa5u8; n * dw + 3];
-            assert!(fast::run(isa, from, to, &s[1..], &mut d[3..]));
-            assert!(
-                d[3..] == want[..],
-                "{storage} {logical:?} -> {to} on {isa:?}: first difference at element {}",
-                (0..n)
-                    .find(|&i| d[3 + i * dw..3 + (i + 1) * dw] != want[i * dw..(i + 1) * dw])
-                    .unwrap_or(n)
-            );
-            assert_eq!(d[..3], [0xa5; 3]);
-            // Streamed, from an odd offset of the destination.
-            let mut d = vec![0xa5u8; n * dw + 3];
-            assert!(fast::run_streaming(
-                isa,
-                from,
-                to,
-                (sw, dw),
-                &s[1..],
-                &mut d[3..],
-                true
-            ));
-            assert!(d[3..] == want[..], "{storage} -> {to} streamed on {isa:?}");
+            let mut d = vec![0xa5u8; n * dw + 128 + 64];
+            let base = d.as_ptr().align_offset(64);
+            for off in [3, dw, 3 * dw, 64] {
+                for stream in [false, true] {
+                    let at = base + off;
+                    d.fill(0xa5);
+                    let out = &mut d[at..at + n * dw];
+                    assert!(fast::run(Mode { isa, stream }, from, to, &s[1..], out));
+                    fast::fence();
+                    assert!(
+                        out[..] == want[..],
+                        "{storage} {logical:?} -> {to} on {isa:?}, offset {off}, stream \
+                         {stream}: first difference at element {}",
+                        (0..n)
+                            .find(|&i| out[i * dw..(i + 1) * dw] != want[i * dw..(i + 1) * dw])
+                            .unwrap_or(n)
+                    );
+                    assert!(
+                        d[..at].iter().all(|&b| b == 0xa5),
+                        "wrote before the output"
+                    );
+                    assert!(d[at + n * dw..].iter().all(|&b| b == 0xa5), "wrote past it");
+                }
+            }
         }
     }
 }
@@ -505,7 +508,10 @@ fn a_large_conversion_on_the_pool_writes_the_same_bytes() {
     for storage in [DType::F16, DType::BF16] {
         let mut want = vec![0u8; n * 4];
         assert!(fast::run(
-            fast::isa(),
+            Mode {
+                isa: fast::isa(),
+                stream: false
+            },
             From::Storage(storage),
             DType::F32,
             &src,
@@ -539,13 +545,11 @@ fn every_fp8_table_holds_its_decoder() {
     ] {
         let src: Vec<u8> = (0..=255).collect();
         let mut out = vec![0u8; 1024];
-        assert!(fast::run(
-            Isa::Baseline,
-            From::Fp8(k),
-            DType::F32,
-            &src,
-            &mut out
-        ));
+        let mode = Mode {
+            isa: Isa::Baseline,
+            stream: false,
+        };
+        assert!(fast::run(mode, From::Fp8(k), DType::F32, &src, &mut out));
         for (b, d) in src.iter().zip(out.chunks(4)) {
             assert_eq!(
                 u32::from_le_bytes(d.try_into().unwrap()),
@@ -594,9 +598,18 @@ fn kernels_ignore_flush_to_zero_and_denormals_are_zero() {
     for (&(storage, to), (src, want)) in cases.iter().zip(&expected) {
         for isa in fast::isas() {
             let mut out = vec![0u8; want.len()];
-            fast::run(isa, From::Storage(storage), to, src, &mut out);
-            if out != *want {
-                differs.push(format!("{storage} -> {to} on {isa:?}"));
+            for stream in [false, true] {
+                fast::run(
+                    Mode { isa, stream },
+                    From::Storage(storage),
+                    to,
+                    src,
+                    &mut out,
+                );
+                fast::fence();
+                if out != *want {
+                    differs.push(format!("{storage} -> {to} on {isa:?}, stream {stream}"));
+                }
             }
         }
     }
