@@ -110,7 +110,7 @@ fn each_streamed<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
 ) {
     let n = (src.len() / S).min(dst.len() / D);
     let addr = dst.as_ptr() as usize;
-    if addr % D != 0 {
+    if !addr.is_multiple_of(D) {
         // Elements never meet a line boundary: no whole line to stream.
         return each(src, dst, f);
     }
