@@ -83,7 +83,7 @@ pub(super) fn gguf_file(
 }
 
 /// The CPUs this thread may run on.
-fn affinity() -> Res<libc::cpu_set_t> {
+pub(super) fn affinity() -> Res<libc::cpu_set_t> {
     // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -94,7 +94,7 @@ fn affinity() -> Res<libc::cpu_set_t> {
     }
 }
 
-fn set_affinity(set: &libc::cpu_set_t) -> Res<()> {
+pub(super) fn set_affinity(set: &libc::cpu_set_t) -> Res<()> {
     // SAFETY: a valid set for this thread.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
         return Err("sched_setaffinity failed".into());
@@ -104,7 +104,7 @@ fn set_affinity(set: &libc::cpu_set_t) -> Res<()> {
 
 /// The first CPU of `set` alone (with a pool of one thread, the library then works on
 /// this thread alone, on one CPU).
-fn first_cpu(set: &libc::cpu_set_t) -> libc::cpu_set_t {
+pub(super) fn first_cpu(set: &libc::cpu_set_t) -> libc::cpu_set_t {
     // SAFETY: plain bit operations on a valid set.
     unsafe {
         let mut one: libc::cpu_set_t = std::mem::zeroed();

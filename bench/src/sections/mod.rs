@@ -3,6 +3,8 @@
 
 pub mod attrs;
 pub mod batch;
+pub mod cold;
+pub mod convert;
 pub mod dequant;
 pub mod list;
 pub mod load;
