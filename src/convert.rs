@@ -17,8 +17,6 @@ mod fast;
 #[cfg(test)]
 mod kernel_tests;
 
-use half::{bf16, f16};
-
 use crate::dtype::DType;
 use crate::error::{Result, bail};
 use crate::quant::{BlockType, blocks_of};
@@ -42,7 +40,7 @@ pub fn f8_e4m3fn_to_f32(b: u8) -> f32 {
 /// Decodes an OCP FP8 E5M2 byte (IEEE-like: infinities and NaNs at exponent 31).
 pub fn f8_e5m2_to_f32(b: u8) -> f32 {
     // E5M2 is the top byte of an IEEE half.
-    f16::from_bits((b as u16) << 8).to_f32()
+    half::f16::from_bits((b as u16) << 8).to_f32()
 }
 
 /// Decodes an AMD FP8 E4M3FNUZ byte (bias 8, 0x80 is the only NaN, no infinities).
@@ -230,12 +228,14 @@ pub(crate) fn convert_with(
         return;
     }
     let (sw, dw) = (storage.size(), to.size());
-    let from = match source_kind(storage, logical) {
-        Some(k @ SourceKind::Fp8(_)) if sw != 1 => return by_element(k, storage, src, to, dst),
-        Some(k) => k,
-        None => return,
+    let Some(from) = source_kind(storage, logical) else {
+        return;
     };
     let isa = fast::isa();
+    if matches!(from, SourceKind::Fp8(_)) && sw != 1 {
+        let mode = fast::Mode { isa, stream: false };
+        return fp8_of_wider(mode, from, sw, src, to, dst);
+    }
     let stream = dst.len() >= fast::STREAM_MIN;
     let most = dst.len() / PER_THREAD;
     let workers = if most > 1 {
@@ -245,9 +245,11 @@ pub(crate) fn convert_with(
     };
     let mode = fast::Mode { isa, stream };
     let one = |(s, d): (&[u8], &mut [u8])| {
-        if !fast::run(mode, from, to, s, d) {
-            by_element(from, storage, s, to, d);
-        }
+        // `plan` lets through only pairs that have a kernel (every one is tested).
+        assert!(
+            fast::run(mode, from, to, s, d),
+            "a kernel for {storage} -> {to}"
+        );
         if stream {
             fast::fence();
         }
@@ -286,62 +288,27 @@ pub(crate) fn store_f32(values: &[f32], to: DType, dst: &mut [u8]) {
     }
 }
 
-fn load_f64(d: DType, b: &[u8]) -> f64 {
-    match d {
-        DType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
-        DType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
-        DType::F16 => f16::from_le_bytes(b.try_into().unwrap()).to_f64(),
-        DType::BF16 => bf16::from_le_bytes(b.try_into().unwrap()).to_f64(),
-        DType::I8 => b[0] as i8 as f64,
-        DType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as f64,
-        DType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
-        DType::U8 | DType::Bool => b[0] as f64,
-        DType::U16 => u16::from_le_bytes(b.try_into().unwrap()) as f64,
-        DType::U32 => u32::from_le_bytes(b.try_into().unwrap()) as f64,
-        DType::I64 | DType::U64 => unreachable!("64-bit integers never convert to floats"),
-    }
-}
-
-fn store_f64(d: DType, v: f64, out: &mut [u8]) {
-    match d {
-        DType::F64 => out.copy_from_slice(&v.to_le_bytes()),
-        DType::F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
-        DType::F16 => out.copy_from_slice(&bits::f64_to_f16(v.to_bits()).to_le_bytes()),
-        DType::BF16 => out.copy_from_slice(&bits::f64_to_bf16(v.to_bits()).to_le_bytes()),
-        _ => unreachable!("checked: float destination"),
-    }
-}
-
-fn load_i128(d: DType, b: &[u8]) -> i128 {
-    let mut w = [0u8; 8];
-    w[..b.len()].copy_from_slice(b);
-    let raw = u64::from_le_bytes(w);
-    let bits = 8 * b.len() as u32;
-    match int_class(d) {
-        Some((true, _)) => ((raw << (64 - bits)) as i64 >> (64 - bits)) as i128,
-        _ => raw as i128,
-    }
-}
-
-/// Element by element, for what has no kernel: an fp8 logical type on a storage dtype
-/// wider than a byte (its elements' first bytes are decoded), which no format writes.
-/// The same values as the kernels give for the pairs they have.
-fn by_element(from: SourceKind, storage: DType, src: &[u8], to: DType, dst: &mut [u8]) {
-    let (sw, dw) = (storage.size(), to.size());
-    let pairs = src.chunks_exact(sw).zip(dst.chunks_exact_mut(dw));
-    match from {
-        SourceKind::Fp8(k) => pairs.for_each(|(s, d)| store_f64(to, k.decode(s[0]) as f64, d)),
-        _ if to.is_float() => pairs.for_each(|(s, d)| store_f64(to, load_f64(storage, s), d)),
-        _ => pairs.for_each(|(s, d)| {
-            let v = load_i128(storage, s).to_le_bytes();
-            d.copy_from_slice(&v[..dw]);
-        }),
-    }
+/// An fp8 logical type on a storage dtype wider than a byte, which no format writes but
+/// a file may say: each element's first byte is decoded (by the one-byte kernel).
+fn fp8_of_wider(
+    mode: fast::Mode,
+    from: SourceKind,
+    sw: usize,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+) {
+    let firsts: Vec<u8> = src.chunks_exact(sw).map(|s| s[0]).collect();
+    assert!(
+        fast::run(mode, from, to, &firsts, dst),
+        "an fp8 kernel to {to}"
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::{bf16, f16};
 
     #[test]
     fn fp8_decoders_match_known_values() {

@@ -135,3 +135,57 @@ pub(crate) fn f64_to_bf16(x: u64) -> u16 {
     };
     (sign | bits) as u16
 }
+
+/// f32 bits to f64 bits, exactly; NaN is quieted, keeping its sign and payload (what
+/// `as f64` does with the caller's default floating-point mode, here without one).
+#[inline(always)]
+pub(crate) fn f32_to_f64(x: u32) -> u64 {
+    let sign = u64::from(x & 0x8000_0000) << 32;
+    let a = x & 0x7fff_ffff;
+    let wide = u64::from(a) << 29;
+    // Normal: rebias 127 -> 1023. Infinity and NaN: exponent 255 -> 2047.
+    let normal = wide + (896 << 52);
+    let special = wide | (0x7ff << 52);
+    // Zero and subnormals: the mantissa (an integer below 2^23, exact in f64) times
+    // 2^-149, an exact product of normal numbers (or zero).
+    let small = (f64::from(a) * f64::from_bits(0x36a0_0000_0000_0000)).to_bits();
+    let bits = if a > 0x7f80_0000 {
+        special | (1 << 51)
+    } else if a == 0x7f80_0000 {
+        special
+    } else if a >= 0x0080_0000 {
+        normal
+    } else {
+        small
+    };
+    sign | bits
+}
+
+/// f64 bits to f32 bits, rounded to nearest even; overflow is infinity; NaN is quieted,
+/// keeping its sign and its payload's top 22 bits (what `as f32` does, without depending
+/// on the caller's floating-point mode).
+#[inline(always)]
+pub(crate) fn f64_to_f32(x: u64) -> u32 {
+    let sign = ((x >> 32) & 0x8000_0000) as u32;
+    let a = x & 0x7fff_ffff_ffff_ffff;
+    // Rebias 1023 -> 127, round off 29 bits.
+    let r = a.wrapping_sub(896 << 52);
+    let normal = (r.wrapping_add((1 << 28) - 1 + ((r >> 29) & 1)) >> 29) as u32;
+    // Below 2^-126: 2^-97's unit in the last place is 2^-149, the subnormal f32's.
+    const MAGIC: u64 = 0x39e0_0000_0000_0000;
+    let small = (f64::from_bits(a) + f64::from_bits(MAGIC))
+        .to_bits()
+        .wrapping_sub(MAGIC) as u32;
+    let nan = 0x7fc0_0000 | ((a >> 29) & 0x3f_ffff) as u32;
+    let bits = if a > 0x7ff0_0000_0000_0000 {
+        nan
+    } else if a >= 0x47ef_ffff_f000_0000 {
+        // (2 - 2^-24) x 2^127 and up round to infinity.
+        0x7f80_0000
+    } else if a >= 0x3810_0000_0000_0000 {
+        normal
+    } else {
+        small
+    };
+    sign | bits
+}

@@ -294,7 +294,7 @@ macro_rules! from_f32 {
         match $to {
             DType::F32 => apply($isa, $src, $dst, |s: [u8; $s]| value(s).to_le_bytes()),
             DType::F64 => apply($isa, $src, $dst, |s: [u8; $s]| {
-                f64::from(f32::from_bits(value(s))).to_le_bytes()
+                bits::f32_to_f64(value(s)).to_le_bytes()
             }),
             DType::F16 => apply($isa, $src, $dst, |s: [u8; $s]| {
                 bits::f32_to_f16(value(s)).to_le_bytes()
@@ -356,7 +356,7 @@ pub(crate) fn run(isa: Mode, from: From, to: DType, src: &[u8], dst: &mut [u8]) 
         F64 => {
             match to {
                 F32 => apply(isa, src, dst, |s: [u8; 8]| {
-                    (f64::from_le_bytes(s) as f32).to_le_bytes()
+                    bits::f64_to_f32(u64::from_le_bytes(s)).to_le_bytes()
                 }),
                 F16 => apply(isa, src, dst, |s: [u8; 8]| {
                     bits::f64_to_f16(u64::from_le_bytes(s)).to_le_bytes()

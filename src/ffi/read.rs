@@ -82,6 +82,12 @@ pub unsafe extern "C" fn zt_component_read(
 /// or read as their `ZT_U8` bytes; never converted byte by byte. A lossy or meaningless
 /// conversion, a ggml type without a dequantizer, or bytes of a logical type this build
 /// doesn't know read as anything but their storage dtype is `ZT_ERR_UNSUPPORTED`.
+/// Float values: narrowing (to f16 or bf16, and f64 to f32) rounds to nearest even, once
+/// (f64 goes straight to f16), overflow gives infinity; NaN stays NaN with its sign and
+/// the top bits of its payload, quieted; f16 and bf16 widen to f32 keeping every bit (a
+/// signalling NaN stays signalling). The results don't depend on the caller's
+/// flush-to-zero or denormals-are-zero mode. Conversions run vectorized for the CPU
+/// (AVX-512, AVX2 or the baseline, chosen at run time), on several threads when large.
 /// `dst_size` must be the value count x size of `dtype` (for blocks, the object's element
 /// count). Thread-safe.
 #[unsafe(no_mangle)]
