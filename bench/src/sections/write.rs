@@ -48,8 +48,11 @@ impl Outputs {
 }
 
 /// Raw writes of W1, each writer as a user gets it: ours durable (the default: temporary
-/// file, early writeback, fsync, rename, directory fsync), ours with `durable: false`, the
-/// peers' writers as they come (neither syncs), and `write()` of the same bytes.
+/// file, early writeback, fdatasync, rename, directory fsync), ours with `durable: false`,
+/// the peers' writers as they come (neither syncs), and `write()` of the same bytes; and
+/// two raw durable writes of the same bytes, for what the disk allows: `write()` +
+/// `fdatasync`, and `O_DIRECT` writes (4 MiB pieces copied into aligned buffers, 4 in
+/// flight) + `fdatasync`.
 fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     let out = ctx.args.dir.join("out");
     fs::create_dir_all(&out)?;
@@ -65,8 +68,11 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     let t = measure(ctx.args.runs, cases)?;
     p.clean();
     // Two rows from one run: ours durable, then ours non-durable, against the same peers.
-    let peers = &t[2..t.len() - 1];
+    let peers = &t[2..4];
+    let (limit, synced) = (4, 5);
+    let direct = t.get(6).map(|x| x.secs);
     let fastest = peers.iter().map(|x| x.secs).fold(f64::INFINITY, f64::min);
+    let gbps = |s: f64| w.total() as f64 / s / 1e9;
     for (label, ours, target) in [
         (
             "raw write, durable (default)",
@@ -83,10 +89,23 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
         for (i, x) in peers.iter().enumerate() {
             row = row.peer(labels[i + 2], x.secs);
         }
+        if ours == 0 {
+            row = row.peer(labels[synced], t[synced].secs);
+            if let Some(d) = direct {
+                row = row.peer(labels[6], d);
+            }
+        }
         let row = row
-            .limit(labels[t.len() - 1], t[t.len() - 1].secs)
+            .limit(labels[limit], t[limit].secs)
             .bytes(w.total())
-            .note("peers as they come: neither fsyncs; sync() runs untimed before each case");
+            .note(format!(
+                "peers as they come: neither fsyncs; sync() runs untimed before each case; \
+                 durable raw writes of the same bytes: write() + fdatasync {:.2} GB/s, \
+                 O_DIRECT (4 in flight) + fdatasync {}; ours durable {:.2} GB/s",
+                gbps(t[synced].secs),
+                direct.map_or("refused here".to_owned(), |d| format!("{:.2} GB/s", gbps(d))),
+                gbps(t[0].secs)
+            ));
         let met = if ours == 0 {
             t[0].secs <= 1.25 * fastest
         } else {
@@ -94,6 +113,57 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
         };
         rows.push(row.target(target, met));
     }
+    Ok(())
+}
+
+/// `data` written to `path` with `O_DIRECT`: 4 MiB pieces copied into 4 aligned buffers,
+/// each written by a thread of its own (4 writes in flight), the tail block padded and
+/// the file cut to its length; then `fdatasync`.
+fn direct_write(path: &Path, data: &[u8]) -> Res<()> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    const PIECE: usize = 4 << 20;
+    const DEPTH: usize = 4;
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let layout = std::alloc::Layout::from_size_align(PIECE, 4096)?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(None::<String>);
+    std::thread::scope(|s| {
+        for _ in 0..DEPTH {
+            s.spawn(|| {
+                // SAFETY: a non-zero size; freed below with the same layout.
+                let ptr = unsafe { std::alloc::alloc(layout) };
+                // SAFETY: PIECE bytes just allocated, this thread's alone.
+                let buf = unsafe { std::slice::from_raw_parts_mut(ptr, PIECE) };
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let at = i * PIECE;
+                    if at >= data.len() {
+                        break;
+                    }
+                    let piece = &data[at..(at + PIECE).min(data.len())];
+                    buf[..piece.len()].copy_from_slice(piece);
+                    let len = piece.len().next_multiple_of(4096);
+                    buf[piece.len()..len].fill(0);
+                    if let Err(e) = f.write_all_at(&buf[..len], at as u64) {
+                        *failed.lock().unwrap() = Some(e.to_string());
+                        break;
+                    }
+                }
+                // SAFETY: allocated above with `layout`.
+                unsafe { std::alloc::dealloc(ptr, layout) };
+            });
+        }
+    });
+    if let Some(e) = failed.into_inner().unwrap() {
+        return Err(format!("O_DIRECT write of {}: {e}", path.display()).into());
+    }
+    f.set_len(data.len() as u64)?;
+    f.sync_data()?;
     Ok(())
 }
 
@@ -106,7 +176,7 @@ fn raw_write_cases<'a>(w: &'a Workload, p: &'a Outputs) -> Vec<Case<'a>> {
         unsafe { libc::sync() };
         Ok(())
     };
-    vec![
+    [
         case("ours durable", move || write_ours(w, &p.ours, &raw, true)).setup(setup),
         case("ours durable: false", move || {
             write_ours(w, &p.ours, &raw, false)
@@ -125,7 +195,32 @@ fn raw_write_cases<'a>(w: &'a Workload, p: &'a Outputs) -> Vec<Case<'a>> {
             Ok(())
         })
         .setup(setup),
+        case("raw durable: write() + fdatasync", move || {
+            let mut f = File::create(&p.raw)?;
+            f.write_all(&w.data)?;
+            f.sync_data()?;
+            Ok(())
+        })
+        .setup(setup),
     ]
+    .into_iter()
+    .chain(direct_ok(&p.raw).then(|| {
+        case("raw durable: O_DIRECT, 4 in flight + fdatasync", move || {
+            direct_write(&p.raw, &w.data)
+        })
+        .setup(setup)
+    }))
+    .collect()
+}
+
+/// Whether the filesystem of `path` takes `O_DIRECT` writes (tmpfs refuses them).
+fn direct_ok(path: &Path) -> bool {
+    let ok = direct_write(path, &[7u8; 8192]).is_ok();
+    remove(path);
+    if !ok {
+        eprintln!("write: O_DIRECT is refused here: no O_DIRECT durable write");
+    }
+    ok
 }
 
 /// zstd-3 write of W3.
