@@ -9,13 +9,18 @@
 # About 6-9 minutes on 16 cores (the data, ~6 GiB, is generated first in $ZT_DATA, default
 # /tmp/zt16-data). Environment: ZT_RUNS (default 3), ZT_SECTIONS (default the issue's),
 # ZT_QUICK=1 (workloads ~16x smaller: a smoke test of the script).
+# Issue 39's rows are in the default list: `cold` (W1 with its pages dropped before each
+# call: ours against O_DIRECT at depths 1/4/16 and buffered pread, where the NVMe shows
+# what the virtual disk here can't), `write` (the durable raw write against the peers'),
+# `convert` (bf16/f16 -> f32 on 1 thread and on the pool, columns through the loader).
+# To measure only those: ZT_SECTIONS=cold,write,convert (about 2 minutes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin="$here/ztensor-bench"
 out="${1:-${OUT:-/tmp/zt16}}"
 data="${ZT_DATA:-/tmp/zt16-data}"
 runs="${ZT_RUNS:-3}"
-sections="${ZT_SECTIONS:-list,views,load,batch,zstd,write,verify,scaling}"
+sections="${ZT_SECTIONS:-list,views,load,batch,cold,zstd,write,verify,convert,scaling}"
 if [[ ! -x "$bin" ]]; then
   echo "run16.sh: $bin is missing: run bench/device/build.sh first and carry it" >&2
   exit 2

@@ -86,4 +86,17 @@ fi
 [[ $rc == 0 ]] || exit "$rc"
 "$out/gpu_load" check "$zt"
 python3 "$root/tests/gpu/bench_torch.py" "$st" "$zt" "$out/gpu_load" "$out" "$repeats" | tee "$out/table.md"
+# 4. Issue 39's host rows at this machine's cores, in the same call, when the prebuilt
+# benchmark was carried (bench/device/build.sh here; carry bench/device/ztensor-bench):
+# cold loads against O_DIRECT and buffered reads on this machine's NVMe, the durable
+# write, the conversions. ZT_GPU_BENCH=0 leaves them out.
+bench_bin="$root/bench/device/ztensor-bench"
+if [[ "${ZT_GPU_BENCH:-1}" == 1 && -x "$bench_bin" ]]; then
+  bench_quick=()
+  [[ "$quick" == 1 ]] && bench_quick=(--quick)
+  "$bench_bin" "${bench_quick[@]}" --dir "$data/bench" --runs "$repeats" --only cold,write,convert \
+    --out "$out/bench-39.json" | tee "$out/bench-39.txt"
+elif [[ "${ZT_GPU_BENCH:-1}" == 1 ]]; then
+  echo "issue 39's host rows skipped: $bench_bin was not carried (bash bench/device/build.sh)"
+fi
 echo "run_device.sh: done in $(( $(date +%s) - start )) s; results in $out"
