@@ -155,6 +155,19 @@ fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool) -> Res<()
     }
 }
 
+/// Whether `path` can be read with `O_DIRECT` (tmpfs and some filesystems refuse it).
+fn direct_works(path: &Path) -> bool {
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    else {
+        return false;
+    };
+    let mut probe = Aligned::new(4096);
+    f.read_at(probe.slice(), 0).is_ok()
+}
+
 fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     eprintln!("{}: cold loads (pages dropped before each call)", w.id);
     let st = f.safetensors.as_ref().ok_or("no safetensors file")?;
@@ -192,10 +205,7 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         let path = f.ours.clone();
         move || raw_read(&path, whole.borrow_mut().slice(), threads, direct)
     };
-    let direct_ok = {
-        let mut probe = Aligned::new(PIECE);
-        raw_read(&f.ours, probe.slice(), 1, true).is_ok() || size < PIECE
-    };
+    let direct_ok = direct_works(&f.ours);
     let mut cases: Vec<Case<'_>> = vec![
         case("ours load_batch (with open)", || {
             let r = ztensor::Reader::open(&f.ours)?;
