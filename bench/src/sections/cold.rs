@@ -114,9 +114,13 @@ fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool) -> Res<()
     }
     let f = o.open(path)?;
     let len = f.metadata()?.len() as usize;
-    let pieces: Vec<&mut [u8]> = dst[..len.next_multiple_of(4096)].chunks_mut(PIECE).collect();
-    let pieces: Vec<std::sync::Mutex<Option<&mut [u8]>>> =
-        pieces.into_iter().map(|p| std::sync::Mutex::new(Some(p))).collect();
+    let pieces: Vec<&mut [u8]> = dst[..len.next_multiple_of(4096)]
+        .chunks_mut(PIECE)
+        .collect();
+    let pieces: Vec<std::sync::Mutex<Option<&mut [u8]>>> = pieces
+        .into_iter()
+        .map(|p| std::sync::Mutex::new(Some(p)))
+        .collect();
     let next = AtomicUsize::new(0);
     let failed = std::sync::Mutex::new(None::<String>);
     std::thread::scope(|s| {
@@ -182,7 +186,11 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     whole.borrow_mut().slice().fill(0x55);
     let worst = RefCell::new(0.0f64);
     let cold = |path: &'static str| {
-        let p = if path == "st" { st.clone() } else { f.ours.clone() };
+        let p = if path == "st" {
+            st.clone()
+        } else {
+            f.ours.clone()
+        };
         let worst = &worst;
         move || -> Res<()> {
             let left = drop_pages(&p)?;
@@ -264,7 +272,10 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
     let raw_note: Vec<String> = (raw_at..t.len())
         .map(|i| format!("{} {:.2} GB/s", &labels[i][5..], gbps(t[i].secs)))
         .collect();
-    for (i, metric) in [(0usize, "cold load, load_batch"), (1, "cold load, loader host path")] {
+    for (i, metric) in [
+        (0usize, "cold load, load_batch"),
+        (1, "cold load, loader host path"),
+    ] {
         let mut row = Row::new(metric, w.id, "s", t[i].secs).cpu(t[i].cpu);
         for j in 2..t.len() {
             row = row.peer(labels[j], t[j].secs);
@@ -279,7 +290,11 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
                 worst.borrow().max(0.0) * 100.0,
                 gbps(t[i].secs),
                 raw_note.join(", "),
-                if direct_ok { "" } else { "; O_DIRECT refused here" }
+                if direct_ok {
+                    ""
+                } else {
+                    "; O_DIRECT refused here"
+                }
             ));
         let met = row.vs_limit().is_some_and(|r| r >= 0.9);
         rows.push(row.target(">= 0.9x the best raw read", met));

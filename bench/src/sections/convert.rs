@@ -205,7 +205,11 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
     // 64 Mi values (quick: 4 Mi), 8192 wide.
     let (nrows, cols) = if a.quick { (512, 8192) } else { (8192, 8192) };
     let n = nrows * cols;
-    let wl = if a.quick { "4 Mi values" } else { "64 Mi values" };
+    let wl = if a.quick {
+        "4 Mi values"
+    } else {
+        "64 Mi values"
+    };
     let path = a.dir.join("convert.zt");
     eprintln!("convert: {wl} of bf16 and f16");
     write_file(&path, nrows, cols)?;
@@ -235,7 +239,9 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
         let (out, limit_out) = (&out, &limit_out);
         move || -> Res<()> {
             if out.borrow()[..] != limit_out.borrow()[..] {
-                return Err(format!("{who}: ours and the limit's loop wrote different values").into());
+                return Err(
+                    format!("{who}: ours and the limit's loop wrote different values").into(),
+                );
             }
             Ok(())
         }
@@ -253,10 +259,14 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
             continue;
         }
         let cases = vec![
-            case("ours, 1 thread", || c.read_f32(index, &mut out.borrow_mut()))
-                .setup(one_thread),
-            case("ours, the pool", || c.read_f32(index, &mut out.borrow_mut()))
-                .setup(every_core),
+            case("ours, 1 thread", || {
+                c.read_f32(index, &mut out.borrow_mut())
+            })
+            .setup(one_thread),
+            case("ours, the pool", || {
+                c.read_f32(index, &mut out.borrow_mut())
+            })
+            .setup(every_core),
             case("memcpy of the output, 1 call", || {
                 limit_out.borrow_mut().copy_from_slice(&copy_src);
                 Ok(())
@@ -311,12 +321,7 @@ fn run(ctx: &Ctx, rows: &mut Vec<Row>) -> Res<()> {
 
 /// Columns `[cols * 3 / 8, + cols / 4)` of every row of the bf16 tensor, as f32, through
 /// the loader (host destination) against the plain strided loop.
-fn columns(
-    ctx: &Ctx,
-    reader: &ztensor::Reader<'_>,
-    map: &[u8],
-    rows: &mut Vec<Row>,
-) -> Res<()> {
+fn columns(ctx: &Ctx, reader: &ztensor::Reader<'_>, map: &[u8], rows: &mut Vec<Row>) -> Res<()> {
     use ztensor::load::{Destination, NoEvents, Request, Slice};
     let a = ctx.args;
     let shape = reader.objects()[0].shape().to_vec();
@@ -368,7 +373,13 @@ fn columns(
         case("ours, 1 thread", load).setup(one_thread),
         case("ours, the pool", load).setup(every_core),
         case("plain strided loop, 1 thread", || {
-            strided_loop(src, width, first, count, as_u32(&mut limit_out.borrow_mut()));
+            strided_loop(
+                src,
+                width,
+                first,
+                count,
+                as_u32(&mut limit_out.borrow_mut()),
+            );
             Ok(())
         })
         .setup(one_thread)

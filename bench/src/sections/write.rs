@@ -103,7 +103,10 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
                  durable raw writes of the same bytes: write() + fdatasync {:.2} GB/s, \
                  O_DIRECT (4 in flight) + fdatasync {}; ours durable {:.2} GB/s",
                 gbps(t[synced].secs),
-                direct.map_or("refused here".to_owned(), |d| format!("{:.2} GB/s", gbps(d))),
+                direct.map_or("refused here".to_owned(), |d| format!(
+                    "{:.2} GB/s",
+                    gbps(d)
+                )),
                 gbps(t[0].secs)
             ));
         let met = if ours == 0 {
@@ -205,9 +208,10 @@ fn raw_write_cases<'a>(w: &'a Workload, p: &'a Outputs) -> Vec<Case<'a>> {
     ]
     .into_iter()
     .chain(direct_ok(&p.raw).then(|| {
-        case("raw durable: O_DIRECT, 4 in flight + fdatasync", move || {
-            direct_write(&p.raw, &w.data)
-        })
+        case(
+            "raw durable: O_DIRECT, 4 in flight + fdatasync",
+            move || direct_write(&p.raw, &w.data),
+        )
         .setup(setup)
     }))
     .collect()
