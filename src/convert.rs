@@ -213,6 +213,20 @@ pub(crate) fn convert(
     convert_with(storage, logical, src, to, dst, || 1)
 }
 
+/// `convert` for one piece of an output written piece by piece (the rows of a column
+/// slice, each a few KiB of a large destination): with `large`, written with
+/// non-temporal stores as a large conversion is, though the piece itself is small.
+pub(crate) fn convert_part(
+    storage: DType,
+    logical: Option<&str>,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+    large: bool,
+) {
+    convert_on(storage, logical, src, to, dst, || 1, large)
+}
+
 /// `convert` on up to `workers()` threads of the pool (this one included; asked only when
 /// the output is large enough to split).
 pub(crate) fn convert_with(
@@ -222,6 +236,23 @@ pub(crate) fn convert_with(
     to: DType,
     dst: &mut [u8],
     workers: impl FnOnce() -> usize,
+) {
+    let large = dst.len() >= fast::STREAM_MIN;
+    convert_on(storage, logical, src, to, dst, workers, large)
+}
+
+/// Outputs of at least this many bytes are written with non-temporal stores (see
+/// `fast::STREAM_MIN`); a piece of one (`convert_part`) too.
+pub(crate) const STREAM_MIN: usize = fast::STREAM_MIN;
+
+fn convert_on(
+    storage: DType,
+    logical: Option<&str>,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+    workers: impl FnOnce() -> usize,
+    large: bool,
 ) {
     if to == storage {
         dst.copy_from_slice(src);
@@ -236,7 +267,8 @@ pub(crate) fn convert_with(
         let mode = fast::Mode { isa, stream: false };
         return fp8_of_wider(mode, from, sw, src, to, dst);
     }
-    let stream = dst.len() >= fast::STREAM_MIN;
+    // Whole lines only: a piece smaller than a few lines gains nothing.
+    let stream = large && dst.len() >= 256;
     let most = dst.len() / PER_THREAD;
     let workers = if most > 1 {
         workers().clamp(1, most)

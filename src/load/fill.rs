@@ -96,8 +96,10 @@ fn context(reader: &Reader<'_>, job: &Job<'_>, e: Error) -> Error {
 fn emit(job: &Job<'_>, (u0, u1): (u64, u64), s0: u64, src: &[u8], out: &mut [u8]) -> Result<()> {
     let (iu, ou) = (job.in_unit as usize, job.out_unit as usize);
     match job.cut {
-        Cut::Contiguous { .. } => convert(&job.conv, src, out),
+        Cut::Contiguous { .. } => convert(&job.conv, src, out, false),
         Cut::Strided { row, first, width } => {
+            // Rows of a large chunk: streamed as the whole chunk would be.
+            let large = out.len() >= crate::convert::STREAM_MIN;
             let mut u = u0;
             while u < u1 {
                 let (r, col) = (u / width, u % width);
@@ -109,6 +111,7 @@ fn emit(job: &Job<'_>, (u0, u1): (u64, u64), s0: u64, src: &[u8], out: &mut [u8]
                     &job.conv,
                     &src[from * iu..(from + n) * iu],
                     &mut out[to * ou..(to + n) * ou],
+                    large,
                 )?;
                 u += n as u64;
             }
@@ -117,12 +120,13 @@ fn emit(job: &Job<'_>, (u0, u1): (u64, u64), s0: u64, src: &[u8], out: &mut [u8]
     }
 }
 
-/// `src` (whole source units) into `out` (as many destination units).
-fn convert(conv: &Conv<'_>, src: &[u8], out: &mut [u8]) -> Result<()> {
+/// `src` (whole source units) into `out` (as many destination units); `large`: `out` is
+/// a piece of a large output (`convert::convert_part`).
+fn convert(conv: &Conv<'_>, src: &[u8], out: &mut [u8], large: bool) -> Result<()> {
     match *conv {
         Conv::Copy => out.copy_from_slice(src),
         Conv::Elements { from, logical, to } => {
-            crate::convert::convert(from, logical, src, to, out);
+            crate::convert::convert_part(from, logical, src, to, out, large);
         }
         // One thread: the loader's tasks are the parallelism.
         Conv::Dequantize { t, to } => crate::quant::dequantize(t, src, to, out, || 1)?,
