@@ -101,6 +101,7 @@ fn each<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
 /// read before they are overwritten and don't evict the source from the caches. The
 /// elements before the first aligned line and after the last are written as `each`
 /// writes them. The caller fences.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn each_streamed<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
     src: &[u8],
