@@ -3,7 +3,8 @@
 //! on x86-64 (the baseline, AVX2 with F16C and FMA, AVX-512) and picked at run time by
 //! what the CPU has. Elsewhere the one build (NEON on aarch64 is part of the baseline, so
 //! its loops are vectorized with it). Each element goes through the scalar definition
-//! (`bits`, and `as` between f32, f64 and integers), so every build writes the same bits.
+//! (`bits`; `as` only from integers, which is exact), so every build writes the same
+//! bits.
 //!
 //! Large outputs are written with non-temporal stores (`each_streamed`): each 64-byte
 //! line of the destination is converted into a register-sized buffer and stored whole,
@@ -71,8 +72,8 @@ pub(crate) fn isas() -> Vec<Isa> {
         .collect()
 }
 
-/// How a kernel runs: the instruction set it is built for, and whether it writes with
-/// non-temporal stores.
+/// How a kernel runs: the instruction set it is built for (at most `isa()`: the kernels
+/// of a higher one would fault), and whether it writes with non-temporal stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mode {
     pub(crate) isa: Isa,
@@ -216,7 +217,7 @@ fn apply<const S: usize, const D: usize, F: Fn([u8; S]) -> [u8; D]>(
     }
     // Elsewhere plain stores (aarch64's non-temporal pair stores are hints the
     // hardware mostly ignores for this).
-    let _ = mode;
+    let _ = (mode.isa, mode.stream);
     each(src, dst, f)
 }
 
