@@ -203,10 +203,14 @@ fn links_out_of_the_directory_are_refused_for_every_kind_of_set() {
                 assert_eq!(got, want, "{kind}, {mode}, link to {target}");
             }
         }
-        // A link to a directory inside, a dangling link, a loop (the victim leads to
-        // "loop", which leads back): the system's refusals.
+        // A link to a directory inside, to a FIFO (which must not block the open), a
+        // dangling link, a loop (the victim leads to "loop", which leads back): the
+        // system's refusals.
         symlink(set.victim, set.dir.join("loop")).unwrap();
-        for target in ["blobs", "missing", "loop"] {
+        let fifo = std::ffi::CString::new(set.dir.join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        for target in ["blobs", "fifo", "missing", "loop"] {
             set.link_victim(Path::new(target));
             for (mode, options) in modes() {
                 let e = open_and_read(&set, &options, object).unwrap_err();
