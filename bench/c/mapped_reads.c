@@ -14,9 +14,7 @@
  * and prints the time per read of each (the best of PASSES passes over a warm page
  * cache, after one pass that faults every page in) and the ratios to "mapped".
  *
- *   cc -O2 -Iinclude bench/c/mapped_reads.c -Lbuild/lib -l:libztensor.so.0.1 \
- *      -Wl,-rpath,$PWD/build/lib -o /tmp/mapped_reads
- *   /tmp/mapped_reads /tmp/mapped_reads.zt
+ * Built and run as bench/README.md says ("A size check before each mapped read").
  */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
