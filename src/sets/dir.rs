@@ -229,6 +229,10 @@ pub(crate) fn walk_beneath(
         return Err(Refused::Outside);
     }
     let os = |errno: i32| Refused::Io(io::Error::from_raw_os_error(errno));
+    if name.ends_with('/') {
+        // A directory's name ("sub/"), as openat2 takes it: not a file.
+        return Err(os(libc::ENOTDIR));
+    }
     // The directories opened below `root`, the last the one names are resolved in.
     let mut dirs: Vec<OwnedFd> = Vec::new();
     // What is left to resolve, the next component last.
