@@ -1,5 +1,5 @@
-//! The directory a set's local files are opened beneath, and the one rule they are opened
-//! by (docs/reliability.md, "The files a set opens"):
+//! The directories a set's local files are opened beneath, and the one rule they are
+//! opened by (docs/reliability.md, "The files a set opens"):
 //!
 //! - every file a set names (an index's shards, the other splits of a GGUF split set, a
 //!   zTensor v2 root's shards, an ONNX model's external data) is opened by its name
@@ -8,6 +8,13 @@
 //!   absolute or climbs out with `..`, an absolute symbolic link, and a relative one that
 //!   leads out of the directory are refused (`Format`). Links that stay inside (one file
 //!   of the model linked to another beside it, a subdirectory) are followed;
+//! - or, where the file the caller opened is itself a link into another directory (its
+//!   real directory: `blobs/` of a Hugging Face cache, whose `snapshots/<rev>/` holds
+//!   only links into `../../blobs/`), the name may be a link that resolves beneath that
+//!   real directory. It is held open too, from the open, checked to hold the opened file
+//!   (the same device and inode, not through a link), and the file is opened beneath it
+//!   (`Dir::open_real`). Links into any third directory stay refused: a set reaches only
+//!   the places the file the caller chose to open lives in;
 //! - the file is opened once, checked to be a regular file, and read only through that
 //!   descriptor from then on (never opened by its name again): swapping a name for a
 //!   link after the open changes nothing a reader reads.
@@ -27,14 +34,26 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, bail};
+use crate::error::{Error, Result, bail, err};
 use crate::source::{Mapping, Source, clear_nonblocking};
 
-/// A directory held open: the files of a set are opened beneath it.
+/// A directory held open: the files of a set are opened beneath it (or beneath `real`).
 pub(crate) struct Dir {
     fd: OwnedFd,
     /// The directory as the caller's path names it ("." for a bare file name): where its
     /// files are said to be in messages and shard paths.
+    path: PathBuf,
+    /// Where the file opened really is, when the caller's path to it ends in a link into
+    /// another directory; None when the directory holds the file itself (or where it
+    /// really is could not be made sure of: then only `fd` serves).
+    real: Option<Real>,
+}
+
+/// The real directory of the file a caller opened through a link: a second directory a
+/// set's files may be opened beneath (reached by links from `Dir::path`).
+struct Real {
+    fd: OwnedFd,
+    /// Its canonical path (absolute, no links), as found when the set was opened.
     path: PathBuf,
 }
 
@@ -51,7 +70,9 @@ impl Dir {
     /// The directory of the file at `file` (the caller's path), held open. `opened` is
     /// that file, open already: the directory must hold it under its name (the same
     /// device and inode), so that a directory renamed or replaced between the two opens
-    /// is an error rather than another directory's files.
+    /// is an error rather than another directory's files. Where that name is a link (the
+    /// file itself is elsewhere), the directory the file really is in is held too
+    /// (`Real::of`).
     pub(crate) fn of(file: &Path, opened: &Source<'_>) -> Result<Dir> {
         let parent = file.parent().unwrap_or(Path::new(""));
         let path = if parent.as_os_str().is_empty() {
@@ -62,30 +83,36 @@ impl Dir {
         let Some(name) = file.file_name() else {
             bail!(Io, "{} names no file", file.display());
         };
-        let fd: OwnedFd = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(DIR_FLAGS)
-            .open(&path)
-            .map_err(|e| Error::io(format_args!("opening the directory {}", path.display()), e))?
-            .into();
-        let dir = Dir { fd, path };
-        let held = opened.fd().map(stat_fd);
-        let there = stat_at(dir.fd.as_fd(), name.as_bytes());
-        match (held, there) {
-            (Some(Ok(a)), Ok(b)) if a == b => Ok(dir),
-            (None, _) => bail!(Internal, "a set's directory for a file with no descriptor"),
-            (Some(Err(e)), _) | (_, Err(e)) => Err(Error::io(
+        let fd = open_dir(&path)
+            .map_err(|e| Error::io(format_args!("opening the directory {}", path.display()), e))?;
+        let checking = |e| {
+            Error::io(
                 format_args!("checking {} in its directory", file.display()),
                 e,
-            )),
-            _ => bail!(
+            )
+        };
+        let Some(held) = opened.fd() else {
+            bail!(Internal, "a set's directory for a file with no descriptor");
+        };
+        let id = stat_fd(held).map_err(checking)?;
+        // The name itself (a hard link counts): the directory holds the file.
+        if stat_at(fd.as_fd(), name.as_bytes(), libc::AT_SYMLINK_NOFOLLOW).map_err(checking)? == id
+        {
+            let real = None;
+            return Ok(Dir { fd, path, real });
+        }
+        if stat_at(fd.as_fd(), name.as_bytes(), 0).map_err(checking)? != id {
+            bail!(
                 Io,
                 "{} is no longer the file opened as {}: its directory changed while it \
                  was opened",
                 file.display(),
                 file.display()
-            ),
+            );
         }
+        // A link: the file is somewhere else too.
+        let real = Real::of(file, id, stat_fd(fd.as_raw_fd()).map_err(checking)?);
+        Ok(Dir { fd, path, real })
     }
 
     /// Where `name` (relative to the directory) is, as a path for messages.
@@ -93,21 +120,18 @@ impl Dir {
         self.path.join(name)
     }
 
-    /// Opens the regular file `name` (relative to this directory) beneath it: `Format`
-    /// when it leads out of the directory, `Io` when the system refuses or it is not a
-    /// regular file. Mapped as `mapping` says.
+    /// Opens the regular file `name` (relative to this directory) beneath it, or beneath
+    /// the real directory of the file opened (`open_real`): `Format` when it leads out of
+    /// both, `Io` when the system refuses or it is not a regular file. Mapped as `mapping`
+    /// says.
     pub(crate) fn open(&self, name: &str, mapping: Mapping) -> Result<Source<'static>> {
         let shown = self.shown(name);
         let fd = match open_beneath(self.fd.as_fd(), name) {
             Ok(fd) => fd,
-            Err(Refused::Outside) => bail!(
-                Format,
-                "{} leads outside the directory {}: a set's files must lie beneath the \
-                 directory of the file opened (an absolute name or link, or one that \
-                 climbs out with '..', is refused)",
-                shown.display(),
-                self.path.display()
-            ),
+            Err(Refused::Outside) => match self.open_real(name, &shown)? {
+                Some(fd) => fd,
+                None => return Err(self.outside(&shown)),
+            },
             Err(Refused::Io(e)) => {
                 return Err(Error::io(format_args!("opening {}", shown.display()), e));
             }
@@ -116,6 +140,109 @@ impl Dir {
         clear_nonblocking(&file);
         Source::from_file(file, &shown.display().to_string(), mapping)
     }
+
+    /// `name`, which leads out of this directory, opened beneath the real directory of
+    /// the file opened: None when there is none, when `name` itself climbs out (only a
+    /// link may lead there), or when it doesn't resolve beneath it. Where the name leads
+    /// is found by its path (`realpath`: links followed, nothing opened), then the file
+    /// is opened by that path relative to the real directory's descriptor, beneath it,
+    /// and checked to be the file the name leads to (the same device and inode), so that
+    /// a name changed in between is an error, and what is opened lies beneath the real
+    /// directory whatever the path said.
+    fn open_real(&self, name: &str, shown: &Path) -> Result<Option<OwnedFd>> {
+        let Some(real) = &self.real else {
+            return Ok(None);
+        };
+        if name.starts_with('/') || name.split('/').any(|p| p == "..") {
+            return Ok(None);
+        }
+        let io = |e: io::Error| Error::io(format_args!("opening {}", shown.display()), e);
+        // A link to nothing (a download not finished) is the system's refusal, as
+        // beneath the directory.
+        let target = std::fs::canonicalize(self.path.join(name)).map_err(io)?;
+        let Ok(inside) = target.strip_prefix(&real.path) else {
+            return Ok(None);
+        };
+        if inside.as_os_str().is_empty() {
+            return Err(io(io::Error::from_raw_os_error(libc::EISDIR)));
+        }
+        let Some(inside) = inside.to_str() else {
+            return Err(io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "it leads to a name that is not UTF-8",
+            )));
+        };
+        let fd = match open_beneath(real.fd.as_fd(), inside) {
+            Ok(fd) => fd,
+            Err(Refused::Outside) => return Ok(None),
+            Err(Refused::Io(e)) => return Err(io(e)),
+        };
+        let opened = stat_fd(fd.as_raw_fd()).map_err(io)?;
+        if stat_at(self.fd.as_fd(), name.as_bytes(), 0).map_err(io)? != opened {
+            bail!(
+                Io,
+                "{} changed while it was opened (it no longer leads to {})",
+                shown.display(),
+                real.path.join(inside).display()
+            );
+        }
+        Ok(Some(fd))
+    }
+
+    /// The refusal of `shown`, which leads out of every directory a set may use.
+    fn outside(&self, shown: &Path) -> Error {
+        match &self.real {
+            None => err!(
+                Format,
+                "{} leads outside the directory {}: a set's files must lie beneath the \
+                 directory of the file opened (an absolute name or link, or one that climbs \
+                 out with '..', is refused)",
+                shown.display(),
+                self.path.display()
+            ),
+            Some(real) => err!(
+                Format,
+                "{} leads outside the directory {}, and outside {}, where the file opened \
+                 really is: a set's files must lie beneath the directory of the file opened, \
+                 or be links to files beneath its real directory (a name that climbs out \
+                 with '..', or a link to any other directory, is refused)",
+                shown.display(),
+                self.path.display(),
+                real.path.display()
+            ),
+        }
+    }
+}
+
+impl Real {
+    /// The real directory of the file at `file` (the caller's path, which leads to it
+    /// through a link), whose device and inode are `id`: the directory its canonical path
+    /// names, held open and checked to hold it under its own name (not through a link).
+    /// None where it can't be made sure of (the file moved or gone since it was opened,
+    /// a path the system can't resolve), or where it is the directory `dir` (the one of
+    /// the caller's path) after all.
+    fn of(file: &Path, id: FileId, dir: FileId) -> Option<Real> {
+        let canonical = std::fs::canonicalize(file).ok()?;
+        let (path, name) = (canonical.parent()?, canonical.file_name()?);
+        let fd = open_dir(path).ok()?;
+        if stat_at(fd.as_fd(), name.as_bytes(), libc::AT_SYMLINK_NOFOLLOW).ok()? != id {
+            return None;
+        }
+        if stat_fd(fd.as_raw_fd()).ok()? == dir {
+            return None;
+        }
+        let path = path.to_path_buf();
+        Some(Real { fd, path })
+    }
+}
+
+/// A directory opened to resolve names from.
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    Ok(std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(DIR_FLAGS)
+        .open(path)?
+        .into())
 }
 
 /// `open` flags of a directory a name is resolved through: a handle to resolve from,
@@ -302,12 +429,16 @@ fn read_link(at: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// The device and inode of `name` in `dir`, links followed.
-fn stat_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<(libc::dev_t, libc::ino_t)> {
+/// A file's device and inode: what it is, whatever its names.
+type FileId = (libc::dev_t, libc::ino_t);
+
+/// The device and inode of `name` in `dir`: links followed, or the link itself with
+/// `AT_SYMLINK_NOFOLLOW` in `flags`.
+fn stat_at(dir: BorrowedFd<'_>, name: &[u8], flags: libc::c_int) -> io::Result<FileId> {
     let c_name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: a NUL-terminated name and room for one `stat`.
-    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c_name.as_ptr(), st.as_mut_ptr(), 0) };
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), c_name.as_ptr(), st.as_mut_ptr(), flags) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -316,8 +447,8 @@ fn stat_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<(libc::dev_t, libc::i
     Ok((st.st_dev, st.st_ino))
 }
 
-/// The device and inode of the open file `fd`.
-fn stat_fd(fd: libc::c_int) -> io::Result<(libc::dev_t, libc::ino_t)> {
+/// The device and inode of the open file (or directory) `fd`.
+fn stat_fd(fd: libc::c_int) -> io::Result<FileId> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: room for one `stat`; an invalid descriptor is an error, not UB.
     if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
