@@ -9,7 +9,12 @@
 //!   bytes (the file the set holds) or fails clearly (a v2 shard not opened yet), never
 //!   the outside file's bytes, with and without a mapping and with every shard opened at
 //!   open;
-//! - the same while another thread swaps the name back and forth during the opens.
+//! - the same while another thread swaps the name back and forth during the opens;
+//! - a Hugging Face hub cache snapshot (`snapshots/<rev>/`, every file a relative link into
+//!   `../../blobs/`) opens as a set, each file a link beneath the real directory of the
+//!   file opened, in every open mode, and reads the plain set's bytes; a link from it into
+//!   any third directory stays refused, as does every link out when the file opened is
+//!   not itself a link.
 
 mod common;
 
@@ -356,6 +361,322 @@ fn racing_swaps_never_reach_the_outside_file() {
                 Err(e) => {
                     assert_eq!(e.kind(), ErrorKind::Format, "{kind}, {mode}: {e}");
                     assert!(e.message().contains("leads outside"), "{kind}, {mode}: {e}");
+                    refused += 1;
+                }
+            }
+            i += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let swaps = swaps.load(Ordering::Relaxed);
+        println!("{kind}: {i} opens during {swaps} swaps: {read} read, {refused} refused");
+        assert!(swaps > 0, "{kind}: the name was never swapped");
+    }
+}
+
+// --- A Hugging Face hub cache: snapshots/<rev>/ holds links into ../../blobs/ -----------
+
+/// The revision the snapshot is of (a commit hash, as the hub names it).
+const REV: &str = "4f0c3a1d2b5e6f708192a3b4c5d6e7f801234567";
+
+/// A set laid out as huggingface_hub's cache keeps a download: each file's bytes in
+/// `blobs/<digest>` of `models--org--model/`, and under `snapshots/<rev>/` (in `onnx/`
+/// below it for an ONNX model, as the hub's ONNX exports are) a relative link of the
+/// file's name to its blob. `set` is the same set as real files in a directory of their
+/// own, read to compare.
+struct Cached {
+    set: Set,
+    /// The directory of the file opened: `snapshots/<rev>` (or its `onnx/`).
+    snapshot: PathBuf,
+    blobs: PathBuf,
+    /// From the snapshot's directory up to the repository's ("../.." or "../../..").
+    up: &'static str,
+    /// The victim's blob's name in blobs/.
+    victim_digest: String,
+}
+
+fn cached(kind: &'static str, test: &str) -> Cached {
+    let set = make(kind, test);
+    let repo = set.dir.parent().unwrap().join("models--org--model");
+    let blobs = repo.join("blobs");
+    let (snapshot, up) = match kind {
+        "onnx" => (repo.join("snapshots").join(REV).join("onnx"), "../../.."),
+        _ => (repo.join("snapshots").join(REV), "../.."),
+    };
+    std::fs::create_dir_all(&blobs).unwrap();
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), REV).unwrap();
+    let mut victim_digest = String::new();
+    for entry in std::fs::read_dir(&set.dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let digest = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes));
+        if path.file_name().unwrap() == set.victim {
+            victim_digest = digest.clone();
+        }
+        std::fs::write(blobs.join(&digest), &bytes).unwrap();
+        symlink(
+            format!("{up}/blobs/{digest}"),
+            snapshot.join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    Cached {
+        set,
+        snapshot,
+        blobs,
+        up,
+        victim_digest,
+    }
+}
+
+impl Cached {
+    fn open(&self, options: &OpenOptions) -> ztensor::Result<Reader<'static>> {
+        Reader::open_with(self.snapshot.join(self.set.open), options)
+    }
+
+    /// The first object whose bytes are in the victim, and their range in it (the same
+    /// index in the snapshot's reader as in the plain set's).
+    fn target(&self) -> (usize, std::ops::Range<usize>) {
+        self.set
+            .target(&self.set.open(&OpenOptions::default()).unwrap())
+    }
+
+    /// The victim's blob.
+    fn victim_blob(&self) -> PathBuf {
+        self.blobs.join(&self.victim_digest)
+    }
+
+    /// Puts a link to `target` under the victim's name in the snapshot, atomically.
+    fn link_victim(&self, target: &Path) {
+        let tmp = self.snapshot.join(".swap");
+        let _ = std::fs::remove_file(&tmp);
+        symlink(target, &tmp).unwrap();
+        std::fs::rename(&tmp, self.snapshot.join(self.set.victim)).unwrap();
+    }
+
+    /// The victim's link as the hub makes it: relative, into `blobs/`.
+    fn hub_link(&self) -> PathBuf {
+        PathBuf::from(format!("{}/blobs/{}", self.up, self.victim_digest))
+    }
+}
+
+/// Every component of every object of `r`, read, by object name.
+fn contents(r: &Reader<'_>) -> Vec<(String, Vec<Vec<u8>>)> {
+    (r.objects().iter().enumerate())
+        .map(|(i, o)| {
+            let parts = (0..o.components().len())
+                .map(|c| (r.read_to_vec(i, c)).unwrap_or_else(|e| panic!("{}[{c}]: {e}", o.name())))
+                .collect();
+            (o.name().to_owned(), parts)
+        })
+        .collect()
+}
+
+#[test]
+fn a_hugging_face_cache_snapshot_opens_as_a_set() {
+    for kind in KINDS {
+        let hub = cached(kind, "hub");
+        let plain = hub.set.open(&OpenOptions::default()).unwrap();
+        let want = contents(&plain);
+        let (object, range) = hub.set.target(&plain);
+        let files = plain.shard_count();
+        drop(plain);
+        assert!(files > 1, "{kind}");
+        let victim = std::fs::read(hub.victim_blob()).unwrap();
+        // A file of the same size with other bytes, in a third directory.
+        let outside = hub.set.outside().join(hub.set.victim);
+        std::fs::write(&outside, altered(&victim, &range)).unwrap();
+        for (mode, options) in modes() {
+            let what = format!("{kind}, {mode}");
+            let r = hub.open(&options).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(r.is_set(), "{what}");
+            assert_eq!(r.shard_count(), files, "{what}");
+            // The shards are the snapshot's names (as the caller's path names them), not
+            // the blobs'.
+            for i in 0..files {
+                let path = r.shard_path(i).unwrap().unwrap();
+                assert_eq!(path.parent().unwrap(), hub.snapshot, "{what}, shard {i}");
+            }
+            assert_eq!(contents(&r), want, "{what}");
+            // The victim's link re-pointed after the open at a file with other bytes in
+            // a third directory: the reader reads what it opened.
+            hub.link_victim(&outside);
+            assert_eq!(
+                r.read_to_vec(object, 0).unwrap(),
+                want[object].1[0],
+                "{what}"
+            );
+            if let Ok(view) = r.view(object, 0) {
+                assert_eq!(view.data, &want[object].1[0][..], "{what}");
+            }
+            drop(r);
+            hub.link_victim(&hub.hub_link());
+        }
+        // A link of the victim's name to its blob by an absolute path, or through a
+        // subdirectory of blobs/: beneath the real directory too.
+        let blob = hub.victim_blob();
+        std::fs::create_dir(hub.blobs.join("sub")).unwrap();
+        std::fs::copy(&blob, hub.blobs.join("sub/copy")).unwrap();
+        let through_sub = PathBuf::from(format!("{}/blobs/sub/copy", hub.up));
+        for target in [blob.clone(), through_sub] {
+            hub.link_victim(&target);
+            for (mode, options) in modes() {
+                let what = format!("{kind}, {mode}, link to {}", target.display());
+                let r = hub.open(&options).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(contents(&r), want, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn links_from_a_snapshot_into_any_other_directory_are_refused() {
+    for kind in KINDS {
+        let hub = cached(kind, "hub_out");
+        let (object, _) = hub.target();
+        let blob = hub.victim_blob();
+        let repo = hub.blobs.parent().unwrap();
+        // The very same bytes in other directories: refused by the rule, not by what
+        // they hold. A third directory beside the repository; the repository's own
+        // snapshots/ and refs/ (neither the snapshot's directory nor blobs/); the
+        // snapshot's directory reached out of blobs/ and back in.
+        let outside = hub.set.outside().join(hub.set.victim);
+        std::fs::copy(&blob, &outside).unwrap();
+        std::fs::copy(&blob, repo.join("snapshots/copy")).unwrap();
+        std::fs::copy(&blob, repo.join("refs/copy")).unwrap();
+        std::fs::copy(&blob, hub.snapshot.join("real.bin")).unwrap();
+        let rel = |s: &str| PathBuf::from(format!("{}/{s}", hub.up));
+        let snapshot_from_repo = hub.snapshot.strip_prefix(repo).unwrap().to_str().unwrap();
+        for target in [
+            rel(&format!("../outside/{}", hub.set.victim)),
+            outside.clone(),
+            rel("snapshots/copy"),
+            rel("refs/copy"),
+            rel(&format!("blobs/../{snapshot_from_repo}/real.bin")),
+        ] {
+            hub.link_victim(&target);
+            for (mode, options) in modes() {
+                let what = format!("{kind}, {mode}, link to {}", target.display());
+                let e = (hub.open(&options))
+                    .and_then(|r| r.read_to_vec(object, 0))
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Format, "{what}: {e}");
+                let message = e.message();
+                assert!(
+                    message.contains("leads outside the directory"),
+                    "{what}: {e}"
+                );
+                assert!(
+                    message.contains("where the file opened really is"),
+                    "{what}: {e}"
+                );
+                assert!(message.contains(hub.set.victim), "{what}: {e}");
+            }
+        }
+        // A link to blobs/ itself, and to a blob that isn't there (a download not
+        // finished): the system's refusals.
+        for target in [rel("blobs"), rel("blobs/missing")] {
+            hub.link_victim(&target);
+            for (mode, options) in modes() {
+                let what = format!("{kind}, {mode}, link to {}", target.display());
+                let e = (hub.open(&options))
+                    .and_then(|r| r.read_to_vec(object, 0))
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
+                assert!(e.message().contains(hub.set.victim), "{what}: {e}");
+            }
+        }
+        hub.link_victim(&hub.hub_link());
+        // The file opened a real file of the snapshot's directory (not a link into
+        // blobs/): then the directory is the only one, and links into blobs/ lead out.
+        let opened = hub.snapshot.join(hub.set.open);
+        let bytes = std::fs::read(&opened).unwrap();
+        std::fs::remove_file(&opened).unwrap();
+        std::fs::write(&opened, bytes).unwrap();
+        for (mode, options) in modes() {
+            let e = (hub.open(&options))
+                .and_then(|r| r.read_to_vec(object, 0))
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Format, "{kind}, {mode}: {e}");
+            assert!(
+                e.message().contains("leads outside the directory"),
+                "{kind}, {mode}: {e}"
+            );
+            assert!(!e.message().contains("really is"), "{kind}, {mode}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_snapshot_index_naming_blobs_through_dotdot_is_refused() {
+    // Only a link may lead into blobs/: a name in the index that climbs out with '..'
+    // is refused, though it leads to the very blob.
+    let hub = cached("safetensors", "hub_dotdot");
+    let index = std::fs::canonicalize(hub.snapshot.join(hub.set.open)).unwrap();
+    let text = std::fs::read_to_string(&index).unwrap();
+    let direct = hub.hub_link();
+    let text = text.replace(hub.set.victim, direct.to_str().unwrap());
+    std::fs::remove_file(&index).unwrap();
+    std::fs::write(&index, text).unwrap();
+    for (mode, options) in modes() {
+        let e = hub.open(&options).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Format, "{mode}: {e}");
+        assert!(e.message().contains("outside"), "{mode}: {e}");
+    }
+}
+
+#[test]
+fn racing_swaps_in_a_snapshot_never_reach_another_directory() {
+    const OPENS: usize = 100;
+    for kind in KINDS {
+        let hub = cached(kind, "hub_race");
+        let (object, range) = hub.target();
+        let want = hub
+            .open(&OpenOptions::default())
+            .unwrap()
+            .read_to_vec(object, 0);
+        let want = want.unwrap();
+        let victim = std::fs::read(hub.victim_blob()).unwrap();
+        let outside = hub.set.outside().join(hub.set.victim);
+        std::fs::write(&outside, altered(&victim, &range)).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU64::new(0));
+        let swapper = {
+            let (stop, swaps) = (stop.clone(), swaps.clone());
+            let (snapshot, name) = (hub.snapshot.clone(), hub.set.victim);
+            let (good, bad) = (hub.hub_link(), outside.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for target in [&bad, &good] {
+                        let tmp = snapshot.join(".race");
+                        let _ = std::fs::remove_file(&tmp);
+                        symlink(target, &tmp).unwrap();
+                        std::fs::rename(&tmp, snapshot.join(name)).unwrap();
+                    }
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let (mut read, mut refused) = (0, 0);
+        let mut i = 0;
+        while i < OPENS || (swaps.load(Ordering::Relaxed) < 200 && i < 100 * OPENS) {
+            let (mode, options) = &modes()[i % 3];
+            match hub.open(options).and_then(|r| r.read_to_vec(object, 0)) {
+                Ok(got) => {
+                    assert_eq!(got, want, "{kind}, {mode}, open {i}: another file's bytes");
+                    read += 1;
+                }
+                Err(e) => {
+                    // Refused as leading out, or the name changed between finding where
+                    // it leads and checking what was opened there.
+                    let m = e.message();
+                    assert!(
+                        (e.kind() == ErrorKind::Format && m.contains("leads outside"))
+                            || (e.kind() == ErrorKind::Io && m.contains("changed while")),
+                        "{kind}, {mode}: {e}"
+                    );
                     refused += 1;
                 }
             }
