@@ -11,7 +11,10 @@
  *   that did not;
  * - a link that leads out of the directory (absolute, relative, or out and back in) is
  *   refused at zt_open with ZT_ERR_FORMAT naming the file; a link that stays inside is
- *   followed.
+ *   followed;
+ * - a Hugging Face hub cache snapshot (snapshots/<rev>/, for ONNX its onnx/, every file a
+ *   relative link into ../../blobs/) opens as a set in every mode, each object's bytes
+ *   those of the plain set; a link from it into a third directory is refused.
  *
  *   test_set_files VECTORS   (tests/vectors; works in a fresh directory under /tmp)
  */
@@ -21,7 +24,7 @@
 #include <unistd.h>
 
 static char ROOT[] = "/tmp/zt-set-files-XXXXXX";
-static char MODEL[256], OUTSIDE[256];
+static char MODEL[256], OUTSIDE[256], HUB[256];
 
 typedef struct kind {
   const char *name;
@@ -61,13 +64,18 @@ static int write_file(const char *path, const unsigned char *bytes, size_t size)
   return ok;
 }
 
-/* Puts a link to `target` under `name` in the model's directory, atomically. */
-static int link_over(const char *target, const char *name) {
+/* Puts a link to `target` under `name` in `dir`, atomically. */
+static int link_in(const char *dir, const char *target, const char *name) {
   char tmp[512], path[512];
-  join(tmp, sizeof tmp, MODEL, ".swap");
-  join(path, sizeof path, MODEL, name);
+  join(tmp, sizeof tmp, dir, ".swap");
+  join(path, sizeof path, dir, name);
   unlink(tmp);
   return symlink(target, tmp) == 0 && rename(tmp, path) == 0;
+}
+
+/* Puts a link to `target` under `name` in the model's directory, atomically. */
+static int link_over(const char *target, const char *name) {
+  return link_in(MODEL, target, name);
 }
 
 static zt_status open_mode(const kind *k, uint32_t flags, zt_reader **r) {
@@ -206,6 +214,171 @@ out:
   free(want);
 }
 
+/* --- A Hugging Face hub cache ------------------------------------------------------- */
+
+#define REV "4f0c3a1d2b5e6f708192a3b4c5d6e7f801234567"
+
+/* A blob's name: FNV-1a of its bytes, in hex (the hub names blobs by a digest). */
+static void blob_name(char out[17], const unsigned char *bytes, size_t size) {
+  uint64_t h = 0xcbf29ce484222325u;
+  size_t i;
+  for (i = 0; i < size; i++) h = (h ^ bytes[i]) * 0x100000001b3u;
+  snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* Every object of `hub` read (its first component), against the same of `plain`. */
+static void check_same_objects(const zt_reader *plain, const zt_reader *hub, const char *what) {
+  size_t o, n = zt_object_count(plain);
+  if (!CHECK_U64(zt_object_count(hub), n)) return;
+  for (o = 0; o < n; o++) {
+    zt_object_info pi, hi;
+    zt_component_info pc, hc;
+    unsigned char *want, *got;
+    if (!CHECK_OK(zt_object_get_info(plain, o, &pi)) || !CHECK_OK(zt_object_get_info(hub, o, &hi)) ||
+        !CHECK_OK(zt_component_get_info(plain, o, 0, &pc)) ||
+        !CHECK_OK(zt_component_get_info(hub, o, 0, &hc))) {
+      return;
+    }
+    CHECK_STR(hi.name, pi.name);
+    if (!CHECK_U64(hc.decoded_length, pc.decoded_length)) continue;
+    want = malloc(pc.decoded_length + 1);
+    got = calloc(1, pc.decoded_length + 1);
+    if (CHECK(want != NULL && got != NULL) &&
+        CHECK_OK(zt_component_read(plain, o, pc.role, want, pc.decoded_length)) &&
+        CHECK_OK(zt_component_read(hub, o, hc.role, got, hc.decoded_length)) &&
+        !CHECK_MEM(got, want, pc.decoded_length)) {
+      printf("note: %s: object %s\n", what, pi.name);
+    }
+    free(want);
+    free(got);
+  }
+}
+
+/* The set of `k` laid out as huggingface_hub's cache keeps a download (each file's bytes
+ * in HUB/models--org--model/blobs/<digest>, and under snapshots/<rev>/ a relative link
+ * of its name to the blob), opened through the snapshot in every mode; then the victim's
+ * link into a third directory, HUB/third: refused. */
+static void run_hub(const char *vectors, const kind *k) {
+  /* Each path longer than the one it is made from (HUB: 256). */
+  char repo[320], blobs[384], third[384], snapshot[448], path[640], from[640], target[640];
+  char plain_path[640], victim_blob[640], third_victim[640], opened[640];
+  const char *up = strcmp(k->name, "onnx") == 0 ? "../../.." : "../..";
+  unsigned char *victim = NULL;
+  size_t victim_size = 0, i, m;
+  zt_reader *plain = NULL, *r = NULL;
+  join(repo, sizeof repo, HUB, "models--org--model");
+  join(blobs, sizeof blobs, repo, "blobs");
+  join(third, sizeof third, HUB, "third");
+  snprintf(snapshot, sizeof snapshot, "%s/snapshots/" REV "%s", repo,
+           strcmp(k->name, "onnx") == 0 ? "/onnx" : "");
+  snprintf(path, sizeof path, "%s/snapshots", repo);
+  if (!CHECK(mkdir(repo, 0700) == 0 && mkdir(blobs, 0700) == 0 && mkdir(path, 0700) == 0)) return;
+  snprintf(path, sizeof path, "%s/snapshots/" REV, repo);
+  if (!CHECK(mkdir(path, 0700) == 0)) return;
+  if (strcmp(k->name, "onnx") == 0 && !CHECK(mkdir(snapshot, 0700) == 0)) return;
+  if (!CHECK(mkdir(third, 0700) == 0)) return;
+  for (i = 0; i < 4 && k->files[i] != NULL; i++) {
+    char digest[17], blob[640];
+    size_t n;
+    unsigned char *bytes;
+    snprintf(from, sizeof from, "%s/%s/%s", vectors, k->from, k->files[i]);
+    bytes = zt_test_slurp(from, &n);
+    if (!CHECK(bytes != NULL)) return;
+    blob_name(digest, bytes, n);
+    join(blob, sizeof blob, blobs, digest);
+    snprintf(target, sizeof target, "%s/blobs/%s", up, digest);
+    join(path, sizeof path, snapshot, k->files[i]);
+    CHECK(write_file(blob, bytes, n));
+    CHECK(symlink(target, path) == 0);
+    if (strcmp(k->files[i], k->victim) == 0) {
+      snprintf(victim_blob, sizeof victim_blob, "%s", target);
+      victim = bytes;
+      victim_size = n;
+    } else {
+      free(bytes);
+    }
+  }
+  snprintf(plain_path, sizeof plain_path, "%s/%s/%s", vectors, k->from, k->open);
+  join(opened, sizeof opened, snapshot, k->open);
+  if (!CHECK(victim != NULL) || !CHECK_OK(zt_open(plain_path, &plain))) goto out;
+  for (m = 0; m < sizeof MODES / sizeof MODES[0]; m++) {
+    zt_open_options o;
+    char what[128];
+    snprintf(what, sizeof what, "hub, %s, %s", k->name, MODE_NAMES[m]);
+    memset(&o, 0, sizeof o);
+    o.flags = MODES[m];
+    if (!CHECK_OK(zt_open_with(opened, &o, &r))) continue;
+    CHECK_U64(zt_shard_count(r), zt_shard_count(plain));
+    for (i = 0; i < zt_shard_count(r); i++) {
+      const char *shard = NULL;
+      /* The snapshot's names, as the caller's path names them (not the blobs'). */
+      if (CHECK_OK(zt_shard_get_path(r, i, &shard))) {
+        CHECK(strncmp(shard, snapshot, strlen(snapshot)) == 0 && shard[strlen(snapshot)] == '/');
+      }
+    }
+    check_same_objects(plain, r, what);
+    zt_close(r);
+    r = NULL;
+  }
+  /* The same bytes in a third directory, linked relatively and absolutely: refused. */
+  join(third_victim, sizeof third_victim, third, k->victim);
+  if (CHECK(write_file(third_victim, victim, victim_size))) {
+    char rel[512];
+    const char *targets[2];
+    size_t t;
+    snprintf(rel, sizeof rel, "%s/../third/%s", up, k->victim);
+    targets[0] = rel;
+    targets[1] = third_victim;
+    for (t = 0; t < 2; t++) {
+      if (!CHECK(link_in(snapshot, targets[t], k->victim))) continue;
+      for (m = 0; m < sizeof MODES / sizeof MODES[0]; m++) {
+        zt_open_options o;
+        memset(&o, 0, sizeof o);
+        o.flags = MODES[m];
+        CHECK_STATUS(ZT_ERR_FORMAT, zt_open_with(opened, &o, &r));
+        CHECK_CONTAINS(zt_last_error(), "leads outside the directory");
+        CHECK_CONTAINS(zt_last_error(), "where the file opened really is");
+        CHECK_CONTAINS(zt_last_error(), k->victim);
+      }
+    }
+    /* Back to the blob: it opens again. */
+    if (CHECK(link_in(snapshot, victim_blob, k->victim)) && CHECK_OK(zt_open(opened, &r))) {
+      check_same_objects(plain, r, k->name);
+      zt_close(r);
+      r = NULL;
+    }
+  }
+out:
+  zt_close(plain);
+  free(victim);
+  /* Everything made above, deepest first. */
+  for (i = 0; i < 4 && k->files[i] != NULL; i++) {
+    size_t n;
+    unsigned char *bytes;
+    char digest[17], blob[640];
+    join(path, sizeof path, snapshot, k->files[i]);
+    unlink(path);
+    snprintf(from, sizeof from, "%s/%s/%s", vectors, k->from, k->files[i]);
+    bytes = zt_test_slurp(from, &n);
+    if (bytes == NULL) continue;
+    blob_name(digest, bytes, n);
+    join(blob, sizeof blob, blobs, digest);
+    unlink(blob);
+    free(bytes);
+  }
+  join(path, sizeof path, snapshot, ".swap");
+  unlink(path);
+  unlink(third_victim);
+  rmdir(third);
+  if (strcmp(k->name, "onnx") == 0) rmdir(snapshot);
+  snprintf(path, sizeof path, "%s/snapshots/" REV, repo);
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/snapshots", repo);
+  rmdir(path);
+  rmdir(blobs);
+  CHECK(rmdir(repo) == 0);
+}
+
 int main(int argc, char **argv) {
   size_t k;
   if (argc != 2) {
@@ -215,10 +388,14 @@ int main(int argc, char **argv) {
   if (!CHECK(mkdtemp(ROOT) != NULL)) return zt_test_summary();
   join(MODEL, sizeof MODEL, ROOT, "model");
   join(OUTSIDE, sizeof OUTSIDE, ROOT, "outside");
-  if (!CHECK(mkdir(MODEL, 0700) == 0 && mkdir(OUTSIDE, 0700) == 0)) return zt_test_summary();
+  join(HUB, sizeof HUB, ROOT, "hub");
+  if (!CHECK(mkdir(MODEL, 0700) == 0 && mkdir(OUTSIDE, 0700) == 0 && mkdir(HUB, 0700) == 0)) {
+    return zt_test_summary();
+  }
   for (k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
     run_kind(argv[1], &KINDS[k]);
+    run_hub(argv[1], &KINDS[k]);
   }
-  CHECK(rmdir(MODEL) == 0 && rmdir(OUTSIDE) == 0 && rmdir(ROOT) == 0);
+  CHECK(rmdir(MODEL) == 0 && rmdir(OUTSIDE) == 0 && rmdir(HUB) == 0 && rmdir(ROOT) == 0);
   return zt_test_summary();
 }
