@@ -12,8 +12,8 @@ use super::{Held, SetOptions, Shard, Shards};
 /// Opens the files a model keeps some of its blobs in (ONNX external data) beside the
 /// file at `path` (parsed into `model` through `source`): each named relative to that
 /// file's directory and opened beneath it, once (`SetOptions::open_part`: a name or link
-/// leading out of the directory is refused), and every blob checked to lie inside the
-/// file so opened. The model's own file is shard 0.
+/// leading out of the directory is refused, but for a link beneath the directory the
+/// model really is in), and every blob checked to lie inside the file so opened. The model's own file is shard 0.
 pub(crate) fn open_external(
     path: &Path,
     source: Source<'static>,

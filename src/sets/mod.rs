@@ -11,8 +11,9 @@
 //! validated against its own file (in parallel: `pipeline.rs`); the merged model
 //! (`merge.rs`) lists every shard's objects under their own names, each blob saying which
 //! shard holds it (`Blob::file`). A local set's files are opened beneath the directory of
-//! the file opened, once each, and read only through those descriptors (`dir.rs`: the
-//! rule, links included); a shard parsed at open stays open, mapped when first read
+//! the file opened (or, through links, beneath the directory that file really is in,
+//! when it was opened through a link: a Hugging Face cache snapshot), once each, and read
+//! only through those descriptors (`dir.rs`: the rule, links included); a shard parsed at open stays open, mapped when first read
 //! unless the caller maps every shard at open (`files.rs`). Whatever the index says is
 //! checked against the shards: a tensor it maps to a shard that lacks it, a shard
 //! holding a tensor the index doesn't map there, a name in two shards, a file outside the
