@@ -22,12 +22,14 @@ use crate::model::{Attributes, CText, Encoding, Object, check_name, schema};
 
 mod attrs;
 mod copy;
+mod foreign;
 mod output;
 mod sharded;
 mod stream;
 mod v2;
 mod vocabulary;
 pub use copy::CopyOptions;
+pub use foreign::OutputFormat;
 use output::{BUFFER, Output, Target, Writeback, temp_name};
 pub use sharded::ShardedWriter;
 use sharded::Shards;
@@ -90,6 +92,11 @@ pub struct Writer<W: Write = BufWriter<File>> {
     /// Where the file goes when it is finished: None for a single file (or stream); for
     /// a set, the shards finished before this one, and what begins the next (`sharded`).
     set: Option<Box<Shards<W>>>,
+    /// The container written (`Auto` resolved).
+    format: OutputFormat,
+    /// safetensors and GGUF: the temporary file the tensors are spooled to, read back
+    /// when `finish` assembles the file (`foreign`).
+    spool: Option<File>,
 }
 
 /// The zTensor version a writer writes.
@@ -136,6 +143,11 @@ pub struct CreateOptions {
     /// in ascending name order, or components not in ascending role order). The file is
     /// then canonical only if they were added in that order.
     pub keep_order: bool,
+    /// The container to write: zTensor (of `version`), safetensors or GGUF; `Auto` (the
+    /// default) goes by the path's extension (`.safetensors`, `.gguf`, else zTensor).
+    /// safetensors and GGUF are written to a path only (their header, which lists every
+    /// tensor, comes first: see `foreign`).
+    pub format: OutputFormat,
 }
 
 impl Default for CreateOptions {
@@ -144,6 +156,7 @@ impl Default for CreateOptions {
             durable: true,
             version: FileVersion::default(),
             keep_order: false,
+            format: OutputFormat::Auto,
         }
     }
 }
@@ -174,8 +187,20 @@ impl Writer<BufWriter<File>> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        let format = options.format.resolve(Some(&path));
+        let options = &CreateOptions {
+            format,
+            // safetensors and GGUF take the v1.2 writer's paths (plain blobs, typed
+            // attributes kept), without its framing.
+            version: match format.spools() {
+                true => FileVersion::V1_2,
+                false => options.version,
+            },
+            ..*options
+        };
         let temp = dir.join(temp_name(file_name));
-        // Readable too: a v2 writer reads blobs back (identical parts share one).
+        // Readable too: a v2 writer reads blobs back (identical parts share one), and a
+        // safetensors or GGUF writer its spooled tensors.
         let file = FsOpenOptions::new()
             .read(true)
             .write(true)
@@ -188,18 +213,19 @@ impl Writer<BufWriter<File>> {
             durable: options.durable,
             done: false,
         };
-        let writeback = (target.durable)
+        // A spool is copied out and removed: only the file assembled from it is synced.
+        let writeback = (target.durable && !format.spools())
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|file| Writeback { file, started: 0 });
-        let handle = match options.version {
-            FileVersion::V2 => Some(file.try_clone().map_err(|e| {
+        let handle = match options.version == FileVersion::V2 || format.spools() {
+            true => Some(file.try_clone().map_err(|e| {
                 Error::io(
                     format_args!("{}: a second handle", target.temp.display()),
                     e,
                 )
             })?),
-            FileVersion::V1_2 => None,
+            false => None,
         };
         let mut w = Writer::new_inner(
             BufWriter::with_capacity(BUFFER, file),
@@ -224,21 +250,42 @@ impl<W: Write> Writer<W> {
     /// `Write` that is not a file, a v2 writer keeps blobs in the order written and can't
     /// take back a streamed duplicate (see `v2`).
     pub fn new_with(out: W, options: &CreateOptions) -> Result<Self> {
+        let format = options.format.resolve(None);
+        if format.spools() {
+            bail!(
+                InvalidArgument,
+                "{} is written to a path (its header, which lists every tensor, comes first), \
+                 not to a stream",
+                format.name()
+            );
+        }
+        let options = &CreateOptions {
+            format,
+            ..*options
+        };
         let mut w = Writer::new_inner(out, None, options, None);
         w.write_header()?;
         Ok(w)
     }
 
     fn write_header(&mut self) -> Result<()> {
+        if self.format.spools() {
+            return Ok(());
+        }
         match self.version {
             FileVersion::V1_2 => self.emit(MAGIC_V1),
             FileVersion::V2 => self.emit(&MAGIC_V2),
         }
     }
 
-    /// The version this writer writes.
+    /// The zTensor version this writer writes (meaningless for safetensors and GGUF).
     pub fn version(&self) -> FileVersion {
         self.version
+    }
+
+    /// The container this writer writes.
+    pub fn format(&self) -> OutputFormat {
+        self.format
     }
 
     fn new_inner(
@@ -250,6 +297,10 @@ impl<W: Write> Writer<W> {
         let label = target
             .as_ref()
             .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into());
+        let (handle, spool) = match options.format.spools() {
+            true => (None, handle),
+            false => (handle, None),
+        };
         Writer {
             output: Output {
                 out,
@@ -270,6 +321,8 @@ impl<W: Write> Writer<W> {
             frames: None,
             placing: None,
             set: None,
+            format: options.format,
+            spool,
         }
     }
 
@@ -309,6 +362,10 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
+        if self.format.spools() {
+            // Spooled tensors lie end to end; `finish` places them.
+            return self.settle();
+        }
         if self.version == FileVersion::V2 {
             return self.v2_pad();
         }
@@ -420,6 +477,7 @@ impl<W: Write> Writer<W> {
         if format.is_empty() {
             bail!(InvalidArgument, "object '{name}': the format is empty");
         }
+        foreign::check_object(self.format, name, format, shape)?;
         let format_c = CText::new(format).map_err(as_argument)?;
         check_shape(shape)?;
         self.by_name.insert(name.to_owned(), self.objects.len());
@@ -444,10 +502,12 @@ impl<W: Write> Writer<W> {
                 schema::check_sizes(self.objects.last().expect("open object")).map_err(as_argument)
             }),
             FileVersion::V1_2 => {
+                let format = self.format;
                 let obj = self.objects.last_mut().expect("open object");
                 vocabulary::v1_vocabulary(obj)
                     .and_then(|()| schema::check_writable(obj))
                     .map_err(as_argument)
+                    .and_then(|()| foreign::check_end(format, obj))
             }
         };
         if let Err(e) = checked {
@@ -491,6 +551,7 @@ impl<W: Write> Writer<W> {
     fn finish_file(mut self) -> Result<W> {
         self.settle()?;
         match self.version {
+            _ if self.format.spools() => self.assemble(None)?,
             FileVersion::V1_2 => {
                 let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
                 self.emit(&manifest)?;

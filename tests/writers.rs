@@ -1,0 +1,267 @@
+//! The writer's other output formats: safetensors and GGUF, byte for byte what the formats'
+//! own writers make of the same tensors (`safetensors`' serialize_file, gguf-py's
+//! GGUFWriter, in a venv pinned by tests/interop/writers-requirements.txt), read back by
+//! them and by us; what they can't hold refused with a message that says so.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ztensor::typed::{TypedValue, ValueType};
+use ztensor::{CreateOptions, DType, OutputFormat, Reader, WriteOptions, Writer};
+
+fn peer() -> PathBuf {
+    common::pinned_python("tests/interop/writers-requirements.txt", "writers-venv")
+}
+
+fn run_peer(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/writers_peer.py");
+    let mut cmd = Command::new(peer());
+    cmd.arg(script);
+    for a in args {
+        cmd.arg(a);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn quick() -> CreateOptions {
+    CreateOptions {
+        durable: false,
+        ..CreateOptions::default()
+    }
+}
+
+/// (name, storage dtype, logical type, shape): every dtype safetensors has, added out of
+/// its order.
+fn st_tensors() -> Vec<(&'static str, DType, Option<&'static str>, Vec<u64>)> {
+    vec![
+        ("z.f32", DType::F32, None, vec![3, 5]),
+        ("a.bool", DType::Bool, None, vec![7]),
+        ("b.u8", DType::U8, None, vec![2, 3]),
+        ("c.i8", DType::I8, None, vec![5]),
+        ("d.i16", DType::I16, None, vec![3]),
+        ("e.u16", DType::U16, None, vec![1, 3]),
+        ("f.f16", DType::F16, None, vec![4]),
+        ("g.bf16", DType::BF16, None, vec![2, 2]),
+        ("h.i32", DType::I32, None, vec![3]),
+        ("i.u32", DType::U32, None, vec![2]),
+        ("j.c64", DType::F32, Some("complex64"), vec![3]),
+        ("k.f64", DType::F64, None, vec![2]),
+        ("l.i64", DType::I64, None, vec![]),
+        ("m.u64", DType::U64, None, vec![2]),
+        ("n.e4m3", DType::U8, Some("f8_e4m3fn"), vec![4]),
+        ("o.e5m2", DType::U8, Some("f8_e5m2"), vec![3]),
+        ("p.e4m3fnuz", DType::U8, Some("f8_e4m3fnuz"), vec![2]),
+        ("q.e5m2fnuz", DType::U8, Some("f8_e5m2fnuz"), vec![2]),
+        ("r.e8m0", DType::U8, Some("f8_e8m0fnu"), vec![5]),
+        ("s.f4", DType::U8, Some("f4_e2m1fn_x2"), vec![2, 4]),
+        ("Z.f32", DType::F32, None, vec![0, 3]),
+        ("a.f32", DType::F32, None, vec![1]),
+        ("\u{e9}t\u{e9}\n\"q\"", DType::F32, None, vec![2]),
+    ]
+}
+
+fn write_st(path: &Path, metadata: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
+    let mut w = Writer::create_with(path, &quick()).unwrap();
+    assert_eq!(w.format(), OutputFormat::Safetensors);
+    for (k, v) in metadata {
+        w.set_file_attribute(k, &TypedValue::text(v)).unwrap();
+    }
+    let mut written = Vec::new();
+    for (i, (name, dtype, logical, shape)) in st_tensors().into_iter().enumerate() {
+        let n = ztensor::dtype::dense_byte_size(&shape, dtype, logical).unwrap() as usize;
+        let data = common::data_for(dtype, n / dtype.size(), i as u64 + 1);
+        w.add_typed(name, dtype, logical, &shape, &data, &WriteOptions::default())
+            .unwrap();
+        written.push((name.to_owned(), data));
+    }
+    w.finish().unwrap();
+    written
+}
+
+#[test]
+fn safetensors_reads_back_every_dtype() {
+    let dir = common::temp_dir("writers_st_read");
+    let path = dir.join("m.safetensors");
+    let written = write_st(&path, &[("format", "pt"), ("note", "ours")]);
+    let r = Reader::open(&path).unwrap();
+    assert_eq!(r.container().name(), "safetensors");
+    assert_eq!(r.objects().len(), written.len());
+    for (name, data) in &written {
+        let oi = r.find(name).unwrap();
+        assert_eq!(&r.read_to_vec(oi, 0).unwrap(), data, "{name}");
+    }
+    let attrs = r.attributes().unwrap();
+    assert_eq!(
+        attrs.get("format").and_then(|v| v.as_text()),
+        Some("pt"),
+        "{attrs:?}"
+    );
+    // The header: __metadata__ first in the order set, then by safetensors' dtype order
+    // (largest first), then name; padded with spaces to 8 bytes.
+    let bytes = std::fs::read(&path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    assert_eq!(n % 8, 0);
+    let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+    assert!(
+        header.starts_with(r#"{"__metadata__":{"format":"pt","note":"ours"},"m.u64":{"dtype":"U64","shape":[2],"data_offsets":[0,16]},"l.i64":{"dtype":"I64","shape":[],"data_offsets":[16,24]}"#),
+        "{header}"
+    );
+    assert!(header.trim_end().ends_with(r#""a.bool":{"dtype":"BOOL","shape":[7],"data_offsets":[215,222]}}"#), "{header}");
+}
+
+#[test]
+fn safetensors_is_what_safetensors_writes() {
+    let dir = common::temp_dir("writers_st_identity");
+    let ours = dir.join("ours.safetensors");
+    // One metadata key: safetensors' own order of several is a hash map's.
+    write_st(&ours, &[("format", "pt")]);
+    let theirs = dir.join("theirs.safetensors");
+    run_peer(&[&"st-resave", &ours, &theirs]);
+    let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+    assert!(a == b, "ours ({} bytes) differs from safetensors' ({} bytes)", a.len(), b.len());
+}
+
+/// The key/values of the GGUF tests: every type, in an order of our choosing.
+fn gguf_kvs(alignment: Option<u32>) -> Vec<(&'static str, TypedValue)> {
+    let mut kvs = vec![
+        ("general.architecture", TypedValue::text("llama")),
+        ("a.u8", TypedValue::U8(200)),
+        ("a.i8", TypedValue::I8(-100)),
+        ("a.u16", TypedValue::U16(60000)),
+        ("a.i16", TypedValue::I16(-30000)),
+        ("a.u32", TypedValue::U32(4_000_000_000)),
+        ("a.i32", TypedValue::I32(-2_000_000_000)),
+        ("a.f32", TypedValue::F32(1.5)),
+        ("a.bool", TypedValue::Bool(true)),
+        ("a.string", TypedValue::text("h\u{e9}llo")),
+        ("a.u64", TypedValue::U64(u64::MAX)),
+        ("a.i64", TypedValue::I64(i64::MIN)),
+        ("a.f64", TypedValue::F64(-2.25)),
+        (
+            "a.u32s",
+            TypedValue::numbers(
+                ValueType::U32,
+                [1u32, 2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect(),
+            )
+            .unwrap(),
+        ),
+        (
+            "a.f32s",
+            TypedValue::numbers(
+                ValueType::F32,
+                [0.5f32, -1.0].iter().flat_map(|v| v.to_ne_bytes()).collect(),
+            )
+            .unwrap(),
+        ),
+        (
+            "a.strings",
+            TypedValue::Array {
+                elem: None,
+                items: vec![TypedValue::text("x"), TypedValue::text("yz")],
+            },
+        ),
+    ];
+    if let Some(a) = alignment {
+        kvs.insert(3, ("general.alignment", TypedValue::U32(a)));
+    }
+    kvs
+}
+
+/// (name, object format, shape, dtype): plain types and ggml blocks, in file order.
+fn gguf_tensors() -> Vec<(&'static str, &'static str, Vec<u64>, DType)> {
+    vec![
+        ("tok.weight", "dense", vec![3, 5], DType::F32),
+        ("b.f16", "dense", vec![7], DType::F16),
+        ("c.bf16", "dense", vec![2, 2, 3], DType::BF16),
+        ("d.f64", "dense", vec![1, 2, 1, 2], DType::F64),
+        ("e.i8", "dense", vec![9], DType::I8),
+        ("f.i16", "dense", vec![3], DType::I16),
+        ("g.i32", "dense", vec![2], DType::I32),
+        ("h.i64", "dense", vec![1], DType::I64),
+        ("q4_0", "ggml_q4_0", vec![2, 64], DType::U8),
+        ("q4_k", "ggml_q4_k", vec![256], DType::U8),
+    ]
+}
+
+fn write_gguf(path: &Path, alignment: Option<u32>) -> Vec<(String, Vec<u8>)> {
+    let mut w = Writer::create_with(path, &quick()).unwrap();
+    assert_eq!(w.format(), OutputFormat::Gguf);
+    for (k, v) in gguf_kvs(alignment) {
+        w.set_file_attribute(k, &v).unwrap();
+    }
+    let mut written = Vec::new();
+    for (i, (name, format, shape, dtype)) in gguf_tensors().into_iter().enumerate() {
+        let numel: u64 = shape.iter().product();
+        let data = if format == "dense" {
+            common::data_for(dtype, numel as usize, i as u64 + 7)
+        } else {
+            let (block, size) = if format == "ggml_q4_0" { (32, 18) } else { (256, 144) };
+            common::bytes(i as u64 + 7, (numel / block * size) as usize)
+        };
+        if format == "dense" {
+            w.add(name, dtype, &shape, &data, &WriteOptions::default())
+                .unwrap();
+        } else {
+            w.begin_object(name, format, &shape).unwrap();
+            w.add_component("data", DType::U8, Some(format), &data, &WriteOptions::default())
+                .unwrap();
+            w.end_object().unwrap();
+        }
+        written.push((name.to_owned(), data));
+    }
+    w.finish().unwrap();
+    written
+}
+
+#[test]
+fn gguf_reads_back_with_types_and_order() {
+    let dir = common::temp_dir("writers_gguf_read");
+    let path = dir.join("m.gguf");
+    let written = write_gguf(&path, Some(64));
+    let r = Reader::open(&path).unwrap();
+    assert_eq!(r.container().name(), "gguf");
+    assert_eq!(r.version(), "3");
+    assert_eq!(r.layout().alignment, 64);
+    for (i, (name, data)) in written.iter().enumerate() {
+        assert_eq!(r.objects()[i].name(), name);
+        assert_eq!(&r.read_to_vec(i, 0).unwrap(), data, "{name}");
+        assert_eq!(r.objects()[i].components()[0].offset() % 64, 0, "{name}");
+    }
+    assert_eq!(r.objects()[8].format(), "ggml_q4_0");
+    assert_eq!(r.objects()[8].shape(), &[2, 64]);
+    let typed = TypedValue::from_attr(r.typed_attributes(None).unwrap()).unwrap();
+    let TypedValue::Map(pairs) = typed else { panic!() };
+    let want = gguf_kvs(Some(64));
+    assert_eq!(pairs.len(), want.len());
+    for ((k, v), (wk, wv)) in pairs.iter().zip(&want) {
+        assert_eq!(k, &TypedValue::text(wk));
+        assert_eq!(v, wv, "{wk}");
+    }
+}
+
+#[test]
+fn gguf_is_what_gguf_py_writes() {
+    let dir = common::temp_dir("writers_gguf_identity");
+    for alignment in [None, Some(64)] {
+        let ours = dir.join(format!("ours{alignment:?}.gguf"));
+        write_gguf(&ours, alignment);
+        let theirs = dir.join(format!("theirs{alignment:?}.gguf"));
+        run_peer(&[&"gguf-resave", &ours, &theirs]);
+        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+        assert!(
+            a == b,
+            "alignment {alignment:?}: ours ({} bytes) differs from gguf-py's ({} bytes)",
+            a.len(),
+            b.len()
+        );
+    }
+}
