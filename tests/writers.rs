@@ -265,3 +265,105 @@ fn gguf_is_what_gguf_py_writes() {
         );
     }
 }
+
+#[test]
+fn safetensors_set_with_transformers_index() {
+    let dir = common::temp_dir("writers_st_set");
+    let mut w = ztensor::ShardedWriter::create_with(dir.join("model.safetensors"), 100, &quick())
+        .unwrap();
+    w.set_file_attribute("format", &TypedValue::text("pt")).unwrap();
+    // 60 + 60 > 100: a new shard; 150 alone; 8 + 8 together.
+    for (name, n) in [("b", 15u64), ("a", 15), ("c", 40), ("e", 2), ("d", 2)] {
+        let data = common::bytes(n, n as usize * 4);
+        w.add(name, DType::F32, &[n], &data, &WriteOptions::default())
+            .unwrap();
+    }
+    let index = w.finish().unwrap();
+    assert_eq!(index, dir.join("model.safetensors.index.json"));
+    let text = std::fs::read_to_string(&index).unwrap();
+    assert_eq!(
+        text,
+        "{\n  \"metadata\": {\n    \"total_size\": 296\n  },\n  \"weight_map\": {\n    \
+         \"a\": \"model-00002-of-00004.safetensors\",\n    \
+         \"b\": \"model-00001-of-00004.safetensors\",\n    \
+         \"c\": \"model-00003-of-00004.safetensors\",\n    \
+         \"d\": \"model-00004-of-00004.safetensors\",\n    \
+         \"e\": \"model-00004-of-00004.safetensors\"\n  }\n}\n"
+    );
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "model-00001-of-00004.safetensors",
+            "model-00002-of-00004.safetensors",
+            "model-00003-of-00004.safetensors",
+            "model-00004-of-00004.safetensors",
+            "model.safetensors.index.json"
+        ]
+    );
+    let r = Reader::open(&index).unwrap();
+    assert_eq!(r.objects().len(), 5);
+    for name in ["a", "b", "c", "d", "e"] {
+        let oi = r.find(name).unwrap();
+        let n = r.objects()[oi].shape()[0];
+        assert_eq!(r.read_to_vec(oi, 0).unwrap(), common::bytes(n, n as usize * 4));
+    }
+    // Every shard is a file of its own that safetensors reads, with the metadata.
+    let shard = dir.join("model-00004-of-00004.safetensors");
+    let read = run_peer(&[&"st-read", &shard]);
+    assert!(read.contains(r#""metadata": {"format": "pt"}"#), "{read}");
+    assert!(read.contains(r#""d": {"dtype": "float32", "sha256""#), "{read}");
+
+    // One shard: the file under the set's name, no index (as save_pretrained writes).
+    let one = common::temp_dir("writers_st_set_one");
+    let mut w =
+        ztensor::ShardedWriter::create_with(one.join("model.safetensors"), 1 << 20, &quick())
+            .unwrap();
+    w.add("x", DType::F32, &[1], &[0; 4], &WriteOptions::default())
+        .unwrap();
+    assert_eq!(w.finish().unwrap(), one.join("model.safetensors"));
+    assert_eq!(std::fs::read_dir(&one).unwrap().count(), 1);
+}
+
+#[test]
+fn gguf_split_is_what_gguf_py_writes() {
+    let dir = common::temp_dir("writers_gguf_split");
+    let ours = dir.join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    let mut w =
+        ztensor::ShardedWriter::create_with(ours.join("m.gguf"), 200, &quick()).unwrap();
+    for (k, v) in gguf_kvs(None) {
+        w.set_file_attribute(k, &v).unwrap();
+    }
+    for (i, n) in [30u64, 20, 50, 10, 10, 5].into_iter().enumerate() {
+        let data = common::bytes(i as u64, n as usize * 4);
+        w.add(&format!("t{i}"), DType::F32, &[n], &data, &WriteOptions::default())
+            .unwrap();
+    }
+    let first = w.finish().unwrap();
+    assert_eq!(first, ours.join("m-00001-of-00003.gguf"));
+    let r = Reader::open(&first).unwrap();
+    assert_eq!(r.objects().len(), 6, "the split set opens as one");
+    let theirs = dir.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    run_peer(&[
+        &"gguf-resave-split",
+        &theirs.join("m.gguf"),
+        &"200",
+        &first,
+        &ours.join("m-00002-of-00003.gguf"),
+        &ours.join("m-00003-of-00003.gguf"),
+    ]);
+    for k in 1..=3 {
+        let name = format!("m-{k:05}-of-00003.gguf");
+        let (a, b) = (
+            std::fs::read(ours.join(&name)).unwrap(),
+            std::fs::read(theirs.join(&name)).unwrap(),
+        );
+        assert!(a == b, "{name}: ours ({} bytes) differs from gguf-py's ({} bytes)", a.len(), b.len());
+    }
+}

@@ -543,7 +543,7 @@ impl<W: Write> Writer<W> {
         self.check_finishable()?;
         match self.set.take() {
             None => self.finish_file(),
-            Some(set) => (*set).finish(self),
+            Some(set) => (*set).finish(self).map(|(out, _)| out),
         }
     }
 

@@ -7,6 +7,9 @@
                       sha256 of each tensor's bytes, as JSON.
   gguf-resave IN OUT  gguf-py's GGUFReader reads IN (ours) and its GGUFWriter writes the
                       same key/values (types and order kept) and tensors into OUT.
+  gguf-resave-split OUT MAX IN...
+                      the same for a split set IN... (ours), written again with
+                      split_max_size=MAX.
 """
 
 import hashlib
@@ -66,7 +69,7 @@ def st_read(src):
     print(json.dumps(out, sort_keys=True))
 
 
-def gguf_resave(src, dst):
+def gguf_resave(src, dst, split_max_size=0, more=()):
     import gguf
 
     r = gguf.GGUFReader(src)
@@ -75,7 +78,8 @@ def gguf_resave(src, dst):
     if fields and fields[0].name == "general.architecture":
         arch = fields[0].contents()
         fields = fields[1:]
-    w = gguf.GGUFWriter(dst, arch=arch or "")
+    fields = [f for f in fields if not f.name.startswith("split.")]
+    w = gguf.GGUFWriter(dst, arch=arch or "", split_max_size=split_max_size)
     if arch is None:
         # GGUFWriter always writes general.architecture first: drop it when ours has none.
         w.kv_data[0].clear()
@@ -86,7 +90,10 @@ def gguf_resave(src, dst):
         if f.name == "general.alignment":
             w.data_alignment = val
         w.kv_data[0][f.name] = gguf.GGUFValue(value=val, type=vtype, sub_type=sub)
-    for t in r.tensors:
+    tensors = list(r.tensors)
+    for m in more:
+        tensors += list(gguf.GGUFReader(m).tensors)
+    for t in tensors:
         qt = gguf.GGMLQuantizationType(t.tensor_type)
         data = np.asarray(t.data)
         if qt in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16,
@@ -115,5 +122,9 @@ if __name__ == "__main__":
         st_read(sys.argv[2])
     elif cmd == "gguf-resave":
         gguf_resave(sys.argv[2], sys.argv[3])
+    elif cmd == "gguf-resave-split":
+        # OUT MAX FIRST [MORE...]: our split set's tensors written again by GGUFWriter
+        # with split_max_size=MAX into OUT (its shards named as gguf-py names them).
+        gguf_resave(sys.argv[4], sys.argv[2], int(sys.argv[3]), sys.argv[5:])
     else:
         sys.exit(f"unknown command {cmd}")
