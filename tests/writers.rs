@@ -367,3 +367,125 @@ fn gguf_split_is_what_gguf_py_writes() {
         assert!(a == b, "{name}: ours ({} bytes) differs from gguf-py's ({} bytes)", a.len(), b.len());
     }
 }
+
+/// The message of a refused call, checked to be InvalidArgument (or Limit) and to say
+/// `what`.
+fn refused<T: std::fmt::Debug>(r: ztensor::Result<T>, what: &str) {
+    let e = r.expect_err(what);
+    assert!(
+        matches!(
+            e.kind(),
+            ztensor::ErrorKind::InvalidArgument | ztensor::ErrorKind::Limit
+        ),
+        "{e}"
+    );
+    assert!(e.message().contains(what), "'{e}' does not say '{what}'");
+}
+
+#[test]
+fn what_safetensors_cant_hold_is_refused() {
+    let dir = common::temp_dir("writers_st_refused");
+    let path = dir.join("m.safetensors");
+    let mut w = Writer::create_with(&path, &quick()).unwrap();
+    let raw = WriteOptions::default();
+    w.begin_object("s", "sparse_csr", &[2, 2]).map(drop).expect_err("sparse");
+    refused(w.begin_object("s", "sparse_csr", &[2, 2]), "dense tensors only");
+    refused(w.add("x", DType::F32, &[1], &[0; 4], &WriteOptions::zstd(0)), "raw bytes only");
+    refused(
+        w.add("x", DType::F32, &[1], &[0; 4], &raw.with_digest(ztensor::DigestAlgorithm::Sha256)),
+        "records no digests",
+    );
+    refused(
+        w.add_typed("x", DType::F64, Some("complex128"), &[1], &[0; 16], &raw),
+        "safetensors has no dtype",
+    );
+    refused(w.add("__metadata__", DType::F32, &[1], &[0; 4], &raw), "'__metadata__'");
+    refused(w.add("a\0b", DType::F32, &[1], &[0; 4], &raw), "NUL");
+    refused(w.add(&"n".repeat(70_000), DType::F32, &[1], &[0; 4], &raw), "65536");
+    refused(
+        w.add_typed("f4", DType::U8, Some("f4_e2m1"), &[3], &[0; 2], &raw),
+        "odd count of f4",
+    );
+    refused(w.add("big", DType::F32, &[u64::MAX, 2], &[], &raw), "more elements than u64");
+    refused(w.set_file_attribute("n", &TypedValue::U32(3)), "strings only: 'n' is u32");
+    w.begin_object("t", "dense", &[1]).unwrap();
+    refused(
+        w.add_component("scale", DType::F32, None, &[0; 4], &raw),
+        "one 'data' component",
+    );
+    w.add_component("data", DType::F32, None, &[0; 4], &raw).unwrap();
+    refused(
+        w.set_object_attribute("t", "k", &TypedValue::text("v")),
+        "no per-tensor attributes",
+    );
+    w.end_object().unwrap();
+    // The writer is still usable after every refusal, and the file has the one tensor.
+    w.finish().unwrap();
+    let r = Reader::open(&path).unwrap();
+    assert_eq!(r.objects().len(), 1);
+    assert_eq!(r.objects()[0].name(), "t");
+    // Into a stream: the header can't come first.
+    let opts = CreateOptions {
+        format: OutputFormat::Safetensors,
+        ..quick()
+    };
+    refused(Writer::new_with(Vec::new(), &opts), "written to a path");
+}
+
+#[test]
+fn what_gguf_cant_hold_is_refused() {
+    let dir = common::temp_dir("writers_gguf_refused");
+    let path = dir.join("m.gguf");
+    let mut w = Writer::create_with(&path, &quick()).unwrap();
+    let raw = WriteOptions::default();
+    refused(w.add("u", DType::U8, &[1], &[0], &raw), "GGUF has no u8 tensors");
+    refused(
+        w.add_typed("e", DType::U8, Some("f8_e4m3fn"), &[1], &[0], &raw),
+        "logical type 'f8_e4m3fn'",
+    );
+    refused(w.add(&"n".repeat(64), DType::F32, &[1], &[0; 4], &raw), "64 bytes or more");
+    refused(w.add("r", DType::F32, &[1; 5], &[0; 4], &raw), "at most 4");
+    refused(w.begin_object("o", "dense", &[1 << 62, 2]), "int64_t");
+    refused(w.begin_object("q", "ggml_q4_k", &[2, 100]), "whole Q4_K blocks");
+    refused(w.begin_object("s", "sparse_coo", &[2]), "dense tensors and ggml block");
+    refused(w.set_file_attribute("n", &TypedValue::Null), "no null values");
+    refused(w.set_file_attribute("b", &TypedValue::Bytes(vec![1])), "no bytes values");
+    refused(
+        w.set_file_attribute("m", &TypedValue::Map(vec![])),
+        "no map values",
+    );
+    refused(
+        w.set_file_attribute("general.alignment", &TypedValue::U32(48)),
+        "not a power of two",
+    );
+    refused(
+        w.set_file_attribute("general.alignment", &TypedValue::U64(64)),
+        "must be a u32",
+    );
+    refused(
+        w.set_file_attribute("e", &TypedValue::Array { elem: None, items: vec![] }),
+        "no element type",
+    );
+    refused(
+        w.set_file_attribute(
+            "x",
+            &TypedValue::Array {
+                elem: None,
+                items: vec![TypedValue::text("a"), TypedValue::U8(1)],
+            },
+        ),
+        "mixes string and u8",
+    );
+    w.begin_object("q", "ggml_q4_0", &[32]).unwrap();
+    refused(
+        w.add_component("data", DType::U8, Some("ggml_q8_0"), &[0; 18], &raw),
+        "logical type 'ggml_q4_0'",
+    );
+    w.add_component("data", DType::U8, Some("ggml_q4_0"), &[0; 18], &raw)
+        .unwrap();
+    w.end_object().unwrap();
+    w.finish().unwrap();
+    let r = Reader::open(&path).unwrap();
+    assert_eq!(r.objects().len(), 1);
+    assert_eq!(r.objects()[0].format(), "ggml_q4_0");
+}
