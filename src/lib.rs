@@ -67,4 +67,5 @@ pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
 pub use value::{cbor, json, typed};
 pub use writer::{
     CopyOptions, CreateOptions, FileVersion, OutputFormat, ShardedWriter, WriteOptions, Writer,
+    ggml_block_type, safetensors_dtype,
 };

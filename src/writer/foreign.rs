@@ -127,7 +127,7 @@ const ST_MAX_HEADER: usize = 100_000_000;
 
 /// The safetensors dtype of a storage dtype and logical type; `InvalidArgument` naming
 /// what safetensors can't hold.
-pub(crate) fn safetensors_dtype(dtype: DType, logical: Option<&str>) -> Result<&'static str> {
+pub fn safetensors_dtype(dtype: DType, logical: Option<&str>) -> Result<&'static str> {
     Ok(match (dtype, logical) {
         (DType::F64, None) => "F64",
         (DType::F32, None) => "F32",
@@ -187,7 +187,7 @@ fn ggml_plain(dtype: DType) -> Result<u32> {
 
 /// The block type of an object format (`ggml_q4_k` or v2's `gguf.q4_k/1`), when it names
 /// one this build knows.
-pub(crate) fn ggml_block_type(format: &str) -> Option<&'static BlockType> {
+pub fn ggml_block_type(format: &str) -> Option<&'static BlockType> {
     let name = format
         .strip_prefix("ggml_")
         .or_else(|| format.strip_prefix("gguf.")?.strip_suffix("/1"))?;

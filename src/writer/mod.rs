@@ -1,7 +1,8 @@
 //! The append-only writer: header, aligned blobs with zero padding, manifest, footer.
-//! Writes zTensor v1.2.0 (64-byte alignment, the manifest's size before the footer magic)
-//! or v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form), as
-//! `CreateOptions::version` says. Writing to a path goes through a temporary file in the
+//! Writes zTensor v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form; the
+//! default) or v1.2.0 (64-byte alignment, the manifest's size before the footer magic),
+//! as `CreateOptions::version` says; or safetensors or GGUF (`foreign`), as
+//! `CreateOptions::format` says. Writing to a path goes through a temporary file in the
 //! same directory that is renamed into place only by `finish`. The same writer writes a
 //! sharded set (`sharded`): its destination is then a set of such files, begun one after
 //! another, and an index.
@@ -29,7 +30,7 @@ mod stream;
 mod v2;
 mod vocabulary;
 pub use copy::CopyOptions;
-pub use foreign::OutputFormat;
+pub use foreign::{OutputFormat, ggml_block_type, safetensors_dtype};
 use output::{BUFFER, Output, Target, Writeback, temp_name};
 pub use sharded::ShardedWriter;
 use sharded::Shards;
@@ -108,10 +109,12 @@ pub enum FileVersion {
     V2,
 }
 
-/// The version new files are written as unless the caller says otherwise.
+/// The version new files are written as unless the caller says otherwise: v2, what
+/// `pip install ztensor` (2.x) reads; v1.2 stays one option away for readers pinned to
+/// 1.x.
 impl Default for FileVersion {
     fn default() -> FileVersion {
-        FileVersion::V1_2
+        FileVersion::V2
     }
 }
 
