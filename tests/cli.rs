@@ -207,7 +207,7 @@ tokenizer.ggml.bos_token_id             u32          1"#
 #[test]
 fn info_sizes_are_human_readable() {
     let dir = temp_dir("cli_info_sizes");
-    let mut w = Writer::create(dir.join("sizes.zt")).unwrap();
+    let mut w = Writer::create_with(dir.join("sizes.zt"), &common::v12()).unwrap();
     let big = vec![0u8; 3 << 20];
     w.add("big", DType::U8, &[3 << 20], &big, &WriteOptions::zstd(1))
         .unwrap();
@@ -310,7 +310,7 @@ fn flip(path: &Path, object: &str, at: u64) {
 fn verify_reports_every_failure_by_object_and_component() {
     let dir = temp_dir("cli_verify_bad");
     let path = dir.join("bad.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
     w.add("good", DType::F32, &[2], &f32s(&[1.0, 2.0]), &sha)
         .unwrap();
@@ -461,7 +461,7 @@ fn assert_same_content(a: &Reader<'_>, b: &Reader<'_>, what: &str) {
 /// A file with file and object attributes, every kind of object, and components larger
 /// than the 4 MiB pieces the tool streams in.
 fn sample(path: &Path) {
-    let mut w = Writer::create(path).unwrap();
+    let mut w = Writer::create_with(path, &common::v12()).unwrap();
     w.set_file_attributes(Value::Map(vec![
         (text("model"), text("tiny")),
         (text("epoch"), Value::Unsigned(3)),
@@ -586,7 +586,7 @@ fn convert_copies_everything_and_applies_the_options() {
     let a = Reader::open(&src).unwrap();
 
     // No options: every component keeps its encoding and digest algorithm.
-    assert_eq!(ok(&dir, &["convert", "src.zt", "same.zt"]), "");
+    assert_eq!(ok(&dir, &["convert", "--to", "v1.2", "src.zt", "same.zt"]), "");
     let b = Reader::open(dir.join("same.zt")).unwrap();
     assert_same_content(&a, &b, "default");
     assert_eq!(storage(&a), storage(&b));
@@ -600,7 +600,7 @@ fn convert_copies_everything_and_applies_the_options() {
         ok(
             &dir,
             &[
-                "convert", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
+                "convert", "--to=v1.2", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
             ]
         ),
         ""
@@ -620,7 +620,7 @@ fn convert_copies_everything_and_applies_the_options() {
     assert_eq!(
         ok(
             &dir,
-            &["convert", "--raw", "--digest=none", "z.zt", "raw.zt"]
+            &["convert", "--to=v1.2", "--raw", "--digest=none", "z.zt", "raw.zt"]
         ),
         ""
     );
@@ -636,6 +636,7 @@ fn convert_copies_everything_and_applies_the_options() {
             &dir,
             &[
                 "convert",
+                "--to=v1.2",
                 "raw.zt",
                 "z19.zt",
                 "--zstd=19",
@@ -671,6 +672,7 @@ fn convert_reads_every_reference_vector_legacy_included() {
             &dir,
             &[
                 OsStr::new("convert"),
+                OsStr::new("--to=v1.2"),
                 reference(name).as_os_str(),
                 out.as_os_str(),
             ],
@@ -690,7 +692,7 @@ fn convert_reads_every_reference_vector_legacy_included() {
 fn convert_of_a_legacy_file_is_a_v12_file_with_the_same_values() {
     let dir = dir_with("convert_legacy", &["v01_rust_bigendian.zt"]);
     assert_eq!(
-        ok(&dir, &["convert", "v01_rust_bigendian.zt", "new.zt"]),
+        ok(&dir, &["convert", "--to=v1.2", "v01_rust_bigendian.zt", "new.zt"]),
         ""
     );
     let info = ok(&dir, &["info", "new.zt"]);
@@ -927,6 +929,7 @@ fn merge_combines_objects_and_refuses_duplicates() {
             &dir,
             &[
                 "merge",
+                "--to=v1.2",
                 "all.zt",
                 "v12_rust_file_attributes.zt",
                 "v12_mixed.zt",
@@ -1138,7 +1141,7 @@ fn help_and_version() {
     assert_eq!(
         ok(&dir, &["--version"]),
         format!(
-            "zt {} (writes zTensor 1.2.0 and 2)\n",
+            "zt {} (writes zTensor 2 and 1.2.0, safetensors, GGUF)\n",
             env!("CARGO_PKG_VERSION")
         )
     );
@@ -1155,7 +1158,7 @@ Commands:
   info     List the objects and components of a file
   verify   Check every digest, decode every component, validate values
   cat      Print the first values of a tensor
-  convert  Copy any readable file into a zTensor file (v1.2.0 or v2)
+  convert  Copy any readable file into a zTensor, safetensors or GGUF file
   merge    Combine the objects of several files into one zTensor file
   help     Print this message or the help of the given subcommand(s)
 
@@ -1171,20 +1174,21 @@ wrong number of arguments, bad option value).
     assert_eq!(
         ok(&dir, &["convert", "-h"]),
         "\
-Copy any readable file into a zTensor file (v1.2.0 or v2)
+Copy any readable file into a zTensor, safetensors or GGUF file
 
 Usage: zt convert [OPTIONS] <IN> <OUT>
 
 Arguments:
   <IN>   The file to read
-  <OUT>  The zTensor file to write (a set's base path with --shard-size)
+  <OUT>  The file to write (a set's base path with --shard-size)
 
 Options:
-      --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
+      --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json (safetensors: .safetensors shards and OUT.safetensors.index.json; GGUF: split files)
+      --dequantize <DTYPE>  safetensors or GGUF: write objects the target can't hold as they are (ggml blocks into safetensors ...) as dense tensors of DTYPE (f32, f16, bf16), values decoded [possible values: f32, f16, bf16]
       --zstd <LEVEL>        Compress every component with zstd at LEVEL (0 = the default level)
       --raw                 Store every component uncompressed
       --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
-      --to <VERSION>        The zTensor version to write [default: v1.2] [possible values: v1.2, v2]
+      --to <FORMAT>         The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
   -q, --quiet               No progress bar (it is shown only when stderr is a terminal)
   -h, --help                Print help (see more with '--help')
 "
@@ -1209,7 +1213,7 @@ Options:
         ),
         (
             "convert",
-            "Copy any readable file into a zTensor file (v1.2.0 or v2)",
+            "Copy any readable file into a zTensor, safetensors or GGUF file",
             "Usage: zt convert [OPTIONS] <IN> <OUT>\n",
         ),
         (
@@ -1294,7 +1298,7 @@ fn every_format_converts_to_zt_with_identical_values() {
             let decodable = (0..r.objects().len()).all(|i| {
                 (0..r.objects()[i].components().len()).all(|c| r.read_to_vec(i, c).is_ok())
             });
-            let run = zt(&dir, &["convert", "--quiet", &name, &out]);
+            let run = zt(&dir, &["convert", "--to=v1.2", "--quiet", &name, &out]);
             if !decodable {
                 assert_eq!(run.code, 1, "convert {name}: {run:?}");
                 assert!(

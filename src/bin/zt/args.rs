@@ -11,10 +11,10 @@ use ztensor::{DigestAlgorithm, FileVersion, OutputFormat, zstd_level_range};
 
 use crate::{CliResult, Failure, emit};
 
-/// "0.1.0 (writes zTensor 1.2.0 and 2)"; clap prints it after the name.
+/// "0.1.0 (writes zTensor 2 and 1.2.0, safetensors, GGUF)"; clap prints it after the name.
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} (writes zTensor {} and 2)",
+        "{} (writes zTensor 2 and {}, safetensors, GGUF)",
         env!("CARGO_PKG_VERSION"),
         ztensor::WRITE_VERSION
     )
@@ -50,7 +50,7 @@ pub enum Command {
     /// Print the first values of a tensor
     #[command(long_about = CAT_ABOUT)]
     Cat(CatArgs),
-    /// Copy any readable file into a zTensor file (v1.2.0 or v2)
+    /// Copy any readable file into a zTensor, safetensors or GGUF file
     #[command(long_about = CONVERT_ABOUT)]
     Convert(ConvertArgs),
     /// Combine the objects of several files into one zTensor file
