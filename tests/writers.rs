@@ -489,3 +489,96 @@ fn what_gguf_cant_hold_is_refused() {
     assert_eq!(r.objects().len(), 1);
     assert_eq!(r.objects()[0].format(), "ggml_q4_0");
 }
+
+/// The child of `sigkill_mid_write_leaves_no_file`: writes `ZT_CRASH_PATH` step by step,
+/// printing each step and waiting for a line on stdin before the next, so the parent
+/// kills it at a known point. Does nothing in a normal test run.
+#[test]
+fn crash_child() {
+    use std::io::{BufRead, Write};
+    let Ok(path) = std::env::var("ZT_CRASH_PATH") else {
+        return;
+    };
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut step = |what: &str| {
+        println!("STEP {what}");
+        std::io::stdout().flush().unwrap();
+        let _ = lines.next();
+    };
+    let mut w = Writer::create(&path).unwrap();
+    step("created");
+    let big = common::bytes(1, 4 << 20);
+    for i in 0..3 {
+        w.add(&format!("t{i}"), DType::F32, &[(1 << 20) as u64], &big, &WriteOptions::default())
+            .unwrap();
+        step("tensor");
+    }
+    println!("STEP finishing");
+    std::io::stdout().flush().unwrap();
+    w.finish().unwrap();
+    step("finished");
+}
+
+#[test]
+fn sigkill_mid_write_leaves_no_file() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = common::temp_dir("writers_crash");
+    for ext in ["safetensors", "gguf"] {
+        // Killed after each step in turn (4 = just after finish began, mid-copy).
+        for at in 0..5 {
+            let path = dir.join(format!("m{at}.{ext}"));
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+                .env("ZT_CRASH_PATH", &path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut input = child.stdin.take().unwrap();
+            let mut seen = 0;
+            let mut line = String::new();
+            while seen <= at {
+                line.clear();
+                if out.read_line(&mut line).unwrap() == 0 {
+                    break;
+                }
+                if line.starts_with("STEP ") {
+                    seen += 1;
+                    if seen <= at {
+                        writeln!(input).unwrap();
+                    }
+                }
+            }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            assert!(!path.exists(), "{ext}: killed after step {at}, yet {} exists", path.display());
+            // Only hidden temporary files are left, never a file under the final name.
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                assert!(name.starts_with('.'), "{ext} step {at}: {name} left behind");
+            }
+        }
+        // Unkilled, the same child writes the whole file.
+        let path = dir.join(format!("whole.{ext}"));
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+            .env("ZT_CRASH_PATH", &path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"\n\n\n\n\n\n").unwrap();
+        assert!(child.wait().unwrap().success());
+        let r = Reader::open(&path).unwrap();
+        assert_eq!(r.objects().len(), 3);
+        std::fs::remove_file(&path).unwrap();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let _ = std::fs::remove_file(e.unwrap().path());
+        }
+    }
+}
