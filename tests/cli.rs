@@ -1448,7 +1448,7 @@ fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
     assert!(!dir.join("all.v2.zt").exists());
     // A file of the kinds v2 has.
     let src = dir.join("src.zt");
-    let mut w = Writer::create(&src).unwrap();
+    let mut w = Writer::create_with(&src, &common::v12()).unwrap();
     w.add(
         "w",
         DType::F32,

@@ -878,7 +878,7 @@ fn path_writer_publishes_only_on_finish() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     let r = Reader::open(&path).unwrap();
     assert_eq!(read(&r, "a", "data"), [1, 2, 3]);
-    let e = Writer::create_with(dir.join("no/such/dir/x.zt", &common::v12())).unwrap_err();
+    let e = Writer::create_with(dir.join("no/such/dir/x.zt"), &common::v12()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io);
 }
 

@@ -134,7 +134,7 @@ pub struct CatArgs {
 }
 
 const CONVERT_ABOUT: &str = "\
-Copy any readable file into a zTensor (v2 or v1.2.0), safetensors or GGUF file.
+Copy any readable file into a zTensor, safetensors or GGUF file.
 
 Copies every object of IN (any file zt reads: zTensor 2, 1.2.0, 1.1.0, legacy 0.1.0,
 safetensors, GGUF, Tensogram, PyTorch, NumPy, ONNX) into a new file OUT of the format --to
