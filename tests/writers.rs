@@ -506,7 +506,7 @@ fn crash_child() {
         std::io::stdout().flush().unwrap();
         let _ = lines.next();
     };
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &quick()).unwrap();
     step("created");
     let big = common::bytes(1, 4 << 20);
     for i in 0..3 {
