@@ -254,6 +254,20 @@
 #define ZT_WRITER_V1_2 8
 
 /**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
+ * instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
+ * canonical form (docs/format.md says when each fits).
+ */
+#define ZT_WRITER_COMPACT 32
+
+/**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
+ * (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
+ * Not with `ZT_WRITER_COMPACT`.
+ */
+#define ZT_WRITER_CANONICAL 64
+
+/**
  * `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
  * A program built against an earlier header passes a struct of `flags` alone and never
  * sets this flag (that library refused unknown flags), so the field is read only when it

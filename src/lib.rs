@@ -66,6 +66,6 @@ pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
 pub use value::{cbor, json, typed};
 pub use writer::{
-    CopyOptions, CreateOptions, FileVersion, OutputFormat, ShardedWriter, WriteOptions, Writer,
-    ggml_block_type, safetensors_dtype,
+    CopyOptions, CreateOptions, FileVersion, OutputFormat, Placement, ShardedWriter, WriteOptions,
+    Writer, ggml_block_type, safetensors_dtype,
 };

@@ -128,6 +128,17 @@ fn safetensors_is_what_safetensors_writes() {
     run_peer(&[&"st-resave", &ours, &theirs]);
     let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
     assert!(a == b, "ours ({} bytes) differs from safetensors' ({} bytes)", a.len(), b.len());
+    // Added in safetensors' own order, the spool is the data section (copied in one
+    // piece): the same bytes.
+    let sorted = dir.join("sorted.safetensors");
+    let r = Reader::open(&ours).unwrap();
+    let mut w = Writer::create_with(&sorted, &quick()).unwrap();
+    w.set_file_attribute("format", &TypedValue::text("pt")).unwrap();
+    for i in 0..r.objects().len() {
+        w.copy_object(&r, i, &Default::default()).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(std::fs::read(&sorted).unwrap() == a, "added in order");
 }
 
 /// The key/values of the GGUF tests: every type, in an order of our choosing.
@@ -193,10 +204,18 @@ fn gguf_tensors() -> Vec<(&'static str, &'static str, Vec<u64>, DType)> {
 }
 
 fn write_gguf(path: &Path, alignment: Option<u32>) -> Vec<(String, Vec<u8>)> {
+    write_gguf_kvs(path, alignment, false)
+}
+
+/// `kvs_last`: the key/values (the alignment among them) set after the tensors, which
+/// were then spooled with the default alignment.
+fn write_gguf_kvs(path: &Path, alignment: Option<u32>, kvs_last: bool) -> Vec<(String, Vec<u8>)> {
     let mut w = Writer::create_with(path, &quick()).unwrap();
     assert_eq!(w.format(), OutputFormat::Gguf);
-    for (k, v) in gguf_kvs(alignment) {
-        w.set_file_attribute(k, &v).unwrap();
+    if !kvs_last {
+        for (k, v) in gguf_kvs(alignment) {
+            w.set_file_attribute(k, &v).unwrap();
+        }
     }
     let mut written = Vec::new();
     for (i, (name, format, shape, dtype)) in gguf_tensors().into_iter().enumerate() {
@@ -217,6 +236,11 @@ fn write_gguf(path: &Path, alignment: Option<u32>) -> Vec<(String, Vec<u8>)> {
             w.end_object().unwrap();
         }
         written.push((name.to_owned(), data));
+    }
+    if kvs_last {
+        for (k, v) in gguf_kvs(alignment) {
+            w.set_file_attribute(k, &v).unwrap();
+        }
     }
     w.finish().unwrap();
     written
@@ -263,6 +287,11 @@ fn gguf_is_what_gguf_py_writes() {
             a.len(),
             b.len()
         );
+        // The key/values set last (the tensors spooled before the alignment was known,
+        // then placed one by one): the same bytes.
+        let late = dir.join(format!("late{alignment:?}.gguf"));
+        write_gguf_kvs(&late, alignment, true);
+        assert!(std::fs::read(&late).unwrap() == a, "alignment {alignment:?}: set last");
     }
 }
 

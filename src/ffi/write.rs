@@ -9,7 +9,7 @@ use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
 use crate::writer::{
-    CopyOptions, CreateOptions, FileVersion, OutputFormat, WriteOptions, Writer,
+    CopyOptions, CreateOptions, FileVersion, OutputFormat, Placement, WriteOptions, Writer,
 };
 
 /// A file being written. Opaque; used by one thread at a time.
@@ -109,6 +109,16 @@ pub const ZT_WRITER_V2: u32 = 4;
 /// `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
 pub const ZT_WRITER_V1_2: u32 = 8;
 
+/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
+/// instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
+/// canonical form (docs/format.md says when each fits).
+pub const ZT_WRITER_COMPACT: u32 = 32;
+
+/// `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
+/// (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
+/// Not with `ZT_WRITER_COMPACT`.
+pub const ZT_WRITER_CANONICAL: u32 = 64;
+
 /// `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
 /// A program built against an earlier header passes a struct of `flags` alone and never
 /// sets this flag (that library refused unknown flags), so the field is read only when it
@@ -202,7 +212,9 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
         | ZT_WRITER_KEEP_ORDER
         | ZT_WRITER_V2
         | ZT_WRITER_V1_2
-        | ZT_WRITER_HAS_FORMAT;
+        | ZT_WRITER_HAS_FORMAT
+        | ZT_WRITER_COMPACT
+        | ZT_WRITER_CANONICAL;
     if o.flags & !known != 0 {
         bail!(
             InvalidArgument,
@@ -226,10 +238,23 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
         3 => OutputFormat::Gguf,
         other => bail!(InvalidArgument, "unknown writer format value {other}"),
     };
+    let placement = match (
+        o.flags & ZT_WRITER_COMPACT != 0,
+        o.flags & ZT_WRITER_CANONICAL != 0,
+    ) {
+        (false, false) => Placement::default(),
+        (true, false) => Placement::Compact,
+        (false, true) => Placement::Canonical,
+        (true, true) => bail!(
+            InvalidArgument,
+            "ZT_WRITER_COMPACT and ZT_WRITER_CANONICAL together: blobs have one placement"
+        ),
+    };
     Ok(CreateOptions {
         durable: o.flags & ZT_WRITER_NO_SYNC == 0,
         version,
         keep_order: o.flags & ZT_WRITER_KEEP_ORDER != 0,
+        placement,
         format,
     })
 }

@@ -40,7 +40,7 @@ impl<W: Write> Writer<W> {
         self.check_usable()?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
         let attrs = self.file_attributes_for(attrs, &value)?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 
@@ -92,7 +92,7 @@ impl<W: Write> Writer<W> {
             return self.set_file_attributes_typed(&attributes.typed_value()?);
         }
         let attrs = self.file_attributes_for(attributes.clone(), &attributes.value())?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 
@@ -116,6 +116,15 @@ impl<W: Write> Writer<W> {
         self.replace_object_attributes(i, attrs)
     }
 
+    /// Sets the file's attributes (checked); a GGUF writer pads its spool to the
+    /// `general.alignment` they say from now on.
+    fn put_file_attributes(&mut self, attrs: Attributes) {
+        if self.format == super::OutputFormat::Gguf {
+            self.spool_align = foreign::gguf_alignment(&attrs);
+        }
+        self.file_attributes = Some(attrs);
+    }
+
     /// The index of the object `name` (begun, open or ended).
     fn object_index(&self, name: &str) -> Result<usize> {
         if let Some(&i) = self.by_name.get(name) {
@@ -135,7 +144,7 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
         let attrs = self.file_attributes_for(Attributes::from_value(&attributes), &attributes)?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 

@@ -631,6 +631,15 @@ fn gguf_kvs(attributes: &Attributes, out: &mut Vec<u8>) -> Result<(u64, Option<u
     Ok((pairs.len() as u64, alignment))
 }
 
+/// The `general.alignment` of GGUF key/values (32 without it, or when they are not
+/// valid: they are checked when set).
+pub(super) fn gguf_alignment(attributes: &Attributes) -> u64 {
+    gguf_kvs(attributes, &mut Vec::new())
+        .ok()
+        .and_then(|(_, a)| a)
+        .unwrap_or(32)
+}
+
 /// Where a GGUF file is in a split set: (`split.no`, `split.count`,
 /// `split.tensors.count`), appended after the set's key/values as llama.cpp's gguf-split
 /// and gguf-py write them (u16, u16, i32).
@@ -707,6 +716,8 @@ pub(super) struct Spooled<'a> {
     pub(super) objects: &'a [Object],
     pub(super) attributes: Option<&'a Attributes>,
     pub(super) split: Option<SplitKeys>,
+    /// What the spooled tensors were padded to (`Writer::spool_align`).
+    pub(super) spool_align: u64,
 }
 
 /// Writes the finished file to `dest` (created new): the header, then every object's
@@ -732,39 +743,44 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
         .map_err(|e| Error::io(format_args!("creating {}", dest.display()), e))?;
     let io = |what: &str, e| Error::io(format_args!("{}: {what}", dest.display()), e);
     file.write_all(&header).map_err(|e| io("writing the header", e))?;
+    // The pieces to copy (spool offset, file offset, length), a run of tensors merged
+    // into one piece where the spool holds them as the file will (GGUF spooled with its
+    // alignment, safetensors added in its order): one copy, not one per tensor.
+    let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
     let mut pos = header.len() as u64;
-    let mut synced = 0u64;
-    const ZEROS: [u8; 4096] = [0; 4096];
     for i in order {
         let c = &s.objects[i].components()[0];
-        copy_range(s.spool, c.offset(), &file, pos, c.length())
-            .map_err(|e| io(&format!("copying '{}'", s.objects[i].name()), e))?;
-        pos += c.length();
-        let pad = pos.next_multiple_of(alignment) - pos;
-        if pad > 0 {
-            // An alignment is at most 2^31 (a u32 power of two).
-            let mut left = pad;
-            while left > 0 {
-                let n = left.min(ZEROS.len() as u64) as usize;
-                file.write_all_at(&ZEROS[..n], pos + pad - left)
-                    .map_err(|e| io("padding", e))?;
-                left -= n as u64;
+        let (src, len) = (c.offset(), c.length());
+        match pieces.last_mut() {
+            Some(last)
+                if src == (last.0 + last.2).next_multiple_of(s.spool_align)
+                    && src - last.0 == pos - last.1 =>
+            {
+                last.2 = pos + len - last.1;
             }
-            pos += pad;
+            _ => pieces.push((src, pos, len)),
         }
-        if writeback && pos - synced >= 32 << 20 {
+        pos = (pos + len).next_multiple_of(alignment);
+    }
+    let mut synced = 0u64;
+    for (src, dst, len) in pieces {
+        copy_range(s.spool, src, &file, dst, len).map_err(|e| io("copying the tensors", e))?;
+        let end = dst + len;
+        if writeback && end - synced >= 32 << 20 {
             // SAFETY: our descriptor; only starts writeback of these pages.
             unsafe {
                 libc::sync_file_range(
                     file.as_raw_fd(),
                     synced as libc::off64_t,
-                    (pos - synced) as libc::off64_t,
+                    (end - synced) as libc::off64_t,
                     libc::SYNC_FILE_RANGE_WRITE,
                 );
             }
-            synced = pos;
+            synced = end;
         }
     }
+    // Padding after the last tensor (GGUF): zeros, as every gap left.
+    file.set_len(pos).map_err(|e| io("padding", e))?;
     file.flush().map_err(|e| io("flushing", e))?;
     Ok(pos)
 }
@@ -839,6 +855,7 @@ impl<W: Write> Writer<W> {
             objects: &self.objects,
             attributes: self.file_attributes.as_ref(),
             split,
+            spool_align: self.spool_align,
         };
         match assemble(&spooled, &dest, target.durable) {
             Ok(size) => self.output.pos = size,
@@ -869,6 +886,7 @@ impl<W: Write> Writer<W> {
             temp: std::mem::take(&mut target.temp),
             file: self.spool.take().expect("a spool"),
             objects: std::mem::take(&mut self.objects),
+            align: self.spool_align,
         };
         Ok((spool, self.output.out))
     }

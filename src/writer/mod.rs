@@ -98,6 +98,12 @@ pub struct Writer<W: Write = BufWriter<File>> {
     /// safetensors and GGUF: the temporary file the tensors are spooled to, read back
     /// when `finish` assembles the file (`foreign`).
     spool: Option<File>,
+    /// What spooled tensors are padded to: 1 for safetensors, GGUF's alignment (so that
+    /// the spool is the data section, copied in one piece when nothing changed).
+    spool_align: u64,
+    /// The bytes of the tensors spooled (their padding not counted): what a set's shard
+    /// holds, for its limit (as gguf-py and transformers count).
+    spool_data: u64,
 }
 
 /// The zTensor version a writer writes.
@@ -107,6 +113,28 @@ pub enum FileVersion {
     V1_2,
     /// zTensor v2 (Draft 4): what `ztensor` 2.x reads and writes.
     V2,
+}
+
+/// Where a zTensor v2 writer starts blobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// At 64 KiB boundaries: canonical form (§6.3), byte for byte what `ztensor` 2.x
+    /// writes for the same tensors.
+    #[default]
+    Canonical,
+    /// At 4 KiB boundaries, the spec's floor: a valid v2 file every v2 reader reads, much
+    /// smaller for many small tensors, but not canonical.
+    Compact,
+}
+
+impl Placement {
+    /// The blob alignment.
+    pub fn alignment(self) -> u64 {
+        match self {
+            Placement::Canonical => crate::formats::ztensor_v2::ALIGN_CANONICAL,
+            Placement::Compact => crate::formats::ztensor_v2::ALIGN_FLOOR,
+        }
+    }
 }
 
 /// The version new files are written as unless the caller says otherwise: v2, what
@@ -146,6 +174,8 @@ pub struct CreateOptions {
     /// in ascending name order, or components not in ascending role order). The file is
     /// then canonical only if they were added in that order.
     pub keep_order: bool,
+    /// zTensor v2: where blobs start (`Placement`).
+    pub placement: Placement,
     /// The container to write: zTensor (of `version`), safetensors or GGUF; `Auto` (the
     /// default) goes by the path's extension (`.safetensors`, `.gguf`, else zTensor).
     /// safetensors and GGUF are written to a path only (their header, which lists every
@@ -159,6 +189,7 @@ impl Default for CreateOptions {
             durable: true,
             version: FileVersion::default(),
             keep_order: false,
+            placement: Placement::default(),
             format: OutputFormat::Auto,
         }
     }
@@ -320,12 +351,23 @@ impl<W: Write> Writer<W> {
             target,
             version: options.version,
             v2: (options.version == FileVersion::V2)
-                .then(|| Box::new(v2::State::new(options.keep_order, handle))),
+                .then(|| {
+                    Box::new(v2::State::new(
+                        options.keep_order,
+                        options.placement.alignment(),
+                        handle,
+                    ))
+                }),
             frames: None,
             placing: None,
             set: None,
             format: options.format,
             spool,
+            spool_align: match options.format {
+                OutputFormat::Gguf => 32,
+                _ => 1,
+            },
+            spool_data: 0,
         }
     }
 
@@ -366,8 +408,19 @@ impl<W: Write> Writer<W> {
 
     fn pad_to_alignment(&mut self) -> Result<()> {
         if self.format.spools() {
-            // Spooled tensors lie end to end; `finish` places them.
-            return self.settle();
+            // Spooled tensors lie end to end (GGUF: each padded as the file pads it);
+            // `finish` places them.
+            self.settle()?;
+            let pad = self.output.pos.next_multiple_of(self.spool_align) - self.output.pos;
+            const ZEROS: [u8; 4096] = [0; 4096];
+            let mut left = pad;
+            while left > 0 {
+                let n = left.min(ZEROS.len() as u64) as usize;
+                let r = self.output.emit(&ZEROS[..n]);
+                self.after_io(r)?;
+                left -= n as u64;
+            }
+            return Ok(());
         }
         if self.version == FileVersion::V2 {
             return self.v2_pad();
@@ -518,6 +571,10 @@ impl<W: Write> Writer<W> {
             let e = e.context(format!("object '{name}'"));
             self.abandon_object();
             return Err(e);
+        }
+        if self.format.spools() {
+            let obj = self.objects.last().expect("open object");
+            self.spool_data += obj.components().iter().map(|c| c.length()).sum::<u64>();
         }
         self.open_object = false;
         Ok(())

@@ -52,6 +52,8 @@ pub(super) struct Spool {
     pub(super) temp: PathBuf,
     pub(super) file: File,
     pub(super) objects: Vec<crate::model::Object>,
+    /// What its tensors were padded to.
+    pub(super) align: u64,
 }
 
 impl Writer<BufWriter<File>> {
@@ -126,7 +128,10 @@ impl<W: Write> Writer<W> {
         let max = set.max_shard_bytes;
         // zstd frames still being compressed count too.
         self.settle()?;
-        let pos = self.output.pos;
+        let pos = match self.format.spools() {
+            true => self.spool_data,
+            false => self.output.pos,
+        };
         if self.objects.is_empty() || (pos.saturating_add(size) <= max && pos < max) {
             return Ok(());
         }
@@ -304,6 +309,7 @@ impl<W: Write> Shards<W> {
                     objects: &spool.objects,
                     attributes: attributes.filter(|_| !gguf || k == 0),
                     split,
+                    spool_align: spool.align,
                 };
                 foreign::assemble(&spooled, &dest, self.options.durable)?;
                 if self.options.durable {

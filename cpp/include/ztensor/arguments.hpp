@@ -140,12 +140,18 @@ struct writer_options {
     gguf = ZT_WRITER_FORMAT_GGUF,
   };
   file_format format = file_format::auto_detect;
+  /// zTensor v2: where blobs start: the library's default, 64 KiB (canonical,
+  /// ZT_WRITER_CANONICAL) or 4 KiB (ZT_WRITER_COMPACT).
+  enum class blob_placement { library_default, canonical, compact };
+  blob_placement placement = blob_placement::library_default;
 
   zt_writer_options to_c() const noexcept {
     zt_writer_options o{};
     o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
     o.flags |= static_cast<std::uint32_t>(ZT_WRITER_HAS_FORMAT);
     o.format = static_cast<std::uint32_t>(format);
+    if (placement == blob_placement::canonical) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_CANONICAL);
+    if (placement == blob_placement::compact) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_COMPACT);
     if (version == file_version::v2) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_V2);
     if (version == file_version::v1_2) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_V1_2);
     if (keep_order) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_KEEP_ORDER);

@@ -226,6 +226,18 @@ pub struct StorageArgs {
     /// The format to write [default: by OUT's extension, else v2]
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<Version>,
+    /// zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries
+    #[arg(long, value_name = "PLACEMENT")]
+    pub placement: Option<PlacementArg>,
+}
+
+/// The values of `--placement`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    #[value(name = "canonical")]
+    Canonical,
+    #[value(name = "compact")]
+    Compact,
 }
 
 /// The values of `--to`.

@@ -36,6 +36,11 @@ fn create_options(args: &StorageArgs, output: &Path) -> CreateOptions {
     CreateOptions {
         version,
         format: format.resolve(Some(output)),
+        placement: match args.placement {
+            Some(crate::args::PlacementArg::Compact) => ztensor::Placement::Compact,
+            Some(crate::args::PlacementArg::Canonical) => ztensor::Placement::Canonical,
+            None => ztensor::Placement::default(),
+        },
         ..CreateOptions::default()
     }
 }
