@@ -55,7 +55,7 @@ static void write_small(const char *path) {
   zt_writer *w = NULL;
   uint64_t shape[1] = {4};
   float v[4] = {1, 2, 3, 4};
-  if (CHECK_OK(zt_writer_create(path, &w))) {
+  if (CHECK_OK(zt_test_create_v12(path, &w))) {
     CHECK_OK(zt_writer_add(w, "v", ZT_F32, shape, 1, v, sizeof v, NULL));
     CHECK_OK(zt_writer_finish(w));
   }
@@ -160,7 +160,7 @@ static void fsize_child(void) {
   signal(SIGXFSZ, SIG_IGN);
   getrlimit(RLIMIT_FSIZE, &rl);
   rl.rlim_cur = 64 * 1024;
-  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create("full.zt", &w))) {
+  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_test_create_v12("full.zt", &w))) {
     CHECK_STATUS(ZT_ERR_IO, zt_writer_add(w, "big", ZT_U8, shape, 1, big, sizeof big, NULL));
     CHECK(temp_files() == 0);
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_finish(w));
