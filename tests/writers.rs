@@ -651,3 +651,71 @@ fn sigkill_mid_write_leaves_no_file() {
         }
     }
 }
+
+/// Writer options for one of the four formats.
+fn format_options(name: &str) -> CreateOptions {
+    let (format, version) = match name {
+        "v1.2" => (OutputFormat::Ztensor, ztensor::FileVersion::V1_2),
+        "v2" => (OutputFormat::Ztensor, ztensor::FileVersion::V2),
+        "safetensors" => (OutputFormat::Safetensors, ztensor::FileVersion::V2),
+        _ => (OutputFormat::Gguf, ztensor::FileVersion::V2),
+    };
+    CreateOptions {
+        format,
+        version,
+        ..quick()
+    }
+}
+
+#[test]
+fn round_trips_through_every_pair_of_formats() {
+    let dir = common::temp_dir("writers_pairs");
+    // What all four hold: the dtypes GGUF and safetensors share, string attributes.
+    let tensors: Vec<(&str, DType, Vec<u64>)> = vec![
+        ("a.f32", DType::F32, vec![2, 3]),
+        ("b.f16", DType::F16, vec![5]),
+        ("c.bf16", DType::BF16, vec![1, 4]),
+        ("d.f64", DType::F64, vec![]),
+        ("e.i8", DType::I8, vec![7]),
+        ("f.i16", DType::I16, vec![2]),
+        ("g.i32", DType::I32, vec![3, 1]),
+        ("h.i64", DType::I64, vec![2]),
+    ];
+    let formats = ["v1.2", "v2", "safetensors", "gguf"];
+    for from in formats {
+        let src = dir.join(format!("src.{from}"));
+        let mut w = Writer::create_with(&src, &format_options(from)).unwrap();
+        w.set_file_attribute("note", &TypedValue::text("pairs")).unwrap();
+        for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
+            let n = shape.iter().product::<u64>() as usize;
+            w.add(name, *dtype, shape, &common::data_for(*dtype, n, i as u64), &WriteOptions::default())
+                .unwrap();
+        }
+        w.finish().unwrap();
+        let a = Reader::open(&src).unwrap();
+        for to in formats {
+            let ctx = format!("{from} -> {to}");
+            let dst = dir.join(format!("{from}-to.{to}"));
+            let mut w = Writer::create_with(&dst, &format_options(to)).unwrap();
+            w.set_file_attributes_from(a.raw_attributes().unwrap())
+                .unwrap_or_else(|e| panic!("{ctx}: attributes: {e}"));
+            for i in 0..a.objects().len() {
+                w.copy_object(&a, i, &Default::default())
+                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            }
+            w.finish().unwrap();
+            let b = Reader::open(&dst).unwrap();
+            assert_eq!(b.objects().len(), tensors.len(), "{ctx}");
+            let note = b.attributes().and_then(|v| v.get("note").and_then(|n| n.as_text().map(str::to_owned)));
+            assert_eq!(note.as_deref(), Some("pairs"), "{ctx}");
+            for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
+                let oi = b.find(name).unwrap_or_else(|| panic!("{ctx}: no {name}"));
+                let o = &b.objects()[oi];
+                assert_eq!((o.format(), o.shape()), ("dense", &shape[..]), "{ctx}: {name}");
+                assert_eq!(o.components()[0].dtype(), *dtype, "{ctx}: {name}");
+                let n = shape.iter().product::<u64>() as usize;
+                assert_eq!(b.read_to_vec(oi, 0).unwrap(), common::data_for(*dtype, n, i as u64), "{ctx}: {name}");
+            }
+        }
+    }
+}
