@@ -1183,14 +1183,15 @@ Arguments:
   <OUT>  The file to write (a set's base path with --shard-size)
 
 Options:
-      --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json (safetensors: .safetensors shards and OUT.safetensors.index.json; GGUF: split files)
-      --dequantize <DTYPE>  safetensors or GGUF: write objects the target can't hold as they are (ggml blocks into safetensors ...) as dense tensors of DTYPE (f32, f16, bf16), values decoded [possible values: f32, f16, bf16]
-      --zstd <LEVEL>        Compress every component with zstd at LEVEL (0 = the default level)
-      --raw                 Store every component uncompressed
-      --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
-      --to <FORMAT>         The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
-  -q, --quiet               No progress bar (it is shown only when stderr is a terminal)
-  -h, --help                Print help (see more with '--help')
+      --shard-size <BYTES>     Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json (safetensors: .safetensors shards and OUT.safetensors.index.json; GGUF: split files)
+      --dequantize <DTYPE>     safetensors or GGUF: write objects the target can't hold as they are (ggml blocks into safetensors ...) as dense tensors of DTYPE (f32, f16, bf16), values decoded [possible values: f32, f16, bf16]
+      --zstd <LEVEL>           Compress every component with zstd at LEVEL (0 = the default level)
+      --raw                    Store every component uncompressed
+      --digest <ALGO>          Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
+      --to <FORMAT>            The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
+      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [possible values: canonical, compact]
+  -q, --quiet                  No progress bar (it is shown only when stderr is a terminal)
+  -h, --help                   Print help (see more with '--help')
 "
     );
     assert_eq!(ok(&dir, &["help"]), help);
