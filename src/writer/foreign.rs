@@ -763,10 +763,43 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
         pos = (pos + len).next_multiple_of(alignment);
     }
     let mut synced = 0u64;
+    // Small pieces (many small tensors in an order the spool doesn't hold them in) are
+    // gathered into one buffer with `pread` and written with one `pwrite` a few MiB at a
+    // time: a copy_file_range each costs more than the bytes it moves. Large ones are
+    // copied in the kernel. Memory: the buffer, `STAGE` bytes.
+    const SMALL: u64 = 256 << 10;
+    const STAGE: usize = 4 << 20;
+    let mut stage: Vec<u8> = Vec::new();
+    let mut stage_at = 0u64;
+    let flush = |stage: &mut Vec<u8>, at: u64| -> std::io::Result<()> {
+        if !stage.is_empty() {
+            file.write_all_at(stage, at)?;
+            stage.clear();
+        }
+        Ok(())
+    };
     for (src, dst, len) in pieces {
-        copy_range(s.spool, src, &file, dst, len).map_err(|e| io("copying the tensors", e))?;
+        if len < SMALL {
+            let room = stage_at + stage.len() as u64;
+            if stage.is_empty() || dst < room || (dst - stage_at) as usize + len as usize > STAGE {
+                flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
+                stage_at = dst;
+            }
+            // Padding between staged pieces: zeros, as the file has them.
+            let at = (dst - stage_at) as usize;
+            stage.resize(at, 0);
+            stage.resize(at + len as usize, 0);
+            s.spool
+                .read_exact_at(&mut stage[at..], src)
+                .map_err(|e| io("reading the spool", e))?;
+        } else {
+            flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
+            copy_range(s.spool, src, &file, dst, len)
+                .map_err(|e| io("copying the tensors", e))?;
+        }
         let end = dst + len;
         if writeback && end - synced >= 32 << 20 {
+            flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
             // SAFETY: our descriptor; only starts writeback of these pages.
             unsafe {
                 libc::sync_file_range(
@@ -779,6 +812,7 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
             synced = end;
         }
     }
+    flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
     // Padding after the last tensor (GGUF): zeros, as every gap left.
     file.set_len(pos).map_err(|e| io("padding", e))?;
     file.flush().map_err(|e| io("flushing", e))?;
