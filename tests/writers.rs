@@ -719,3 +719,136 @@ fn round_trips_through_every_pair_of_formats() {
         }
     }
 }
+
+/// ggml's own gguf.h, built from the ggml sources that ggml-python's sdist (pinned)
+/// vendors, downloaded with the test venv's pip and compiled once under the target dir;
+/// None (the test then says why it skips) when that can't be done.
+fn ggml_peer() -> Result<PathBuf, String> {
+    let python = peer();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ggml-peer");
+    let exe = dir.join("gguf_peer");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/ggml_gguf_peer.cpp");
+    let stamp = dir.join("stamp");
+    let wanted = std::fs::read(&source).unwrap();
+    if exe.exists() && std::fs::read(&stamp).ok() == Some(wanted.clone()) {
+        return Ok(exe);
+    }
+    // Built in a directory of this process's own, renamed into place when complete.
+    let (done, dir) = (dir.clone(), dir.with_extension(std::process::id().to_string()));
+    let exe = dir.join("gguf_peer");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr))),
+        }
+    };
+    run(Command::new(&python)
+        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"])
+        .args(["--no-build-isolation", "ggml-python==0.0.45", "-d"])
+        .arg(&dir))?;
+    run(Command::new("tar")
+        .arg("xzf")
+        .arg(dir.join("ggml_python-0.0.45.tar.gz"))
+        .arg("-C")
+        .arg(&dir))?;
+    let g = dir.join("ggml_python-0.0.45/vendor/ggml");
+    let (inc, src) = (g.join("include"), g.join("src"));
+    let mut objects = Vec::new();
+    for (compiler, file, extra) in [
+        ("cc", "ggml.c", &["-DGGML_VERSION=\"0\"", "-DGGML_COMMIT=\"0\""][..]),
+        ("cc", "ggml-quants.c", &[][..]),
+        ("c++", "gguf.cpp", &["-std=c++17"][..]),
+        ("c++", "ggml-threading.cpp", &["-std=c++17"][..]),
+    ] {
+        let obj = dir.join(format!("{file}.o"));
+        run(Command::new(compiler)
+            .args(["-O1", "-c"])
+            .args(extra)
+            .arg("-I")
+            .arg(&inc)
+            .arg("-I")
+            .arg(&src)
+            .arg(src.join(file))
+            .arg("-o")
+            .arg(&obj))?;
+        objects.push(obj);
+    }
+    run(Command::new("c++")
+        .args(["-O1", "-std=c++17", "-I"])
+        .arg(&inc)
+        .arg(&source)
+        .args(&objects)
+        .arg("-o")
+        .arg(&exe)
+        .args(["-lpthread", "-lm"]))?;
+    std::fs::write(dir.join("stamp"), wanted).unwrap();
+    let _ = std::fs::remove_dir_all(&done);
+    std::fs::rename(&dir, &done).map_err(|e| format!("renaming {}: {e}", dir.display()))?;
+    Ok(done.join("gguf_peer"))
+}
+
+#[test]
+fn ggml_gguf_h_reads_what_we_write() {
+    let exe = match ggml_peer() {
+        Ok(exe) => exe,
+        Err(why) => {
+            eprintln!("skipped: ggml's gguf.h could not be built from ggml-python's sdist: {why}");
+            return;
+        }
+    };
+    let dir = common::temp_dir("writers_ggml");
+    for alignment in [None, Some(64)] {
+        let path = dir.join(format!("m{alignment:?}.gguf"));
+        write_gguf(&path, alignment);
+        let out = Command::new(&exe).arg(&path).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "ggml refused our file: {text}");
+        let r = Reader::open(&path).unwrap();
+        let mut want = format!(
+            "version 3 alignment {} data_offset {}\n",
+            r.layout().alignment,
+            r.layout().data_offset
+        );
+        let types: Vec<u32> = vec![8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 9, 9, 9];
+        for (i, (k, _)) in gguf_kvs(alignment).iter().enumerate() {
+            let t = match (alignment, i) {
+                (Some(_), 3) => 4, // general.alignment, a u32
+                (Some(_), i) if i > 3 => types[i - 1],
+                _ => types[i],
+            };
+            want.push_str(&format!("kv {k} {t}\n"));
+        }
+        let ids = [0, 1, 30, 28, 24, 25, 26, 27, 2, 12];
+        for (i, o) in r.objects().iter().enumerate() {
+            let c = &o.components()[0];
+            want.push_str(&format!(
+                "tensor {} {} {} {}\n",
+                o.name(),
+                ids[i],
+                c.offset() - r.layout().data_offset,
+                c.length()
+            ));
+        }
+        assert_eq!(text, want, "alignment {alignment:?}");
+    }
+    // A split set's files each open in ggml, with the split keys after the others.
+    let ours = dir.join("split");
+    std::fs::create_dir(&ours).unwrap();
+    let mut w = ztensor::ShardedWriter::create_with(ours.join("m.gguf"), 100, &quick()).unwrap();
+    w.set_file_attribute("general.architecture", &TypedValue::text("llama")).unwrap();
+    for i in 0..3u64 {
+        w.add(&format!("t{i}"), DType::F32, &[20], &[0; 80], &WriteOptions::default())
+            .unwrap();
+    }
+    w.finish().unwrap();
+    for k in 1..=3 {
+        let path = ours.join(format!("m-{k:05}-of-00003.gguf"));
+        let text = String::from_utf8(Command::new(&exe).arg(&path).output().unwrap().stdout).unwrap();
+        let split = "kv split.no 2\nkv split.count 2\nkv split.tensors.count 5\n";
+        assert!(text.contains(split), "{}: {text}", path.display());
+        assert_eq!(text.contains("kv general.architecture 8"), k == 1, "{text}");
+    }
+}
