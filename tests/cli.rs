@@ -1548,3 +1548,52 @@ fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
         run.stdout
     );
 }
+
+#[test]
+fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
+    let dir = temp_dir("cli_convert_foreign");
+    let gguf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf/llama_tiny.gguf");
+    std::fs::copy(&gguf, dir.join("tiny.gguf")).unwrap();
+    // Q8_0 blocks: safetensors can't hold them as they are; nothing is written.
+    let run = zt(&dir, &["convert", "-q", "tiny.gguf", "tiny.safetensors"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("object 'blk.0.attn_q.weight' is ggml_q8_0")
+            && run.stderr.contains("--dequantize f32"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.join("tiny.safetensors").exists());
+    // Asked to, their values are written as f32; the u32 key/values are said to be left
+    // out, the string ones kept.
+    let run = zt(&dir, &["convert", "-q", "--dequantize", "f32", "tiny.gguf", "tiny.safetensors"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("note: file attribute 'llama.block_count' is not kept: safetensors' __metadata__ holds strings only: 'llama.block_count' is u32"),
+        "{}",
+        run.stderr
+    );
+    let a = Reader::open(dir.join("tiny.gguf")).unwrap();
+    let b = Reader::open(dir.join("tiny.safetensors")).unwrap();
+    assert_eq!(b.container().name(), "safetensors");
+    assert_eq!(b.attributes().unwrap().get("general.architecture").and_then(|v| v.as_text()), Some("llama"));
+    for (i, o) in a.objects().iter().enumerate() {
+        let j = b.find(o.name()).unwrap();
+        assert_eq!(b.objects()[j].shape(), o.shape(), "{}", o.name());
+        // Blocks dequantized to f32; plain tensors (f32, f16) copied as they are.
+        let blocks = o.format().starts_with("ggml_");
+        let dtype = match blocks {
+            true => ztensor::DType::F32,
+            false => o.components()[0].dtype(),
+        };
+        assert_eq!(b.objects()[j].components()[0].dtype(), dtype, "{}", o.name());
+        let n = o.shape().iter().product::<u64>() as usize;
+        let mut want = vec![0u8; n * dtype.size()];
+        a.read_as(i, 0, dtype, &mut want).unwrap();
+        assert_eq!(b.read_to_vec(j, 0).unwrap(), want, "{}", o.name());
+    }
+    // Back to GGUF: f32 tensors, the string key/values.
+    assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "back.gguf"]), "");
+    let c = Reader::open(dir.join("back.gguf")).unwrap();
+    assert_eq!((c.container().name(), c.objects().len()), ("gguf", a.objects().len()));
+}
