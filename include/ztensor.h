@@ -243,7 +243,7 @@
 /**
  * `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
  * every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
- * the library's default is written: zTensor v1.2.0 in this release.
+ * the library's default is written: zTensor v2 since this release (v1.2.0 before).
  */
 #define ZT_WRITER_V2 4
 
@@ -252,6 +252,29 @@
  * `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
  */
 #define ZT_WRITER_V1_2 8
+
+/**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
+ * instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
+ * canonical form (docs/format.md says when each fits).
+ */
+#define ZT_WRITER_COMPACT 32
+
+/**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
+ * (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
+ * Not with `ZT_WRITER_COMPACT`.
+ */
+#define ZT_WRITER_CANONICAL 64
+
+/**
+ * `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
+ * A program built against an earlier header passes a struct of `flags` alone and never
+ * sets this flag (that library refused unknown flags), so the field is read only when it
+ * is there. Set it whenever you set `format`: without it `format` is not read and the
+ * format goes by the path's extension (`ZT_WRITER_FORMAT_AUTO`).
+ */
+#define ZT_WRITER_HAS_FORMAT 16
 
 /**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
@@ -418,6 +441,32 @@ typedef enum zt_value_type {
    */
   ZT_VALUE_MIXED = 255,
 } zt_value_type;
+
+/**
+ * The container a writer writes (`zt_writer_options.format`); values are stable.
+ */
+typedef enum zt_writer_format {
+  /**
+   * By the path's extension: `.safetensors` is safetensors, `.gguf` GGUF, anything
+   * else zTensor (of the version the flags say). The default.
+   */
+  ZT_WRITER_FORMAT_AUTO = 0,
+  /**
+   * zTensor: v2 unless `ZT_WRITER_V1_2`.
+   */
+  ZT_WRITER_FORMAT_ZTENSOR = 1,
+  /**
+   * Hugging Face safetensors: dense tensors of its dtypes, one raw "data" component
+   * each; the file's attributes, strings only, are its `__metadata__`. Byte for byte
+   * what `safetensors`' own `save_file` writes for the same tensors (docs/c-api.md).
+   */
+  ZT_WRITER_FORMAT_SAFETENSORS = 2,
+  /**
+   * ggml's GGUF v3: dense f32 f16 bf16 f64 i8..i64 tensors and ggml block objects
+   * (`ggml_q4_k` ...) as they are; the file's attributes are its typed key/values.
+   */
+  ZT_WRITER_FORMAT_GGUF = 3,
+} zt_writer_format;
 
 /**
  * `zt_loader_request.slice`: which part of the component a request loads.
@@ -1201,14 +1250,19 @@ typedef struct zt_loader_stats {
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
- * (durable, the default version). The version is a flag (`ZT_WRITER_V2`,
- * `ZT_WRITER_V1_2`), so the struct keeps the size programs were compiled with.
+ * (durable, zTensor v2 unless the path ends in `.safetensors` or `.gguf`). The struct
+ * grows only at its end: `format` is read only with `ZT_WRITER_HAS_FORMAT` set, so a
+ * program built against the earlier header (a struct of `flags` alone) keeps working.
  */
 typedef struct zt_writer_options {
   /**
    * `ZT_WRITER_*` flags, or-ed.
    */
   uint32_t flags;
+  /**
+   * With `ZT_WRITER_HAS_FORMAT`: a `zt_writer_format` value (0: by the extension).
+   */
+  uint32_t format;
 } zt_writer_options;
 
 /**

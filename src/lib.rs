@@ -65,4 +65,7 @@ pub use source::RemoteOptions;
 pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
 pub use value::{cbor, json, typed};
-pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};
+pub use writer::{
+    CopyOptions, CreateOptions, FileVersion, OutputFormat, Placement, ShardedWriter, WriteOptions,
+    Writer, ggml_block_type, safetensors_dtype,
+};

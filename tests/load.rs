@@ -367,7 +367,7 @@ impl LoadEvents for Recorder<'_> {
 
 /// A test file: 2-D tensors of every dtype width, raw and zstd, odd shapes.
 fn model(digest: bool) -> Vec<u8> {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let dtypes = [
         DType::F64,
         DType::F32,
@@ -977,7 +977,7 @@ fn one_load_at_a_time_per_loader() {
             *self.inner.lock().unwrap() = r[0].0.as_ref().err().map(|e| e.kind());
         }
     }
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add("a", DType::U8, &[8], &[1; 8], &WriteOptions::default())
         .unwrap();
     let file = w.finish().unwrap();

@@ -720,7 +720,7 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     use ztensor::{DType, ShardedWriter, WriteOptions};
     let dir = common::temp_dir("shards_writer");
     let data: Vec<Vec<u8>> = (0..5).map(|i| common::bytes(i, 4096)).collect();
-    let mut w = ShardedWriter::create(dir.join("model.zt"), 10_000).unwrap();
+    let mut w = ShardedWriter::create_with(dir.join("model.zt"), 10_000, &common::v12()).unwrap();
     for (i, d) in data.iter().enumerate().take(4) {
         let opts = match i {
             1 => WriteOptions::zstd(3),

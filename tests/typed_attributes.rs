@@ -109,7 +109,7 @@ fn typed_file_attributes(r: &Reader<'_>) -> Vec<(String, TypedValue)> {
 /// `out` is `input` copied: file attributes and every object, as `zt convert` does.
 fn convert(input: &Path, out: &Path) {
     let r = Reader::open(input).unwrap();
-    let mut w = Writer::create(out).unwrap();
+    let mut w = Writer::create_with(out, &common::v12()).unwrap();
     if let Some(a) = r.raw_attributes() {
         w.set_file_attributes_from(a).unwrap();
     }
@@ -149,7 +149,7 @@ fn gguf_key_values_keep_every_type_through_zt_convert() {
     std::fs::write(&gguf, gguf_model()).unwrap();
     let converted = dir.join("converted.zt");
     let out = Command::new(zt)
-        .arg("convert")
+        .args(["convert", "--to", "v1.2"])
         .arg(&gguf)
         .arg(&converted)
         .output()
@@ -331,7 +331,7 @@ fn typed_values_of_every_kind_read_back_as_written() {
             ]),
         ),
     ];
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     for (k, v) in &values {
         w.set_file_attribute(k, v).unwrap();
     }
@@ -407,7 +407,7 @@ fn typed_values_of_every_kind_read_back_as_written() {
 fn the_manifest_keeps_plain_values_and_a_record() {
     let dir = temp("manifest");
     let path = dir.join("record.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.set_file_attribute("n", &TypedValue::U32(4096)).unwrap();
     w.set_file_attribute("plain", &TypedValue::U64(1)).unwrap();
     w.set_file_attribute("f", &TypedValue::F32(0.5)).unwrap();
@@ -427,7 +427,7 @@ fn the_manifest_keeps_plain_values_and_a_record() {
     );
     // Without typed calls, no record at all.
     let untyped = dir.join("untyped.zt");
-    let mut w = Writer::create(&untyped).unwrap();
+    let mut w = Writer::create_with(&untyped, &common::v12()).unwrap();
     w.set_file_attribute("plain", &TypedValue::U64(1)).unwrap();
     w.finish().unwrap();
     let manifest = common::manifest_of(&std::fs::read(&untyped).unwrap());
@@ -440,7 +440,7 @@ fn the_manifest_keeps_plain_values_and_a_record() {
 fn records_that_lie_change_nothing_and_malformed_ones_fail_the_open() {
     let dir = temp("lies");
     let path = dir.join("lies.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.set_file_attribute("a", &TypedValue::U16(300)).unwrap();
     w.set_file_attribute("b", &TypedValue::F64(0.1)).unwrap();
     w.set_file_attribute("c", &TypedValue::text("s")).unwrap();

@@ -220,3 +220,13 @@ pub fn replace_manifest_value(file: &[u8], key: &str, value: &ztensor::cbor::Val
     out.extend(&file[n - 8..]);
     out
 }
+
+/// Writer options for zTensor v1.2.0 (the default is v2): for tests of what v1.2 has and
+/// v2 has not (64-byte alignment, crc32c digests, unregistered object formats, a zstd
+/// component of one frame without a seek table ...).
+pub fn v12() -> ztensor::CreateOptions {
+    ztensor::CreateOptions {
+        version: ztensor::FileVersion::V1_2,
+        ..ztensor::CreateOptions::default()
+    }
+}

@@ -17,6 +17,15 @@
 
 #include "support.hpp"
 
+// zTensor v1.2.0 (the library writes v2 by default): these tests check what v1.2 keeps
+// (objects in the order written, 64-byte alignment, typed attributes with their widths).
+static zt::writer_options v12(bool durable = true) {
+  zt::writer_options o;
+  o.durable = durable;
+  o.version = zt::writer_options::file_version::v1_2;
+  return o;
+}
+
 namespace {
 
 static_assert(ZT_CPP_EXCEPTIONS == 1, "this file tests the exceptions mode");
@@ -34,7 +43,7 @@ std::tuple<std::size_t, std::size_t, std::size_t, std::uint64_t> run_of(const zt
 
 /// Writes a set of four 4000-byte tensors, one a shard; returns the index's path.
 std::string write_set(const std::string& base) {
-  zt::Writer w = zt::Writer::create_sharded(base, 6000, false);
+  zt::Writer w = zt::Writer::create_sharded(base, 6000, v12(false));
   for (int i = 0; i < 4; ++i) {
     w.add("t" + std::to_string(i), values(1000, static_cast<float>(i)), {1000},
           i == 1 ? zt::write_options::zstd(1) : zt::write_options{});
@@ -191,7 +200,7 @@ TEST(Shards, LayoutsNamesObjectsAndThePool) {
 TEST(Shards, RunsOfAFileThatRepeats) {
   const std::string path = zt_test::temp_path("runs");
   {
-    zt::Writer w = zt::Writer::create(path);
+    zt::Writer w = zt::Writer::create(path, v12());
     w.add("first", values(3, 1.0f), {3});
     for (int layer = 0; layer < 5; ++layer) {  // 64 and 128 bytes: 192 bytes a layer
       w.add("l" + std::to_string(layer) + ".a", values(16, 2.0f), {4, 4});
@@ -239,7 +248,7 @@ TEST(Shards, OptionsReachTheLibrary) {
 TEST(Shards, OpenFdMappingAndOneFile) {
   const std::string path = zt_test::temp_path("fd");
   {
-    zt::Writer w = zt::Writer::create(path);
+    zt::Writer w = zt::Writer::create(path, v12());
     w.add("x", values(16, 1.0f), {16});
     w.finish();
   }
@@ -288,7 +297,7 @@ TEST(Shards, OpenFdMappingAndOneFile) {
 
 TEST(Shards, ShardedWriterErrors) {
   EXPECT_THROW(zt::Writer::create_sharded("x", 0), zt::invalid_argument);
-  zt::Writer w = zt::Writer::create_sharded("cpp_empty_" + std::to_string(::getpid()), 100, false);
+  zt::Writer w = zt::Writer::create_sharded("cpp_empty_" + std::to_string(::getpid()), 100, v12(false));
   EXPECT_THROW(w.finish(), zt::state_error);
 }
 
