@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use ztensor::{
-    DType, ErrorKind, LoadRequest, OpenOptions, Reader, RemoteOptions, WriteOptions, Writer,
+    DType, ErrorKind, OpenOptions, Reader, RemoteOptions, WriteOptions, Writer, load::Request,
 };
 
 /// The range server, killed when dropped.
@@ -274,15 +274,12 @@ fn a_remote_read_moves_only_what_it_reads() {
         .iter()
         .map(|o| vec![0u8; (o.components()[0].decoded_length() / 8) as usize])
         .collect();
-    let mut requests_: Vec<LoadRequest<'_>> = slices
+    let mut requests_: Vec<Request<'_>> = slices
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: i,
-            component: 0,
-            dst,
-            offset: Some(0),
-            convert: None,
+        .map(|(i, dst)| {
+            let n = dst.len() as u64;
+            Request::host(i, 0, dst).slice(ztensor::load::Slice::Range { first: 0, count: n })
         })
         .collect();
     assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
@@ -304,16 +301,10 @@ fn a_remote_read_moves_only_what_it_reads() {
         .iter()
         .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
         .collect();
-    let mut requests_: Vec<LoadRequest<'_>> = all
+    let mut requests_: Vec<Request<'_>> = all
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: i,
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
+        .map(|(i, dst)| Request::host(i, 0, dst))
         .collect();
     assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
     drop(requests_);
@@ -697,16 +688,10 @@ fn a_remote_set_fetches_only_the_shards_it_reads() {
     assert_eq!(server.paths(), counts(&after));
     // Everything, in one batch.
     let mut out: Vec<Vec<u8>> = data.iter().map(|d| vec![0; d.len()]).collect();
-    let mut requests: Vec<LoadRequest<'_>> = out
+    let mut requests: Vec<Request<'_>> = out
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: r.find(&format!("t{i}")).unwrap(),
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
+        .map(|(i, dst)| Request::host(r.find(&format!("t{i}")).unwrap(), 0, dst))
         .collect();
     assert!(r.load_batch(&mut requests, 0).iter().all(|x| x.is_ok()));
     assert_eq!(out, data);

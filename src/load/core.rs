@@ -104,11 +104,6 @@ impl Ring {
         self.lock().retired.push(slot);
     }
 
-    /// The buffers retired so far.
-    pub(crate) fn retired_slots(&self) -> Vec<usize> {
-        self.lock().retired.clone()
-    }
-
     /// The oldest buffer in flight, for the drain at the end of a load (the caller waits
     /// for it and settles its landings, then puts it back).
     pub(crate) fn oldest_flying(&self) -> Option<(usize, Vec<Landing>)> {

@@ -9,7 +9,7 @@ use crate::reader::Reader;
 
 use super::core::{Landing, Queue, Taken, Tally};
 use super::device::Device;
-use super::fill::Scratch;
+use super::io::{Io, Scratch};
 use super::plan::{self, Dst, Job};
 use super::{LoadEvents, Loader, Request};
 
@@ -53,6 +53,7 @@ pub(crate) struct Run<'l, 'r, 'a> {
     items: Vec<Item>,
     queue: Queue<'l>,
     results: Vec<OnceLock<(Result<()>, u64)>>,
+    io: Io<'r>,
     limit: u64,
     total: u64,
     done: AtomicU64,
@@ -64,14 +65,31 @@ pub(crate) struct Run<'l, 'r, 'a> {
 
 impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
     /// Resolves every request (a request that can't be resolved fails alone) and cuts
-    /// them into chunks.
+    /// them into chunks: of at most a staging buffer, and small enough that a load reports
+    /// its progress at least `PROGRESS_STEPS` times.
     pub(crate) fn new(
         loader: &'l Loader,
         reader: &'r Reader<'a>,
         requests: &mut [Request<'_>],
         events: &'l dyn LoadEvents,
     ) -> Self {
-        let limit = loader.options.staging_size as u64;
+        let mut jobs = Vec::with_capacity(requests.len());
+        let mut total = 0u64;
+        for r in requests.iter_mut() {
+            let job = match r.dst {
+                super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
+                    InvalidArgument,
+                    "a device destination, but the loader was made without a device"
+                )),
+                _ => plan::job(reader, r, loader.options.verify),
+            };
+            if let Ok(j) = &job {
+                total = total.saturating_add(j.out_bytes(0, j.units));
+            }
+            jobs.push(job);
+        }
+        let limit = (loader.options.staging_size as u64)
+            .min((total / super::PROGRESS_STEPS).max(super::MIN_STAGING_SIZE as u64));
         let mut run = Run {
             loader,
             reader,
@@ -82,27 +100,20 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             items: Vec::new(),
             queue: Queue::new(0, &loader.cancel),
             results: (0..requests.len()).map(|_| OnceLock::new()).collect(),
+            io: Io::new(reader, loader.options.io),
             limit,
-            total: 0,
+            total,
             done: AtomicU64::new(0),
             reported: Mutex::new(0),
             copies: AtomicU64::new(0),
             direct_reads: AtomicU64::new(0),
             peak_scratch: AtomicUsize::new(0),
         };
-        for (i, r) in requests.iter_mut().enumerate() {
-            let job = match r.dst {
-                super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
-                    InvalidArgument,
-                    "a device destination, but the loader was made without a device"
-                )),
-                _ => plan::job(reader, r, loader.options.verify),
-            };
+        for (i, job) in jobs.into_iter().enumerate() {
             match job {
                 Ok(job) => {
                     let n = job.chunk_count(limit);
-                    run.total += job.out_bytes(0, job.units);
-                    if job.sequential && job.units > 0 {
+                    if (job.sequential || job.into_place) && job.units > 0 {
                         run.items.push(Item {
                             request: i,
                             u0: 0,
@@ -169,9 +180,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         if !self.items.is_empty() {
             let work = |_: usize| self.task();
             match remote {
-                // A remote object's reads wait on the network: threads of their own.
+                // A remote object's reads wait on the network: the I/O helper's threads.
                 Some(_) => {
-                    crate::batch::on_own_threads((0..tasks).collect(), tasks, work);
+                    crate::pool::io_map((0..tasks).collect(), tasks, work);
                 }
                 None => {
                     crate::pool::map((0..tasks).collect(), tasks, work);
@@ -209,7 +220,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
 
     /// One task: claims runs of chunks until none is left (or the load is cancelled).
     fn task(&self) {
-        let mut scratch = Scratch::default();
+        // Callbacks this thread calls are inside the load (see `Loader::load`).
+        let _inside = super::Inside::enter(self.loader.id());
+        let mut scratch = Scratch::new(&self.loader.budget);
         loop {
             let mut at = 0u64;
             let range = self
@@ -220,12 +233,10 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
             let first = &self.items[range.start];
             let job = self.job(first.request);
-            if job.sequential {
+            if job.sequential || job.into_place {
                 self.sequential(first.request, &mut scratch);
             } else if matches!(job.dst, Dst::Host(_)) {
-                for item in &self.items[range] {
-                    self.host(item, &mut scratch);
-                }
+                self.host_run(range, &mut scratch);
             } else if self.direct(job) {
                 self.direct_chunk(first, &mut scratch);
             } else {
@@ -233,7 +244,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
         }
         self.peak_scratch
-            .fetch_max(scratch.capacity(), Ordering::Relaxed);
+            .fetch_max(scratch.peak(), Ordering::Relaxed);
     }
 
     /// Whether the device reads this job's bytes itself.
@@ -255,7 +266,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         if *at == 0 {
             *at = ja.out_bytes(a.u0, a.u1);
         }
-        let plain = |j: &Job<'_>| !j.sequential && !self.direct(j);
+        let plain = |j: &Job<'_>| !j.sequential && !j.into_place && !self.direct(j);
         if !plain(ja) || !plain(jb) {
             return false;
         }
@@ -334,7 +345,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
     }
 
     fn land(&self, l: Landing) {
-        self.done.fetch_add(l.bytes, Ordering::Relaxed);
+        self.done.fetch_add(l.bytes, Ordering::AcqRel);
         if self.tallies[l.request].land(l.bytes) {
             self.finish(l.request);
         }
@@ -352,19 +363,27 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         }
     }
 
-    /// Reports progress: always at the end (`last`), else when no other thread is
-    /// reporting (the callback runs under the lock, so counts arrive in order).
+    /// Reports progress: always at the end (`last`), else unless another thread is
+    /// reporting, which then reports this thread's bytes too (it looks again after its
+    /// callback returned): the callback runs under the lock, so counts arrive in order,
+    /// and no landing goes unreported for longer than one callback.
     fn report(&self, last: bool) {
-        let done = self.done.load(Ordering::Relaxed);
-        let guard = match last {
-            true => Some(self.reported.lock().unwrap_or_else(|p| p.into_inner())),
-            false => self.reported.try_lock().ok(),
-        };
-        if let Some(mut reported) = guard
-            && done > *reported
-        {
+        loop {
+            let guard = match last {
+                true => Some(self.reported.lock().unwrap_or_else(|p| p.into_inner())),
+                false => self.reported.try_lock().ok(),
+            };
+            let Some(mut reported) = guard else { return };
+            let done = self.done.load(Ordering::Acquire);
+            if done <= *reported {
+                return;
+            }
             *reported = done;
             self.events.progress(done, self.total);
+            drop(reported);
+            if self.done.load(Ordering::Acquire) == done {
+                return;
+            }
         }
     }
 
@@ -378,6 +397,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         s.peak_scratch = s
             .peak_scratch
             .max(self.peak_scratch.load(Ordering::Relaxed));
+        s.peak_bytes_in_flight = s.peak_bytes_in_flight.max(self.loader.budget.take_peak());
+        s.reads += self.io.reads.load(Ordering::Relaxed);
+        s.direct_io_reads += self.io.direct.load(Ordering::Relaxed);
     }
 
     // --- staging buffers and the device -------------------------------------------------
@@ -514,6 +536,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 Ok(()) => {
                     landings.into_iter().for_each(|l| self.land(l));
                     self.loader.ring.put_back(slot);
+                    self.report(false);
                 }
                 Err(e) => {
                     self.loader.ring.retire(slot);
