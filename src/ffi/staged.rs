@@ -13,7 +13,7 @@ use super::{guard, need_dtype, need_out, put, zt_status};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail};
 use crate::load::{
-    Destination, Device, Inside, LoadEvents, Loader, LoaderOptions, ReadMode, Request, Slice,
+    Destination, Device, LoadEvents, Loader, LoaderOptions, ReadMode, Request, Slice,
 };
 
 /// The loader: staging buffers (pinned), their events and the device's callbacks, kept
@@ -456,9 +456,9 @@ pub unsafe extern "C" fn zt_loader_load(
     count: usize,
 ) -> zt_status {
     guard(|| {
-        // The load's own reference: a free from inside it (a callback) waits for it.
+        // The load's own reference: a free from inside it (a callback) leaves the loader
+        // to it until it returns.
         let l = loader_of(loader)?.shared.clone();
-        let _inside = Inside::enter(l.loader.id());
         let l = &*l;
         let r = self::reader(reader)?;
         if count == 0 {

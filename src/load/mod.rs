@@ -468,8 +468,16 @@ impl Loader {
         requests: &mut [Request<'_>],
         events: &dyn LoadEvents,
     ) -> Vec<(Result<()>, u64)> {
-        let refuse =
-            |e: crate::error::Error| requests.iter().map(|_| (Err(e.clone()), 0)).collect();
+        // Refused: every request ends at once, reported as any other end.
+        let refuse = |e: crate::error::Error| {
+            (0..requests.len())
+                .map(|i| {
+                    let r = Err(e.clone());
+                    events.completed(i, &r, 0);
+                    (r, 0)
+                })
+                .collect()
+        };
         if self.inside_on_this_thread() {
             return refuse(err!(
                 State,
