@@ -227,11 +227,18 @@ impl<'r> Io<'r> {
         let at = offset as usize;
         match way {
             Way::Memory(all) => return Ok(&all[at..at + len]),
+            // The reader's rule for a mapped file: small pieces from the mapping, large
+            // ones with pread (whose pages then never become the process's).
             Way::Buffered {
                 map: Some(m),
-                force: None | Some(ReadMode::Mmap),
+                force: Some(ReadMode::Mmap),
                 ..
             } => return Ok(&m[at..at + len]),
+            Way::Buffered {
+                map: Some(m),
+                force: None,
+                ..
+            } if len < PREAD_FROM => return Ok(&m[at..at + len]),
             Way::Direct {
                 direct, refused, ..
             } if !refused.load(Ordering::Relaxed) => {
