@@ -26,6 +26,9 @@ struct Item {
 /// Staging offsets of chunks that don't continue the previous one's destination.
 const ALIGN: u64 = 256;
 
+/// The smallest chunk of a remote object's raw bytes: a request's worth.
+const REMOTE_CHUNK: u64 = 8 << 20;
+
 /// A copy out of a staging buffer: `len` bytes from `src` in the buffer to `address` at
 /// `offset`, carrying the landings `landings` (indices into the flight's list).
 struct CopyOut {
@@ -54,7 +57,9 @@ pub(crate) struct Run<'l, 'r, 'a> {
     queue: Queue<'l>,
     results: Vec<OnceLock<(Result<()>, u64)>>,
     io: Io<'r>,
+    /// The chunk size of raw bytes (cut for progress), and of everything else.
     limit: u64,
+    staging: u64,
     total: u64,
     done: AtomicU64,
     reported: Mutex<u64>,
@@ -88,8 +93,15 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
             jobs.push(job);
         }
-        let limit = (loader.options.staging_size as u64)
-            .min((total / super::PROGRESS_STEPS).max(super::MIN_STAGING_SIZE as u64));
+        // Raw bytes are cut for progress; anything decoded in chunks (zstd frames, a
+        // stream) keeps whole staging buffers, so a frame is decoded about once; a remote
+        // object's reads keep requests of a useful size.
+        let staging = loader.options.staging_size as u64;
+        let least = match reader.parallel_reads() {
+            Some(_) => REMOTE_CHUNK,
+            None => super::MIN_STAGING_SIZE as u64,
+        };
+        let limit = staging.min((total / super::PROGRESS_STEPS).max(least));
         let mut run = Run {
             loader,
             reader,
@@ -102,6 +114,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             results: (0..requests.len()).map(|_| OnceLock::new()).collect(),
             io: Io::new(reader, loader.options.io),
             limit,
+            staging,
             total,
             done: AtomicU64::new(0),
             reported: Mutex::new(0),
@@ -112,6 +125,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         for (i, job) in jobs.into_iter().enumerate() {
             match job {
                 Ok(job) => {
+                    let limit = run.limit_of(&job);
                     let n = job.chunk_count(limit);
                     if (job.sequential || job.into_place) && job.units > 0 {
                         run.items.push(Item {
@@ -205,6 +219,15 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             .collect()
     }
 
+    /// The chunk size of `job`: raw bytes cut for progress, anything decoded in whole
+    /// staging buffers.
+    pub(super) fn limit_of(&self, job: &Job<'_>) -> u64 {
+        match job.raw {
+            Some(_) => self.limit,
+            None => self.staging,
+        }
+    }
+
     fn job(&self, request: usize) -> &Job<'r> {
         self.jobs[request]
             .as_ref()
@@ -281,7 +304,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
             (Dst::Device { .. }, Dst::Device { .. }) => {
                 let start = self.place(&self.items[next - 1], *at, b);
-                if start + len > self.limit {
+                if start + len > self.limit.max(self.limit_of(ja)) {
                     return false;
                 }
                 *at = start + len;
