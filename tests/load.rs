@@ -1016,3 +1016,73 @@ fn one_load_at_a_time_per_loader() {
     drop(reqs);
     assert_eq!(buf, [1; 8]);
 }
+
+#[test]
+fn a_small_model_moves_a_progress_bar() {
+    // 40 tensors of 16 KiB (640 KiB): two staging buffers' worth, loaded in chunks small
+    // enough that progress is reported many times, in order, ending at the total.
+    struct Bar {
+        calls: Mutex<Vec<(u64, u64)>>,
+    }
+    impl LoadEvents for Bar {
+        fn progress(&self, done: u64, total: u64) {
+            self.calls.lock().unwrap().push((done, total));
+        }
+    }
+    let mut w = Writer::new(Vec::new()).unwrap();
+    let data = common::data_for(DType::F32, 4096, 5);
+    for i in 0..40 {
+        w.add(
+            &format!("t{i}"),
+            DType::F32,
+            &[64, 64],
+            &data,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    }
+    let file = w.finish().unwrap();
+    let r = Reader::from_slice(&file).unwrap();
+    for device in [false, true] {
+        let dev = delayed(1 << 20, 50, false);
+        let loader = match device {
+            true => Loader::new(Some(dev.clone()), &options(2, 4, 256 << 10)).unwrap(),
+            false => Loader::new(None, &options(2, 0, 256 << 10)).unwrap(),
+        };
+        let mut bufs: Vec<Vec<u8>> = (0..40).map(|_| vec![0u8; data.len()]).collect();
+        let mut requests: Vec<Request<'_>> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, dst)| match device {
+                true => Request::device(
+                    i,
+                    0,
+                    dev.base as u64 + (i * data.len()) as u64,
+                    0,
+                    data.len() as u64,
+                ),
+                false => Request::host(i, 0, dst),
+            })
+            .collect();
+        let bar = Bar {
+            calls: Mutex::new(Vec::new()),
+        };
+        assert!(
+            loader
+                .load(&r, &mut requests, &bar)
+                .iter()
+                .all(|(r, _)| r.is_ok())
+        );
+        let calls = bar.calls.into_inner().unwrap();
+        let total = 40 * data.len() as u64;
+        assert!(
+            calls.len() >= 10,
+            "device {device}: {} progress calls",
+            calls.len()
+        );
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+        assert!(calls.iter().all(|c| c.1 == total));
+        assert_eq!(calls.last().unwrap().0, total);
+        dev.shutdown();
+    }
+}
