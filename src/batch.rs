@@ -4,9 +4,16 @@
 //! I/O helper's threads), each request with its own result. What a runtime loading a whole
 //! model calls once instead of once per tensor.
 
+use std::sync::Mutex;
+
 use crate::error::Result;
-use crate::load::{Loader, LoaderOptions, NoEvents, Request};
+use crate::load::{Loader, LoaderOptions, NoEvents, Request, Spare};
 use crate::reader::Reader;
+
+/// The bookkeeping of the last batch load, for the next one (see `load::Spare`: a batch
+/// of many small requests would otherwise fault in megabytes of fresh memory each time).
+/// Batch loads running at once each take it or start without.
+static SPARE: Mutex<Option<Spare>> = Mutex::new(None);
 
 /// Total bytes below which a batch runs on the calling thread: threads would cost more
 /// than they save.
@@ -38,10 +45,11 @@ impl Reader<'_> {
             Ok(l) => l,
             Err(e) => return requests.iter().map(|_| Err(e.clone())).collect(),
         };
-        loader
-            .load(self, requests, &NoEvents)
-            .into_iter()
-            .map(|(r, _)| r)
-            .collect()
+        let kept = SPARE.lock().unwrap_or_else(|p| p.into_inner()).take();
+        loader.swap_spare(kept.unwrap_or_default());
+        let results = loader.load(self, requests, &NoEvents);
+        let spare = loader.swap_spare(Spare::default());
+        *SPARE.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare);
+        results.into_iter().map(|(r, _)| r).collect()
     }
 }

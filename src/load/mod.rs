@@ -38,6 +38,7 @@ use crate::reader::Reader;
 
 pub use device::{Device, Event};
 pub use plan::dst_size;
+pub(crate) use run::Spare;
 
 /// Which part of a component a request loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +276,8 @@ pub struct Loader {
     turn_changed: Condvar,
     /// Names the loader on the threads that run its loads (see `INSIDE`).
     id: u64,
+    /// The last load's bookkeeping, for the next (see `run::Spare`).
+    spare: Mutex<run::Spare>,
     stats: Mutex<LoaderStats>,
 }
 
@@ -450,6 +453,7 @@ impl Loader {
             turn: Mutex::new(Turn::default()),
             turn_changed: Condvar::new(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            spare: Mutex::new(run::Spare::default()),
         })
     }
 
@@ -493,7 +497,9 @@ impl Loader {
             ));
         };
         let _inside = Inside::enter(self.id);
-        let results = run::Run::new(self, reader, requests, events).execute();
+        let spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()));
+        let (results, spare) = run::Run::new(self, reader, requests, events, spare).execute();
+        *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = spare;
         // A cancel that came during this load was for it; later ones are for the next.
         self.cancel.store(false, Ordering::Release);
         results
@@ -517,6 +523,14 @@ impl Loader {
     /// True when this thread runs a load of this loader (its callbacks do).
     pub(crate) fn inside_on_this_thread(&self) -> bool {
         INSIDE.with(|v| v.borrow().contains(&self.id))
+    }
+
+    /// Puts `spare` in place of the loader's kept bookkeeping, and returns that.
+    pub(crate) fn swap_spare(&self, spare: run::Spare) -> run::Spare {
+        std::mem::replace(
+            &mut *self.spare.lock().unwrap_or_else(|p| p.into_inner()),
+            spare,
+        )
     }
 
     /// The mark this loader's load sets on the threads that run it.

@@ -49,7 +49,7 @@ pub(crate) enum Check {
     None,
     /// On the bytes as they are read (a raw component read whole): the stored bytes are
     /// the decoded ones, hashed in order by the task that runs the request.
-    Staged(Expected),
+    Staged(Box<Expected>),
     /// Before the request is read: the stored bytes are hashed once (zstd, other
     /// formats' pipelines, slices: what is read is not what the digest covers).
     Before,
@@ -82,9 +82,9 @@ pub(crate) struct Job<'r> {
     pub(crate) sequential: bool,
     /// Decoded from its start as a stream (range reads would decode it again and again).
     pub(crate) stream: bool,
-    /// The file descriptor and the file offset of unit 0 when a device may read the bytes
-    /// straight from storage (raw bytes, copied as they are, contiguous, unchecked).
-    pub(crate) direct: Option<(i32, u64)>,
+    /// A device may read the bytes straight from storage (raw bytes of a file, copied as
+    /// they are, contiguous, unchecked): from `raw`'s descriptor.
+    pub(crate) direct: bool,
     /// For a raw component: its file (index and source) and the offset of its byte 0 in
     /// it, so the load reads its bytes the way it chose for that file (`io`).
     pub(crate) raw: Option<(u32, u64, &'r Source<'r>)>,
@@ -397,7 +397,7 @@ pub(crate) fn job<'r>(
             let staged =
                 c.is_plain() && whole && model.digest_region(r.object, r.component) == blob;
             if staged {
-                Check::Staged(expected)
+                Check::Staged(Box::new(expected))
             } else {
                 Check::Before
             }
@@ -409,12 +409,11 @@ pub(crate) fn job<'r>(
         true => Some((c.blob.file, c.blob.offset, reader.source(obj, c)?)),
         false => None,
     };
-    let direct = match (&dst, &check, conv, cut, &raw) {
-        (Dst::Device { .. }, Check::None, Conv::Copy, Cut::Contiguous { .. }, Some(raw)) => {
-            raw.2.fd().map(|fd| (fd, c.blob.offset))
-        }
-        _ => None,
-    };
+    let direct = matches!(
+        (&dst, &check, conv, cut, &raw),
+        (Dst::Device { .. }, Check::None, Conv::Copy, Cut::Contiguous { .. }, Some(raw))
+            if raw.2.fd().is_some()
+    );
     let into_place = stream && whole && matches!((dst, conv), (Dst::Host(_), Conv::Copy));
     Ok(Job {
         object: r.object,

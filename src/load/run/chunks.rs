@@ -68,39 +68,44 @@ impl Run<'_, '_, '_> {
 
     /// Host chunks claimed together: each read straight into its destination, those whose
     /// bytes follow each other in a file read with one read.
+    /// The bytes landed are counted for progress once per run (the load's shared count
+    /// is touched once, not once per chunk: a run of small tensors is many chunks).
     pub(super) fn host_run(&self, range: std::ops::Range<usize>, scratch: &mut Scratch<'_>) {
         let items = &self.items[range];
+        let mut landed = 0u64;
         let mut k = 0;
         while k < items.len() {
             let n = self.neighbours(&items[k..]);
             if n > 1 {
-                self.host_neighbours(&items[k..k + n], scratch);
+                landed += self.host_neighbours(&items[k..k + n], scratch);
                 k += n;
             } else {
-                self.host(&items[k], scratch);
+                landed += self.host(&items[k], scratch);
                 k += 1;
             }
-            self.report(false);
         }
+        self.count_landed(landed);
+        self.report(false);
     }
 
     /// Raw host chunks that follow each other in one file: one read into all of their
-    /// destinations.
-    fn host_neighbours(&self, items: &[Item], scratch: &mut Scratch<'_>) {
+    /// destinations. The bytes landed (not yet counted for progress).
+    fn host_neighbours(&self, items: &[Item], scratch: &mut Scratch<'_>) -> u64 {
         let (way, offset) = self.raw_bytes(&items[0]).expect("raw chunks");
         let mut outs: Vec<&mut [u8]> = items
             .iter()
             .map(|it| self.host_out(self.job(it.request), it.u0, it.u1))
             .collect();
         match self.io.read(way, offset, &mut outs, scratch) {
-            Ok(()) => {
-                for it in items {
-                    self.land(Landing {
+            Ok(()) => items
+                .iter()
+                .map(|it| {
+                    self.settle_landing(Landing {
                         request: it.request,
                         bytes: self.job(it.request).out_bytes(it.u0, it.u1),
-                    });
-                }
-            }
+                    })
+                })
+                .sum(),
             Err(e) => {
                 for it in items {
                     self.fail(
@@ -108,23 +113,29 @@ impl Run<'_, '_, '_> {
                         self.chunk_context(self.job(it.request), e.clone()),
                     );
                 }
+                0
             }
         }
     }
 
-    /// A host chunk, read straight into its destination.
-    fn host(&self, item: &Item, scratch: &mut Scratch<'_>) {
+    /// A host chunk, read straight into its destination. The bytes landed (not yet
+    /// counted for progress).
+    fn host(&self, item: &Item, scratch: &mut Scratch<'_>) -> u64 {
         let job = self.job(item.request);
         if self.tallies[item.request].failed() {
-            return self.skip(item.request);
+            self.skip(item.request);
+            return 0;
         }
         let out = self.host_out(job, item.u0, item.u1);
         match self.fill_item(item, out, scratch) {
-            Ok(()) => self.land(Landing {
+            Ok(()) => self.settle_landing(Landing {
                 request: item.request,
                 bytes: job.out_bytes(item.u0, item.u1),
             }),
-            Err(e) => self.fail(item.request, e),
+            Err(e) => {
+                self.fail(item.request, e);
+                0
+            }
         }
     }
 
@@ -265,7 +276,8 @@ impl Run<'_, '_, '_> {
         let Some(slot) = self.take_slot() else {
             return self.no_buffer(std::slice::from_ref(item));
         };
-        let (fd, base) = job.direct.expect("a direct job");
+        let (_, base, source) = job.raw.expect("a direct job is raw");
+        let fd = source.fd().expect("a direct job has a descriptor");
         let (s0, _) = job.span(item.u0, item.u1);
         let (address, offset, end) = self.dst_range(item);
         let device = self.device();
