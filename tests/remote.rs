@@ -1313,12 +1313,11 @@ fn rank_buffers(world: u64) -> Vec<Vec<u8>> {
     (0..1 + 2 * TP_LAYERS)
         .map(|i| {
             let name = rank_tensor(i);
+            // q (1024 x 2048) and o (128 x 16384) are both 4 MiB of bf16.
             let bytes = if name.starts_with("norm") {
                 4096
-            } else if name.ends_with(".q.weight") {
-                1024 * 2048 * 2 / world
             } else {
-                128 * 16384 * 2 / world
+                (4 << 20) / world
             };
             vec![0u8; bytes as usize]
         })

@@ -411,7 +411,8 @@ fn read_source(
     if let Some(remote) = source.remote()
         && total as u64 <= 1 << 20
     {
-        let fetched = remote.read_ranges(&[offset..offset + total as u64])?;
+        let range = offset..offset + total as u64;
+        let fetched = remote.read_ranges(std::slice::from_ref(&range))?;
         scatter(&fetched[0], outs);
         return Ok(());
     }
