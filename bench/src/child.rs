@@ -21,7 +21,6 @@ pub fn main(args: &[String]) -> Res<()> {
         }
         [cmd, path, mode] if cmd == "zstd-read" => zstd_read(path, mode == "mmap"),
         [cmd, what, path, iters] if cmd == "loop" => profile_loop(what, path, iters.parse()?),
-        [cmd, path, iters] if cmd == "batchloop" => batch_loop(path, iters.parse()?),
         [cmd, what, who, path, iters] if cmd == "count" => {
             crate::counts::run(what, who, Path::new(path), iters.parse()?)
         }
@@ -138,6 +137,23 @@ fn profile_loop(what: &str, path: &str, iters: u64) -> Res<()> {
                     black_box(&b);
                 }
             }
+            "batch" => {
+                let mut bufs: Vec<Vec<u8>> = r
+                    .objects()
+                    .iter()
+                    .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
+                    .collect();
+                let mut q: Vec<ztensor::load::Request<'_>> = bufs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, b)| ztensor::load::Request::host(i, 0, b))
+                    .collect();
+                for result in r.load_batch(&mut q, 0) {
+                    result?;
+                }
+                drop(q);
+                black_box(&bufs);
+            }
             "verify" => r.verify()?,
             other => return Err(format!("unknown loop '{other}'").into()),
         }
@@ -187,25 +203,4 @@ impl Sampler {
             self.file.load(Ordering::Relaxed),
         )
     }
-}
-
-fn batch_loop(path: &str, iters: usize) -> Res<()> {
-    let r = ztensor::Reader::open(path)?;
-    let n = r.objects().len();
-    let mut bufs: Vec<Vec<u8>> = (0..n).map(|i| vec![0x55u8; r.objects()[i].components()[0].decoded_length() as usize]).collect();
-    let only = std::env::var("ZT_MODE").unwrap_or_default();
-    for mode in ["batch", "one"].into_iter().filter(|m| only.is_empty() || *m == only) {
-        let t = std::time::Instant::now();
-        let c0 = crate::harness::cpu_seconds();
-        for _ in 0..iters {
-            if mode == "batch" {
-                let mut q: Vec<ztensor::load::Request<'_>> = bufs.iter_mut().enumerate().map(|(i, d)| ztensor::load::Request::host(i, 0, d)).collect();
-                for x in r.load_batch(&mut q, 0) { x?; }
-            } else {
-                for (i, b) in bufs.iter_mut().enumerate() { r.read_into(i, 0, b)?; }
-            }
-        }
-        eprintln!("{mode}: {:.2} ms per call, {:.2} ms CPU", t.elapsed().as_secs_f64() * 1e3 / iters as f64, (crate::harness::cpu_seconds() - c0) * 1e3 / iters as f64);
-    }
-    Ok(())
 }
