@@ -38,11 +38,59 @@ static POOL: CacheLine<Mutex<Option<Arc<Pool>>>> = CacheLine(Mutex::new(None));
 static FORKED_AWAY: Mutex<Vec<Arc<Pool>>> = Mutex::new(Vec::new());
 
 /// A pool, the process that started its threads, and their handles (kept, so that what
-/// each thread owns is reachable from here).
+/// each thread owns is reachable from here, and so that a replaced pool's threads can be
+/// waited for).
 struct Pool {
-    pool: ThreadPool,
+    /// None once dropped (`Drop`).
+    pool: Option<ThreadPool>,
     pid: u32,
-    _threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+    threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+}
+
+impl Pool {
+    fn pool(&self) -> &ThreadPool {
+        self.pool.as_ref().expect("a pool is dropped only once")
+    }
+}
+
+/// The longest a replaced pool's end is waited for (`Pool::drop`): its threads end as soon
+/// as they have finished the work they have, which is at most some detached pieces (a zstd
+/// frame being compressed); the bound only keeps a pathological wait from becoming a hang.
+const END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for Pool {
+    /// A pool no one uses any more (replaced by `set_threads`, and no work of anyone's
+    /// running on it) ends with its threads: they finish the work they have, then exit,
+    /// and this waits for that, so that nothing of the old pool is left once it is gone
+    /// (a child forked after a resize has none of it: its memory would be held by threads
+    /// that the child doesn't have). Not on one of its own threads (the last user may be
+    /// nested work on it), and not in a child the pool's process forked (its threads
+    /// aren't there: the pool is left as it is, see FORKED_AWAY).
+    fn drop(&mut self) {
+        let Some(pool) = self.pool.take() else {
+            return;
+        };
+        if self.pid != std::process::id() {
+            std::mem::forget(pool);
+            return;
+        }
+        drop(pool);
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        let me = std::thread::current().id();
+        if threads.iter().any(|t| t.thread().id() == me) {
+            return;
+        }
+        let deadline = std::time::Instant::now() + END_WAIT;
+        while !threads.iter().all(|t| t.is_finished()) {
+            if std::time::Instant::now() > deadline {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        for t in threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// A value alone on its cache line (128 bytes: x86 prefetches 64-byte lines in pairs).
@@ -95,17 +143,18 @@ fn build(threads: usize) -> Result<Pool> {
         .build()
         .map_err(|e| err!(Io, "starting {threads} threads: {e}"))?;
     Ok(Pool {
-        pool,
+        pool: Some(pool),
         pid: std::process::id(),
-        _threads: handles,
+        threads: handles,
     })
 }
 
 /// Sets the number of threads of the library's pool: `threads` (at most 1024), or 0 for
 /// one per core (the default). Takes effect at once: a pool already running is replaced
-/// (its threads finish the work they have, then exit), so work started after this call
-/// runs on the new pool. Work running on the old pool when it is replaced keeps its
-/// threads until it ends, so the library may briefly have both pools' threads.
+/// (its threads finish the work they have, then exit; an idle pool's exit is waited for
+/// here), so work started after this call runs on the new pool. Work running on the old
+/// pool when it is replaced keeps its threads until it ends (the old pool's end is waited
+/// for where that work ends), so the library may briefly have both pools' threads.
 /// `InvalidArgument` above 1024; `Io` when the threads can't be started (the old pool
 /// then stays). Thread-safe.
 pub fn set_threads(threads: usize) -> Result<()> {
@@ -117,14 +166,19 @@ pub fn set_threads(threads: usize) -> Result<()> {
     }
     let size = if threads == 0 { cores() } else { threads };
     let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
+    let mut old = None;
     if pool.is_some() {
         let new = build(size)?;
-        if let Some(old) = pool.replace(Arc::new(new)) {
-            forked_away(old);
-        }
+        old = pool.replace(Arc::new(new));
     }
     ASKED.store(threads, Ordering::Relaxed);
     SIZE.store(size, Ordering::Relaxed);
+    drop(pool);
+    // Dropped without the lock: its end is waited for, and the work it is finishing may
+    // want the (new) pool.
+    if let Some(old) = old {
+        forked_away(old);
+    }
     Ok(())
 }
 
@@ -194,7 +248,7 @@ where
             slot.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(r);
         }
     };
-    pool.pool.in_place_scope(|scope| {
+    pool.pool().in_place_scope(|scope| {
         for _ in 1..width {
             scope.spawn(|_| take());
         }
@@ -216,7 +270,7 @@ pub(crate) fn scope<'s, R>(
     body: impl FnOnce(&mut dyn FnMut(Box<dyn FnOnce() + Send + 's>)) -> R,
 ) -> R {
     match pool() {
-        Some(pool) => (pool.pool).in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
+        Some(pool) => (pool.pool()).in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
         None => body(&mut |job| job()),
     }
 }
@@ -227,7 +281,7 @@ pub(crate) fn scope<'s, R>(
 /// panics. Without a pool (its threads couldn't start), runs `work` here.
 pub(crate) fn spawn(work: impl FnOnce() + Send + 'static) {
     match pool() {
-        Some(pool) => pool.pool.spawn(work),
+        Some(pool) => pool.pool().spawn(work),
         None => work(),
     }
 }

@@ -357,7 +357,8 @@ pub(super) fn parse_shard(
     limits: &Limits,
 ) -> Result<(Model, Shard)> {
     // Parsing reads the header only: without a mapping unless the shard stays open.
-    let source = (options.open_part(&path)).map_err(|e| e.context(format_args!("shard {name}")))?;
+    let source =
+        (options.open_part(name, &path)).map_err(|e| e.context(format_args!("shard {name}")))?;
     let model = super::parse(&source, limits).map_err(|e| e.context(path.display()))?;
     Ok((model, options.shard(name, path, source)))
 }
