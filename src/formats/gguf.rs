@@ -31,7 +31,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::cbor::{Value, encode, encode_head};
+use crate::cbor::item::string_body;
+use crate::cbor::{Value, Writer};
 use crate::dtype::{DType, numel};
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
@@ -168,7 +169,7 @@ impl<'r, 's> Input<'r, 's> {
 
 /// Makes room for `n` more bytes of attributes; a `Limit` error (not an abort) when the
 /// system refuses.
-fn room(out: &mut Vec<u8>, n: usize) -> Result<()> {
+fn room(out: &mut Writer, n: usize) -> Result<()> {
     out.try_reserve(n).map_err(|_| {
         err!(
             Limit,
@@ -176,30 +177,6 @@ fn room(out: &mut Vec<u8>, n: usize) -> Result<()> {
             out.len() + n
         )
     })
-}
-
-/// The bytes of the CBOR text whose head starts `bytes` (as `encode_head` writes it).
-fn cbor_text(bytes: &[u8]) -> &[u8] {
-    let (len, head) = match bytes[0] & 0x1f {
-        n @ 0..=23 => (u64::from(n), 1),
-        24 => (u64::from(bytes[1]), 2),
-        25 => (u64::from(u16::from_be_bytes([bytes[1], bytes[2]])), 3),
-        26 => (
-            u64::from(u32::from_be_bytes(bytes[1..5].try_into().expect("4"))),
-            5,
-        ),
-        _ => (u64::from_be_bytes(bytes[1..9].try_into().expect("8")), 9),
-    };
-    &bytes[head..head + len as usize]
-}
-
-/// Appends an integer as CBOR.
-fn put_int(out: &mut Vec<u8>, v: i64) {
-    if v >= 0 {
-        encode_head(out, 0, v as u64);
-    } else {
-        encode_head(out, 1, !(v as u64));
-    }
 }
 
 /// Reads one metadata value of type `ty` and appends it as CBOR. `depth` is the CBOR
@@ -213,7 +190,7 @@ fn value(
     depth: usize,
     max_depth: usize,
     key: &str,
-    out: &mut Vec<u8>,
+    out: &mut Writer,
     widths: Option<&mut Vec<u8>>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
@@ -225,37 +202,29 @@ fn value(
         }
     }
     match ty {
-        T_U8 => encode_head(out, 0, u64::from(input.array::<1>(&what)?[0])),
-        T_I8 => put_int(out, i64::from(i8::from_le_bytes(input.array(&what)?))),
-        T_U16 => encode_head(out, 0, u64::from(u16::from_le_bytes(input.array(&what)?))),
-        T_I16 => put_int(out, i64::from(i16::from_le_bytes(input.array(&what)?))),
-        T_U32 => encode_head(out, 0, u64::from(input.u32(&what)?)),
-        T_I32 => put_int(out, i64::from(i32::from_le_bytes(input.array(&what)?))),
-        T_U64 => encode_head(out, 0, input.u64(&what)?),
-        T_I64 => put_int(out, i64::from_le_bytes(input.array(&what)?)),
-        T_F32 => encode(
-            &Value::Float(f64::from(f32::from_le_bytes(input.array(&what)?))),
-            out,
-        ),
-        T_F64 => encode(&Value::Float(f64::from_le_bytes(input.array(&what)?)), out),
+        T_U8 => out.uint(u64::from(input.array::<1>(&what)?[0])),
+        T_I8 => out.int(i64::from(i8::from_le_bytes(input.array(&what)?))),
+        T_U16 => out.uint(u64::from(u16::from_le_bytes(input.array(&what)?))),
+        T_I16 => out.int(i64::from(i16::from_le_bytes(input.array(&what)?))),
+        T_U32 => out.uint(u64::from(input.u32(&what)?)),
+        T_I32 => out.int(i64::from(i32::from_le_bytes(input.array(&what)?))),
+        T_U64 => out.uint(input.u64(&what)?),
+        T_I64 => out.int(i64::from_le_bytes(input.array(&what)?)),
+        T_F32 => out.float(f64::from(f32::from_le_bytes(input.array(&what)?))),
+        T_F64 => out.float(f64::from_le_bytes(input.array(&what)?)),
         T_BOOL => {
             let at = input.pos;
             match input.array::<1>(&what)?[0] {
-                0 => out.push(0xf4),
-                1 => out.push(0xf5),
+                0 => out.bool(false),
+                1 => out.bool(true),
                 b => bail!(Format, "GGUF bool {what} at offset {at} is {b}, not 0 or 1"),
             }
         }
         T_STRING => {
             let bytes = input.string(&what)?;
             room(out, 9 + bytes.len())?;
-            let major = if std::str::from_utf8(bytes).is_ok() {
-                3
-            } else {
-                2
-            };
-            encode_head(out, major, bytes.len() as u64);
-            out.extend_from_slice(bytes);
+            // A string that is not UTF-8 is kept as a byte string.
+            out.string(std::str::from_utf8(bytes).is_ok(), bytes);
         }
         T_ARRAY => array(input, depth, max_depth, key, out, &mut Vec::new())?,
         other => bail!(Format, "GGUF {what} has unknown value type {other}"),
@@ -291,7 +260,7 @@ fn array(
     depth: usize,
     max_depth: usize,
     key: &str,
-    out: &mut Vec<u8>,
+    out: &mut Writer,
     widths: &mut Vec<u8>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
@@ -317,7 +286,8 @@ fn array(
         );
     }
     widths.push(width_code(elem));
-    encode_head(out, 4, count);
+    // Bounded by the file's size above.
+    out.array(count as usize);
     for _ in 0..count {
         let nested = (elem == T_ARRAY).then_some(&mut *widths);
         value(input, elem, depth + 1, max_depth, key, out, nested)?;
@@ -388,8 +358,9 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     }
     let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
 
-    let mut attrs = Vec::new();
-    encode_head(&mut attrs, 5, kv_count);
+    let mut attrs = Writer::new();
+    // Bounded by the file's size above.
+    attrs.map(kv_count as usize);
     // Where each key's CBOR text starts in `attrs`, and its file offset: repeated keys
     // are found by sorting these at the end (a set of the keys would cost several times
     // their bytes).
@@ -406,7 +377,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         // others once all are read).
         if keys
             .last()
-            .is_some_and(|&(start, _)| cbor_text(&attrs[start..]) == key.as_bytes())
+            .is_some_and(|&(start, _)| key_at(&attrs, start) == Some(key.as_bytes()))
         {
             bail!(
                 Format,
@@ -418,8 +389,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         keys.try_reserve(1)
             .map_err(|_| err!(Limit, "could not allocate room for {i} GGUF keys"))?;
         keys.push((attrs.len(), at));
-        encode_head(&mut attrs, 3, key.len() as u64);
-        attrs.extend_from_slice(key.as_bytes());
+        attrs.text(&key);
         if key == "general.alignment" {
             if ty != T_U32 {
                 bail!(
@@ -432,7 +402,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 bail!(Format, "GGUF general.alignment is {a}, not a power of two");
             }
             alignment = u64::from(a);
-            encode_head(&mut attrs, 0, alignment);
+            attrs.uint(alignment);
             widths.push(width_code(T_U32));
         } else {
             let start = attrs.len();
@@ -446,22 +416,22 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 Some(&mut widths),
             )?;
             if key.starts_with("split.") {
-                split_key(&key, &attrs[start..], &mut split)?;
+                split_key(&key, &attrs.as_slice()[start..], &mut split)?;
             }
         }
     }
-    let key_at = |start: usize| cbor_text(&attrs[start..]);
-    keys.sort_unstable_by(|a, b| key_at(a.0).cmp(key_at(b.0)).then(a.1.cmp(&b.1)));
+    let key_at = |start: usize| key_at(&attrs, start);
+    keys.sort_unstable_by(|a, b| key_at(a.0).cmp(&key_at(b.0)).then(a.1.cmp(&b.1)));
     if let Some(pair) = keys.windows(2).find(|p| key_at(p[0].0) == key_at(p[1].0)) {
         bail!(
             Format,
             "GGUF key '{}' at offset {} appears more than once",
-            String::from_utf8_lossy(key_at(pair[1].0)),
+            String::from_utf8_lossy(key_at(pair[1].0).unwrap_or_default()),
             pair[1].1
         );
     }
     drop(keys);
-    let attributes = Some(Attributes::from_vec_with_widths(attrs, widths));
+    let attributes = Some(Attributes::from_vec_with_widths(attrs.into_bytes(), widths));
 
     // Objects are built as the infos are read (offsets still relative to the data
     // section, which starts after the last info), grown by what was read: a count the
@@ -543,6 +513,11 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         ),
     };
     Ok((model, size))
+}
+
+/// The text of the key `attrs` holds at `start` (as `Writer::text` wrote it).
+fn key_at(attrs: &Writer, start: usize) -> Option<&[u8]> {
+    string_body(&attrs.as_slice()[start..])
 }
 
 /// Records one of llama.cpp's split keys (`split.no`, `split.count`,

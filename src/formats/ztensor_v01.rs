@@ -19,7 +19,9 @@ use crate::model::{
 };
 
 use super::ReadAt;
-use super::ztensor::{TRAITS, manifest::Parser, manifest_region};
+use super::ztensor::manifest::{self, Parser};
+use super::ztensor::{TRAITS, manifest_region};
+use crate::cbor::Writer;
 
 /// Magic bytes at the start of legacy v0.1 files.
 pub const MAGIC_V01: &[u8; 8] = b"ZTEN0001";
@@ -38,7 +40,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
 
 /// Parses a legacy manifest (an array of tensor maps, at file offset `base`) into a model.
 fn parse_manifest(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
-    let mut p = Parser::new(bytes, base, limits);
+    let mut p = manifest::parser(bytes, base, limits);
     let mut len = p.array(0, "a legacy manifest")?;
     let mut objects = Vec::new();
     while p.more(&mut len)? {
@@ -47,8 +49,7 @@ fn parse_manifest(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
             parse_tensor(&mut p, limits).map_err(|e| e.context(format!("legacy tensor #{i}")))?;
         objects.push(object);
     }
-    let r = p.c.finish();
-    p.cbor(r)?;
+    p.finish()?;
     Model::new(Container::ZTensor, TRAITS, "0.1.0", None, objects)
 }
 
@@ -96,7 +97,7 @@ fn parse_tensor(p: &mut Parser<'_>, limits: &Limits) -> Result<Object> {
             "size" => f.size = Some(p.uint("'size'")?),
             "dtype" => f.dtype = Some(p.text("'dtype'")?),
             "layout" => f.layout = p.optional_text("'layout'")?,
-            "shape" => f.shape = Some(p.shape(2, limits)?.to_vec()),
+            "shape" => f.shape = Some(manifest::shape(p, 2, limits)?.to_vec()),
             "encoding" => f.encoding = p.optional_text("'encoding'")?,
             "data_endianness" => f.endianness = p.optional_text("'data_endianness'")?,
             "checksum" => f.checksum = p.optional_text("'checksum'")?,
@@ -339,13 +340,13 @@ fn build(
         other => bail!(Unsupported, "legacy layout '{other}' is not supported"),
     };
     let attributes = (!custom.is_empty()).then(|| {
-        let mut cbor = Vec::new();
-        crate::cbor::encode_head(&mut cbor, 5, custom.len() as u64);
+        let mut cbor = Writer::new();
+        cbor.map(custom.len());
         for (k, v) in custom {
-            cbor.extend_from_slice(k);
-            cbor.extend_from_slice(v);
+            cbor.raw(k);
+            cbor.raw(v);
         }
-        Attributes::from_cbor(&cbor)
+        Attributes::from_cbor(cbor.as_slice())
     });
     Ok(Object {
         name,

@@ -9,8 +9,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::{Item, Key, Level, Skim};
-use crate::cbor::{Value, encode, encode_head};
+use crate::cbor::Writer;
 use crate::error::{Error, err};
+use ciborium_ll::Header;
 
 /// Where the streamed header goes.
 pub(crate) trait HeaderSink {
@@ -359,8 +360,8 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<MetaResult, A::Error> {
         let inner = self.level.enter()?;
-        // The map's head goes in front once the entries are counted: 9 bytes kept free.
-        let mut body = vec![0u8; 9];
+        // The map's head goes in front once the entries are counted.
+        let mut body = Writer::new();
         // (start, length) of each key's text in `body`, to find repeated keys at the end
         // (a set of the keys would cost several times their bytes).
         let mut keys: Vec<(u32, u32)> = Vec::new();
@@ -382,14 +383,13 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
                     ));
                 }
                 Item::Text(v) => {
-                    encode_head(&mut body, 3, key.len() as u64);
+                    body.head(Header::Text(Some(key.len())));
                     keys.push((body.len() as u32, key.len() as u32));
-                    body.extend_from_slice(key.as_bytes());
+                    body.raw(key.as_bytes());
                     if keys.len() == 1 && key == "$bytes" {
                         bytes_hex = Some(v.to_ascii_lowercase());
                     }
-                    encode_head(&mut body, 3, v.len() as u64);
-                    body.extend_from_slice(v.as_bytes());
+                    body.text(&v);
                 }
                 other => {
                     bad = Some(err!(
@@ -404,7 +404,7 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
         if let Some(e) = bad {
             return Ok(Err(e));
         }
-        let text = |k: (u32, u32)| &body[k.0 as usize..(k.0 + k.1) as usize];
+        let text = |k: (u32, u32)| &body.as_slice()[k.0 as usize..(k.0 + k.1) as usize];
         keys.sort_unstable_by(|a, b| text(*a).cmp(text(*b)));
         if let Some(w) = keys.windows(2).find(|w| text(w[0]) == text(w[1])) {
             let key = String::from_utf8_lossy(text(w[0]));
@@ -417,17 +417,12 @@ impl<'de> Visitor<'de> for Metadata<'_, '_> {
             && let Some(hex) = bytes_hex
                 .filter(|h| h.len().is_multiple_of(2) && h.bytes().all(|b| b.is_ascii_hexdigit()))
         {
-            body.truncate(9);
-            encode(&Value::Text("$bytes".into()), &mut body);
-            encode(&Value::Text(hex), &mut body);
+            body.clear();
+            body.text("$bytes");
+            body.text(&hex);
         }
-        let mut head = Vec::with_capacity(9);
-        encode_head(&mut head, 5, keys.len() as u64);
-        drop(keys);
-        let skip = 9 - head.len();
-        body[skip..9].copy_from_slice(&head);
-        body.drain(..skip);
-        Ok(Ok(Some(body)))
+        body.insert_head(0, Header::Map(Some(keys.len())));
+        Ok(Ok(Some(body.into_bytes())))
     }
     fn visit_unit<E: de::Error>(self) -> std::result::Result<MetaResult, E> {
         Ok(Ok(None))
