@@ -303,16 +303,49 @@ struct Info<'d> {
     offset: u64,
 }
 
-/// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
-/// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
-/// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
 /// True for the first bytes of a GGUF file.
 pub(crate) fn detect(head: &[u8]) -> bool {
     head.starts_with(b"GGUF")
 }
 
+/// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
+/// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
+/// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let mut input = Input::new(read, size, limits)?;
+    let (version, tensor_count, kv_count) = header(&mut input, size)?;
+    let kv = key_values(&mut input, kv_count, limits)?;
+    let mut objects = tensor_infos(&mut input, tensor_count, kv.alignment, limits)?;
+    let data_start = input
+        .pos
+        .checked_next_multiple_of(kv.alignment)
+        .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
+    drop(input);
+    place(&mut objects, data_start, size)?;
+
+    let version = if version == 2 { "2" } else { "3" };
+    // The data section starts aligned and every offset in it is aligned: so is every
+    // absolute offset.
+    let traits = Traits {
+        blob_alignment: kv.alignment,
+        ..super::UNALIGNED
+    };
+    let mut model = Model::new(Container::Gguf, traits, version, kv.attributes, objects)?;
+    model.data_offset = data_start;
+    model.split = match kv.split {
+        [None, None, None] => None,
+        [Some(no), Some(count), tensors] => Some(Split { no, count, tensors }),
+        _ => bail!(
+            Format,
+            "GGUF split keys are incomplete: a split needs both split.no and split.count"
+        ),
+    };
+    Ok((model, size))
+}
+
+/// The fixed header: magic, version (2 or 3), tensor count and key/value count, the
+/// counts bounded by what the file can hold.
+fn header(input: &mut Input<'_, '_>, size: u64) -> Result<(u32, u64, u64)> {
     input.take(4, &"magic")?;
     let version = input.u32(&"version")?;
     match version {
@@ -356,10 +389,23 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             size
         );
     }
-    let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
+    Ok((version, tensor_count, kv_count))
+}
 
+/// What the key/values make: the file attributes (with their widths), the data
+/// section's alignment, and llama.cpp's split keys (`split_key`).
+struct KeyValues {
+    attributes: Option<Attributes>,
+    alignment: u64,
+    split: [Option<u64>; 3],
+}
+
+/// Reads the `kv_count` key/values into one CBOR map in file order, refusing a key that
+/// repeats.
+fn key_values(input: &mut Input<'_, '_>, kv_count: u64, limits: &Limits) -> Result<KeyValues> {
+    let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
     let mut attrs = Writer::new();
-    // Bounded by the file's size above.
+    // Bounded by the file's size (`header`).
     attrs.map(kv_count as usize);
     // Where each key's CBOR text starts in `attrs`, and its file offset: repeated keys
     // are found by sorting these at the end (a set of the keys would cost several times
@@ -391,30 +437,12 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         keys.push((attrs.len(), at));
         attrs.text(&key);
         if key == "general.alignment" {
-            if ty != T_U32 {
-                bail!(
-                    Format,
-                    "GGUF general.alignment must be of type uint32 (4), not type {ty}"
-                );
-            }
-            let a = input.u32(&"general.alignment")?;
-            if a == 0 || !a.is_power_of_two() {
-                bail!(Format, "GGUF general.alignment is {a}, not a power of two");
-            }
-            alignment = u64::from(a);
+            alignment = general_alignment(input, ty)?;
             attrs.uint(alignment);
             widths.push(width_code(T_U32));
         } else {
             let start = attrs.len();
-            value(
-                &mut input,
-                ty,
-                1,
-                max_depth,
-                &key,
-                &mut attrs,
-                Some(&mut widths),
-            )?;
+            value(input, ty, 1, max_depth, &key, &mut attrs, Some(&mut widths))?;
             if key.starts_with("split.") {
                 split_key(&key, &attrs.as_slice()[start..], &mut split)?;
             }
@@ -431,13 +459,44 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         );
     }
     drop(keys);
-    let attributes = Some(Attributes::from_vec_with_widths(attrs.into_bytes(), widths));
+    Ok(KeyValues {
+        attributes: Some(Attributes::from_vec_with_widths(attrs.into_bytes(), widths)),
+        alignment,
+        split,
+    })
+}
 
-    // Objects are built as the infos are read (offsets still relative to the data
-    // section, which starts after the last info), grown by what was read: a count the
-    // file can hold may still be absurd for memory. Names sit side by side in an arena.
-    // An info that can't become an object is reported once the infos are all read, as
-    // a truncation later in them is.
+/// The text of the key `attrs` holds at `start` (as `Writer::text` wrote it).
+fn key_at(attrs: &Writer, start: usize) -> Option<&[u8]> {
+    string_body(&attrs.as_slice()[start..])
+}
+
+/// `general.alignment` (of type `ty`): a uint32 power of two.
+fn general_alignment(input: &mut Input<'_, '_>, ty: u32) -> Result<u64> {
+    if ty != T_U32 {
+        bail!(
+            Format,
+            "GGUF general.alignment must be of type uint32 (4), not type {ty}"
+        );
+    }
+    let a = input.u32(&"general.alignment")?;
+    if a == 0 || !a.is_power_of_two() {
+        bail!(Format, "GGUF general.alignment is {a}, not a power of two");
+    }
+    Ok(u64::from(a))
+}
+
+/// Reads the `tensor_count` tensor infos into objects, built as the infos are read
+/// (offsets still relative to the data section, which starts after the last info), grown
+/// by what was read: a count the file can hold may still be absurd for memory. Names sit
+/// side by side in an arena. An info that can't become an object is reported once the
+/// infos are all read, as a truncation later in them is.
+fn tensor_infos(
+    input: &mut Input<'_, '_>,
+    tensor_count: u64,
+    alignment: u64,
+    limits: &Limits,
+) -> Result<Vec<Object>> {
     let mut build = Build::new()?;
     let mut objects = Vec::new();
     let mut deferred = None;
@@ -485,39 +544,10 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             Err(e) => deferred = Some(e),
         }
     }
-    if let Some(e) = deferred {
-        return Err(e);
+    match deferred {
+        Some(e) => Err(e),
+        None => Ok(objects),
     }
-    let data_start = input
-        .pos
-        .checked_next_multiple_of(alignment)
-        .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
-    drop(input);
-    place(&mut objects, data_start, size)?;
-
-    let version = if version == 2 { "2" } else { "3" };
-    // The data section starts aligned and every offset in it is aligned: so is every
-    // absolute offset.
-    let traits = Traits {
-        blob_alignment: alignment,
-        ..super::UNALIGNED
-    };
-    let mut model = Model::new(Container::Gguf, traits, version, attributes, objects)?;
-    model.data_offset = data_start;
-    model.split = match split {
-        [None, None, None] => None,
-        [Some(no), Some(count), tensors] => Some(Split { no, count, tensors }),
-        _ => bail!(
-            Format,
-            "GGUF split keys are incomplete: a split needs both split.no and split.count"
-        ),
-    };
-    Ok((model, size))
-}
-
-/// The text of the key `attrs` holds at `start` (as `Writer::text` wrote it).
-fn key_at(attrs: &Writer, start: usize) -> Option<&[u8]> {
-    string_body(&attrs.as_slice()[start..])
 }
 
 /// Records one of llama.cpp's split keys (`split.no`, `split.count`,
