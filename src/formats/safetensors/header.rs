@@ -1,11 +1,10 @@
-//! The safetensors header turned into objects: `State`, the sink the streamed header
-//! (`json::safetensors`) hands each entry and the metadata to, and the one function that
-//! turns an entry into an object.
+//! The safetensors header turned into objects: `State`, where the streamed header
+//! (`stream`) puts each entry and the metadata, the entry's fields as read (`Entry`), and
+//! the one function that turns an entry into an object.
 
 use crate::dtype::dense_byte_size;
 use crate::error::{Result, bail, err};
 use crate::json::Item;
-use crate::json::safetensors::{Dims, Entry, HeaderSink};
 use crate::limits::Limits;
 use crate::model::{Attributes, CText, Component, Components, Object, TextArena, check_name_text};
 
@@ -24,19 +23,19 @@ pub(super) struct State<'l> {
     pub(super) error: Option<crate::error::Error>,
 }
 
-impl HeaderSink for State<'_> {
-    fn failed(&self) -> bool {
-        self.error.is_some()
-    }
-    fn fail(&mut self, e: crate::error::Error) {
+impl State<'_> {
+    /// Records an error in what the header says (the first one is kept).
+    pub(super) fn fail(&mut self, e: crate::error::Error) {
         if self.error.is_none() {
             self.error = Some(e);
         }
     }
-    fn metadata(&mut self, map: Option<Vec<u8>>) {
+    /// `__metadata__`: the bytes of a CBOR map of text, or None for `null`.
+    pub(super) fn metadata(&mut self, map: Option<Vec<u8>>) {
         self.attributes = map.map(Attributes::from_vec);
     }
-    fn entry(&mut self, name: &str, entry: Entry<'_>) {
+    /// One tensor entry, in header order.
+    pub(super) fn entry(&mut self, name: &str, entry: Entry<'_>) {
         match tensor(name, entry, self)
             .map_err(|e| e.context(format!("safetensors tensor '{name}'")))
         {
@@ -44,6 +43,28 @@ impl HeaderSink for State<'_> {
             Err(e) => self.fail(e),
         }
     }
+}
+
+/// A tensor entry's fields as read (each checked by `tensor`, in a fixed order), or the
+/// type of an entry that is not an object.
+pub(super) enum Entry<'de> {
+    Fields {
+        dtype: Option<Item<'de>>,
+        shape: Option<std::result::Result<Dims, &'static str>>,
+        offsets: Option<std::result::Result<Dims, &'static str>>,
+        /// The first key met twice.
+        repeated: Option<&'static str>,
+    },
+    NotObject(&'static str),
+}
+
+/// A shape or data_offsets array as skimmed: how many items, the first ones that are
+/// unsigned (up to the most any rank limit lets through), and the type of the first item
+/// that is not an unsigned integer.
+pub(super) struct Dims {
+    pub(super) count: usize,
+    pub(super) items: Vec<u64>,
+    pub(super) bad: Option<&'static str>,
 }
 
 /// Texts shared by every object, allocated once.

@@ -22,9 +22,9 @@
 //!   `Unsupported`, naming the dtype and the tensor.
 
 mod header;
+mod stream;
 
 use header::{Names, State};
-use serde::de::Deserializer;
 
 use crate::dtype::DType;
 use crate::error::{ErrorKind, Result, bail, err};
@@ -129,10 +129,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     // The header is streamed straight into objects: no JSON tree is built, so memory is
     // the objects' (and the header's own pages), whatever the header holds.
     let parsed = json::stream(text, depth, |level, de| {
-        de.deserialize_any(json::safetensors::Root {
-            level,
-            sink: &mut state,
-        })
+        stream::header(level, de, &mut state)
     });
     parsed.map_err(|e| {
         let kind = if e.message.starts_with("nesting deeper") {
