@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::device::{CDevice, free_handle, handle_ref, read_options, zt_device};
+use super::device::{CDevice, read_options, zt_device};
+use super::handles::{self, Boxed, Handle, reader, zt_reader};
 use super::objects::find_component;
-use super::open::{reader, zt_reader};
 use super::{guard, need_dtype, need_out, put, zt_status};
 use crate::error::{Error, Result, bail};
 use crate::load::{Destination, LoadEvents, Loader, LoaderOptions, Request, Slice};
@@ -22,6 +22,12 @@ pub struct zt_loader {
     >,
     on_progress: Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64)>,
     user: *mut c_void,
+}
+
+impl Handle for zt_loader {
+    const NAME: &'static str = "loader";
+    type Owned = Boxed;
+    type Target = zt_loader;
 }
 
 // SAFETY: `user` is the caller's, passed back to its callbacks on the loader's threads, as
@@ -223,12 +229,12 @@ pub unsafe extern "C" fn zt_loader_create_with(
         };
         put(
             out,
-            Box::into_raw(Box::new(zt_loader {
+            handles::give(zt_loader {
                 loader,
                 on_complete: o.and_then(|o| o.on_complete),
                 on_progress: o.and_then(|o| o.on_progress),
                 user: o.map_or(std::ptr::null_mut(), |o| o.user),
-            })),
+            }),
         );
         Ok(())
     })
@@ -239,11 +245,11 @@ pub unsafe extern "C" fn zt_loader_create_with(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_loader_free(loader: *mut zt_loader) {
     // SAFETY: a handle of zt_loader_create*, freed once, idle, per the contract.
-    unsafe { free_handle(loader) }
+    unsafe { handles::free(loader) }
 }
 
 fn loader_of<'l>(loader: *const zt_loader) -> Result<&'l zt_loader> {
-    handle_ref(loader, "loader")
+    handles::get(loader)
 }
 
 /// The C callbacks as `LoadEvents`, with request indices mapped back to the caller's.
