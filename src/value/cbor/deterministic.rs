@@ -182,47 +182,7 @@ fn walk(input: &[u8], max_depth: usize, profile: Profile) -> Result<(), DetError
             top.key_start = pull.pos;
         }
         let start = pull.pos;
-        let header = pull.head().map_err(|_| bad_head(input, start))?;
-        shortest(input, start, pull.pos, header)?;
-        // The items of a container that starts here, and whether it is a map.
-        let mut container: Option<(u64, bool)> = None;
-        match header {
-            Header::Positive(_) | Header::Negative(_) | Header::Float(_) => {}
-            Header::Simple(20..=22) => {}
-            Header::Simple(23) if v2 => {
-                return fail(DetRule::Syntax, start, "undefined is not permitted");
-            }
-            Header::Simple(_) if v2 => {
-                return fail(DetRule::Syntax, start, "simple values are not permitted");
-            }
-            Header::Simple(_) => {}
-            Header::Break => return fail(DetRule::Syntax, start, "unexpected break"),
-            Header::Bytes(None) | Header::Text(None) | Header::Array(None) | Header::Map(None) => {
-                return fail(
-                    DetRule::Syntax,
-                    start,
-                    "indefinite lengths are not permitted",
-                );
-            }
-            Header::Bytes(Some(len)) | Header::Text(Some(len)) => {
-                if len > pull.remaining() {
-                    return Err(short(start, "a string"));
-                }
-                if pull.chunk(matches!(header, Header::Text(_)), len).is_err() {
-                    return fail(DetRule::Syntax, start, "invalid UTF-8 in text");
-                }
-            }
-            Header::Array(Some(n)) | Header::Map(Some(n)) => {
-                let map = matches!(header, Header::Map(_));
-                let per = if map { 2 } else { 1 };
-                if pull.declared(Some(n), per).is_err() {
-                    return Err(short(start, "a container's items"));
-                }
-                container = Some((n as u64 * per, map));
-            }
-            Header::Tag(_) if v2 => return fail(DetRule::Syntax, start, "tags are not permitted"),
-            Header::Tag(_) => container = Some((1, false)),
-        }
+        let container = item(&mut pull, start, v2)?;
         let pos = pull.pos;
         // An item (its head, at least) has been read: a key's end is known now.
         if v2
@@ -252,30 +212,85 @@ fn walk(input: &[u8], max_depth: usize, profile: Profile) -> Result<(), DetError
                 continue;
             }
         }
-        // Close every container this item completed.
-        loop {
-            let Some(top) = stack.last_mut() else {
-                if pos != input.len() {
-                    return fail(DetRule::Syntax, pos, "bytes after the item");
-                }
-                return Ok(());
-            };
-            top.left -= 1;
-            if top.map {
-                top.at_key = !top.at_key;
+        if close(input, &mut stack, pos, v2)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads the item at `start`: its head, in the shortest form, and a string's body. For a
+/// container, the items it holds (a map's keys and values both) and whether it is a map.
+#[inline(always)]
+fn item(pull: &mut Pull<'_>, start: usize, v2: bool) -> Result<Option<(u64, bool)>, DetError> {
+    let input = pull.input;
+    let header = pull.head().map_err(|_| bad_head(input, start))?;
+    shortest(input, start, pull.pos, header)?;
+    match header {
+        Header::Positive(_) | Header::Negative(_) | Header::Float(_) => {}
+        Header::Simple(20..=22) => {}
+        Header::Simple(23) if v2 => {
+            return fail(DetRule::Syntax, start, "undefined is not permitted");
+        }
+        Header::Simple(_) if v2 => {
+            return fail(DetRule::Syntax, start, "simple values are not permitted");
+        }
+        Header::Simple(_) => {}
+        Header::Break => return fail(DetRule::Syntax, start, "unexpected break"),
+        Header::Bytes(None) | Header::Text(None) | Header::Array(None) | Header::Map(None) => {
+            return fail(
+                DetRule::Syntax,
+                start,
+                "indefinite lengths are not permitted",
+            );
+        }
+        Header::Bytes(Some(len)) | Header::Text(Some(len)) => {
+            if len > pull.remaining() {
+                return Err(short(start, "a string"));
             }
-            if top.left > 0 {
-                break;
+            if pull.chunk(matches!(header, Header::Text(_)), len).is_err() {
+                return fail(DetRule::Syntax, start, "invalid UTF-8 in text");
             }
-            stack.pop();
-            // The container just closed may itself have been a key of its parent.
-            if v2
-                && let Some(parent) = stack.last_mut()
-                && parent.map
-                && parent.at_key
-            {
-                key_done(input, parent, pos)?;
+        }
+        Header::Array(Some(n)) | Header::Map(Some(n)) => {
+            let map = matches!(header, Header::Map(_));
+            let per = if map { 2 } else { 1 };
+            if pull.declared(Some(n), per).is_err() {
+                return Err(short(start, "a container's items"));
             }
+            return Ok(Some((n as u64 * per, map)));
+        }
+        Header::Tag(_) if v2 => return fail(DetRule::Syntax, start, "tags are not permitted"),
+        Header::Tag(_) => return Ok(Some((1, false))),
+    }
+    Ok(None)
+}
+
+/// Closes every container the item that ended at `pos` completed; true when that was
+/// the whole input.
+#[inline(always)]
+fn close(input: &[u8], stack: &mut Vec<Open>, pos: usize, v2: bool) -> Result<bool, DetError> {
+    loop {
+        let Some(top) = stack.last_mut() else {
+            if pos != input.len() {
+                return fail(DetRule::Syntax, pos, "bytes after the item");
+            }
+            return Ok(true);
+        };
+        top.left -= 1;
+        if top.map {
+            top.at_key = !top.at_key;
+        }
+        if top.left > 0 {
+            return Ok(false);
+        }
+        stack.pop();
+        // The container just closed may itself have been a key of its parent.
+        if v2
+            && let Some(parent) = stack.last_mut()
+            && parent.map
+            && parent.at_key
+        {
+            key_done(input, parent, pos)?;
         }
     }
 }
