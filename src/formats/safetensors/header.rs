@@ -114,7 +114,6 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
     if let Some(key) = repeated {
         bail!(Format, "the entry has the key '{key}' more than once");
     }
-    let missing = |key: &str| err!(Format, "the entry lacks the required key '{key}'");
     let dtype = match dtype.ok_or_else(|| missing("dtype"))? {
         Item::Text(t) => t,
         other => bail!(
@@ -125,43 +124,8 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
     };
     let dtype = dtype.as_ref();
     let (storage, logical) = dtype_of(dtype)?;
-    let dims = match shape.ok_or_else(|| missing("shape"))? {
-        Ok(d) => d,
-        Err(type_name) => bail!(Format, "'shape' must be an array, not {type_name}"),
-    };
-    if dims.count > limits.max_rank {
-        bail!(
-            Limit,
-            "shape has {} dimensions, over the limit of {}",
-            dims.count,
-            limits.max_rank
-        );
-    }
-    if let Some(type_name) = dims.bad {
-        bail!(
-            Format,
-            "a shape dimension must be a non-negative integer, not {type_name}"
-        );
-    }
-    let shape = dims.items;
-    let offsets = offsets.ok_or_else(|| missing("data_offsets"))?;
-    let (begin, end) = match offsets {
-        Ok(Dims {
-            count: 2,
-            items,
-            bad: None,
-        }) => (items[0], items[1]),
-        Ok(Dims { count: 2, .. }) => {
-            bail!(Format, "'data_offsets' must be two non-negative integers")
-        }
-        _ => bail!(
-            Format,
-            "'data_offsets' must be an array of two integers [begin, end]"
-        ),
-    };
-    if begin > end {
-        bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
-    }
+    let shape = shape_of(shape, limits)?;
+    let (begin, end) = offsets_of(offsets)?;
     let length = end - begin;
     let expected = dense_byte_size(&shape, storage, logical).ok_or_else(|| match logical {
         Some(t) if crate::dtype::numel(&shape).is_some() => err!(
@@ -204,4 +168,53 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
         attributes: None,
         components: Components::One(component),
     })
+}
+
+fn missing(key: &str) -> crate::error::Error {
+    err!(Format, "the entry lacks the required key '{key}'")
+}
+
+/// An entry's `shape`: an array of non-negative integers, no longer than the rank limit.
+fn shape_of(shape: Option<std::result::Result<Dims, &str>>, limits: &Limits) -> Result<Vec<u64>> {
+    let dims = match shape.ok_or_else(|| missing("shape"))? {
+        Ok(d) => d,
+        Err(type_name) => bail!(Format, "'shape' must be an array, not {type_name}"),
+    };
+    if dims.count > limits.max_rank {
+        bail!(
+            Limit,
+            "shape has {} dimensions, over the limit of {}",
+            dims.count,
+            limits.max_rank
+        );
+    }
+    if let Some(type_name) = dims.bad {
+        bail!(
+            Format,
+            "a shape dimension must be a non-negative integer, not {type_name}"
+        );
+    }
+    Ok(dims.items)
+}
+
+/// An entry's `data_offsets`: [begin, end], begin not after end.
+fn offsets_of(offsets: Option<std::result::Result<Dims, &str>>) -> Result<(u64, u64)> {
+    let (begin, end) = match offsets.ok_or_else(|| missing("data_offsets"))? {
+        Ok(Dims {
+            count: 2,
+            items,
+            bad: None,
+        }) => (items[0], items[1]),
+        Ok(Dims { count: 2, .. }) => {
+            bail!(Format, "'data_offsets' must be two non-negative integers")
+        }
+        _ => bail!(
+            Format,
+            "'data_offsets' must be an array of two integers [begin, end]"
+        ),
+    };
+    if begin > end {
+        bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
+    }
+    Ok((begin, end))
 }
