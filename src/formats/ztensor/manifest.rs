@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use crate::cbor::schema::{Keys, Report, Schema};
 use crate::cbor::{DecodeError, Len, Writer};
 use crate::codec::digest;
-use crate::dtype::{check_logical_type, dense_byte_size, parse_v11_dtype};
+use crate::dtype::{DType, check_logical_type, dense_byte_size, parse_v11_dtype};
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
@@ -414,37 +414,10 @@ fn parse_component(
     }
     let missing = |k: &str| err!(Format, "a component lacks the required key '{k}'");
     let dtype_name = dtype_name.ok_or_else(|| missing("dtype"))?;
-    let (dtype, implied_type) =
-        parse_v11_dtype(&dtype_name).ok_or_else(|| err!(Format, "unknown dtype '{dtype_name}'"))?;
-    let logical_type = match (ty, implied_type) {
-        (Some(t), Some(implied)) if t != implied => {
-            bail!(
-                Format,
-                "dtype '{dtype_name}' implies type '{implied}', but type is '{t}'"
-            )
-        }
-        (Some(t), _) => Some(t),
-        (None, implied) => implied.map(Cow::Borrowed),
-    };
-    check_logical_type(dtype, logical_type.as_deref())?;
+    let (dtype, logical_type) = component_types(&dtype_name, ty)?;
     let offset = offset.ok_or_else(|| missing("offset"))?;
     let length = length.ok_or_else(|| missing("length"))?;
-    let encoding = match encoding.as_deref() {
-        None | Some("raw") => Encoding::Raw,
-        Some("zstd") => Encoding::Zstd,
-        Some(other) => bail!(Unsupported, "encoding '{other}' is not supported"),
-    };
-    let (decoded_length, unknown) = match (encoding, stated) {
-        (Encoding::Raw, Some(n)) if n != length => {
-            bail!(
-                Format,
-                "raw component of length {length} states uncompressed_length {n}"
-            )
-        }
-        (Encoding::Raw | Encoding::Pipeline, _) => (length, false),
-        (Encoding::Zstd, Some(n)) => (n, false),
-        (Encoding::Zstd, None) => (0, true),
-    };
+    let (encoding, decoded_length, unknown) = component_sizes(encoding.as_deref(), length, stated)?;
     let digest = match digest {
         Some(d) => {
             digest::check_syntax(&d, TRAITS.digest_kinds)?;
@@ -471,6 +444,56 @@ fn parse_component(
         steps: Default::default(),
     };
     Ok((component, unknown))
+}
+
+/// A component's storage dtype (v1.2 and v1.1 names) and logical type: its `type`, or
+/// the one a v1.1 dtype name implies (they must agree when both are given).
+#[inline]
+fn component_types<'a>(
+    dtype_name: &str,
+    ty: Option<Cow<'a, str>>,
+) -> Result<(DType, Option<Cow<'a, str>>)> {
+    let (dtype, implied_type) =
+        parse_v11_dtype(dtype_name).ok_or_else(|| err!(Format, "unknown dtype '{dtype_name}'"))?;
+    let logical_type = match (ty, implied_type) {
+        (Some(t), Some(implied)) if t != implied => {
+            bail!(
+                Format,
+                "dtype '{dtype_name}' implies type '{implied}', but type is '{t}'"
+            )
+        }
+        (Some(t), _) => Some(t),
+        (None, implied) => implied.map(Cow::Borrowed),
+    };
+    check_logical_type(dtype, logical_type.as_deref())?;
+    Ok((dtype, logical_type))
+}
+
+/// A component's encoding and decoded length (`stated`: its uncompressed_length), and
+/// whether that length is still unknown (a v1.1 zstd component that omits it).
+#[inline]
+fn component_sizes(
+    encoding: Option<&str>,
+    length: u64,
+    stated: Option<u64>,
+) -> Result<(Encoding, u64, bool)> {
+    let encoding = match encoding {
+        None | Some("raw") => Encoding::Raw,
+        Some("zstd") => Encoding::Zstd,
+        Some(other) => bail!(Unsupported, "encoding '{other}' is not supported"),
+    };
+    let (decoded_length, unknown) = match (encoding, stated) {
+        (Encoding::Raw, Some(n)) if n != length => {
+            bail!(
+                Format,
+                "raw component of length {length} states uncompressed_length {n}"
+            )
+        }
+        (Encoding::Raw | Encoding::Pipeline, _) => (length, false),
+        (Encoding::Zstd, Some(n)) => (n, false),
+        (Encoding::Zstd, None) => (0, true),
+    };
+    Ok((encoding, decoded_length, unknown))
 }
 
 // The manifest is written byte by byte, in the reference writer's key order with defaults
