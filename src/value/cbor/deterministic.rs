@@ -13,7 +13,7 @@
 
 use ciborium_ll::Header;
 
-use super::pull::{Len, Pull};
+use super::pull::{Len, Pull, argument};
 use super::{DecodeError, Value, Writer};
 
 /// Which of the rules of deterministic CBOR an input breaks.
@@ -223,6 +223,36 @@ fn walk(input: &[u8], max_depth: usize, profile: Profile) -> Result<(), DetError
 #[inline(always)]
 fn item(pull: &mut Pull<'_>, start: usize, v2: bool) -> Result<Option<(u64, bool)>, DetError> {
     let input = pull.input;
+    // The head reader's fast path first: an integer, a definite string or container, a
+    // tag, with its argument in the head (what nearly every item of a manifest is).
+    if let Some((major, arg, used)) = argument(input, start) {
+        if used != shortest_len(arg) {
+            return fail(DetRule::Determinism, start, "a head longer than its value");
+        }
+        pull.pos = start + used;
+        return match major {
+            0 | 1 => Ok(None),
+            2 | 3 => {
+                if arg > pull.remaining() as u64 {
+                    return Err(short(start, "a string"));
+                }
+                if pull.chunk(major == 3, arg as usize).is_err() {
+                    return fail(DetRule::Syntax, start, "invalid UTF-8 in text");
+                }
+                Ok(None)
+            }
+            4 | 5 => {
+                let per = u64::from(major - 3);
+                if arg.saturating_mul(per) > pull.remaining() as u64 {
+                    return Err(short(start, "a container's items"));
+                }
+                Ok(Some((arg * per, major == 5)))
+            }
+            _ if v2 => fail(DetRule::Syntax, start, "tags are not permitted"),
+            _ => Ok(Some((1, false))),
+        };
+    }
+    // Floats, simple values, breaks, indefinite lengths, reserved and truncated heads.
     let header = pull.head().map_err(|_| bad_head(input, start))?;
     shortest(input, start, pull.pos, header)?;
     match header {
@@ -296,6 +326,7 @@ fn close(input: &[u8], stack: &mut Vec<Open>, pos: usize, v2: bool) -> Result<bo
 }
 
 /// Records the key that just ended at `end`, refusing it unless it sorts after the last.
+#[inline]
 fn key_done(input: &[u8], top: &mut Open, end: usize) -> Result<(), DetError> {
     let key = (top.key_start, end);
     if let Some((ps, pe)) = top.last_key {
