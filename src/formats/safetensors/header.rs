@@ -170,11 +170,13 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
     })
 }
 
+#[cold]
 fn missing(key: &str) -> crate::error::Error {
     err!(Format, "the entry lacks the required key '{key}'")
 }
 
 /// An entry's `shape`: an array of non-negative integers, no longer than the rank limit.
+#[inline]
 fn shape_of(shape: Option<std::result::Result<Dims, &str>>, limits: &Limits) -> Result<Vec<u64>> {
     let dims = match shape.ok_or_else(|| missing("shape"))? {
         Ok(d) => d,
@@ -198,6 +200,7 @@ fn shape_of(shape: Option<std::result::Result<Dims, &str>>, limits: &Limits) -> 
 }
 
 /// An entry's `data_offsets`: [begin, end], begin not after end.
+#[inline]
 fn offsets_of(offsets: Option<std::result::Result<Dims, &str>>) -> Result<(u64, u64)> {
     let (begin, end) = match offsets.ok_or_else(|| missing("data_offsets"))? {
         Ok(Dims {
