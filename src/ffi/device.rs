@@ -6,7 +6,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{guard, guard_value, need_out, put, zt_status};
+use super::handles::{self, Boxed, Handle};
+use super::{guard, need_out, put, zt_status};
 use crate::error::{Error, Result, bail, err};
 use crate::load::cuda::{Cuda, CudaOptions};
 use crate::load::{Device, Event};
@@ -165,25 +166,6 @@ pub(super) unsafe fn read_versioned<T: Copy>(ptr: *const T, what: &str) -> Resul
     // SAFETY: T starts with its u32 size (the caller's promise).
     unsafe { (&raw mut out).cast::<u32>().write_unaligned(n as u32) };
     Ok(out)
-}
-
-/// Frees a handle of `Box::into_raw` inside the panic boundary; NULL is fine.
-///
-/// # Safety
-/// `handle` is NULL or a live handle made by `Box::into_raw`, freed once, not in use.
-pub(super) unsafe fn free_handle<T>(handle: *mut T) {
-    guard_value((), || {
-        if !handle.is_null() {
-            // SAFETY: per the function's contract.
-            drop(unsafe { Box::from_raw(handle) });
-        }
-    })
-}
-
-/// The handle behind `handle`, or `InvalidArgument` "`what` is NULL".
-pub(super) fn handle_ref<'h, T>(handle: *const T, what: &str) -> Result<&'h T> {
-    // SAFETY: NULL or a live handle, per the contract of every function taking one.
-    unsafe { handle.as_ref() }.ok_or_else(|| err!(InvalidArgument, "{what} is NULL"))
 }
 
 /// A `zt_device` as a `Device`.
@@ -438,6 +420,12 @@ pub struct zt_cuda {
     cuda: Arc<Cuda>,
 }
 
+impl Handle for zt_cuda {
+    const NAME: &'static str = "cuda";
+    type Owned = Boxed;
+    type Target = zt_cuda;
+}
+
 /// Options of `zt_cuda_create_with`; zero-filled or NULL for the defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -488,9 +476,9 @@ pub unsafe extern "C" fn zt_cuda_create_with(
         })?;
         put(
             out,
-            Box::into_raw(Box::new(zt_cuda {
+            handles::give(zt_cuda {
                 cuda: Arc::new(cuda),
-            })),
+            }),
         );
         Ok(())
     })
@@ -501,11 +489,11 @@ pub unsafe extern "C" fn zt_cuda_create_with(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_cuda_free(cuda: *mut zt_cuda) {
     // SAFETY: a handle of zt_cuda_create*, freed once, per the contract.
-    unsafe { free_handle(cuda) }
+    unsafe { handles::free(cuda) }
 }
 
 fn cuda_of<'c>(cuda: *const zt_cuda) -> Result<&'c Cuda> {
-    handle_ref(cuda, "cuda").map(|c| c.cuda.as_ref())
+    handles::get(cuda).map(|c| c.cuda.as_ref())
 }
 
 /// Fills `*out` with the backend's callbacks (pinned memory, copies on its stream,
@@ -518,7 +506,7 @@ pub unsafe extern "C" fn zt_cuda_get_device(
     out: *mut zt_device,
 ) -> zt_status {
     guard(|| {
-        handle_ref(cuda, "cuda")?;
+        handles::get(cuda)?;
         need_out(out, "out")?;
         put(out, cuda_callbacks(cuda.cast_mut().cast()));
         Ok(())

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::device::{CDevice, handle_ref, own_cuda, read_options, zt_device};
+use super::device::{CDevice, own_cuda, read_options, zt_device};
+use super::handles::{self, Boxed, Handle, reader, zt_reader};
 use super::objects::find_component;
-use super::open::{reader, zt_reader};
 use super::{guard, need_dtype, need_out, put, zt_status};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail};
@@ -31,6 +31,23 @@ struct Shared {
     >,
     on_progress: Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64)>,
     user: *mut c_void,
+}
+
+impl Handle for zt_loader {
+    const NAME: &'static str = "loader";
+    type Owned = Boxed;
+    type Target = zt_loader;
+}
+
+impl Drop for zt_loader {
+    fn drop(&mut self) {
+        // Outside its loads, a free waits for the loads running (or queued) on it; from
+        // inside one (a callback on this thread), that load's own reference keeps the
+        // loader until it returns.
+        if !self.shared.loader.inside_on_this_thread() {
+            self.shared.loader.wait_idle();
+        }
+    }
 }
 
 // SAFETY: `user` is the caller's, passed back to its callbacks on the loader's threads, as
@@ -283,14 +300,14 @@ pub unsafe extern "C" fn zt_loader_create_with(
         };
         put(
             out,
-            Box::into_raw(Box::new(zt_loader {
+            handles::give(zt_loader {
                 shared: Arc::new(Shared {
                     loader,
                     on_complete: o.and_then(|o| o.on_complete),
                     on_progress: o.and_then(|o| o.on_progress),
                     user: o.map_or(std::ptr::null_mut(), |o| o.user),
                 }),
-            })),
+            }),
         );
         Ok(())
     })
@@ -315,22 +332,13 @@ fn device_of(device: *const zt_device) -> Result<Arc<dyn Device>> {
 /// returns.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_loader_free(loader: *mut zt_loader) {
-    super::guard_value((), || {
-        if loader.is_null() {
-            return;
-        }
-        // SAFETY: a handle of zt_loader_create*, freed once, per the contract.
-        let handle = unsafe { Box::from_raw(loader) };
-        if !handle.shared.loader.inside_on_this_thread() {
-            handle.shared.loader.wait_idle();
-        }
-        // From inside a load, the load's own reference keeps it until the load returns.
-        drop(handle);
-    })
+    // SAFETY: a handle of zt_loader_create*, freed once, per the contract; `Drop for
+    // zt_loader` waits for the loads that still run on it.
+    unsafe { handles::free(loader) }
 }
 
 fn loader_of<'l>(loader: *const zt_loader) -> Result<&'l zt_loader> {
-    handle_ref(loader, "loader")
+    handles::get(loader)
 }
 
 /// The C callbacks as `LoadEvents`, with request indices mapped back to the caller's.
