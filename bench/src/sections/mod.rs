@@ -6,6 +6,7 @@ pub mod batch;
 pub mod cold;
 pub mod convert;
 pub mod dequant;
+pub mod host_cold;
 pub mod list;
 pub mod load;
 pub mod memory;
