@@ -28,7 +28,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::Writer;
-use super::output::temp_name;
+use super::output::{Writeback, temp_name};
 use crate::dtype::{DType, numel};
 use crate::error::{Error, Result, bail, err};
 use crate::model::{Attributes, Encoding, Object};
@@ -762,7 +762,16 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
         }
         pos = (pos + len).next_multiple_of(alignment);
     }
-    let mut synced = 0u64;
+    // A durable file gets to disk as the copy goes, by the same mechanism as a zTensor
+    // file's (`Writeback`): preallocated whole (its size is known now), each chunk's
+    // writeback started when copied, and waited for some way behind.
+    let mut writeback = match writeback {
+        true => file.try_clone().ok().map(Writeback::new),
+        false => None,
+    };
+    if let Some(wb) = &mut writeback {
+        wb.preallocate(pos);
+    }
     // Small pieces (many small tensors in an order the spool doesn't hold them in) are
     // gathered into one buffer with `pread` and written with one `pwrite` a few MiB at a
     // time: a copy_file_range each costs more than the bytes it moves. Large ones are
@@ -797,19 +806,14 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
             copy_range(s.spool, src, &file, dst, len)
                 .map_err(|e| io("copying the tensors", e))?;
         }
-        let end = dst + len;
-        if writeback && end - synced >= 32 << 20 {
-            flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
-            // SAFETY: our descriptor; only starts writeback of these pages.
-            unsafe {
-                libc::sync_file_range(
-                    file.as_raw_fd(),
-                    synced as libc::off64_t,
-                    (end - synced) as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
-            synced = end;
+        if let Some(wb) = &mut writeback {
+            // Staged bytes are not in the file yet: only what precedes them is.
+            let flushed = if stage.is_empty() {
+                dst + len
+            } else {
+                stage_at
+            };
+            wb.written(flushed);
         }
     }
     flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;

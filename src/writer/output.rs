@@ -124,7 +124,20 @@ impl Writeback {
 
     /// Called with the bytes written so far (some may still sit in the writer's buffer).
     fn advance(&mut self, written: u64) {
-        let flushed = written.saturating_sub(BUFFER as u64);
+        self.written(written.saturating_sub(BUFFER as u64));
+    }
+
+    /// Preallocates `[0, len)` at once: for a writer that knows the file's size before
+    /// it writes (an assembled safetensors or GGUF file).
+    pub(super) fn preallocate(&mut self, len: u64) {
+        if let Ok(len) = usize::try_from(len) {
+            self.before(0, len);
+        }
+    }
+
+    /// Called with the bytes surely in the file (out of every buffer of the writer's):
+    /// starts their writeback a chunk at a time, and waits for those `BEHIND` back.
+    pub(super) fn written(&mut self, flushed: u64) {
         if flushed < self.started + Self::CHUNK {
             return;
         }
