@@ -297,6 +297,18 @@ fn convert_on(
     crate::pool::map(pieces, workers, one);
 }
 
+/// Dequantizes whole blocks of `t` (`quant::dequantize_with`), f16 and bf16 outputs
+/// narrowed by this module's kernels (`store_f32`).
+pub(crate) fn dequantize(
+    t: &BlockType,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+    workers: impl FnOnce() -> usize,
+) -> Result<()> {
+    crate::quant::dequantize_with(t, src, to, dst, workers, store_f32)
+}
+
 /// Writes f32 values as little-endian `to` values (f32, f16 or bf16: the same
 /// conversion as `convert` from f32, rounded to nearest even), on this thread: what
 /// dequantization writes its blocks' values with.

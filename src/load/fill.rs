@@ -147,7 +147,7 @@ fn convert(conv: &Conv<'_>, src: &[u8], out: &mut [u8], large: bool) -> Result<(
             crate::convert::convert_part(from, logical, src, to, out, large);
         }
         // One thread: the loader's tasks are the parallelism.
-        Conv::Dequantize { t, to } => crate::quant::dequantize(t, src, to, out, || 1)?,
+        Conv::Dequantize { t, to } => crate::convert::dequantize(t, src, to, out, || 1)?,
     }
     Ok(())
 }

@@ -377,12 +377,15 @@ const PER_THREAD: usize = 1 << 20;
 /// (f32, f16 or bf16; f16 and bf16 are rounded to nearest even from the f32 values), on
 /// up to `workers()` threads of the pool for large outputs (this one included; asked only
 /// then). `dst` must be exactly the values' size. Allocates only the list of pieces.
-pub(crate) fn dequantize(
+/// `store` writes a chunk of f32 values as `to` (f16 and bf16 outputs go through it):
+/// `convert::dequantize` passes `convert`'s kernels, which sit a layer above this one.
+pub(crate) fn dequantize_with(
     t: &BlockType,
     src: &[u8],
     to: DType,
     dst: &mut [u8],
     workers: impl FnOnce() -> usize,
+    store: Store,
 ) -> Result<()> {
     let kernel = t.dequantizer()?;
     if !matches!(to, DType::F32 | DType::F16 | DType::BF16) {
@@ -408,7 +411,7 @@ pub(crate) fn dequantize(
         1
     };
     if workers == 1 {
-        run(kernel, ts, bs, src, to, dst);
+        run(kernel, ts, bs, src, to, dst, store);
         return Ok(());
     }
     let per = blocks.div_ceil(workers);
@@ -416,13 +419,21 @@ pub(crate) fn dequantize(
         .chunks(per * ts)
         .zip(dst.chunks_mut(per * bs * to.size()))
         .collect();
-    crate::pool::map(pieces, workers, |(s, d)| run(kernel, ts, bs, s, to, d));
+    crate::pool::map(pieces, workers, |(s, d)| run(kernel, ts, bs, s, to, d, store));
     Ok(())
 }
 
 /// One thread's share: straight into `dst` when it is aligned f32, else through a stack
 /// buffer of `CHUNK` values.
-fn run(kernel: Kernel, ts: usize, bs: usize, src: &[u8], to: DType, dst: &mut [u8]) {
+fn run(
+    kernel: Kernel,
+    ts: usize,
+    bs: usize,
+    src: &[u8],
+    to: DType,
+    dst: &mut [u8],
+    store: Store,
+) {
     if to == DType::F32 && cfg!(target_endian = "little") {
         // SAFETY: every bit pattern is a valid f32; align_to_mut only yields aligned,
         // in-bounds middle parts.
@@ -445,10 +456,8 @@ fn run(kernel: Kernel, ts: usize, bs: usize, src: &[u8], to: DType, dst: &mut [u
 }
 
 /// Writes f32 values as little-endian `to` values (f32, f16 or bf16, rounded to nearest
-/// even): `convert`'s kernels.
-fn store(values: &[f32], to: DType, dst: &mut [u8]) {
-    crate::convert::store_f32(values, to, dst);
-}
+/// even): `convert::store_f32`.
+pub(crate) type Store = fn(&[f32], DType, &mut [u8]);
 
 /// The f32 value of IEEE half bits, exactly (subnormals included, NaN payloads kept),
 /// with integer operations only, so a caller's flush-to-zero mode can't change it.
@@ -509,6 +518,17 @@ fn blocks<'a, const TS: usize, const BS: usize>(
 mod tests {
     use super::*;
     use half::{bf16, f16};
+
+    /// What the library calls: `convert`'s stores.
+    fn dequantize(
+        t: &BlockType,
+        src: &[u8],
+        to: DType,
+        dst: &mut [u8],
+        workers: impl FnOnce() -> usize,
+    ) -> Result<()> {
+        crate::convert::dequantize(t, src, to, dst, workers)
+    }
 
     #[test]
     fn the_table_is_in_id_order_with_ggml_sizes() {
