@@ -419,21 +419,15 @@ pub(crate) fn dequantize_with(
         .chunks(per * ts)
         .zip(dst.chunks_mut(per * bs * to.size()))
         .collect();
-    crate::pool::map(pieces, workers, |(s, d)| run(kernel, ts, bs, s, to, d, store));
+    crate::pool::map(pieces, workers, |(s, d)| {
+        run(kernel, ts, bs, s, to, d, store)
+    });
     Ok(())
 }
 
 /// One thread's share: straight into `dst` when it is aligned f32, else through a stack
 /// buffer of `CHUNK` values.
-fn run(
-    kernel: Kernel,
-    ts: usize,
-    bs: usize,
-    src: &[u8],
-    to: DType,
-    dst: &mut [u8],
-    store: Store,
-) {
+fn run(kernel: Kernel, ts: usize, bs: usize, src: &[u8], to: DType, dst: &mut [u8], store: Store) {
     if to == DType::F32 && cfg!(target_endian = "little") {
         // SAFETY: every bit pattern is a valid f32; align_to_mut only yields aligned,
         // in-bounds middle parts.
