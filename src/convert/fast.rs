@@ -4,7 +4,8 @@
 //! what the CPU has. Elsewhere the one build (NEON on aarch64 is part of the baseline, so
 //! its loops are vectorized with it). Each element goes through the scalar definition
 //! (`bits`; `as` only from integers, which is exact), so every build writes the same
-//! bits.
+//! bits. One pair has an instruction of its own: f16 -> f32 with F16C on AVX2 and up
+//! (`f16_to_f32_f16c`, signaling NaNs fixed up to the same bits).
 //!
 //! Large outputs are written with non-temporal stores (`each_streamed`): each 64-byte
 //! line of the destination is converted into a register-sized buffer and stored whole,
@@ -348,6 +349,12 @@ pub(crate) fn run(isa: Mode, from: From, to: DType, src: &[u8], dst: &mut [u8]) 
         From::Storage(d) => d,
     };
     match storage {
+        #[cfg(target_arch = "x86_64")]
+        F16 if to == F32 && isa.isa >= Isa::Avx2 && !denormals_are_zero() => {
+            // SAFETY: `isa` is at most what `detect` found (AVX2 and F16C included).
+            unsafe { f16_to_f32_f16c(src, dst, isa.stream) };
+            true
+        }
         F16 => from_f32!(isa, src, dst, to, 2, |s: [u8; 2]| bits::f16_to_f32(
             u16::from_le_bytes(s)
         )),
@@ -377,6 +384,71 @@ pub(crate) fn run(isa: Mode, from: From, to: DType, src: &[u8], dst: &mut [u8]) 
         I32 => from_int!(isa, src, dst, to, 4, true),
         U32 => from_int!(isa, src, dst, to, 4, false),
         I64 | U64 => false,
+    }
+}
+
+/// Whether this thread's MXCSR has DAZ set, under which `vcvtph2ps` might read a
+/// subnormal f16 as zero: the integer kernel is used then.
+#[cfg(target_arch = "x86_64")]
+fn denormals_are_zero() -> bool {
+    let mut v = 0u32;
+    // SAFETY: stores this thread's MXCSR into `v`.
+    unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut v, options(nostack)) };
+    v & 0x40 != 0
+}
+
+/// f16 -> f32 with F16C (`vcvtph2ps`, 8 values an instruction), bit-exact with
+/// `bits::f16_to_f32`: the instruction sets a signaling NaN's quiet bit, so in the lanes
+/// whose input was one (exponent all ones, top mantissa bit clear, mantissa not zero)
+/// that bit (22 of the f32) is cleared again. Streamed (non-temporal stores, 32-byte
+/// aligned) when `stream`; the elements before the first aligned store and after the
+/// last 8 go through the scalar definition. The caller fences.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+fn f16_to_f32_f16c(src: &[u8], dst: &mut [u8], stream: bool) {
+    use std::arch::x86_64::*;
+    let n = (src.len() / 2).min(dst.len() / 4);
+    let one = |i: usize, dst: &mut [u8]| {
+        let v = bits::f16_to_f32(u16::from_le_bytes([src[2 * i], src[2 * i + 1]]));
+        dst[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    let addr = dst.as_ptr() as usize;
+    let head = if stream && addr.is_multiple_of(4) {
+        ((addr.next_multiple_of(32) - addr) / 4).min(n)
+    } else {
+        0
+    };
+    let stream = stream && addr.is_multiple_of(4);
+    for i in 0..head {
+        one(i, dst);
+    }
+    let body = (n - head) / 8;
+    let exp = _mm256_set1_epi32(0x7e00);
+    let snan_exp = _mm256_set1_epi32(0x7c00);
+    let low = _mm256_set1_epi32(0x1ff);
+    let quiet = _mm256_set1_epi32(0x40_0000);
+    for k in 0..body {
+        let i = head + 8 * k;
+        // SAFETY: elements i..i+8 are in both slices (i + 8 <= n); unaligned loads, and
+        // stores aligned to 32 when streamed (`head` reached the boundary).
+        unsafe {
+            let h = _mm_loadu_si128(src.as_ptr().add(2 * i).cast::<__m128i>());
+            let f = _mm256_castps_si256(_mm256_cvtph_ps(h));
+            let w = _mm256_cvtepu16_epi32(h);
+            let is_nan_exp = _mm256_cmpeq_epi32(_mm256_and_si256(w, exp), snan_exp);
+            let payload = _mm256_cmpgt_epi32(_mm256_and_si256(w, low), _mm256_setzero_si256());
+            let fix = _mm256_and_si256(_mm256_and_si256(is_nan_exp, payload), quiet);
+            let v = _mm256_andnot_si256(fix, f);
+            let at = dst.as_mut_ptr().add(4 * i).cast::<__m256i>();
+            if stream {
+                _mm256_stream_si256(at, v);
+            } else {
+                _mm256_storeu_si256(at, v);
+            }
+        }
+    }
+    for i in head + 8 * body..n {
+        one(i, dst);
     }
 }
 
