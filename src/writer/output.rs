@@ -280,9 +280,10 @@ mod tests {
 
     use super::*;
 
-    /// A fresh path under the system's temporary directory.
+    /// A fresh path in a directory of its own under the system's temporary directory
+    /// (the test removes the directory).
     fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("zt-output-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("zt-output-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)
     }
@@ -347,6 +348,7 @@ mod tests {
         let path = scratch("writeback.bin");
         if on_tmpfs(path.parent().unwrap()) {
             eprintln!("skipped: the temporary directory is tmpfs (no writeback to see)");
+            std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
             return;
         }
         let mut out = durable_output(&path);
@@ -385,7 +387,7 @@ mod tests {
             blocks <= total + (1 << 20),
             "{blocks} bytes allocated for {total}"
         );
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]
@@ -405,7 +407,7 @@ mod tests {
         out.out.flush().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
         assert_eq!(len, 100 + Writeback::PREALLOCATE as u64 + 15);
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]
