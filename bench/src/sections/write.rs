@@ -31,9 +31,12 @@ fn remove(p: &Path) {
     let _ = fs::remove_file(p);
 }
 
-/// The output files of the raw writes: ours, the reference's, safetensors', the limit's.
+/// The output files of the raw writes: ours (zTensor and safetensors), the reference's,
+/// safetensors', the limit's.
 struct Outputs {
     ours: PathBuf,
+    /// Ours as safetensors (`Writer::create` picks the format by the extension).
+    ours_st: PathBuf,
     reference: PathBuf,
     safetensors: PathBuf,
     raw: PathBuf,
@@ -41,7 +44,13 @@ struct Outputs {
 
 impl Outputs {
     fn clean(&self) {
-        for p in [&self.ours, &self.reference, &self.safetensors, &self.raw] {
+        for p in [
+            &self.ours,
+            &self.ours_st,
+            &self.reference,
+            &self.safetensors,
+            &self.raw,
+        ] {
             remove(p);
         }
     }
@@ -58,6 +67,7 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     fs::create_dir_all(&out)?;
     let p = Outputs {
         ours: out.join("w1.out.zt"),
+        ours_st: out.join("w1.out.ours.safetensors"),
         reference: out.join("w1.out.ref.zt"),
         safetensors: out.join("w1.out.safetensors"),
         raw: out.join("w1.out.bin"),
@@ -67,11 +77,11 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
     let labels = names_of(&cases);
     let t = measure(ctx.args.runs, cases)?;
     p.clean();
-    // Three rows from one run: ours durable, ours non-durable, and ours durable as a
-    // one-pass v1.2 file, against the same peers.
-    let peers = &t[3..5];
-    let (limit, synced) = (5, 6);
-    let direct = t.get(7).map(|x| x.secs);
+    // Four rows from one run: ours durable, ours non-durable, ours durable as a one-pass
+    // v1.2 file and as safetensors, against the same peers.
+    let peers = &t[4..6];
+    let (limit, synced) = (6, 7);
+    let direct = t.get(8).map(|x| x.secs);
     let fastest = peers.iter().map(|x| x.secs).fold(f64::INFINITY, f64::min);
     let gbps = |s: f64| w.total() as f64 / s / 1e9;
     for (label, ours, target) in [
@@ -90,15 +100,20 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
             2,
             "<= 1.25x the fastest peer's (non-durable) write",
         ),
+        (
+            "raw write, durable, as safetensors",
+            3,
+            "<= 1.25x the fastest peer's (non-durable) write",
+        ),
     ] {
         let mut row = Row::new(label, "W1", "s", t[ours].secs).cpu(t[ours].cpu);
         for (i, x) in peers.iter().enumerate() {
-            row = row.peer(labels[i + 3], x.secs);
+            row = row.peer(labels[i + 4], x.secs);
         }
         if ours != 1 {
             row = row.peer(labels[synced], t[synced].secs);
             if let Some(d) = direct {
-                row = row.peer(labels[7], d);
+                row = row.peer(labels[8], d);
             }
         }
         let row = row
@@ -109,14 +124,16 @@ fn raw_writes(ctx: &Ctx, w: &Workload, rows: &mut Vec<Row>) -> Res<()> {
                  durable raw writes of the same bytes: write() + fdatasync {:.2} GB/s, \
                  O_DIRECT (4 in flight) + fdatasync {}; ours durable {:.2} GB/s (the default, \
                  zTensor v2: tensors not added in name order are placed again at the end), \
-                 ours durable as v1.2 (written once, in the order added) {:.2} GB/s",
+                 ours durable as v1.2 (written once, in the order added) {:.2} GB/s, as \
+                 safetensors (spooled, then assembled after its header) {:.2} GB/s",
                 gbps(t[synced].secs),
                 direct.map_or("refused here".to_owned(), |d| format!(
                     "{:.2} GB/s",
                     gbps(d)
                 )),
                 gbps(t[0].secs),
-                gbps(t[2].secs)
+                gbps(t[2].secs),
+                gbps(t[3].secs)
             ));
         let met = if ours != 1 {
             t[ours].secs <= 1.25 * fastest
@@ -205,6 +222,10 @@ fn raw_write_cases<'a>(w: &'a Workload, p: &'a Outputs) -> Vec<Case<'a>> {
             }
             wr.finish()?;
             Ok(())
+        })
+        .setup(setup),
+        case("ours durable, safetensors", move || {
+            write_ours(w, &p.ours_st, &raw, true)
         })
         .setup(setup),
         case("ztensor-1.2.3 Writer", move || {
