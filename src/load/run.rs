@@ -158,7 +158,15 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             None => super::MIN_STAGING_SIZE as u64,
         };
         let limit = staging.min((total / super::PROGRESS_STEPS).max(least));
-        cut_items(&jobs, failed, limit, staging, &mut tallies, &mut chunks, &mut items);
+        cut_items(
+            &jobs,
+            failed,
+            limit,
+            staging,
+            &mut tallies,
+            &mut chunks,
+            &mut items,
+        );
         Run {
             loader,
             reader,
