@@ -165,6 +165,9 @@ impl<W: Write> Writer<W> {
                 digest,
             )?;
         }
+        // A declared tensor's component: its types checked, and for safetensors and GGUF
+        // its place (the cursor moved there when it goes at the cursor).
+        let declared_place = self.declared_component(role, dtype, logical_type)?;
         let v2 = self.version == FileVersion::V2;
         let digest = match (v2, options.digest) {
             (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
@@ -228,7 +231,7 @@ impl<W: Write> Writer<W> {
             role: role_c,
             dtype,
             logical_type,
-            offset: self.output.pos,
+            offset: declared_place.unwrap_or(self.output.pos),
             decoded: 0,
             hasher,
             zstd,
@@ -248,6 +251,10 @@ impl<W: Write> Writer<W> {
                 "no component is being written: call begin_component first"
             );
         };
+        if let Err(e) = self.declared_room(s.decoded, data.len() as u64) {
+            self.stream = Some(s);
+            return Err(e);
+        }
         if s.dtype == DType::Bool
             && let Some(i) = data.iter().position(|&b| b > 1)
         {
@@ -280,7 +287,7 @@ impl<W: Write> Writer<W> {
                 if let Some(c) = &mut s.content {
                     c.update(data);
                 }
-                self.emit(data)
+                self.emit_data(data)
             }
         };
         self.stream = Some(s);
@@ -332,6 +339,10 @@ impl<W: Write> Writer<W> {
                 unit
             );
         }
+        if let Err(e) = self.declared_end(s.decoded) {
+            self.discard_frames();
+            return Err(e);
+        }
         let encoding = if s.zstd.is_some() {
             Encoding::Zstd
         } else {
@@ -362,7 +373,11 @@ impl<W: Write> Writer<W> {
             blob: Blob {
                 file: 0,
                 offset: s.offset,
-                length: self.output.pos - s.offset,
+                // Declared tensors' bytes may lie away from the cursor.
+                length: match self.placed() {
+                    true => s.decoded,
+                    false => self.output.pos - s.offset,
+                },
                 encoding,
                 decoded_length: s.decoded,
             },
