@@ -269,8 +269,15 @@ impl<W: Write> Writer<W> {
             );
         }
         check_name("object", name, Limits::default().max_name_length).map_err(as_argument)?;
-        if self.declared.as_ref().is_some_and(|d| d.by_name.contains_key(name)) {
-            bail!(InvalidArgument, "a tensor named '{name}' was already declared");
+        if self
+            .declared
+            .as_ref()
+            .is_some_and(|d| d.by_name.contains_key(name))
+        {
+            bail!(
+                InvalidArgument,
+                "a tensor named '{name}' was already declared"
+            );
         }
         let block = ggml_block_type(format);
         if format != "dense" && block.is_none() {
@@ -352,7 +359,12 @@ impl<W: Write> Writer<W> {
         match (self.format, self.version) {
             (OutputFormat::Ztensor, FileVersion::V2) => {
                 let mut order: Vec<usize> = (0..d.tensors.len()).collect();
-                order.sort_by(|&a, &b| d.tensors[a].name.as_bytes().cmp(d.tensors[b].name.as_bytes()));
+                order.sort_by(|&a, &b| {
+                    d.tensors[a]
+                        .name
+                        .as_bytes()
+                        .cmp(d.tensors[b].name.as_bytes())
+                });
                 order
             }
             (f, _) if f.spools() => {
@@ -444,7 +456,11 @@ impl<W: Write> Writer<W> {
             rank[i] = k;
         }
         if self.output.pos != 0 {
-            bail!(Internal, "the header goes at the start, not at {}", self.output.pos);
+            bail!(
+                Internal,
+                "the header goes at the start, not at {}",
+                self.output.pos
+            );
         }
         self.emit(&header)?;
         let plan = Plan {
@@ -491,7 +507,10 @@ impl<W: Write> Writer<W> {
                 "'{}' was declared {}{}, not {dtype}{}",
                 t.name,
                 t.dtype,
-                t.logical.as_deref().map(|l| format!(" ({l})")).unwrap_or_default(),
+                t.logical
+                    .as_deref()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default(),
                 logical.map(|l| format!(" ({l})")).unwrap_or_default()
             );
         }
@@ -544,9 +563,14 @@ impl<W: Write> Writer<W> {
             .flush()
             .map_err(|e| Error::io(format_args!("{label}: flushing"), e));
         let r = r.and_then(|()| {
-            let plan = self.declared.as_mut().and_then(|d| d.plan.as_mut()).expect("a plan");
+            let plan = self
+                .declared
+                .as_mut()
+                .and_then(|d| d.plan.as_mut())
+                .expect("a plan");
             // SAFETY: our descriptor; lseek moves its offset only.
-            let at = unsafe { libc::lseek(plan.file.as_raw_fd(), to as libc::off_t, libc::SEEK_SET) };
+            let at =
+                unsafe { libc::lseek(plan.file.as_raw_fd(), to as libc::off_t, libc::SEEK_SET) };
             if at < 0 {
                 return Err(Error::io(
                     format_args!("{label}: seeking to {to}"),
@@ -604,7 +628,11 @@ impl<W: Write> Writer<W> {
         let at = plan.places[decl] + done;
         let r = plan.scatter.put(&plan.file, at, bytes).map_err(|e| {
             Error::io(
-                format_args!("{}: writing {} bytes at offset {at}", self.output.label, bytes.len()),
+                format_args!(
+                    "{}: writing {} bytes at offset {at}",
+                    self.output.label,
+                    bytes.len()
+                ),
                 e,
             )
         });
@@ -681,7 +709,11 @@ impl<W: Write> Writer<W> {
             return Ok(());
         };
         if d.written < d.tensors.len() {
-            let missing = d.tensors.iter().find(|t| !t.written).expect("one is missing");
+            let missing = d
+                .tensors
+                .iter()
+                .find(|t| !t.written)
+                .expect("one is missing");
             bail!(
                 State,
                 "'{}' was declared but not written ({} of {} declared tensors were)",
@@ -702,7 +734,11 @@ impl<W: Write> Writer<W> {
             self.write_declared_header()?;
         }
         let label = &self.output.label;
-        let plan = self.declared.as_mut().and_then(|d| d.plan.as_mut()).expect("a plan");
+        let plan = self
+            .declared
+            .as_mut()
+            .and_then(|d| d.plan.as_mut())
+            .expect("a plan");
         let end = plan.end;
         let out = &mut self.output.out;
         let r = (|| {
