@@ -2286,6 +2286,61 @@ enum zt_status zt_writer_create_sharded_with(const char *base,
                                              struct zt_writer **out);
 
 /**
+ * Declares a tensor before any data, so that a safetensors or GGUF file is written in
+ * one pass: its header when the first tensor's data comes, then each tensor's bytes
+ * straight to their place in the file (without declarations those formats are spooled
+ * to a temporary file and copied into place at `zt_writer_finish`: every byte written
+ * twice). `format` is "dense" (or NULL) or a ggml block format ("ggml_q4_k", or v2's
+ * "gguf.q4_k/1"), whose data is `ZT_DTYPE_U8` of its logical type (`type` NULL says
+ * so); `type` is the data's logical type or NULL; `shape` may be NULL when `ndim` is 0.
+ *
+ * Declare every tensor before the first object begins, and set a GGUF's key/values or a
+ * safetensors file's metadata before the first tensor's data (the header holds them;
+ * later calls are `ZT_ERR_STATE`). Then add exactly the tensors declared, with any of
+ * the adding calls (`zt_writer_add`, `zt_writer_begin_object` ..., streamed or whole,
+ * `zt_writer_copy_object`), in any order: `zt_writer_declared_order` gives the one that
+ * writes the file front to back (the cheapest; others write the bytes of a tensor that
+ * is not next with `pwrite`, small ones gathered). A tensor not declared, or of another
+ * format, shape, dtype or type, is `ZT_ERR_INVALID_ARGUMENT`, as are data bytes beyond
+ * the declared size (refused before they are written) or short of it (at
+ * `zt_writer_end_component`); the object is left out and may be added again.
+ * `zt_writer_finish` is `ZT_ERR_STATE` while a declared tensor is missing (the writer
+ * stays usable). The file is byte for byte what an undeclared writer makes of the same
+ * calls.
+ *
+ * What the format can't hold is refused here as when added (`ZT_ERR_INVALID_ARGUMENT`):
+ * names (empty, NUL bytes, too long), shapes (overflow), dtypes, sizes that are not
+ * whole elements or blocks; a name declared twice. `ZT_ERR_STATE` after an object has
+ * begun, and for a set (`zt_writer_create_sharded_with`), whose shards are planned as
+ * tensors come. A zTensor writer takes declarations too and holds its objects to them
+ * the same way (its manifest comes last, so its bytes don't change): one program can
+ * write every format alike.
+ */
+ZT_API
+enum zt_status zt_writer_declare(struct zt_writer *w,
+                                 const char *name,
+                                 const char *format,
+                                 uint32_t dtype,
+                                 const char *type,
+                                 const uint64_t *shape,
+                                 size_t ndim);
+
+/**
+ * The declared tensors in the order the file holds them: `order[k]` is the index (0 for
+ * the first declared, in the order of the `zt_writer_declare` calls) of the file's
+ * k-th tensor. safetensors' order is its dtypes' (largest first) then the names';
+ * GGUF's and zTensor v1.2's the order declared; zTensor v2's by name. Adding the
+ * tensors in this order writes the file front to back. `*out_count` is set to the
+ * number declared; when `order` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and
+ * nothing else is written (`order` may be NULL with `capacity` 0 to ask).
+ */
+ZT_API
+enum zt_status zt_writer_declared_order(struct zt_writer *w,
+                                        size_t *order,
+                                        size_t capacity,
+                                        size_t *out_count);
+
+/**
  * Adds a dense object with one "data" component. `size` must be the element count of
  * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
  * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
@@ -2431,9 +2486,10 @@ enum zt_status zt_writer_copy_object(struct zt_writer *w,
 
 /**
  * Writes the manifest and footer, flushes, syncs, and renames the temporary file into
- * place. With an object still open it
- * returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
- * its result) the writer only accepts `zt_writer_free`; other calls return
+ * place. With an object still open, or a declared tensor not yet written
+ * (`zt_writer_declare`), it returns `ZT_ERR_STATE` and the writer stays usable.
+ * Otherwise, after this call (whatever its result) the writer only accepts
+ * `zt_writer_free`; other calls return
  * `ZT_ERR_STATE`. On failure nothing appears at the path.
  */
 ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);

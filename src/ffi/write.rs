@@ -286,6 +286,90 @@ pub unsafe extern "C" fn zt_writer_create_sharded_with(
     })
 }
 
+/// Declares a tensor before any data, so that a safetensors or GGUF file is written in
+/// one pass: its header when the first tensor's data comes, then each tensor's bytes
+/// straight to their place in the file (without declarations those formats are spooled
+/// to a temporary file and copied into place at `zt_writer_finish`: every byte written
+/// twice). `format` is "dense" (or NULL) or a ggml block format ("ggml_q4_k", or v2's
+/// "gguf.q4_k/1"), whose data is `ZT_DTYPE_U8` of its logical type (`type` NULL says
+/// so); `type` is the data's logical type or NULL; `shape` may be NULL when `ndim` is 0.
+///
+/// Declare every tensor before the first object begins, and set a GGUF's key/values or a
+/// safetensors file's metadata before the first tensor's data (the header holds them;
+/// later calls are `ZT_ERR_STATE`). Then add exactly the tensors declared, with any of
+/// the adding calls (`zt_writer_add`, `zt_writer_begin_object` ..., streamed or whole,
+/// `zt_writer_copy_object`), in any order: `zt_writer_declared_order` gives the one that
+/// writes the file front to back (the cheapest; others write the bytes of a tensor that
+/// is not next with `pwrite`, small ones gathered). A tensor not declared, or of another
+/// format, shape, dtype or type, is `ZT_ERR_INVALID_ARGUMENT`, as are data bytes beyond
+/// the declared size (refused before they are written) or short of it (at
+/// `zt_writer_end_component`); the object is left out and may be added again.
+/// `zt_writer_finish` is `ZT_ERR_STATE` while a declared tensor is missing (the writer
+/// stays usable). The file is byte for byte what an undeclared writer makes of the same
+/// calls.
+///
+/// What the format can't hold is refused here as when added (`ZT_ERR_INVALID_ARGUMENT`):
+/// names (empty, NUL bytes, too long), shapes (overflow), dtypes, sizes that are not
+/// whole elements or blocks; a name declared twice. `ZT_ERR_STATE` after an object has
+/// begun, and for a set (`zt_writer_create_sharded_with`), whose shards are planned as
+/// tensors come. A zTensor writer takes declarations too and holds its objects to them
+/// the same way (its manifest comes last, so its bytes don't change): one program can
+/// write every format alike.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declare(
+    w: *mut zt_writer,
+    name: *const c_char,
+    format: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    shape: *const u64,
+    ndim: usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let format = optional_str(format, "format")?.unwrap_or("dense");
+        let dtype = need_dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        w.declare_object(name, format, self::shape(shape, ndim)?, dtype, logical)
+    })
+}
+
+/// The declared tensors in the order the file holds them: `order[k]` is the index (0 for
+/// the first declared, in the order of the `zt_writer_declare` calls) of the file's
+/// k-th tensor. safetensors' order is its dtypes' (largest first) then the names';
+/// GGUF's and zTensor v1.2's the order declared; zTensor v2's by name. Adding the
+/// tensors in this order writes the file front to back. `*out_count` is set to the
+/// number declared; when `order` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and
+/// nothing else is written (`order` may be NULL with `capacity` 0 to ask).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declared_order(
+    w: *mut zt_writer,
+    order: *mut usize,
+    capacity: usize,
+    out_count: *mut usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        need_out(out_count, "out_count")?;
+        let found = w.declared_order();
+        put(out_count, found.len());
+        if capacity < found.len() {
+            bail!(
+                BufferTooSmall,
+                "order holds {capacity} entries; {} tensors were declared",
+                found.len()
+            );
+        }
+        if !found.is_empty() {
+            need_out(order, "order")?;
+            // SAFETY: `order` holds `capacity` >= found.len() entries per the API contract.
+            unsafe { std::ptr::copy_nonoverlapping(found.as_ptr(), order, found.len()) };
+        }
+        Ok(())
+    })
+}
+
 /// Adds a dense object with one "data" component. `size` must be the element count of
 /// `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
 /// NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
@@ -575,9 +659,10 @@ pub unsafe extern "C" fn zt_writer_copy_object(
 }
 
 /// Writes the manifest and footer, flushes, syncs, and renames the temporary file into
-/// place. With an object still open it
-/// returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
-/// its result) the writer only accepts `zt_writer_free`; other calls return
+/// place. With an object still open, or a declared tensor not yet written
+/// (`zt_writer_declare`), it returns `ZT_ERR_STATE` and the writer stays usable.
+/// Otherwise, after this call (whatever its result) the writer only accepts
+/// `zt_writer_free`; other calls return
 /// `ZT_ERR_STATE`. On failure nothing appears at the path.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
