@@ -681,3 +681,57 @@ TEST(Writer, FormatsAndTheDefaultVersion) {
     EXPECT_EQ(r.version(), "2");
   }
 }
+
+// Tensors declared before their data: safetensors and GGUF written in one pass, the
+// bytes of an undeclared writer's file whatever the order the tensors are added in.
+TEST(Writer, DeclaredTensorsAreWrittenInOnePass) {
+  const std::vector<float> a = {1.0f, 2.0f, 3.0f};
+  const std::vector<std::int8_t> b = {1, 2, 3, 4, 5};
+  const std::vector<std::uint8_t> q(34, 7);  // one q8_0 block of 32 values
+  for (auto [format, name] : {std::pair{zt::writer_options::file_format::safetensors, "safetensors"},
+                              std::pair{zt::writer_options::file_format::gguf, "gguf"}}) {
+    const bool gguf = std::string(name) == "gguf";
+    zt::writer_options o;
+    o.durable = false;
+    o.format = format;
+    scratch_file spooled(std::string("spooled_") + name), declared(std::string("declared_") + name);
+    {
+      zt::Writer w = zt::Writer::create(spooled.path, o);
+      w.set_attribute("general.name", "m");
+      w.add("a", a, {3});
+      w.add("b", b, {5});
+      if (gguf) {
+        zt::object_builder ob = w.begin_object("q", "ggml_q8_0", {32});
+        ob.add_component("data", zt::dtype::u8, q, {}, "ggml_q8_0");
+        ob.end();
+      }
+      w.finish();
+    }
+    {
+      zt::Writer w = zt::Writer::create(declared.path, o);
+      w.set_attribute("general.name", "m");
+      w.declare<float>("a", {3});
+      w.declare("b", zt::dtype::i8, {5});
+      if (gguf) w.declare_object("q", "ggml_q8_0", zt::dtype::u8, {32});
+      EXPECT_THROW(w.declare("a", zt::dtype::f32, {3}), zt::invalid_argument);
+      const std::vector<std::size_t> order = w.declared_order();
+      ASSERT_EQ(order.size(), gguf ? 3u : 2u);
+      // safetensors: f32 before i8; GGUF: as declared.
+      EXPECT_EQ(order[0], 0u);
+      EXPECT_EQ(order[1], 1u);
+      EXPECT_THROW(w.add("c", a, {3}), zt::invalid_argument);
+      // Added last to first: each away from the cursor but the last.
+      if (gguf) {
+        zt::object_builder ob = w.begin_object("q", "ggml_q8_0", {32});
+        ob.add_component("data", zt::dtype::u8, q, {}, "ggml_q8_0");
+        ob.end();
+      }
+      w.add("b", b, {5});
+      EXPECT_THROW(w.set_attribute("late", "x"), zt::state_error);
+      EXPECT_THROW(w.finish(), zt::state_error);  // "a" is missing; the writer stays usable
+      w.add("a", a, {3});
+      w.finish();
+    }
+    EXPECT_EQ(zt_test::slurp(declared.path), zt_test::slurp(spooled.path)) << name;
+  }
+}
