@@ -279,6 +279,8 @@ impl<W: Write> Writer<W> {
                 "a tensor named '{name}' was already declared"
             );
         }
+        // What the format can't hold, in its own words first.
+        foreign::check_object(self.format, name, format, shape)?;
         let block = ggml_block_type(format);
         if format != "dense" && block.is_none() {
             bail!(
@@ -292,7 +294,6 @@ impl<W: Write> Writer<W> {
             (Some(bt), None) => Some(bt.logical_type()),
             (_, t) => t,
         };
-        foreign::check_object(self.format, name, format, shape)?;
         check_shape(shape)?;
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
         if self.format.spools() {

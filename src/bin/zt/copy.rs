@@ -116,6 +116,14 @@ fn write_file(
             describe(&e, &[])
         ))
     };
+    let cannot_copy = |path: &Path, e: Error| {
+        Failure::Failed(format!(
+            "cannot copy '{}' to '{}': {}",
+            display(path),
+            display(output),
+            describe(&e, &[display(path)])
+        ))
+    };
     let mut writer = match shard_size {
         None => Writer::create_with(output, &create),
         Some(max) => Writer::create_sharded_with(output, max, &create),
@@ -152,11 +160,29 @@ fn write_file(
         .enumerate()
         .flat_map(|(k, (_, r))| (0..r.objects().len()).map(move |i| (k, i)))
         .collect();
-    if create.version == FileVersion::V2 {
+    if !foreign && create.version == FileVersion::V2 {
         order.sort_by(|&(a, i), &(b, j)| {
             let name = |k: usize, i: usize| inputs[k].1.objects()[i].name().as_bytes();
             name(a, i).cmp(name(b, j))
         });
+    }
+    // A single safetensors or GGUF file: every object declared first, so that the file
+    // is written in one pass (header first, each tensor straight to its place), and the
+    // objects copied in the file's order (front to back). When one can't be declared as
+    // it is, nothing is: the copy then says what the target can't hold.
+    if foreign && shard_size.is_none() {
+        let declared = (order.iter())
+            .map(|&(k, i)| declaration(&inputs[k].1.objects()[i], create.format, dequantize))
+            .collect::<Option<Vec<_>>>();
+        if let Some(declared) = declared {
+            for (&(k, _), (o, format, dtype, logical)) in order.iter().zip(&declared) {
+                writer
+                    .declare_object(o.name(), format, o.shape(), *dtype, *logical)
+                    .map_err(|e| cannot_copy(&inputs[k].0, e))?;
+            }
+            let file_order = writer.declared_order();
+            order = file_order.into_iter().map(|d| order[d]).collect();
+        }
     }
     for (k, i) in order {
         let (path, reader) = &inputs[k];
@@ -184,17 +210,28 @@ fn write_file(
                 }
             }),
         };
-        copied.map_err(|e| {
-            Failure::Failed(format!(
-                "cannot copy '{}' to '{}': {}",
-                display(path),
-                display(output),
-                describe(&e, &[display(path)])
-            ))
-        })?;
+        copied.map_err(|e| cannot_copy(path, e))?;
     }
     writer.finish().map_err(cannot_write)?;
     Ok(())
+}
+
+/// How object `o` is declared to a safetensors or GGUF writer (the object, its format,
+/// dtype and logical type): as it is when the target holds it, as a dense tensor of
+/// `dequantize` when that is asked; None when it is neither (its copy will say why).
+fn declaration(
+    o: &ztensor::Object,
+    format: OutputFormat,
+    dequantize: Option<DType>,
+) -> Option<(&ztensor::Object, &str, DType, Option<&str>)> {
+    match (holds(format, o), dequantize) {
+        (true, _) => {
+            let c = &o.components()[0];
+            Some((o, o.format(), c.dtype(), c.logical_type()))
+        }
+        (false, Some(dtype)) => Some((o, "dense", dtype, None)),
+        (false, None) => None,
+    }
 }
 
 /// Whether a safetensors or GGUF file holds object `o` as it is.
@@ -226,7 +263,7 @@ fn write_dequantized(
     let obj = &reader.objects()[i];
     let count = obj.shape().iter().product::<u64>();
     writer.begin_object(obj.name(), "dense", obj.shape())?;
-    let result = (|| {
+    (|| {
         writer.begin_component("data", dtype, None, &WriteOptions::default())?;
         // Whole blocks of every ggml type (256 divides 1 Mi).
         const PIECE: u64 = 1 << 20;
@@ -242,8 +279,7 @@ fn write_dequantized(
         }
         writer.end_component()?;
         writer.end_object()
-    })();
-    result
+    })()
 }
 
 /// Copies object `i` of `reader` (see `Writer::copy_object`).
