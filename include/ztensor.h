@@ -2326,6 +2326,29 @@ enum zt_status zt_writer_declare(struct zt_writer *w,
                                  size_t ndim);
 
 /**
+ * `zt_writer_declare` with the tensor's bytes, `size` of them at `data` (NULL when
+ * `size` is 0), which the writer does not copy: `zt_writer_finish` writes them, in the
+ * file's order, after any tensors added with the adding calls, so the whole file is
+ * written by `zt_writer_finish` in one pass. The tensor is then not added otherwise
+ * (`ZT_ERR_INVALID_ARGUMENT`). For tensors already in memory (a `save_file` of a dict of
+ * tensors): one call per tensor, then `zt_writer_finish`. `size` must be the declared
+ * size and bool bytes 0 or 1 (`ZT_ERR_INVALID_ARGUMENT`, nothing declared).
+ *
+ * `data` must stay valid and unchanged until `zt_writer_finish` returns or the writer
+ * is freed: the writer keeps its address, not a copy.
+ */
+ZT_API
+enum zt_status zt_writer_declare_data(struct zt_writer *w,
+                                      const char *name,
+                                      const char *format,
+                                      uint32_t dtype,
+                                      const char *type,
+                                      const uint64_t *shape,
+                                      size_t ndim,
+                                      const void *data,
+                                      size_t size);
+
+/**
  * The declared tensors in the order the file holds them: `order[k]` is the index (0 for
  * the first declared, in the order of the `zt_writer_declare` calls) of the file's
  * k-th tensor. safetensors' order is its dtypes' (largest first) then the names';

@@ -900,6 +900,8 @@ enum Adding {
     /// Declared, then added in an order of pairs swapped, each tensor streamed in chunks
     /// of 1000 bytes.
     Streamed,
+    /// Declared with their bytes (`declare_data`), written by `finish`.
+    WithData,
 }
 
 /// Writes `tensors` (file attributes `kvs` set first) as `adding` says.
@@ -907,6 +909,14 @@ fn write_tensors(path: &Path, options: &CreateOptions, kvs: &[(&str, TypedValue)
     let mut w = Writer::create_with(path, options).unwrap();
     for (k, v) in kvs {
         w.set_file_attribute(k, v).unwrap();
+    }
+    if adding == Adding::WithData {
+        for (name, format, shape, dtype, logical, data) in tensors {
+            // SAFETY: `tensors` outlives `finish` below and is not changed.
+            unsafe { w.declare_data(name, format, shape, *dtype, *logical, data) }.unwrap();
+        }
+        w.finish().unwrap();
+        return;
     }
     if adding != Adding::Spooled {
         for (name, format, shape, dtype, logical, _) in tensors {
@@ -1008,9 +1018,10 @@ fn declared_tensors_are_written_in_one_pass_with_the_same_bytes() {
         let spooled = dir.join(format!("{k}.spooled.{ext}"));
         write_tensors(&spooled, &quick(), kvs, tensors, Adding::Spooled);
         let want = std::fs::read(&spooled).unwrap();
-        for adding in [Adding::Declared, Adding::InFileOrder, Adding::Reversed, Adding::Streamed] {
+        let all = [Adding::Declared, Adding::InFileOrder, Adding::Reversed, Adding::Streamed, Adding::WithData];
+        for adding in all {
             for durable in [false, true] {
-                if durable && adding != Adding::InFileOrder {
+                if durable && !matches!(adding, Adding::InFileOrder | Adding::WithData) {
                     continue;
                 }
                 let path = dir.join(format!("{k}.{adding:?}.{durable}.{ext}"));
@@ -1167,4 +1178,52 @@ fn declarations_are_kept_or_refused() {
         w.add(name, DType::F32, &[1], &f32s(1), &raw).unwrap();
     }
     assert_eq!(w.finish().unwrap_err().kind(), ztensor::ErrorKind::State);
+}
+
+#[test]
+fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
+    let dir = common::temp_dir("writers_declared_data");
+    let raw = WriteOptions::default();
+    let f32s = |n: usize| common::data_for(DType::F32, n, n as u64);
+    let (a, b, c) = (f32s(6), f32s(4), f32s(5));
+    for ext in ["safetensors", "gguf", "zt"] {
+        let path = dir.join(format!("m.{ext}"));
+        let mut w = Writer::create_with(&path, &quick()).unwrap();
+        // SAFETY (every declare_data below): the bytes outlive `finish` and are unchanged.
+        unsafe {
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a[..20]), "20 bytes given");
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &[a.as_slice(), &[0; 4]].concat()), "needs 24");
+            let bool_refusal = if ext == "gguf" { "GGUF has no bool tensors" } else { "bool byte 2 at index 1" };
+            refused(w.declare_data("t", "dense", &[3], DType::Bool, None, &[0, 2, 1]), bool_refusal);
+            refused(w.declare_data("a\0", "dense", &[2, 3], DType::F32, None, &a), "NUL");
+            w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a).unwrap();
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a), "already declared");
+        }
+        w.declare("b", DType::F32, None, &[4]).unwrap();
+        // SAFETY: as above.
+        unsafe { w.declare_data("c", "dense", &[5], DType::F32, None, &c) }.unwrap();
+        // What finish writes is not added again; the ones declared without data are.
+        refused(w.add("a", DType::F32, &[2, 3], &a, &raw), "declared with its data");
+        let e = w.check_finishable().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        assert!(e.message().contains("'b' was declared but not written (2 of 3"), "{e}");
+        w.add("b", DType::F32, &[4], &b, &raw).unwrap();
+        w.finish().unwrap();
+        // The file the same tensors added make.
+        let added = dir.join(format!("added.{ext}"));
+        let mut w = Writer::create_with(&added, &quick()).unwrap();
+        w.add("a", DType::F32, &[2, 3], &a, &raw).unwrap();
+        w.add("b", DType::F32, &[4], &b, &raw).unwrap();
+        w.add("c", DType::F32, &[5], &c, &raw).unwrap();
+        w.finish().unwrap();
+        assert!(std::fs::read(&path).unwrap() == std::fs::read(&added).unwrap(), "{ext}");
+        // A missing one still leaves no file.
+        let gone = dir.join(format!("gone.{ext}"));
+        let mut w = Writer::create_with(&gone, &quick()).unwrap();
+        // SAFETY: as above.
+        unsafe { w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a) }.unwrap();
+        w.declare("b", DType::F32, None, &[4]).unwrap();
+        assert_eq!(w.finish().unwrap_err().kind(), ztensor::ErrorKind::State);
+        assert!(!gone.exists());
+    }
 }

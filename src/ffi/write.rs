@@ -335,6 +335,50 @@ pub unsafe extern "C" fn zt_writer_declare(
     })
 }
 
+/// `zt_writer_declare` with the tensor's bytes, `size` of them at `data` (NULL when
+/// `size` is 0), which the writer does not copy: `zt_writer_finish` writes them, in the
+/// file's order, after any tensors added with the adding calls, so the whole file is
+/// written by `zt_writer_finish` in one pass. The tensor is then not added otherwise
+/// (`ZT_ERR_INVALID_ARGUMENT`). For tensors already in memory (a `save_file` of a dict of
+/// tensors): one call per tensor, then `zt_writer_finish`. `size` must be the declared
+/// size and bool bytes 0 or 1 (`ZT_ERR_INVALID_ARGUMENT`, nothing declared).
+///
+/// `data` must stay valid and unchanged until `zt_writer_finish` returns or the writer
+/// is freed: the writer keeps its address, not a copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declare_data(
+    w: *mut zt_writer,
+    name: *const c_char,
+    format: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    shape: *const u64,
+    ndim: usize,
+    data: *const c_void,
+    size: usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let format = optional_str(format, "format")?.unwrap_or("dense");
+        let dtype = need_dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        let data = need_bytes(data, size, "data")?;
+        // SAFETY: the caller keeps `data` valid and unchanged until zt_writer_finish
+        // returns or the writer is freed, per the API contract above.
+        unsafe {
+            w.declare_data(
+                name,
+                format,
+                self::shape(shape, ndim)?,
+                dtype,
+                logical,
+                data,
+            )
+        }
+    })
+}
+
 /// The declared tensors in the order the file holds them: `order[k]` is the index (0 for
 /// the first declared, in the order of the `zt_writer_declare` calls) of the file's
 /// k-th tensor. safetensors' order is its dtypes' (largest first) then the names';

@@ -627,6 +627,7 @@ impl<W: Write> Writer<W> {
 
     /// Finishes the file (`finish` without a set).
     fn finish_file(mut self) -> Result<W> {
+        self.write_deferred()?;
         self.settle()?;
         match self.version {
             _ if self.placed() => self.placed_finish()?,

@@ -31,7 +31,7 @@ use super::{FileVersion, Writer, as_argument, check_shape};
 use crate::dtype::{DType, check_logical_type, dense_byte_size, numel};
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
-use crate::model::check_name;
+use crate::model::check_name_text;
 
 /// The tensors declared, and once the header is written, where each goes.
 pub(super) struct Declared {
@@ -39,6 +39,8 @@ pub(super) struct Declared {
     by_name: HashMap<String, usize>,
     /// How many have been written (their objects ended).
     written: usize,
+    /// How many were declared with their bytes (`declare_data`).
+    deferred: usize,
     /// safetensors and GGUF, from the first tensor's data on: the places and the cursor.
     plan: Option<Box<Plan>>,
     /// The declared tensor whose object is open.
@@ -55,6 +57,32 @@ struct Decl {
     /// Its bytes.
     length: u64,
     written: bool,
+    /// Its bytes given with the declaration, written at `finish` (`declare_data`).
+    data: Option<Deferred>,
+}
+
+/// The caller's bytes of a tensor declared with them: read, never written, and only
+/// until `finish` returns (the caller keeps them valid and unchanged until then:
+/// `Writer::declare_data`'s contract). Whichever thread uses the writer reads them.
+struct Deferred {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a read-only view of the caller's bytes, which `declare_data`'s contract keeps
+// valid until `finish`; the writer that holds it is used by one thread at a time.
+unsafe impl Send for Deferred {}
+unsafe impl Sync for Deferred {}
+
+impl Deferred {
+    fn bytes(&self) -> &[u8] {
+        match self.len {
+            0 => &[],
+            // SAFETY: `declare_data`'s contract: `len` readable bytes at `ptr`, valid and
+            // unchanged until `finish` returns.
+            n => unsafe { std::slice::from_raw_parts(self.ptr, n) },
+        }
+    }
 }
 
 impl Decl {
@@ -251,6 +279,100 @@ impl<W: Write> Writer<W> {
         dtype: DType,
         logical_type: Option<&str>,
     ) -> Result<()> {
+        let decl = self.declaration(name, format, shape, dtype, logical_type)?;
+        self.push_declaration(decl);
+        Ok(())
+    }
+
+    /// `declare_object` with the tensor's bytes, which are not copied: they are written
+    /// at `finish` (in the file's order, after the tensors added), so the whole file is
+    /// written by `finish` in one pass. The tensor is then not added otherwise. What a
+    /// `save_file` of tensors already in memory needs: one call per tensor, then `finish`.
+    /// `data.len()` must be the declared size; bool bytes must be 0 or 1.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until `finish` returns or the writer is
+    /// dropped: the writer keeps its address, not a copy.
+    pub unsafe fn declare_data(
+        &mut self,
+        name: &str,
+        format: &str,
+        shape: &[u64],
+        dtype: DType,
+        logical_type: Option<&str>,
+        data: &[u8],
+    ) -> Result<()> {
+        let mut decl = self.declaration(name, format, shape, dtype, logical_type)?;
+        if data.len() as u64 != decl.length {
+            bail!(
+                InvalidArgument,
+                "tensor '{name}': {} bytes given, but shape {shape:?} of {dtype}{} needs {}",
+                data.len(),
+                decl.logical
+                    .as_deref()
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default(),
+                decl.length
+            );
+        }
+        if dtype == DType::Bool
+            && let Some(i) = data.iter().position(|&b| b > 1)
+        {
+            bail!(
+                InvalidArgument,
+                "tensor '{name}': bool byte {} at index {i} is neither 0 nor 1",
+                data[i]
+            );
+        }
+        if decl.logical.as_deref() == Some("f4_e2m1")
+            && numel(shape).is_some_and(|n| n % 2 == 1)
+            && data.last().is_some_and(|b| b & 0xf0 != 0)
+        {
+            bail!(
+                InvalidArgument,
+                "tensor '{name}': the unused high nibble of the last byte of an odd number of \
+                 f4_e2m1 values must be 0"
+            );
+        }
+        decl.data = Some(Deferred {
+            ptr: data.as_ptr(),
+            len: data.len(),
+        });
+        self.push_declaration(decl);
+        Ok(())
+    }
+
+    fn push_declaration(&mut self, decl: Decl) {
+        let d = self.declared.get_or_insert_with(|| {
+            Box::new(Declared {
+                tensors: Vec::new(),
+                by_name: HashMap::new(),
+                written: 0,
+                deferred: 0,
+                plan: None,
+                current: None,
+            })
+        });
+        if d.tensors.len() == d.tensors.capacity() {
+            // Grown in steps that keep the rehashing of many declarations rare.
+            let more = d.tensors.len().max(64);
+            d.tensors.reserve(more);
+            d.by_name.reserve(more);
+        }
+        d.deferred += usize::from(decl.data.is_some());
+        d.by_name.insert(decl.name.clone(), d.tensors.len());
+        d.tensors.push(decl);
+    }
+
+    /// A declaration checked (see `declare_object`).
+    fn declaration(
+        &mut self,
+        name: &str,
+        format: &str,
+        shape: &[u64],
+        dtype: DType,
+        logical_type: Option<&str>,
+    ) -> Result<Decl> {
         self.check_usable()?;
         if self.set.is_some() {
             bail!(
@@ -268,7 +390,10 @@ impl<W: Write> Writer<W> {
                 "tensors are declared before the first one's data: '{name}' comes too late"
             );
         }
-        check_name("object", name, Limits::default().max_name_length).map_err(as_argument)?;
+        check_name_text("object", name, Limits::default().max_name_length).map_err(as_argument)?;
+        if name.as_bytes().contains(&0) {
+            bail!(InvalidArgument, "object name {name:?} contains a NUL byte");
+        }
         if self
             .declared
             .as_ref()
@@ -324,17 +449,7 @@ impl<W: Write> Writer<W> {
                 }
             );
         };
-        let d = self.declared.get_or_insert_with(|| {
-            Box::new(Declared {
-                tensors: Vec::new(),
-                by_name: HashMap::new(),
-                written: 0,
-                plan: None,
-                current: None,
-            })
-        });
-        d.by_name.insert(name.to_owned(), d.tensors.len());
-        d.tensors.push(Decl {
+        Ok(Decl {
             name: name.to_owned(),
             format: format.to_owned(),
             shape: shape.into(),
@@ -342,8 +457,8 @@ impl<W: Write> Writer<W> {
             logical: logical_type.map(str::to_owned),
             length,
             written: false,
-        });
-        Ok(())
+            data: None,
+        })
     }
 
     /// The declared tensors in the order the file holds them, as indices into the
@@ -416,6 +531,13 @@ impl<W: Write> Writer<W> {
             );
         };
         let t = &d.tensors[i];
+        if t.data.is_some() {
+            bail!(
+                InvalidArgument,
+                "'{name}' was declared with its data, which `finish` writes: it is not added \
+                 again"
+            );
+        }
         if t.format != format || *t.shape != *shape {
             bail!(
                 InvalidArgument,
@@ -516,15 +638,29 @@ impl<W: Write> Writer<W> {
             );
         }
         let i = current.decl;
-        let Some(plan) = &mut d.plan else {
+        if d.plan.is_none() {
             return Ok(None);
-        };
+        }
+        self.place_declared(i).map(Some)
+    }
+
+    /// Where declared tensor `i`'s bytes go, which becomes the tensor being written: at
+    /// the cursor when it is the next there (the cursor moved to it: over padding, or
+    /// past tensors written elsewhere), else elsewhere.
+    fn place_declared(&mut self, i: usize) -> Result<u64> {
+        let d = self.declared.as_mut().expect("declarations");
+        let plan = d.plan.as_mut().expect("a plan");
+        d.current = Some(Current {
+            decl: i,
+            at_cursor: false,
+            done: 0,
+        });
         plan.advance(&d.tensors);
         let k = plan.rank[i];
         let place = plan.places[i];
         if k != plan.free {
             // Elsewhere: written to its place.
-            return Ok(Some(place));
+            return Ok(place);
         }
         let pos = self.output.pos;
         let previous_end = match plan.next {
@@ -538,7 +674,7 @@ impl<W: Write> Writer<W> {
         let zeros = k == plan.next && pos == previous_end && pad < plan.alignment;
         d.current.as_mut().expect("open").at_cursor = true;
         if pad == 0 {
-            return Ok(Some(place));
+            return Ok(place);
         }
         if zeros {
             const ZEROS: [u8; 4096] = [0; 4096];
@@ -551,7 +687,58 @@ impl<W: Write> Writer<W> {
         } else {
             self.seek_cursor(place)?;
         }
-        Ok(Some(place))
+        Ok(place)
+    }
+
+    /// At `finish`: the tensors declared with their bytes are written, in the file's
+    /// order (a zTensor writer adds them as objects).
+    pub(super) fn write_deferred(&mut self) -> Result<()> {
+        let Some(d) = &self.declared else {
+            return Ok(());
+        };
+        if !(d.tensors.iter()).any(|t| t.data.is_some() && !t.written) {
+            return Ok(());
+        }
+        if !self.placed() {
+            for i in self.declared_order() {
+                let d = self.declared.as_mut().expect("declarations");
+                let t = &mut d.tensors[i];
+                let Some(data) = t.data.take() else { continue };
+                let (name, dtype, shape, logical) =
+                    (t.name.clone(), t.dtype, t.shape.clone(), t.logical.clone());
+                let r = self.add_typed(
+                    &name,
+                    dtype,
+                    logical.as_deref(),
+                    &shape,
+                    data.bytes(),
+                    &super::WriteOptions::default(),
+                );
+                let d = self.declared.as_mut().expect("declarations");
+                d.tensors[i].data = Some(data);
+                r?;
+            }
+            return Ok(());
+        }
+        if self.declared.as_ref().is_some_and(|d| d.plan.is_none()) {
+            self.write_declared_header()?;
+        }
+        let order = self.declared_order();
+        for i in order {
+            let d = self.declared.as_mut().expect("declarations");
+            let t = &mut d.tensors[i];
+            if t.written {
+                continue;
+            }
+            let Some(data) = t.data.take() else { continue };
+            self.place_declared(i)?;
+            let r = self.emit_data(data.bytes());
+            let d = self.declared.as_mut().expect("declarations");
+            d.tensors[i].data = Some(data);
+            r?;
+            self.declared_ended();
+        }
+        Ok(())
     }
 
     /// Moves the cursor forward to `to`: the output flushed, then the file's offset (which
@@ -709,17 +896,13 @@ impl<W: Write> Writer<W> {
         let Some(d) = &self.declared else {
             return Ok(());
         };
-        if d.written < d.tensors.len() {
-            let missing = d
-                .tensors
-                .iter()
-                .find(|t| !t.written)
-                .expect("one is missing");
+        // Those declared with their data are written by `finish`.
+        if let Some(missing) = (d.tensors.iter()).find(|t| !t.written && t.data.is_none()) {
             bail!(
                 State,
                 "'{}' was declared but not written ({} of {} declared tensors were)",
                 missing.name,
-                d.written,
+                d.written + d.deferred,
                 d.tensors.len()
             );
         }
