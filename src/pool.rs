@@ -14,6 +14,11 @@
 //! module that other pool work may want too (a waiting thread may run that work, on the
 //! same thread, and find the lock taken). `spawn`ed work that someone waits for is
 //! claimed by the waiter when no thread started it yet (see `codec::compress`).
+//!
+//! Beside the pool, one I/O helper (`io_map`, `io_scope`): work that waits on the network
+//! (a remote object's reads, a remote set's shards) runs on threads of its own, as many as
+//! the requests worth having in flight, started for the call and joined before it
+//! returns; what that work computes in parallel still runs on the pool.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -281,6 +286,65 @@ pub(crate) fn spawn(work: impl FnOnce() + Send + 'static) {
     }
 }
 
+// --- the I/O helper ------------------------------------------------------------------------
+
+/// Runs `work` on every item on threads of their own, at most `threads` at once (at least
+/// one), and returns the results in the items' order; items are taken in order, each by
+/// the next free thread. For work that waits on the network rather than on cores (a
+/// remote object's range requests, a remote set's shards parsed as they arrive): on the
+/// CPU pool such work would keep its threads idle while they wait, and the pool's size
+/// (one thread per core) is not the number of requests worth having in flight. The
+/// threads start for the call and are joined before it returns, so nothing outlives it;
+/// work they run that is parallel itself (decoding, dequantizing) still runs on the CPU
+/// pool. A panic in `work` is raised here after the others ended.
+pub(crate) fn io_map<T, R, F>(items: Vec<T>, threads: usize, work: F) -> Vec<R>
+where
+    T: Send,
+    R: Send,
+    F: Fn(T) -> R + Sync,
+{
+    let n = items.len();
+    let threads = threads.max(1).min(n);
+    if threads <= 1 {
+        return items.into_iter().map(work).collect();
+    }
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((i, item)) = next else { break };
+                    mine.push((i, work(item)));
+                }
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .append(&mut mine);
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_unstable_by_key(|&(i, _)| i);
+    assert_eq!(done.len(), n, "every item ran");
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// `scope` for work that waits on the network (see `io_map`): runs `body` on this thread
+/// with a way to start work on a thread of its own each, and returns once the body and
+/// all the work it started have ended. The caller bounds how much it starts (a remote
+/// place's requests in flight).
+pub(crate) fn io_scope<'s, R>(
+    body: impl FnOnce(&mut dyn FnMut(Box<dyn FnOnce() + Send + 's>)) -> R,
+) -> R {
+    std::thread::scope(|scope| {
+        body(&mut |job: Box<dyn FnOnce() + Send + 's>| {
+            scope.spawn(job);
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +385,35 @@ mod tests {
             })
         });
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn io_map_keeps_the_order_on_threads_of_its_own() {
+        let names = Mutex::new(std::collections::BTreeSet::new());
+        let out = io_map((0..32u64).collect(), 4, |i| {
+            names
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().name().map(str::to_owned));
+            i * 3
+        });
+        assert_eq!(out, (0..32u64).map(|i| i * 3).collect::<Vec<_>>());
+        // Not the CPU pool's threads (named ztensor-N): threads of the call's own.
+        for name in names.into_inner().unwrap() {
+            assert!(
+                !name.as_deref().is_some_and(|n| n.starts_with("ztensor-")),
+                "{name:?}"
+            );
+        }
+        let ran = AtomicUsize::new(0);
+        io_scope(|spawn| {
+            for _ in 0..3 {
+                spawn(Box::new(|| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 3);
     }
 
     #[test]

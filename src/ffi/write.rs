@@ -4,7 +4,8 @@ use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, put, zt_status};
+use super::handles::{self, Boxed, Handle, zt_reader};
+use super::{guard, need_bytes, need_dtype, need_out, need_str, put, zt_status};
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
@@ -17,6 +18,12 @@ pub struct zt_writer {
     /// None once `zt_writer_finish` has run (successfully or not). A single file or a
     /// set: the same writer.
     inner: Option<Writer>,
+}
+
+impl Handle for zt_writer {
+    const NAME: &'static str = "writer";
+    type Owned = Boxed;
+    type Target = zt_writer;
 }
 
 /// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -66,7 +73,7 @@ fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
 }
 
 fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
-    need_mut(w, "writer")?
+    handles::get_mut(w)?
         .inner
         .as_mut()
         .ok_or_else(|| err!(State, "the writer has already finished"))
@@ -189,7 +196,7 @@ fn create(
     // SAFETY: NUL-terminated path bytes, per the API contract.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
     let w = make(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-    put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+    put(out, handles::give(zt_writer { inner: Some(w) }));
     Ok(())
 }
 
@@ -687,13 +694,13 @@ fn copy_options(options: *const zt_copy_options) -> Result<(CopyOptions, Option<
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_copy_object(
     w: *mut zt_writer,
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     object: usize,
     options: *const zt_copy_options,
 ) -> zt_status {
     guard(|| {
         let w = writer(w)?;
-        let r = need(reader, "reader")?.inner();
+        let r = handles::reader(reader)?.inner();
         let (copy, name) = copy_options(options)?;
         match name {
             Some(name) => w.copy_object_as(r, object, name, &copy),
@@ -712,7 +719,7 @@ pub unsafe extern "C" fn zt_writer_copy_object(
 pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
     guard(|| {
         writer(w)?.check_finishable()?;
-        let handle = need_mut(w, "writer")?;
+        let handle = handles::get_mut(w)?;
         let inner = handle
             .inner
             .take()
@@ -725,10 +732,6 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
 /// removed). NULL is a no-op.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_free(w: *mut zt_writer) {
-    super::guard_value((), || {
-        if !w.is_null() {
-            // SAFETY: created by Box::into_raw in zt_writer_create, freed once per the contract.
-            drop(unsafe { Box::from_raw(w) });
-        }
-    })
+    // SAFETY: made by zt_writer_create*, freed once, per the contract.
+    unsafe { handles::free(w) }
 }

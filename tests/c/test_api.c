@@ -3591,6 +3591,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_loader_load", /* test_device_load.c */
     "zt_loader_cancel", /* test_device_load.c */
     "zt_loader_get_stats", /* test_device_load.c */
+    "zt_loader_get_request_size", /* test_loader.c */
     "zt_pool_set_threads",      /* test_pool.c */
     "zt_pool_thread_count",     /* test_pool.c */
     "zt_shard_get_path",            /* test_shards.c */

@@ -179,15 +179,16 @@ pub fn pinned_python(requirements: &str, name: &str) -> std::path::PathBuf {
 
 /// One batch request per buffer: object i's first component, whole, converted to
 /// `convert` when given.
-pub fn whole_loads(bufs: &mut [Vec<u8>], convert: Option<DType>) -> Vec<ztensor::LoadRequest<'_>> {
+pub fn whole_loads(
+    bufs: &mut [Vec<u8>],
+    convert: Option<DType>,
+) -> Vec<ztensor::load::Request<'_>> {
     bufs.iter_mut()
         .enumerate()
-        .map(|(object, dst)| ztensor::LoadRequest {
-            object,
-            component: 0,
-            dst,
-            offset: None,
-            convert,
+        .map(|(object, dst)| {
+            let mut q = ztensor::load::Request::host(object, 0, dst);
+            q.convert = convert;
+            q
         })
         .collect()
 }
