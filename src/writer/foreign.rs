@@ -1001,28 +1001,6 @@ impl<W: Write> Writer<W> {
     }
 }
 
-impl<W: Write> Writer<W> {
-    /// A finished shard of a safetensors or GGUF set: its spool kept (not removed) for
-    /// the set's `finish`, with its objects; and the writer's output.
-    pub(super) fn into_spool(mut self) -> Result<(super::sharded::Spool, W)> {
-        self.settle()?;
-        let label = &self.output.label;
-        self.output
-            .out
-            .flush()
-            .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
-        let mut target = self.target.take().expect("a path writer");
-        target.done = true;
-        let spool = super::sharded::Spool {
-            temp: std::mem::take(&mut target.temp),
-            file: self.spool.take().expect("a spool"),
-            objects: std::mem::take(&mut self.objects),
-            align: self.spool_align,
-        };
-        Ok((spool, self.output.out))
-    }
-}
-
 /// A new temporary name beside `path`, for the file that will be named `path`.
 pub(super) fn beside(path: &Path) -> std::path::PathBuf {
     let dir = match path.parent() {

@@ -169,42 +169,35 @@ impl<W: Write> Writer<W> {
         // its place (the cursor moved there when it goes at the cursor).
         let declared_place = self.declared_component(role, dtype, logical_type)?;
         let v2 = self.version == FileVersion::V2;
-        let digest = match (v2, options.digest) {
-            (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
-            (true, DigestAlgorithm::Crc32c) => bail!(
-                InvalidArgument,
-                "zTensor v2 digests are xxh3 or sha256, not crc32c"
-            ),
-            (false, DigestAlgorithm::Xxh3) => bail!(
-                InvalidArgument,
-                "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
-            ),
-            (_, d) => d,
-        };
-        let zstd = match options.encoding {
-            Encoding::Raw => None,
-            Encoding::Pipeline => bail!(
-                InvalidArgument,
-                "the writer stores raw or zstd components, not format pipelines"
-            ),
-            Encoding::Zstd => {
-                if options.level != 0 && !zstd_level_range().contains(&options.level) {
-                    bail!(
-                        InvalidArgument,
-                        "zstd level {} is outside {:?}",
-                        options.level,
-                        zstd_level_range()
-                    );
-                }
-                Some(if options.level == 0 { 3 } else { options.level })
-            }
-        };
+        let digest = component_digest(v2, options.digest)?;
+        let zstd = component_zstd(options)?;
         let logical_type = logical_type
             .map(CText::new)
             .transpose()
             .map_err(as_argument)?;
         let mut hasher = Hasher::new(digest);
-        if zstd.is_some() {
+        self.begin_placement(zstd.is_some(), v2, &mut hasher)?;
+        self.stream = Some(Stream {
+            role: role_c,
+            dtype,
+            logical_type,
+            offset: declared_place.unwrap_or(self.output.pos),
+            decoded: 0,
+            hasher,
+            zstd,
+            decoded_digest: v2,
+            content: (v2 && zstd.is_none()).then(Box::default),
+            last: None,
+        });
+        Ok(())
+    }
+
+    /// Where a component's bytes begin: a raw one at the next aligned offset; a zstd
+    /// one's first frame placed (padded, hashed) when it is written out, a v2 one on a
+    /// 64 KiB boundary with every frame before it written out (its digest covers the
+    /// decoded bytes: `hasher` stays in the stream; v1.2's moves to the frames).
+    fn begin_placement(&mut self, zstd: bool, v2: bool, hasher: &mut Hasher) -> Result<()> {
+        if zstd {
             // A v2 component starts on a 64 KiB boundary (every frame before it written
             // out), and its digest covers the decoded bytes: `hasher` stays in the stream.
             if v2 {
@@ -213,7 +206,7 @@ impl<W: Write> Writer<W> {
             // Placed (padded, hashed) when its first frame is written out.
             let stored = match v2 {
                 true => Hasher::new(DigestAlgorithm::None),
-                false => std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None)),
+                false => std::mem::replace(hasher, Hasher::new(DigestAlgorithm::None)),
             };
             let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0, v2));
             let (output, objects, placing) =
@@ -227,18 +220,6 @@ impl<W: Write> Writer<W> {
         } else {
             self.pad_to_alignment()?;
         }
-        self.stream = Some(Stream {
-            role: role_c,
-            dtype,
-            logical_type,
-            offset: declared_place.unwrap_or(self.output.pos),
-            decoded: 0,
-            hasher,
-            zstd,
-            decoded_digest: v2,
-            content: (v2 && zstd.is_none()).then(Box::default),
-            last: None,
-        });
         Ok(())
     }
 
@@ -417,4 +398,42 @@ impl<W: Write> Writer<W> {
             frames.discard_input();
         }
     }
+}
+
+/// The digest a component gets: v2's xxh3 unless sha256 is asked for; v1.2's as asked.
+fn component_digest(v2: bool, asked: DigestAlgorithm) -> Result<DigestAlgorithm> {
+    Ok(match (v2, asked) {
+        (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
+        (true, DigestAlgorithm::Crc32c) => bail!(
+            InvalidArgument,
+            "zTensor v2 digests are xxh3 or sha256, not crc32c"
+        ),
+        (false, DigestAlgorithm::Xxh3) => bail!(
+            InvalidArgument,
+            "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
+        ),
+        (_, d) => d,
+    })
+}
+
+/// The zstd level a component is compressed at (None: stored raw).
+fn component_zstd(options: &WriteOptions) -> Result<Option<i32>> {
+    Ok(match options.encoding {
+        Encoding::Raw => None,
+        Encoding::Pipeline => bail!(
+            InvalidArgument,
+            "the writer stores raw or zstd components, not format pipelines"
+        ),
+        Encoding::Zstd => {
+            if options.level != 0 && !zstd_level_range().contains(&options.level) {
+                bail!(
+                    InvalidArgument,
+                    "zstd level {} is outside {:?}",
+                    options.level,
+                    zstd_level_range()
+                );
+            }
+            Some(if options.level == 0 { 3 } else { options.level })
+        }
+    })
 }
