@@ -256,8 +256,9 @@
 #define ZT_WRITER_KEEP_ORDER 2
 
 /**
- * `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
- * every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+ * `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs in
+ * name order, at 4 KiB boundaries unless `ZT_WRITER_CANONICAL` asks for 64 KiB), what
+ * `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
  * the library's default is written: zTensor v2 since this release (v1.2.0 before).
  */
 #define ZT_WRITER_V2 4
@@ -269,16 +270,17 @@
 #define ZT_WRITER_V1_2 8
 
 /**
- * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
- * instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
- * canonical form (docs/format.md says when each fits).
+ * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor),
+ * the library's default placement since this release (64 KiB before): a valid v2 file,
+ * much smaller for many small tensors, but not in canonical form (docs/format.md,
+ * "Placement", has the measurement). Set it to keep 4 KiB whatever a later default.
  */
 #define ZT_WRITER_COMPACT 32
 
 /**
  * `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
- * (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
- * Not with `ZT_WRITER_COMPACT`.
+ * (byte for byte what `ztensor` 2.x writes for the same tensors), instead of the
+ * default 4 KiB. Not with `ZT_WRITER_COMPACT`.
  */
 #define ZT_WRITER_CANONICAL 64
 

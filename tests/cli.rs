@@ -1189,7 +1189,7 @@ Options:
       --raw                    Store every component uncompressed
       --digest <ALGO>          Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
       --to <FORMAT>            The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
-      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [possible values: canonical, compact]
+      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [default: compact] [possible values: canonical, compact]
   -q, --quiet                  No progress bar (it is shown only when stderr is a terminal)
   -h, --help                   Print help (see more with '--help')
 "

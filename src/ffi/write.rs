@@ -107,8 +107,9 @@ pub const ZT_WRITER_NO_SYNC: u32 = 1;
 /// written in that order.
 pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
 
-/// `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
-/// every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+/// `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs in
+/// name order, at 4 KiB boundaries unless `ZT_WRITER_CANONICAL` asks for 64 KiB), what
+/// `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
 /// the library's default is written: zTensor v2 since this release (v1.2.0 before).
 pub const ZT_WRITER_V2: u32 = 4;
 
@@ -116,14 +117,15 @@ pub const ZT_WRITER_V2: u32 = 4;
 /// `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
 pub const ZT_WRITER_V1_2: u32 = 8;
 
-/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
-/// instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
-/// canonical form (docs/format.md says when each fits).
+/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor),
+/// the library's default placement since this release (64 KiB before): a valid v2 file,
+/// much smaller for many small tensors, but not in canonical form (docs/format.md,
+/// "Placement", has the measurement). Set it to keep 4 KiB whatever a later default.
 pub const ZT_WRITER_COMPACT: u32 = 32;
 
 /// `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
-/// (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
-/// Not with `ZT_WRITER_COMPACT`.
+/// (byte for byte what `ztensor` 2.x writes for the same tensors), instead of the
+/// default 4 KiB. Not with `ZT_WRITER_COMPACT`.
 pub const ZT_WRITER_CANONICAL: u32 = 64;
 
 /// `zt_writer_options.flags`: the struct has its `format` field (this header's struct).

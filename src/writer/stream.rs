@@ -194,11 +194,11 @@ impl<W: Write> Writer<W> {
 
     /// Where a component's bytes begin: a raw one at the next aligned offset; a zstd
     /// one's first frame placed (padded, hashed) when it is written out, a v2 one on a
-    /// 64 KiB boundary with every frame before it written out (its digest covers the
+    /// blob boundary with every frame before it written out (its digest covers the
     /// decoded bytes: `hasher` stays in the stream; v1.2's moves to the frames).
     fn begin_placement(&mut self, zstd: bool, v2: bool, hasher: &mut Hasher) -> Result<()> {
         if zstd {
-            // A v2 component starts on a 64 KiB boundary (every frame before it written
+            // A v2 component starts on a blob boundary (every frame before it written
             // out), and its digest covers the decoded bytes: `hasher` stays in the stream.
             if v2 {
                 self.pad_to_alignment()?;

@@ -30,7 +30,7 @@ static void write_model(const char *path, uint32_t flags) {
   for (i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i * 7);
   opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2 | flags;
   CHECK_OK(zt_writer_create_with(path, &opts, &w));
-  /* Out of name order on purpose: the file is still canonical (reordered at finish). */
+  /* Out of name order on purpose: the blobs still end up in name order (reordered at finish). */
   CHECK_OK(zt_writer_add(w, "tok.weight", ZT_F32, shape, 1, weights, sizeof weights, NULL));
   CHECK_OK(zt_writer_add(w, "lm_head", ZT_F32, shape, 1, weights, sizeof weights, NULL));
   CHECK_OK(zt_writer_add(w, "mask", ZT_BOOL, mshape, 1, mask, sizeof mask, NULL));
@@ -269,9 +269,16 @@ static void test_defaults_formats_and_placement(const char *dir) {
   opts.format = 4;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
   CHECK_ERROR_MENTIONS("unknown writer format value 4");
-  /* Placement: 4 KiB with ZT_WRITER_COMPACT, 64 KiB with ZT_WRITER_CANONICAL. */
+  /* Placement: 4 KiB by default and with ZT_WRITER_COMPACT, 64 KiB with
+     ZT_WRITER_CANONICAL. */
   snprintf(path, sizeof path, "%s/placed.zt", dir);
   opts.format = 0;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2;
+  if ((r = write_one(path, &opts)) != NULL) {
+    if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 4096);
+    zt_close(r);
+  }
+  unlink(path);
   opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_COMPACT;
   if ((r = write_one(path, &opts)) != NULL) {
     if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 4096);
@@ -291,8 +298,9 @@ static void test_defaults_formats_and_placement(const char *dir) {
 
 /* Writes tensors a (f32 [2,3]), b (i8 [5]), c (f16 [4]) and q (a q8_0 block, GGUF only)
  * to `path` in the format `format`, with one file attribute; declared first when
- * `declared` (then added in the reverse of zt_writer_declared_order, every tensor away
- * from the cursor but the last). Returns the file's bytes (free them) or NULL. */
+ * `declared` is 1 (then added in the reverse of zt_writer_declared_order, every tensor
+ * away from the cursor but the last), declared with their data when it is 2 (written by
+ * zt_writer_finish). Returns the file's bytes (free them) or NULL. */
 static unsigned char *write_abc(const char *path, uint32_t format, int declared, size_t *size) {
   zt_writer *w = NULL;
   zt_writer_options opts = {0};
@@ -309,7 +317,13 @@ static unsigned char *write_abc(const char *path, uint32_t format, int declared,
   if (!CHECK_OK(zt_writer_create_with(path, &opts, &w))) return NULL;
   CHECK_OK(zt_value_create_string("x", 1, &v));
   CHECK_OK(zt_writer_set_file_attribute(w, "general.name", v));
-  if (declared) {
+  if (declared == 2) {
+    for (i = 0; i < n; i++) {
+      CHECK_OK(zt_writer_declare_data(w, names[i], i == 3 ? "ggml_q8_0" : NULL, dtypes[i], NULL, shapes[i], ndims[i],
+                                      data[i], sizes[i]));
+    }
+    n = 0; /* nothing to add */
+  } else if (declared) {
     for (i = 0; i < n; i++) {
       CHECK_OK(zt_writer_declare(w, names[i], i == 3 ? "ggml_q8_0" : NULL, dtypes[i], NULL, shapes[i], ndims[i]));
     }
@@ -329,7 +343,7 @@ static unsigned char *write_abc(const char *path, uint32_t format, int declared,
       CHECK_OK(zt_writer_add(w, names[i], dtypes[i], shapes[i], ndims[i], data[i], sizes[i], NULL));
     }
   }
-  if (declared) {
+  if (declared == 1) {
     /* The header is written: the attributes are fixed. */
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_set_file_attribute(w, "late", v));
     CHECK_ERROR_MENTIONS("before the first tensor's data");
@@ -359,6 +373,9 @@ static void test_declared(const char *dir) {
     b = write_abc(other, formats[f], 0, &b_size);
     if (CHECK(a != NULL && b != NULL) && CHECK_U64(a_size, b_size)) CHECK_MEM(a, b, a_size);
     free(a);
+    a = write_abc(path, formats[f], 2, &a_size);
+    if (CHECK(a != NULL && b != NULL) && CHECK_U64(a_size, b_size)) CHECK_MEM(a, b, a_size);
+    free(a);
     free(b);
     unlink(path);
     unlink(other);
@@ -374,9 +391,18 @@ static void test_declared(const char *dir) {
     CHECK_OK(zt_writer_declare(w, "y", "dense", ZT_F32, NULL, shape, 1));
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, "x", NULL, ZT_F32, NULL, shape, 1));
     CHECK_ERROR_MENTIONS("already declared");
+    /* Declared with data: the size must be the shape's; the bytes must be there. */
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, two, 4));
+    CHECK_ERROR_MENTIONS("4 bytes given");
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, NULL, 8));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "x", NULL, ZT_F32, NULL, shape, 1, two, 8));
+    CHECK_ERROR_MENTIONS("already declared");
+    CHECK_OK(zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, two, sizeof two));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "v", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_ERROR_MENTIONS("declared with its data");
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declared_order(w, order, 3, NULL));
     CHECK_OK(zt_writer_declared_order(w, order, 3, &count));
-    CHECK_U64(count, 2);
+    CHECK_U64(count, 3);
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "z", ZT_F32, shape, 1, two, sizeof two, NULL));
     CHECK_ERROR_MENTIONS("'z' was not declared");
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "x", ZT_F32, wrong, 1, two, sizeof two, NULL));

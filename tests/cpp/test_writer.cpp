@@ -670,15 +670,19 @@ TEST(Writer, FormatsAndTheDefaultVersion) {
     w.add("x", v, {2});
     w.finish();
   }
-  {
-    scratch_file f("compact");
+  // Placement: 4 KiB by default and when asked, 64 KiB (canonical) when asked.
+  for (auto [placement, offset] : {std::pair{zt::writer_options::blob_placement::library_default, 4096u},
+                                   std::pair{zt::writer_options::blob_placement::compact, 4096u},
+                                   std::pair{zt::writer_options::blob_placement::canonical, 65536u}}) {
+    scratch_file f("placed");
     zt::writer_options o;
-    o.placement = zt::writer_options::blob_placement::compact;
+    o.placement = placement;
     zt::Writer w = zt::Writer::create(f.path, o);
     w.add("x", v, {2});
     w.finish();
     zt::Reader r = zt::Reader::open(f.path);
     EXPECT_EQ(r.version(), "2");
+    EXPECT_EQ(r["x"].component("data").info().offset, offset);
   }
 }
 
