@@ -737,5 +737,18 @@ TEST(Writer, DeclaredTensorsAreWrittenInOnePass) {
       w.finish();
     }
     EXPECT_EQ(zt_test::slurp(declared.path), zt_test::slurp(spooled.path)) << name;
+    {
+      // Declared with their bytes: finish() writes the same file.
+      scratch_file with_data(std::string("with_data_") + name);
+      zt::Writer w = zt::Writer::create(with_data.path, o);
+      w.set_attribute("general.name", "m");
+      EXPECT_THROW(w.declare_data("a", a, {4}), zt::invalid_argument);  // 12 bytes, 16 declared
+      w.declare_data("a", a, {3});
+      w.declare_data("b", zt::dtype::i8, b, {5});
+      if (gguf) w.declare_data("q", zt::dtype::u8, q, {32}, {}, "ggml_q8_0");
+      EXPECT_THROW(w.add("a", a, {3}), zt::invalid_argument);  // finish() writes it
+      w.finish();
+      EXPECT_EQ(zt_test::slurp(with_data.path), zt_test::slurp(spooled.path)) << name;
+    }
   }
 }

@@ -323,6 +323,25 @@ class Writer {
                            const string_arg& type = {}) {
     return detail::unwrap(try_declare(name, format, type_of_data, shape, type));
   }
+  /// Declares a dense tensor with its bytes (zt_writer_declare_data): finish() writes
+  /// them, in the file's order, so a safetensors or GGUF file of tensors already in
+  /// memory is written in one pass with no order to follow. The bytes are not copied:
+  /// `data` must stay alive and unchanged until finish() returns or the writer is
+  /// destroyed. The tensor is then not added otherwise (invalid_argument), and `data`
+  /// must hold exactly the shape's element count (invalid_argument, nothing declared).
+  template <class Range, detail::if_typed_range<Range> = 0>
+  ret<void> declare_data(const string_arg& name, const Range& data, shape_ref shape, const string_arg& type = {}) {
+    return detail::unwrap(try_declare_data(name, string_arg(), dtype_v<detail::range_element_t<Range>>,
+                                           detail::range_data(data), detail::range_bytes(data), shape, type));
+  }
+  /// declare_data() of an explicit dtype (e.g. f16 / bf16 held in uint16_t), or of an
+  /// object of `format` ("dense", or a ggml block format with dtype::u8 data).
+  template <class Range, detail::if_data_range<Range> = 0>
+  ret<void> declare_data(const string_arg& name, zt::dtype type_of_data, const Range& data, shape_ref shape,
+                         const string_arg& type = {}, const string_arg& format = {}) {
+    return detail::unwrap(try_declare_data(name, format, type_of_data, detail::range_data(data),
+                                           detail::range_bytes(data), shape, type));
+  }
   /// The declared tensors in the file's order, as indices into the declarations (0 for
   /// the first declared): adding them in this order writes the file front to back.
   ret<std::vector<std::size_t>> declared_order() const {
@@ -454,6 +473,14 @@ class Writer {
     if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
     return detail::check(zt_writer_declare(handle(), name.c_str(), format.c_str(), static_cast<std::uint32_t>(t),
                                            type.c_str(), shape.data(), shape.size()));
+  }
+  result<void> try_declare_data(const string_arg& name, const string_arg& format, zt::dtype t, const void* data,
+                                std::size_t size, shape_ref shape, const string_arg& type) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(format, "format"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
+    return detail::check(zt_writer_declare_data(handle(), name.c_str(), format.c_str(), static_cast<std::uint32_t>(t),
+                                                type.c_str(), shape.data(), shape.size(), data, size));
   }
   result<object_builder> try_begin_object(const string_arg& name, const string_arg& format, shape_ref shape) {
     if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r.as_failure();
