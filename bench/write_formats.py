@@ -18,7 +18,8 @@ Rows (median of --runs, each run writing a new file, the file removed after):
                doesn't sync), ours durable beside it.
   "ours" declares every tensor first (zt_writer_declare), then adds them in the order
   zt_writer_declared_order gives: the file written in one pass, front to back, as a
-  save_file does. Beside it, non-durable: declared but added in the dict's order (tensors
+  save_file does. "declare_data": each tensor declared with its bytes
+  (zt_writer_declare_data), finish writes them: one call per tensor. Beside it, non-durable: declared but added in the dict's order (tensors
   away from the cursor written to their place with pwrite), and not declared (spooled to
   a temporary file and copied into place at finish: two passes).
   Ratio = theirs / ours (above 1: ours is faster).
@@ -69,6 +70,7 @@ DTYPES = {np.dtype("float32"): 1, np.dtype("float16"): 2, np.dtype("int32"): 5, 
 
 lib.zt_writer_create_with.argtypes = [ctypes.c_char_p, ctypes.POINTER(WriterOptions), ctypes.POINTER(ctypes.c_void_p)]
 lib.zt_writer_declare.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p, c_u64p, ctypes.c_size_t]
+lib.zt_writer_declare_data.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p, c_u64p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
 lib.zt_writer_declared_order.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
 lib.zt_writer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, c_u64p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 lib.zt_writer_begin_object.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, c_u64p, ctypes.c_size_t]
@@ -96,11 +98,17 @@ def create(path, flags, fmt):
     return w
 
 
-def ours(path, tensors, flags, fmt, declare=True, file_order=True):
+def ours(path, tensors, flags, fmt, declare=True, file_order=True, with_data=False):
     """Writes `tensors`: declared first (in the dict's order) and added in the file's
-    order, or in the dict's; or not declared (spooled)."""
+    order, or in the dict's; or not declared (spooled); or declared with their data
+    (zt_writer_declare_data: finish writes them)."""
     w = create(path, flags, fmt)
     items = [(name.encode(), a, (ctypes.c_uint64 * a.ndim)(*a.shape)) for name, a in tensors.items()]
+    if with_data:
+        for name, a, shape in items:
+            ok(lib.zt_writer_declare_data(w, name, None, DTYPES[a.dtype], None, shape, a.ndim,
+                                          a.ctypes.data, a.nbytes), "declare_data")
+        items, declare = [], False
     if declare:
         for name, a, shape in items:
             ok(lib.zt_writer_declare(w, name, None, DTYPES[a.dtype], None, shape, a.ndim), "declare")
@@ -186,6 +194,7 @@ def speed(wid, tensors, results):
             (theirs_name, lambda p: theirs(p, tensors)),
             ("ours, dict order, non-dur.", lambda p: ours(p, tensors, NO_SYNC, fmt, file_order=False)),
             ("ours, spooled, non-durable", lambda p: ours(p, tensors, NO_SYNC, fmt, declare=False)),
+            ("ours, declare_data, non-d.", lambda p: ours(p, tensors, NO_SYNC, fmt, with_data=True)),
         ]
         if fmt == FMT_GGUF:
             # GGUF's order is the order declared: the dict's.
@@ -255,7 +264,7 @@ def rss(results):
 
 
 def placement(wid, tensors, results):
-    for label, flags in (("64 KiB (canonical)", CANONICAL), ("4 KiB (compact)", COMPACT)):
+    for label, flags in (("64 KiB (canonical)", CANONICAL), ("4 KiB (compact)", COMPACT), ("default (no flag)", 0)):
         path = os.path.join(args.dir, f"{wid.lower()}.place.zt")
         times = []
         for _ in range(args.runs):
