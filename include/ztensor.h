@@ -2430,8 +2430,9 @@ enum zt_status zt_writer_declare(struct zt_writer *w,
  * tensors): one call per tensor, then `zt_writer_finish`. `size` must be the declared
  * size and bool bytes 0 or 1 (`ZT_ERR_INVALID_ARGUMENT`, nothing declared).
  *
- * `data` must stay valid and unchanged until `zt_writer_finish` returns or the writer
- * is freed: the writer keeps its address, not a copy.
+ * `data` must stay valid and unchanged until `zt_writer_finish` returns `ZT_OK` or the
+ * writer is freed: the writer keeps its address, not a copy (a finish refused with the
+ * writer still usable, such as a declared tensor missing, reads them again later).
  */
 ZT_API
 enum zt_status zt_writer_declare_data(struct zt_writer *w,

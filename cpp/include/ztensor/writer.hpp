@@ -326,7 +326,7 @@ class Writer {
   /// Declares a dense tensor with its bytes (zt_writer_declare_data): finish() writes
   /// them, in the file's order, so a safetensors or GGUF file of tensors already in
   /// memory is written in one pass with no order to follow. The bytes are not copied:
-  /// `data` must stay alive and unchanged until finish() returns or the writer is
+  /// `data` must stay alive and unchanged until finish() succeeds or the writer is
   /// destroyed. The tensor is then not added otherwise (invalid_argument), and `data`
   /// must hold exactly the shape's element count (invalid_argument, nothing declared).
   template <class Range, detail::if_typed_range<Range> = 0>
