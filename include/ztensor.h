@@ -428,13 +428,16 @@ typedef enum zt_slice {
    */
   ZT_SLICE_WHOLE = 0,
   /**
-   * Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
-   * layers).
+   * Rows `[first, first + count)` of the first dimension: one contiguous range. With
+   * weights stored `[out, in]` (PyTorch, Hugging Face, and GGUF as this library shows
+   * it), a rank's shard of a column-parallel layer (q/k/v, gate/up: a slice of the
+   * outputs).
    */
   ZT_SLICE_ROWS = 1,
   /**
    * Columns `[first, first + count)` of the last dimension of every row, packed in the
-   * destination (column-parallel layers): a strided read.
+   * destination: a strided read. With `[out, in]` weights, a rank's shard of a
+   * row-parallel layer (o, down: a slice of the inputs; the ranks' outputs are summed).
    */
   ZT_SLICE_COLUMNS = 2,
 } zt_slice;
@@ -1659,8 +1662,8 @@ enum zt_status zt_component_read_range(const struct zt_reader *reader,
 
 /**
  * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
- * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
- * dequantized or converted. Values are counted as `zt_component_read_as` counts them
+ * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs (its shard
+ * of a column-parallel layer's `[out, in]` weight), dequantized or converted. Values are counted as `zt_component_read_as` counts them
  * (a block-quantized object's elements; a plain component's storage elements). For
  * block-quantized components the range must start and end on block boundaries
  * (multiples of `block_size`; whole rows always are). Only the bytes the range needs
