@@ -1469,6 +1469,24 @@ enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
                                         struct zt_quant_info *out);
 
 /**
+ * The ggml type of an object, as `gguf_get_tensor_type` gives it for a GGUF tensor:
+ * `*out_type` = its `enum ggml_type` id (`GGML_TYPE_F32` = 0, `F16` = 1, `Q4_0` = 2 ...
+ * `BF16` = 30), `*out_name` (optional: NULL skips it) = the name after `GGML_TYPE_`
+ * ("F32", "Q4_K"; static), or NULL for an id this build doesn't know. Dense tensors too:
+ * a dense object of one `f32`, `f16`, `bf16`, `f64`, `i8`, `i16`, `i32` or `i64`
+ * component without a logical type has that type, whatever its file's format; a
+ * block-quantized object (see `zt_object_get_quant_info`) its block type, including an
+ * id this build doesn't know. `ZT_ERR_NOT_FOUND` for an object ggml has no type for
+ * (other dtypes, logical types such as fp8 or complex, sparse and other composite
+ * objects). O(components), no allocation. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_get_ggml_type(const struct zt_reader *reader,
+                                       size_t object,
+                                       uint32_t *out_type,
+                                       const char **out_name);
+
+/**
  * Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
  */
 ZT_API
