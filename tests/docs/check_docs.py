@@ -3,7 +3,7 @@
 
     python check_docs.py            # all settings come from the environment (see ENV)
 
-Documents: README.md, docs/*.md and c_examples/*/README.md. Blocks are found with a
+Documents: README.md, docs/*.md, c_examples/*/README.md and cpp/README.md. Blocks are found with a
 CommonMark parser (markdown-it-py), so fenced and indented blocks are both seen.
 
 The rule: every code block is checked according to its language tag, and a block this
@@ -353,6 +353,7 @@ class Checker:
         documents = [os.path.join(self.source, "README.md")]
         documents += sorted(glob.glob(os.path.join(self.source, "docs", "*.md")))
         documents += sorted(glob.glob(os.path.join(self.source, "c_examples", "*", "README.md")))
+        documents.append(os.path.join(self.source, "cpp", "README.md"))
         failures = []
         try:
             self.check_test_command(documents[0])
