@@ -40,6 +40,24 @@
  *   ZT_ERR_BUFFER_TOO_SMALL, larger ZT_ERR_INVALID_ARGUMENT; a refused call leaves it
  *   untouched.
  *
+ * ABI and struct growth (from 0.2.0; each release's ABI is checked against the last
+ * one's baseline, abi/, by tests/release/abi.py):
+ * - The SONAME names the ABI: libztensor.so.0.<minor> while the version is 0.x,
+ *   libztensor.so.<major> from 1.0. Within one SONAME nothing is removed or changed:
+ *   functions, struct layouts, enumerator and macro values stay; new ones are added.
+ * - A struct whose first member is struct_size (zt_cuda_options, zt_device,
+ *   zt_loader_options) may gain members at its end in any release. Set struct_size to
+ *   sizeof(the struct) as your header has it (0 also means this header's size): the
+ *   library reads that many bytes and takes every member past them as zero, so a program
+ *   built against an older header keeps working with a newer library. A size larger than
+ *   the library's struct is accepted when the bytes past its members are zero, else
+ *   refused with ZT_ERR_UNSUPPORTED (a newer header than the library, with new members
+ *   set).
+ * - Every other struct keeps its size and layout under one SONAME: it changes only in a
+ *   release with a new SONAME. Options structs without struct_size grow through flags.
+ * - Enums gain values and never reuse one: a status or dtype value a program doesn't
+ *   know (from a newer library) is to be handled as an unknown error or type.
+ *
  * Default limits (adjust with zt_open_with): manifest 1 GiB, decoded component 64 GiB,
  * decoded cache unlimited, rank 64, name length 65536 bytes, CBOR depth 128.
  */
@@ -98,7 +116,7 @@
 /**
  * Minor version of this header.
  */
-#define ZT_VERSION_MINOR 1
+#define ZT_VERSION_MINOR 2
 
 /**
  * Patch version of this header.
@@ -106,8 +124,8 @@
 #define ZT_VERSION_PATCH 0
 
 /**
- * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
- * 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+ * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is
+ * 10203), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
  * run time.
  */
 #define ZT_VERSION_NUMBER (((ZT_VERSION_MAJOR * 10000) + (ZT_VERSION_MINOR * 100)) + ZT_VERSION_PATCH)

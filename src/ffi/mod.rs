@@ -105,8 +105,8 @@ const fn version_part(text: &str) -> u32 {
     }
     value
 }
-/// This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
-/// 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+/// This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is
+/// 10203), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
 /// run time.
 pub const ZT_VERSION_NUMBER: u32 =
     ZT_VERSION_MAJOR * 10000 + ZT_VERSION_MINOR * 100 + ZT_VERSION_PATCH;
