@@ -17,7 +17,12 @@ function defined, returning zeros; every type the header defines kept), with the
 of the soname policy, and `abidw` describes that; `abidiff` compares two descriptions.
 The header's #define values (flags, limits) are not in DWARF: they are compared as text.
 
-The rules (the header's "Struct growth" paragraph states them):
+A baseline written with `dump --provisional` (abi/PROVISIONAL), before the release's API
+is final, is compared and its differences printed, but `check` doesn't fail on them; the
+release writes the final one (plain `dump`), and check_release.py --tag refuses a
+provisional baseline.
+
+The rules (the header's "ABI and struct growth" paragraph states them):
 - Removing or changing a function, a struct's layout, or an enumerator's value is an
   incompatible change; so is a changed or removed ZT_ macro value.
 - Adding functions, enumerators, macros or structs is compatible.
@@ -185,6 +190,14 @@ def check_suppressions(header):
 
 def dump(args):
     os.makedirs(args.baseline_dir, exist_ok=True)
+    provisional = os.path.join(args.baseline_dir, "PROVISIONAL")
+    if args.provisional:
+        with open(provisional, "w") as f:
+            f.write("This baseline was written before its release's API was final: the ABI check\n"
+                    "reports differences from it but doesn't fail on them. The release writes the\n"
+                    "final one (python3 tests/release/abi.py dump), which removes this file.\n")
+    elif os.path.exists(provisional):
+        os.remove(provisional)
     with tempfile.TemporaryDirectory() as work:
         text = describe(args.header, args.soname, args.cc, work)
     with open(os.path.join(args.baseline_dir, "ztensor.abi"), "w", encoding="utf-8") as f:
@@ -194,7 +207,8 @@ def dump(args):
     shutil.copyfile(args.header, os.path.join(args.baseline_dir, "ztensor.h"))
     with open(os.path.join(args.baseline_dir, "VERSION"), "w") as f:
         f.write(f"{args.version}\n")
-    print(f"wrote the ABI baseline of {args.version} ({args.soname}) to {args.baseline_dir}/")
+    kind = "a provisional ABI baseline" if args.provisional else "the ABI baseline"
+    print(f"wrote {kind} of {args.version} ({args.soname}) to {args.baseline_dir}/")
 
 
 def compare(baseline_dir, header, soname, cc, work, quiet=False):
@@ -244,6 +258,11 @@ def check(args):
     check_suppressions(args.header)
     with tempfile.TemporaryDirectory() as work:
         problems = compare(args.baseline_dir, args.header, args.soname, args.cc, work)
+    if problems and os.path.exists(os.path.join(args.baseline_dir, "PROVISIONAL")):
+        print("\n".join(problems))
+        print(f"the baseline is provisional (abi/PROVISIONAL): these changes are reported, not refused; the "
+              f"release writes the final baseline (RELEASING.md, step 4)")
+        return 0
     if problems:
         print("\n".join(problems))
         raise Failure(f"an incompatible ABI change under the same SONAME {args.soname}: keep the ABI, or "
@@ -313,6 +332,8 @@ def main():
     p.add_argument("--soname", default=None)
     p.add_argument("--baseline-dir", default=os.path.join(ROOT, "abi"))
     p.add_argument("--cc", default=os.environ.get("CC") or "cc")
+    p.add_argument("--provisional", action="store_true",
+                   help="dump: a baseline written before the release's API is final (abi/PROVISIONAL)")
     args = p.parse_args()
     args.version = args.version or cargo_version()
     policy = soname_for(args.version)
