@@ -26,7 +26,11 @@ fn have(tool: &str) -> bool {
 
 /// The DT_SONAME of an ELF shared library, as readelf prints it.
 fn soname(library: &Path) -> Option<String> {
-    let out = Command::new("readelf").arg("-d").arg(library).output().ok()?;
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(library)
+        .output()
+        .ok()?;
     assert!(out.status.success(), "readelf -d {}", library.display());
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.contains("(SONAME)"))?;
@@ -42,7 +46,11 @@ fn a_program_linked_against_the_cargo_library_starts() {
         return;
     }
     let library = cargo_library();
-    assert!(library.exists(), "{} (cargo builds the cdylib for tests)", library.display());
+    assert!(
+        library.exists(),
+        "{} (cargo builds the cdylib for tests)",
+        library.display()
+    );
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     if !have("readelf") || !have(&cc) {
         eprintln!("skipped: no readelf or no C compiler ({cc})");
@@ -79,9 +87,20 @@ fn a_program_linked_against_the_cargo_library_starts() {
         .arg(format!("-Wl,-rpath,{}", libdir.display()))
         .output()
         .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let ran = Command::new(&program).env_remove("LD_LIBRARY_PATH").output().unwrap();
-    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ran = Command::new(&program)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
     let number = env!("CARGO_PKG_VERSION_MAJOR").parse::<u32>().unwrap() * 10000
         + env!("CARGO_PKG_VERSION_MINOR").parse::<u32>().unwrap() * 100
         + env!("CARGO_PKG_VERSION_PATCH").parse::<u32>().unwrap();

@@ -293,7 +293,10 @@ fn a_json_file_by_path_says_what_to_open() {
     // Leading white space is JSON too; a file that isn't JSON keeps the general message.
     std::fs::write(&config, "\n  {}\n\n\n\n\n").unwrap();
     let e = Reader::open(&config).unwrap_err();
-    assert!(e.message().contains("a JSON file, not a tensor file"), "{e}");
+    assert!(
+        e.message().contains("a JSON file, not a tensor file"),
+        "{e}"
+    );
     std::fs::write(&config, "architectures = 1\n").unwrap();
     let e = Reader::open(&config).unwrap_err();
     assert!(e.message().contains("not a zTensor, safetensors"), "{e}");

@@ -200,7 +200,9 @@ pub unsafe extern "C" fn zt_object_get_ggml_type(
         } else {
             let what = match obj.single_dense() {
                 Some(c) => match c.logical_type() {
-                    Some(logical) => format!("dense {} of logical type {logical}", c.dtype().name()),
+                    Some(logical) => {
+                        format!("dense {} of logical type {logical}", c.dtype().name())
+                    }
                     None => format!("dense {}", c.dtype().name()),
                 },
                 None => obj.format().to_owned(),
@@ -411,7 +413,10 @@ mod tests {
     fn plain_ggml_types_are_the_inverse_of_ggml_type() {
         for d in ALL_DTYPES {
             if let Some((id, name)) = plain_ggml_type(d) {
-                assert!(matches!(ggml_type(id), GgmlType::Plain(p) if p == d), "{d:?}");
+                assert!(
+                    matches!(ggml_type(id), GgmlType::Plain(p) if p == d),
+                    "{d:?}"
+                );
                 assert_eq!(name.to_str().unwrap(), d.name().to_uppercase());
             }
         }
