@@ -48,6 +48,13 @@ import (
 // Version is the C library's version, "MAJOR.MINOR.PATCH".
 func Version() string { return C.GoString(C.zt_version()) }
 
+// HeaderVersion is the version of the ztensor.h this package was compiled against,
+// "MAJOR.MINOR.PATCH". While the version is 0.x, a library of another MAJOR.MINOR has
+// another ABI (and another SONAME).
+func HeaderVersion() string {
+	return fmt.Sprintf("%d.%d.%d", C.ZT_VERSION_MAJOR, C.ZT_VERSION_MINOR, C.ZT_VERSION_PATCH)
+}
+
 // Status is a zt_status value. It implements error so that errors.Is can match it.
 type Status uint32
 
