@@ -42,7 +42,7 @@ build tree's write_model, c_examples/write_model.c) and `app.c` (a program print
 library version), so documentation examples can open "model.zt" and use the names the
 demo model really has.
 
-The README's test command must be the line .ci/run runs: checked too.
+The README's test commands must be the lines .ci/run runs: checked too.
 
 ENV: ZT_SOURCE_DIR, ZT_BUILD_DIR, ZT_LIBRARY (the .so), ZT_INCLUDE_DIR, ZT_CPP_INCLUDE_DIR,
 ZT_CC, ZT_CXX, ZT_CMAKE, ZT_GENERATOR, ZT_MAKE_PROGRAM, ZT_LIBDIR (relative install libdir),
@@ -294,17 +294,19 @@ class Checker:
             yield where, tag, token.content, options
 
     def check_test_command(self, readme):
-        """The README's test command is the line .ci/run runs verbatim."""
+        """The README's test commands are the lines .ci/run runs verbatim."""
         with open(os.path.join(self.source, ".ci", "run")) as f:
             ci = f.read()
         match = re.search(r"# >>> README test command.*?\n(.*?)\n\s*# <<< README test command", ci, re.S)
         if not match:
             raise Failure(".ci/run: no '# >>> README test command' block")
-        line = match.group(1).strip()
+        lines = [x.strip() for x in match.group(1).split("\n") if x.strip()]
         with open(readme, encoding="utf-8") as f:
-            if line not in [x.strip() for x in f.read().split("\n")]:
+            readme_lines = [x.strip() for x in f.read().split("\n")]
+        for line in lines:
+            if line not in readme_lines:
                 raise Failure(f"README.md lacks the line .ci/run runs:\n  {line}")
-        print(f"README test command matches .ci/run: {line}")
+            print(f"README test command matches .ci/run: {line}")
 
     def self_test(self):
         """The rule itself: blocks that must be refused are refused."""
