@@ -129,14 +129,18 @@ TEST(DeviceCallbacks, EveryCallbackOfTheCStructIsOffered) {
   EXPECT_EQ(d.struct_size, sizeof(zt_device));
   EXPECT_EQ(d.flags, static_cast<std::uint32_t>(ZT_DEVICE_HANDLES));
   EXPECT_EQ(d.context, static_cast<void*>(&all));
-  for (const auto* f : {reinterpret_cast<const void*>(d.host_alloc), reinterpret_cast<const void*>(d.host_free),
-                        reinterpret_cast<const void*>(d.host_register),
-                        reinterpret_cast<const void*>(d.host_unregister), reinterpret_cast<const void*>(d.copy_async),
-                        reinterpret_cast<const void*>(d.event_create), reinterpret_cast<const void*>(d.event_destroy),
-                        reinterpret_cast<const void*>(d.event_record), reinterpret_cast<const void*>(d.event_query),
-                        reinterpret_cast<const void*>(d.event_wait), reinterpret_cast<const void*>(d.read_direct),
-                        reinterpret_cast<const void*>(d.error_string)})
-    EXPECT_NE(f, nullptr);
+  EXPECT_NE(d.host_alloc, nullptr);
+  EXPECT_NE(d.host_free, nullptr);
+  EXPECT_NE(d.host_register, nullptr);
+  EXPECT_NE(d.host_unregister, nullptr);
+  EXPECT_NE(d.copy_async, nullptr);
+  EXPECT_NE(d.event_create, nullptr);
+  EXPECT_NE(d.event_destroy, nullptr);
+  EXPECT_NE(d.event_record, nullptr);
+  EXPECT_NE(d.event_query, nullptr);
+  EXPECT_NE(d.event_wait, nullptr);
+  EXPECT_NE(d.read_direct, nullptr);
+  EXPECT_NE(d.error_string, nullptr);
   // Without has_*(), the optional ones are NULL: the loader then does without them.
   EXPECT_EQ(b.flags, 0u);
   EXPECT_EQ(b.host_alloc, nullptr);
@@ -212,7 +216,6 @@ TEST(LoaderOptions, StagingOfYoursRegisteredOrNot) {
   {
     zt::Loader loader = zt::Loader::create(&d, o);
     EXPECT_EQ(loader.stats().pinned, 0u);
-    std::vector<float> host(300 * 200);
     std::vector<zt_loader_request> q = {zt::load_request(0, dev.memory.data(), 300 * 200 * 4)};
     std::memset(dev.memory.data(), 0, 300 * 200 * 4);
     loader.load(r, q);
