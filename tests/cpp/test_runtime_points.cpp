@@ -29,7 +29,10 @@ static_assert(ZT_CPP_EXCEPTIONS == 1, "this file tests the exceptions mode");
 // offer it too (and these lines name it).
 static_assert(sizeof(zt_device) == offsetof(zt_device, error_string) + sizeof(void*),
               "zt_device grew: give zt::device_callbacks the new member");
-static_assert(sizeof(zt_loader_options) == offsetof(zt_loader_options, user) + sizeof(void*),
+// zt_loader_options ends with io (a uint32_t) and its padding to the struct's alignment.
+static_assert(sizeof(zt_loader_options) ==
+                  (offsetof(zt_loader_options, io) + sizeof(std::uint32_t) + alignof(zt_loader_options) - 1) /
+                      alignof(zt_loader_options) * alignof(zt_loader_options),
               "zt_loader_options grew: give zt::loader_options the new member");
 
 /// Device memory is host memory; copies are done when copy_async returns (so every event
