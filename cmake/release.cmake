@@ -36,6 +36,9 @@ foreach(_header release current)
   if(_header STREQUAL "release")
     # Before the imported target's include/: the release's ztensor.h wins.
     target_include_directories(${_target} BEFORE PRIVATE "${PROJECT_SOURCE_DIR}/abi")
+  else()
+    # Only the current header's struct sizes are the library's own (struct_growth.c).
+    target_compile_definitions(${_target} PRIVATE ZT_GROWTH_CURRENT_HEADER=1)
   endif()
   target_link_libraries(${_target} PRIVATE ztensor::ztensor)
   target_compile_options(${_target} PRIVATE ${ZTENSOR_WARNING_FLAGS})

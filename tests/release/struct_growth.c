@@ -13,7 +13,9 @@
  *   past it garbage) works, and the garbage is never used (a garbage callback called
  *   would crash).
  * - A larger struct_size (a newer header) is accepted when the bytes past the library's
- *   members are zero, refused with ZT_ERR_UNSUPPORTED when they aren't.
+ *   members are zero, refused with ZT_ERR_UNSUPPORTED when they aren't (checked built
+ *   against the current header: past an older header's size lie members this library
+ *   knows).
  * - zt_loader_options of the header's size (0 too) loads a tensor whole into host memory.
  */
 #include <stddef.h>
@@ -135,7 +137,10 @@ int main(int argc, char **argv) {
     l = NULL;
   }
 
-  /* A newer zt_loader_options: 16 bytes more, zero (accepted) or set (refused). */
+  /* A newer zt_loader_options: 16 bytes more, zero (accepted: a newer member's zero is
+     its default) or set (refused). Built against an older header, the 16 bytes may be
+     members this library knows, which take any value: only the current header's size is
+     the library's (ZT_GROWTH_CURRENT_HEADER, set by the build of that variant). */
   {
     unsigned char bigger[sizeof(zt_loader_options) + 16];
     zt_loader_options o;
@@ -146,9 +151,11 @@ int main(int argc, char **argv) {
     CHECK(zt_loader_create_with(NULL, (const zt_loader_options *)(void *)bigger, &l) == ZT_OK);
     zt_loader_free(l);
     l = NULL;
+#ifdef ZT_GROWTH_CURRENT_HEADER
     bigger[sizeof(zt_loader_options) + 3] = 1;
     CHECK(zt_loader_create_with(NULL, (const zt_loader_options *)(void *)bigger, &l) == ZT_ERR_UNSUPPORTED);
     CHECK(l == NULL);
+#endif
   }
 
   /* An older zt_device: it ends before read_direct; read_direct and error_string are
@@ -178,7 +185,9 @@ int main(int argc, char **argv) {
     l = NULL;
   }
 
-  /* A newer zt_cuda_options with a member set: refused before any driver is looked for. */
+  /* A newer zt_cuda_options with a member set: refused before any driver is looked for
+     (current header only, as above). */
+#ifdef ZT_GROWTH_CURRENT_HEADER
   {
     unsigned char bigger[sizeof(zt_cuda_options) + 8];
     zt_cuda_options c;
@@ -192,6 +201,7 @@ int main(int argc, char **argv) {
     CHECK(strstr(zt_last_error(), "doesn't know") != NULL);
     CHECK(cuda == NULL);
   }
+#endif
 
   zt_close(r);
   remove(path);
