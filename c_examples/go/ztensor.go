@@ -304,7 +304,7 @@ func (r *Reader) FileFormat() string {
 	return C.GoString(C.zt_file_format(h))
 }
 
-// FileVersion is the file's format version: "1.2.0", "1.1.0" or "0.1.0" for zTensor,
+// FileVersion is the file's format version: "2", "1.2.0", "1.1.0" or "0.1.0" for zTensor,
 // the container's own for other formats ("3" for GGUF v3).
 func (r *Reader) FileVersion() string {
 	h, err := r.acquire()
@@ -343,7 +343,7 @@ type Component struct {
 	Offset        uint64 // absolute file offset of the stored bytes
 	Length        uint64 // stored bytes
 	DecodedLength uint64 // bytes after decoding
-	Digest        string // "sha256:...", "crc32c:0x...", or ""
+	Digest        string // "sha256:...", "xxh3:...", "crc32c:0x..." (1.x), or ""
 }
 
 // Component returns the component with that role.
