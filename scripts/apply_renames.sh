@@ -44,14 +44,6 @@ left_file=$(mktemp)
 trap 'rm -f "$left_file"' EXIT
 export ZT_RENAMES_DRY=$dry ZT_RENAMES_KEEP_ALIASES=$keep_aliases ZT_RENAMES_LEFT=$left_file
 
-# Every tracked text file that may name a C function, but the record of the decisions,
-# this script, the ABI baseline (regenerated afterwards), the test vectors and the
-# changelog (its history keeps the names it had).
-mapfile -t files < <(git ls-files -- '*.rs' '*.c' '*.h' '*.cpp' '*.hpp' '*.inc' '*.py' '*.go' '*.zig' \
-  '*.jl' '*.md' '*.cmake' '*.txt' '*.toml' '*.sh' '*.supp' '*.dict' 'CMakeLists.txt' |
-  grep -v -e '^docs/naming-decisions\.md$' -e '^scripts/apply_renames\.sh$' -e '^abi/' \
-    -e '^tests/vectors/' -e '^CHANGELOG\.md$')
-
 # --- Structural edits (decisions 8 and 1), in Python for exact multi-line matches ------
 python3 - <<'PYTHON'
 import os
@@ -251,6 +243,14 @@ if left:
 PYTHON
 
 # --- Plain renames (sed) -----------------------------------------------------------------
+# Every tracked text file (after the edits above) that may name a C function, but the record of the decisions,
+# this script, the ABI baseline (regenerated afterwards), the test vectors and the
+# changelog (its history keeps the names it had).
+mapfile -t files < <(git ls-files -- '*.rs' '*.c' '*.h' '*.cpp' '*.hpp' '*.inc' '*.py' '*.go' '*.zig' \
+  '*.jl' '*.md' '*.cmake' '*.txt' '*.toml' '*.sh' '*.supp' '*.dict' 'CMakeLists.txt' |
+  grep -v -e '^docs/naming-decisions\.md$' -e '^scripts/apply_renames\.sh$' -e '^abi/' \
+    -e '^tests/vectors/' -e '^CHANGELOG\.md$')
+
 # The first argument of a call: a name, a member (a->b, a.b) or a call without arguments.
 arg='([A-Za-z_][A-Za-z0-9_]*((->|\.)[A-Za-z_][A-Za-z0-9_]*)*(\(\))?)'
 rules=(
