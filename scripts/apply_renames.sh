@@ -228,9 +228,12 @@ replace("tests/c/test_api.c", '"zt_writer_set_attributes_json",',
         '"zt_writer_set_file_attributes_json", "zt_writer_set_object_attributes_json",',
         "the coverage list")
 replace("tests/c/test_api.c",
-        '    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_attributes_json(w, "nope", "{}"));\n',
         '    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_attributes_json(w, "nope", "{}"));\n'
-        '    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_object_attributes_json(w, NULL, "{}"));\n',
+        '    CHECK_ERROR_MENTIONS("nope");\n',
+        '    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_attributes_json(w, "nope", "{}"));\n'
+        '    CHECK_ERROR_MENTIONS("nope");\n'
+        '    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_object_attributes_json(w, NULL, "{}"));\n'
+        '    CHECK_ERROR_MENTIONS("object is NULL");\n',
         "a test that the object variant refuses NULL")
 
 with open(os.environ["ZT_RENAMES_LEFT"], "w") as f:
