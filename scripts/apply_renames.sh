@@ -110,7 +110,10 @@ if not KEEP:
             "        );\n"
             "        assert_eq!(functions[first_old - 1].0, \"zt_pool_thread_count\");\n",
             "        // Deprecated old names (none in 0.2.0) come after every current function.\n"
-            "        let first_old = functions.iter().position(|(_, d)| *d).unwrap_or(functions.len());\n"
+            "        let first_old = functions\n"
+            "            .iter()\n"
+            "            .position(|(_, d)| *d)\n"
+            "            .unwrap_or(functions.len());\n"
             "        assert!(\n"
             "            functions[first_old..].iter().all(|(_, d)| *d),\n"
             "            \"a current function among the deprecated ones\"\n"
