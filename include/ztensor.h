@@ -40,6 +40,24 @@
  *   ZT_ERR_BUFFER_TOO_SMALL, larger ZT_ERR_INVALID_ARGUMENT; a refused call leaves it
  *   untouched.
  *
+ * ABI and struct growth (from 0.2.0; each release's ABI is checked against the last
+ * one's baseline, abi/, by tests/release/abi.py):
+ * - The SONAME names the ABI: libztensor.so.0.<minor> while the version is 0.x,
+ *   libztensor.so.<major> from 1.0. Within one SONAME nothing is removed or changed:
+ *   functions, struct layouts, enumerator and macro values stay; new ones are added.
+ * - A struct whose first member is struct_size (zt_cuda_options, zt_device,
+ *   zt_loader_options) may gain members at its end in any release. Set struct_size to
+ *   sizeof(the struct) as your header has it (0 also means this header's size): the
+ *   library reads that many bytes and takes every member past them as zero, so a program
+ *   built against an older header keeps working with a newer library. A size larger than
+ *   the library's struct is accepted when the bytes past its members are zero, else
+ *   refused with ZT_ERR_UNSUPPORTED (a newer header than the library, with new members
+ *   set).
+ * - Every other struct keeps its size and layout under one SONAME: it changes only in a
+ *   release with a new SONAME. Options structs without struct_size grow through flags.
+ * - Enums gain values and never reuse one: a status or dtype value a program doesn't
+ *   know (from a newer library) is to be handled as an unknown error or type.
+ *
  * Default limits (adjust with zt_open_with): manifest 1 GiB, decoded component 64 GiB,
  * decoded cache unlimited, rank 64, name length 65536 bytes, CBOR depth 128.
  */
@@ -98,7 +116,7 @@
 /**
  * Minor version of this header.
  */
-#define ZT_VERSION_MINOR 1
+#define ZT_VERSION_MINOR 2
 
 /**
  * Patch version of this header.
@@ -106,8 +124,8 @@
 #define ZT_VERSION_PATCH 0
 
 /**
- * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
- * 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+ * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is
+ * 10203), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
  * run time.
  */
 #define ZT_VERSION_NUMBER (((ZT_VERSION_MAJOR * 10000) + (ZT_VERSION_MINOR * 100)) + ZT_VERSION_PATCH)
@@ -494,13 +512,16 @@ typedef enum zt_slice {
    */
   ZT_SLICE_WHOLE = 0,
   /**
-   * Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
-   * layers).
+   * Rows `[first, first + count)` of the first dimension: one contiguous range. With
+   * weights stored `[out, in]` (PyTorch, Hugging Face, and GGUF as this library shows
+   * it), a rank's shard of a column-parallel layer (q/k/v, gate/up: a slice of the
+   * outputs).
    */
   ZT_SLICE_ROWS = 1,
   /**
    * Columns `[first, first + count)` of the last dimension of every row, packed in the
-   * destination (column-parallel layers): a strided read.
+   * destination: a strided read. With `[out, in]` weights, a rank's shard of a
+   * row-parallel layer (o, down: a slice of the inputs; the ranks' outputs are summed).
    */
   ZT_SLICE_COLUMNS = 2,
   /**
@@ -1595,6 +1616,24 @@ enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
                                         struct zt_quant_info *out);
 
 /**
+ * The ggml type of an object, as `gguf_get_tensor_type` gives it for a GGUF tensor:
+ * `*out_type` = its `enum ggml_type` id (`GGML_TYPE_F32` = 0, `F16` = 1, `Q4_0` = 2 ...
+ * `BF16` = 30), `*out_name` (optional: NULL skips it) = the name after `GGML_TYPE_`
+ * ("F32", "Q4_K"; static), or NULL for an id this build doesn't know. Dense tensors too:
+ * a dense object of one `f32`, `f16`, `bf16`, `f64`, `i8`, `i16`, `i32` or `i64`
+ * component without a logical type has that type, whatever its file's format; a
+ * block-quantized object (see `zt_object_get_quant_info`) its block type, including an
+ * id this build doesn't know. `ZT_ERR_NOT_FOUND` for an object ggml has no type for
+ * (other dtypes, logical types such as fp8 or complex, sparse and other composite
+ * objects). O(components), no allocation. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_get_ggml_type(const struct zt_reader *reader,
+                                       size_t object,
+                                       uint32_t *out_type,
+                                       const char **out_name);
+
+/**
  * Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
  */
 ZT_API
@@ -1788,8 +1827,8 @@ enum zt_status zt_component_read_range(const struct zt_reader *reader,
 
 /**
  * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
- * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
- * dequantized or converted. Values are counted as `zt_component_read_as` counts them
+ * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs (its shard
+ * of a column-parallel layer's `[out, in]` weight), dequantized or converted. Values are counted as `zt_component_read_as` counts them
  * (a block-quantized object's elements; a plain component's storage elements). For
  * block-quantized components the range must start and end on block boundaries
  * (multiples of `block_size`; whole rows always are). Only the bytes the range needs

@@ -46,12 +46,12 @@ pub enum Slice {
     /// All of it.
     Whole,
     /// Rows `[first, first + count)` of the first dimension (for a tensor of shape
-    /// `[d0, d1, ...]`, each row is `d1 * ...` values): one contiguous range, as a
-    /// row-parallel layer's shard.
+    /// `[d0, d1, ...]`, each row is `d1 * ...` values): one contiguous range; with
+    /// `[out, in]` weights, a column-parallel layer's shard (q/k/v, gate/up).
     Rows { first: u64, count: u64 },
     /// Columns `[first, first + count)` of the last dimension of every row (a strided
-    /// read, as a column-parallel layer's shard); the destination holds them packed, a
-    /// tensor of shape `[..., count]`.
+    /// read; with `[out, in]` weights, a row-parallel layer's shard: o, down); the
+    /// destination holds them packed, a tensor of shape `[..., count]`.
     Columns { first: u64, count: u64 },
     /// A range of the component in storage order, `[first, first + count)`: decoded bytes
     /// without a conversion (as `Reader::read_range`), values with one (as
