@@ -1008,7 +1008,12 @@ fn the_default_placement_is_4_kib() {
     let dir = common::temp_dir("v2_default_placement");
     assert_eq!(CreateOptions::default().placement, Placement::Compact);
     let tensors: Vec<(String, Vec<u8>)> = (0..40)
-        .map(|i| (format!("t.{i:02}"), common::bytes(i, 100 + 1000 * i as usize)))
+        .map(|i| {
+            (
+                format!("t.{i:02}"),
+                common::bytes(i, 100 + 1000 * i as usize),
+            )
+        })
         .collect();
     let write = |name: &str, options: &CreateOptions| {
         let path = dir.join(name);
@@ -1025,10 +1030,16 @@ fn the_default_placement_is_4_kib() {
     };
     let compact = write("default.zt", &quick);
     let canonical = write("canonical.zt", &v2());
-    let (rc, rk) = (Reader::open(&compact).unwrap(), Reader::open(&canonical).unwrap());
+    let (rc, rk) = (
+        Reader::open(&compact).unwrap(),
+        Reader::open(&canonical).unwrap(),
+    );
     assert_eq!(rc.version(), "2");
     let offsets = |r: &Reader| -> Vec<u64> {
-        r.objects().iter().map(|o| o.components()[0].offset()).collect()
+        r.objects()
+            .iter()
+            .map(|o| o.components()[0].offset())
+            .collect()
     };
     let (oc, ok) = (offsets(&rc), offsets(&rk));
     assert_eq!(oc[0], 4096);
@@ -1060,13 +1071,13 @@ fn the_default_placement_is_4_kib() {
 fn a_duplicate_taken_back_keeps_what_was_buffered() {
     let dir = common::temp_dir("v2_duplicate_cut");
     let big = common::bytes(3, 65530);
-    for (k, placement) in [Placement::Compact, Placement::Canonical].into_iter().enumerate() {
+    for (k, placement) in [Placement::Compact, Placement::Canonical]
+        .into_iter()
+        .enumerate()
+    {
         for first in [None, Some(&big)] {
             let path = dir.join(format!("{k}.{}.zt", first.is_some()));
-            let options = CreateOptions {
-                placement,
-                ..v2()
-            };
+            let options = CreateOptions { placement, ..v2() };
             let mut w = Writer::create_with(&path, &options).unwrap();
             if let Some(data) = first {
                 add_u8(&mut w, "a", data);
@@ -1080,7 +1091,38 @@ fn a_duplicate_taken_back_keeps_what_was_buffered() {
             if let Some(data) = first {
                 assert_eq!(&r.read_to_vec(r.find("a").unwrap(), 0).unwrap(), data);
             }
-            assert_eq!(r.read_to_vec(r.find("c").unwrap(), 0).unwrap(), Vec::<u8>::new());
+            assert_eq!(
+                r.read_to_vec(r.find("c").unwrap(), 0).unwrap(),
+                Vec::<u8>::new()
+            );
         }
     }
+}
+
+/// The caller's `max_rank` holds for v2 as for v1.2: a rank-3 tensor under a limit of 2
+/// is `Limit`, naming the limit (v2 read only the format's own 64 before).
+#[test]
+fn the_callers_rank_limit_holds() {
+    let dir = common::temp_dir("v2_max_rank");
+    let path = dir.join("rank3.zt");
+    let mut w = Writer::create_with(&path, &v2()).unwrap();
+    w.add(
+        "t",
+        DType::U8,
+        &[1, 2, 3],
+        &[0u8; 6],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let mut options = OpenOptions::default();
+    options.limits.max_rank = 3;
+    assert_eq!(
+        Reader::open_with(&path, &options).unwrap().objects().len(),
+        1
+    );
+    options.limits.max_rank = 2;
+    let e = Reader::open_with(&path, &options).err().expect("refused");
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.to_string().contains("over the limit of 2"), "{e}");
 }
