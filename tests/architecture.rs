@@ -237,3 +237,18 @@ fn the_layer_order_is_written_once() {
     }
     assert_eq!(from_doc, expected, "docs/architecture.md's layer table");
 }
+
+/// Issue 36: the zip reader knows archives, not what is in them. `.npz` files (`npy`) and
+/// PyTorch checkpoints (`pytorch`, `pickle`) are rows above it that use it; the zip reader
+/// names none of them (`formats::parse_zip` tells them apart), so no circle comes back.
+#[test]
+fn the_zip_reader_names_no_format_that_uses_it() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/formats/zip.rs");
+    let text = std::fs::read_to_string(path).unwrap();
+    for user in ["pytorch", "npy", "pickle"] {
+        assert!(
+            !without_tests(&text).contains(&format!("{user}::")),
+            "src/formats/zip.rs names {user}"
+        );
+    }
+}
