@@ -460,6 +460,32 @@ fn a_bytes_value_referenced_2000_times_opens_in_small_memory() {
     }
 }
 
+/// Shared values are walked as often as they are reached: a list of 10,000 zeros (one
+/// integer value, made once) is 10,000 visits, within the walk's bound of 8 per byte of
+/// the pickle, and becomes an attribute of 10,000 numbers.
+#[test]
+fn a_list_of_one_shared_integer_is_walked_in_full() {
+    let mut p = b"\x80\x02}(".to_vec();
+    p.extend(text("w"));
+    p.extend(tensor("0", 2, 0, &[2], &[1]));
+    p.extend(text("zeros"));
+    p.extend(b"](");
+    for _ in 0..10_000 {
+        p.extend(b"K\x00");
+    }
+    p.extend(b"eu.");
+    let file = checkpoint(&p, &f32s(2), false);
+    let r = Reader::from_slice(&file).unwrap();
+    let attrs = r.attributes().unwrap();
+    match attrs.get("zeros") {
+        Some(ztensor::cbor::Value::Array(a)) => {
+            assert_eq!(a.len(), 10_000);
+            assert!(a.iter().all(|v| *v == ztensor::cbor::Value::Unsigned(0)));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Issue 35: a 256 KiB dict key above 1,000 tensors made 1,000 names of 256 KiB
 /// (+253 MiB) before the name limit refused them. The path is refused at the first key
 /// that makes it too long; a 60 KiB key (under the limit of 64 KiB) on 1,000 paths is

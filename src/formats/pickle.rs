@@ -370,6 +370,7 @@ impl<'c> Pickle<'c> {
         &self.nodes[id as usize]
     }
     /// How many values the pickle made.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }

@@ -82,15 +82,18 @@ pub(crate) fn prefix_of(archive: &Archive) -> Option<&str> {
 /// 16 times its size (`pickle::STATE_PER_BYTE`), about the manifest limit in all.
 const PICKLE_SHARE: u64 = 16;
 
-/// The deepest nesting of dicts and lists walked, and the most values visited: a tree
-/// of `n` values is walked in at most about 3n visits (a list's items are looked at
-/// once to see whether it holds tensors, then once more), so 8 per value the pickle made
-/// stops a pickle whose values share lists (2^60 paths through 60 lists) at once.
+/// The deepest nesting of dicts and lists walked, and the most values visited. Each
+/// item of a list or dict takes at least a byte of opcodes to put there (a memo
+/// reference to a shared value, 2), and a tree of `n` items is walked in at most about
+/// 3n visits (a list's items are looked at once to see whether it holds tensors, then
+/// once more): 8 visits per byte of the pickle walk any tree, and stop a pickle whose
+/// values share lists (2^60 paths through 60 lists) at once. (Counted by bytes, not by
+/// values made: integers, None and the booleans are made once and shared.)
 const MAX_DEPTH: usize = 64;
 const MAX_VISITS: u64 = 1 << 24;
 
-fn visit_budget(values: usize) -> u64 {
-    (values as u64)
+fn visit_budget(pickle_bytes: usize) -> u64 {
+    (pickle_bytes as u64)
         .saturating_mul(8)
         .saturating_add(4096)
         .min(MAX_VISITS)
@@ -139,7 +142,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, archive: &Archive, limits: &Limits) -> Re
         tensors: Vec::new(),
         attributes: Vec::new(),
         visits: 0,
-        visit_budget: visit_budget(pickle.len()),
+        visit_budget: visit_budget(code.len()),
         limits,
     };
     walk.value(pickle.root, &mut String::new(), 0)?;

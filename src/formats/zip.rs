@@ -388,7 +388,16 @@ impl Archive {
         let offset = self.data_offset(read, e)?;
         let want = max.min(e.size);
         match e.method {
-            Method::Stored => Ok(read(offset, want)?.into_owned()),
+            Method::Stored => match read(offset, want)? {
+                std::borrow::Cow::Owned(v) => Ok(v),
+                std::borrow::Cow::Borrowed(b) => {
+                    let mut v = Vec::new();
+                    v.try_reserve_exact(b.len())
+                        .map_err(|_| err!(Limit, "{}", no_memory(&format!("{want} bytes"))))?;
+                    v.extend_from_slice(b);
+                    Ok(v)
+                }
+            },
             Method::Deflated => {
                 check_ratio(e)?;
                 inflate_prefix(read, offset, e.compressed, want)
