@@ -98,7 +98,7 @@ impl Writeback {
 
     /// Called before `len` bytes are written at `pos`: preallocates them when they are
     /// many (only what is written now, so nothing is allocated past the file's end).
-    fn before(&mut self, pos: u64, len: usize) {
+    pub(super) fn before(&mut self, pos: u64, len: usize) {
         if len < Self::PREALLOCATE || pos + (len as u64) <= self.allocated {
             return;
         }
@@ -123,7 +123,7 @@ impl Writeback {
     }
 
     /// Called with the bytes written so far (some may still sit in the writer's buffer).
-    fn advance(&mut self, written: u64) {
+    pub(super) fn advance(&mut self, written: u64) {
         self.written(written.saturating_sub(BUFFER as u64));
     }
 

@@ -29,6 +29,7 @@ use crate::formats::ztensor_v2::profiles::{self, Part};
 use crate::formats::ztensor_v2::{Footer, MAGIC_V2, encode};
 use crate::model::{Attributes, CText, Component, Encoding};
 
+use super::output::Writeback;
 use super::vocabulary::{gguf_attributes, v2_layout};
 use super::{BUFFER, Writer, temp_name};
 
@@ -288,10 +289,16 @@ impl<W: Write> Writer<W> {
             .create_new(true)
             .open(&temp)
             .map_err(|e| Error::io(format_args!("creating {}", temp.display()), e))?;
+        let writeback = target
+            .durable
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(Writeback::new);
         let mut new = Rewrite {
             out: BufWriter::with_capacity(BUFFER, file),
             pos: 0,
             label: temp.display().to_string(),
+            writeback,
         };
         let result = (|| {
             new.write(&MAGIC_V2)?;
@@ -340,6 +347,17 @@ impl<W: Write> Writer<W> {
     /// At `end_object`: the object in v2's vocabulary (layout id, the attributes its
     /// profile requires), checked against its profile as a reader will check it.
     pub(super) fn v2_end_object(&mut self) -> Result<()> {
+        // An object added before one whose name sorts after it: `finish` will copy the
+        // blobs into a new file in canonical order, so this one is thrown away: no point
+        // getting it to disk (removed with its pages still dirty, it costs no writes).
+        let n = self.objects.len();
+        if n >= 2
+            && !self.state().keep_order
+            && self.state().file.is_some()
+            && self.objects[n - 1].name().as_bytes() < self.objects[n - 2].name().as_bytes()
+        {
+            self.output.writeback = None;
+        }
         let obj = self.objects.last_mut().expect("open object");
         let was = obj.format().to_owned();
         let layout = v2_layout(obj)?;
@@ -402,14 +420,22 @@ struct Rewrite {
     out: BufWriter<File>,
     pos: u64,
     label: String,
+    /// A durable file's writeback as it goes (as the first pass had it).
+    writeback: Option<Writeback>,
 }
 
 impl Rewrite {
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Some(wb) = &mut self.writeback {
+            wb.before(self.pos, bytes.len());
+        }
         self.out
             .write_all(bytes)
             .map_err(|e| Error::io(format_args!("{}: writing at {}", self.label, self.pos), e))?;
         self.pos += bytes.len() as u64;
+        if let Some(wb) = &mut self.writeback {
+            wb.advance(self.pos);
+        }
         Ok(())
     }
 
