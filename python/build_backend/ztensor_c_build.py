@@ -5,10 +5,12 @@ compiles C declarations with cffi into ztensor_c/_native/ffi.py (out-of-line ABI
 C compiler, no Python extension). It takes those declarations from `<cargo target
 dir>/header.h` when that file exists, else from its own cbindgen run, which can't be used
 here: include/ztensor.h is written for C and C++ compilers (#if blocks, the ZT_API
-visibility macro) and cffi's parser takes plain declarations only. So before each wheel
-build this writes header.h from include/ztensor.h (cffi_header.py says how), into the
-target directory cargo metadata names (the one maturin uses: CARGO_TARGET_DIR and cargo's
-configuration count), and then calls maturin. Every other hook is maturin's own.
+visibility macro) and cffi's parser takes plain declarations only. The library's build.rs
+generates plain ones with a second cbindgen configuration (ztensor_cffi.h beside this
+file, committed; a Rust test checks it is current). So before each wheel build this writes
+header.h from it and the DLPack structs (dlpack_cdef.py), into the target directory cargo
+metadata names (the one maturin uses: CARGO_TARGET_DIR and cargo's configuration count),
+and then calls maturin. Every other hook is maturin's own.
 """
 
 import json
@@ -28,7 +30,7 @@ from maturin import (  # noqa: F401  (the hooks this backend passes through unch
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cffi_header  # noqa: E402
+import dlpack_cdef  # noqa: E402
 
 
 def _crate_root():
@@ -60,9 +62,9 @@ def _target_dir(root):
 
 def _write_cffi_header():
     root = _crate_root()
-    source = os.path.join(root, "include", "ztensor.h")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ztensor_cffi.h")
     with open(source, encoding="utf-8") as f:
-        text = cffi_header.cdef_from_header(f.read())
+        text = f.read() + dlpack_cdef.DECLARATIONS
     target = _target_dir(root)
     os.makedirs(target, exist_ok=True)
     path = os.path.join(target, "header.h")

@@ -129,17 +129,17 @@ def test_safetensors_file_views_its_mapping(tmp_path):
 def _c_offsets(path):
     """{name: offset of its data in the file} from the C API."""
     out = ffi.new("zt_reader **")
-    _lib.check(_lib.open_with(str(path).encode(), ffi.NULL, out))
+    _lib.check(_lib.lib.zt_open_with(str(path).encode(), ffi.NULL, out))
     try:
         r = ztensor_c.Reader(path)
         loc = ffi.new("zt_location *")
         offsets = {}
         for i, name in enumerate(r.keys()):
-            _lib.check(_lib.component_get_location(out[0], i, 0, loc))
+            _lib.check(_lib.lib.zt_component_get_location(out[0], i, 0, loc))
             offsets[name] = loc.offset
         return offsets
     finally:
-        _lib.close(out[0])
+        _lib.lib.zt_close(out[0])
 
 
 def _mappings_of(path):
@@ -194,12 +194,12 @@ def test_sharded_set_views_every_shard(tmp_path):
     assert_same_arrays(got, tensors)
     r = ztensor_c.Reader(index)
     out = ffi.new("zt_reader **")
-    _lib.check(_lib.open_with(str(index).encode(), ffi.NULL, out))
+    _lib.check(_lib.lib.zt_open_with(str(index).encode(), ffi.NULL, out))
     try:
         loc = ffi.new("zt_location *")
         shards = set()
         for i, name in enumerate(r.keys()):
-            _lib.check(_lib.component_get_location(out[0], i, 0, loc))
+            _lib.check(_lib.lib.zt_component_get_location(out[0], i, 0, loc))
             path = ffi.string(_shard_path(out[0], loc.shard)).decode()
             maps = _mappings_of(path)
             assert len(maps) == 1, (name, path, maps)  # our reader's mapping of the shard
@@ -209,7 +209,7 @@ def test_sharded_set_views_every_shard(tmp_path):
             shards.add(loc.shard)
         assert len(shards) > 1
     finally:
-        _lib.close(out[0])
+        _lib.lib.zt_close(out[0])
     mixed, _ = write_set(tmp_path / "mixed", compress={"t2"})
     got = zt_numpy.load_file(mixed)
     assert_same_arrays(got, tensors)
@@ -218,7 +218,7 @@ def test_sharded_set_views_every_shard(tmp_path):
 
 def _shard_path(reader, shard):
     path = ffi.new("const char **")
-    _lib.check(_lib.shard_get_path(reader, shard, path))
+    _lib.check(_lib.lib.zt_shard_get_path(reader, shard, path))
     return path[0]
 
 

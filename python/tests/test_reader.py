@@ -223,6 +223,32 @@ def test_errors_are_what_python_code_expects(model, tmp_path):
         ztensor_c.Reader(tmp_path)
     with pytest.raises(TypeError):
         r[3]
+    # the system's error number comes from the library (zt_last_os_error), not the text
+    (tmp_path / "locked.zt").write_bytes(model.read_bytes())
+    os.chmod(tmp_path / "locked.zt", 0)
+    if os.geteuid() != 0:  # root reads it anyway
+        with pytest.raises(PermissionError) as e:
+            ztensor_c.Reader(tmp_path / "locked.zt")
+        assert e.value.errno == errno.EACCES
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FileNotFoundError) as e:
+        ztensor_c.Reader(tmp_path / "d" / "(os error 13)")
+    assert e.value.errno == errno.ENOENT
+
+
+def test_urls_are_the_librarys():
+    """A path is a URL when the library says so (zt_path_is_url), every scheme it opens
+    included: an adl:// path is sent to the remote code, which refuses it for its own
+    reasons (no credentials, no network), never as a missing local file."""
+    from ztensor_c._handle import is_url
+
+    for url in (b"s3://b/k", b"S3A://b/k", b"gs://b/k", b"az://c/k", b"azure://c/k", b"abfs://c/k",
+                b"abfss://c/k", b"adl://c/k", b"http://127.0.0.1/k", b"HTTPS://h/k"):
+        assert is_url(url), url
+    for path in (b"model.zt", b"./s3://b/k", b"s3://", b"ftp://h/k", b""):
+        assert not is_url(path), path
+    with pytest.raises(ValueError, match="remote options are for URLs"):
+        ztensor_c.Reader("model.zt", remote={})
 
 
 def test_corrupted_digest_is_a_checksum_error(tmp_path):
@@ -264,7 +290,7 @@ def test_every_status_the_library_names_has_an_exception_class():
     names = {}
     code = 1
     while True:
-        name = _lib.ffi.string(_lib.status_name(code)).decode()
+        name = _lib.ffi.string(_lib.lib.zt_status_name(code)).decode()
         if name == "ZT_UNKNOWN_STATUS":
             break
         names[code] = name

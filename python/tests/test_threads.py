@@ -146,8 +146,8 @@ def test_the_gil_test_can_fail(model):
     with RangeServer(model.parent) as server:
         url = f"{server.url}/{model.name}".encode()
         status = open_url(url, None, int(ffi.cast("uintptr_t", remote)), int(ffi.cast("uintptr_t", out)))
-        assert status == _lib.ERR_IO
-        assert b"timed out" in ffi.string(_lib.last_error()).lower() or b"timeout" in ffi.string(_lib.last_error()).lower()
+        assert status == _lib.lib.ZT_ERR_IO
+        assert b"timed out" in ffi.string(_lib.lib.zt_last_error()).lower() or b"timeout" in ffi.string(_lib.lib.zt_last_error()).lower()
         # the same call through cffi: answered
-        assert _lib.open_url_with(url, ffi.NULL, remote, out) == _lib.OK
-        _lib.close(out[0])
+        assert _lib.lib.zt_open_url_with(url, ffi.NULL, remote, out) == _lib.lib.ZT_OK
+        _lib.lib.zt_close(out[0])

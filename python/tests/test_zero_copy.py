@@ -38,21 +38,21 @@ def model(tmp_path):
 def c_view_address(path, name):
     """The pointer zt_component_view gives, from a reader of our own."""
     out = ffi.new("zt_reader **")
-    _lib.check(_lib.open_with(str(path).encode(), ffi.NULL, out))
+    _lib.check(_lib.lib.zt_open_with(str(path).encode(), ffi.NULL, out))
     try:
         index = ffi.new("size_t *")
-        _lib.check(_lib.object_find(out[0], name.encode(), index))
+        _lib.check(_lib.lib.zt_object_find(out[0], name.encode(), index))
         v = ffi.new("zt_view *")
-        _lib.check(_lib.component_view(out[0], index[0], b"data", v))
+        _lib.check(_lib.lib.zt_component_view(out[0], index[0], b"data", v))
         return bool(v.zero_copy), int(ffi.cast("uintptr_t", v.data)) - _mapping(out[0])[0]
     finally:
-        _lib.close(out[0])
+        _lib.lib.zt_close(out[0])
 
 
 def _mapping(reader):
     base = ffi.new("const void **")
     size = ffi.new("uint64_t *")
-    _lib.check(_lib.shard_get_mapping(reader, 0, base, size))
+    _lib.check(_lib.lib.zt_shard_get_mapping(reader, 0, base, size))
     return int(ffi.cast("uintptr_t", base[0])), size[0]
 
 

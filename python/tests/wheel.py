@@ -84,7 +84,7 @@ def sdist(dist, build_python):
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     needed = ["pyproject.toml", "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml",
               "src/lib.rs", "src/ffi/mod.rs", "include/ztensor.h", "build_backend/ztensor_c_build.py",
-              "build_backend/cffi_header.py", "ztensor_c/__init__.py", "ztensor_c/_lib.py"]
+              "build_backend/ztensor_cffi.h", "build_backend/dlpack_cdef.py", "ztensor_c/__init__.py", "ztensor_c/_lib.py"]
     missing = [n for n in needed if n not in names]
     if missing:
         sys.exit(f"{archive} lacks {missing}")

@@ -37,7 +37,7 @@ from ._tensor import Tensor
 from ._values import OtherValue
 from ._writer import Writer
 
-__version__ = _lib.ffi.string(_lib.version()).decode()
+__version__ = _lib.ffi.string(_lib.lib.zt_version()).decode()
 library_version = __version__
 
 __all__ = [

@@ -1,7 +1,7 @@
 """DLPack export: `__dlpack__` capsules over memory the package keeps alive.
 
 The structs (DLManagedTensorVersioned, DLManagedTensor, DLTensor ...) are declared in the
-cffi module the build compiles (build_backend/cffi_header.py), written from the DLPack
+cffi module the build compiles (build_backend/dlpack_cdef.py), written from the DLPack
 specification. Rules followed (DLPack's python_spec):
 
 - A capsule is named "dltensor_versioned" (DLPack >= 1.0, when the consumer passes

@@ -22,12 +22,10 @@ from itertools import repeat
 import numpy as np
 
 from . import _dtypes, _lib, _plan, _sparse, _values
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_RAW = _lib.ENCODING_RAW
-_OK = _lib.OK
-_URL_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://",
-                "http://", "https://")
+_RAW = lib.ZT_ENCODING_RAW
+_OK = lib.ZT_OK
 
 
 class _Role:
@@ -75,11 +73,8 @@ def _text(pointer):
 
 
 def is_url(path):
-    if isinstance(path, bytes):
-        if b"://" not in path:
-            return False
-        path = path.decode("utf-8", "surrogateescape")
-    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+    """Whether the library opens `path` (bytes) as a URL (zt_path_is_url)."""
+    return bool(lib.zt_path_is_url(path))
 
 
 class Component:
@@ -141,9 +136,9 @@ class Handle:
 
     def __init__(self, reader, path, kind, memory=None):
         if memory is None:
-            self.ptr = ffi.gc(reader, _lib.close)
+            self.ptr = ffi.gc(reader, lib.zt_close)
         else:  # the reader borrows `memory`: its destructor holds it until zt_close ran
-            self.ptr = ffi.gc(reader, lambda p, _memory=memory: _lib.close(p))
+            self.ptr = ffi.gc(reader, lambda p, _memory=memory: lib.zt_close(p))
         self.path = path
         self.kind = kind  # "mapped", "pread", "memory" or "remote"
         self.views = kind in ("mapped", "memory")  # raw components are zero-copy
@@ -161,10 +156,10 @@ class Handle:
     @classmethod
     def open(cls, path, *, mmap=True, verify=False, populate=False, all_shards=False,
              one_file=False, remote=None, **limits):
-        flags = ((0 if mmap else _lib.OPEN_NO_MMAP) | (_lib.OPEN_VERIFY if verify else 0)
-                 | (_lib.OPEN_POPULATE if populate else 0)
-                 | (_lib.OPEN_ALL_SHARDS if all_shards else 0)
-                 | (_lib.OPEN_ONE_FILE if one_file else 0))
+        flags = ((0 if mmap else lib.ZT_OPEN_NO_MMAP) | (lib.ZT_OPEN_VERIFY if verify else 0)
+                 | (lib.ZT_OPEN_POPULATE if populate else 0)
+                 | (lib.ZT_OPEN_ALL_SHARDS if all_shards else 0)
+                 | (lib.ZT_OPEN_ONE_FILE if one_file else 0))
         if flags or limits:
             options = _open_options(limits)
             options.flags = flags
@@ -177,10 +172,10 @@ class Handle:
             if not url:
                 raise ValueError("remote options are for URLs (s3://, gs://, az://, http(s)://)")
             remote_c, keep = _remote_options(remote)
-            status = _lib.open_url_with(raw, options, remote_c, out)
+            status = lib.zt_open_url_with(raw, options, remote_c, out)
             del keep
         else:
-            status = _lib.open_with(raw, options, out)
+            status = lib.zt_open_with(raw, options, out)
         _lib.check(status)
         kind = "remote" if url else ("mapped" if mmap else "pread")
         return cls(out[0], raw.decode("utf-8", "surrogateescape"), kind)
@@ -197,20 +192,20 @@ class Handle:
         memory.flags.writeable = False
         options = _open_options(limits)
         out = ffi.new("zt_reader **")
-        _lib.check(_lib.open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
+        _lib.check(lib.zt_open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
         return cls(out[0], None, "memory", memory)
 
     # --- what is in the file -----------------------------------------------------------
     @property
     def format(self):
-        return ffi.string(_lib.file_format(self.ptr)).decode()
+        return ffi.string(lib.zt_file_format(self.ptr)).decode()
 
     @property
     def version(self):
-        return ffi.string(_lib.file_version(self.ptr)).decode()
+        return ffi.string(lib.zt_file_version(self.ptr)).decode()
 
     def count(self):
-        return _lib.object_count(self.ptr)
+        return lib.zt_object_count(self.ptr)
 
     def names(self):
         """Every object name in file order (one C call; cached)."""
@@ -218,7 +213,7 @@ class Handle:
         if names is None:
             block = ffi.new("const char **")
             size = ffi.new("size_t *")
-            _lib.check(_lib.file_get_names(self.ptr, block, size))
+            _lib.check(lib.zt_file_get_names(self.ptr, block, size))
             n = size[0]
             if n == 0:
                 names = []
@@ -235,7 +230,7 @@ class Handle:
             if not isinstance(name, str):
                 raise TypeError(f"tensor names are str, not {type(name).__name__}") from None
             out = ffi.new("size_t *")
-            _lib.check(_lib.object_find(self.ptr, name.encode("utf-8", "surrogateescape"), out))
+            _lib.check(lib.zt_object_find(self.ptr, name.encode("utf-8", "surrogateescape"), out))
             return out[0]  # pragma: no cover - the C index and ours agree
 
     def _name_index(self):
@@ -249,29 +244,29 @@ class Handle:
 
     def object(self, index):
         info = ffi.new("zt_object_info *")
-        _lib.check(_lib.object_get_info(self.ptr, index, info))
+        _lib.check(lib.zt_object_get_info(self.ptr, index, info))
         shape = tuple(ffi.unpack(info.shape, info.ndim)) if info.ndim else ()
         ci = ffi.new("zt_component_info *")
         components = []
         for c in range(info.component_count):
-            _lib.check(_lib.component_get_info(self.ptr, index, c, ci))
+            _lib.check(lib.zt_component_get_info(self.ptr, index, c, ci))
             components.append(Component(c, ci))
         return Object(index, _text(info.name), _text(info.format), shape, components)
 
     def attributes(self, index=None):
         out = ffi.new("const zt_value **")
         if index is None:
-            _lib.check(_lib.file_get_attributes(self.ptr, out))
+            _lib.check(lib.zt_file_get_attributes(self.ptr, out))
         else:
-            _lib.check(_lib.object_get_attributes(self.ptr, index, out))
+            _lib.check(lib.zt_object_get_attributes(self.ptr, index, out))
         return _values.convert(out[0])
 
     def attributes_json(self, index=None):
         out = ffi.new("const char **")
         if index is None:
-            _lib.check(_lib.file_get_attributes_json(self.ptr, out))
+            _lib.check(lib.zt_file_get_attributes_json(self.ptr, out))
         else:
-            _lib.check(_lib.object_get_attributes_json(self.ptr, index, out))
+            _lib.check(lib.zt_object_get_attributes_json(self.ptr, index, out))
         return ffi.string(out[0]).decode("utf-8", "surrogateescape")
 
     def shard_paths(self):
@@ -281,15 +276,15 @@ class Handle:
         if paths is None:
             out = ffi.new("const char **")
             paths = []
-            for i in range(_lib.shard_count(self.ptr)):
-                paths.append(_text(out[0]) if _lib.shard_get_path(self.ptr, i, out) == _OK else None)
+            for i in range(lib.zt_shard_count(self.ptr)):
+                paths.append(_text(out[0]) if lib.zt_shard_get_path(self.ptr, i, out) == _OK else None)
             self._paths = paths
         return list(paths)
 
     def remote_stats(self):
         requests = ffi.new("uint64_t *")
         transferred = ffi.new("uint64_t *")
-        _lib.check(_lib.file_get_remote_stats(self.ptr, requests, transferred))
+        _lib.check(lib.zt_file_get_remote_stats(self.ptr, requests, transferred))
         return requests[0], transferred[0]
 
     # --- memory ------------------------------------------------------------------------
@@ -302,7 +297,7 @@ class Handle:
         if self.kind != "mapped":
             return None
         loc = ffi.new("zt_location *")
-        if _lib.component_get_location(self.ptr, index, component, loc) != _OK:
+        if lib.zt_component_get_location(self.ptr, index, component, loc) != _OK:
             return None
         region = self._mapping(loc.shard)
         if region is None or not region[0] <= address < region[0] + len(region[1]):
@@ -314,7 +309,7 @@ class Handle:
         None when it is not mapped (or empty)."""
         base = ffi.new("const void **")
         size = ffi.new("uint64_t *")
-        if _lib.shard_get_mapping(self.ptr, shard, base, size) != _OK or size[0] == 0:
+        if lib.zt_shard_get_mapping(self.ptr, shard, base, size) != _OK or size[0] == 0:
             return None
         start = _address(base[0])
         with self._lock:
@@ -340,7 +335,7 @@ class Handle:
     def view(self, index, component):
         """(address, size, zt dtype, zero_copy) of zt_component_view."""
         v = ffi.new("zt_view *")
-        _lib.check(_lib.component_view(self.ptr, index, component.role.encode(), v))
+        _lib.check(lib.zt_component_view(self.ptr, index, component.role.encode(), v))
         return _address(v.data), v.size, v.dtype, bool(v.zero_copy)
 
     # --- arrays ------------------------------------------------------------------------
@@ -367,13 +362,13 @@ class Handle:
         """Reads a component's stored values (decoded) into the C-contiguous buffer `out`
         (NumPy array or anything with the buffer protocol, of exactly its size)."""
         dst = ffi.from_buffer(out, require_writable=True)
-        _lib.check(_lib.component_read(self.ptr, index, component.role.encode(), dst, len(dst)))
+        _lib.check(lib.zt_component_read(self.ptr, index, component.role.encode(), dst, len(dst)))
 
     def read_as(self, index, component, zt_dtype, shape, np_dtype):
         """The values converted (or dequantized) to `zt_dtype`, in a new array."""
         out = np.empty(shape, np_dtype)
         dst = ffi.from_buffer(out, require_writable=True)
-        _lib.check(_lib.component_read_as(self.ptr, index, component.role.encode(), zt_dtype,
+        _lib.check(lib.zt_component_read_as(self.ptr, index, component.role.encode(), zt_dtype,
                                           dst, len(dst)))
         return out
 
@@ -480,15 +475,15 @@ class Handle:
             r.role = role_c
             r.dst = dst
             r.dst_size = len(dst)
-        status = _lib.batch_load(self.ptr, requests, len(pending), ffi.NULL)
+        status = lib.zt_batch_load(self.ptr, requests, len(pending), ffi.NULL)
         if status != _OK:
             raise _lib.error(status)
 
     def verify(self):
-        _lib.check(_lib.file_verify(self.ptr))
+        _lib.check(lib.zt_file_verify(self.ptr))
 
     def validate(self, index):
-        _lib.check(_lib.object_validate(self.ptr, index))
+        _lib.check(lib.zt_object_validate(self.ptr, index))
 
 
 def _remote_options(remote):
@@ -526,8 +521,8 @@ def _remote_options(remote):
         o.config, o.config_count = texts(list(config))
     if remote.get("endpoint"):
         o.endpoint = text(remote["endpoint"])
-    o.flags = ((_lib.REMOTE_ALLOW_HTTP if remote.get("allow_http") else 0)
-               | (0 if remote.get("retry", True) else _lib.lib.ZT_REMOTE_NO_RETRY))
+    o.flags = ((lib.ZT_REMOTE_ALLOW_HTTP if remote.get("allow_http") else 0)
+               | (0 if remote.get("retry", True) else lib.ZT_REMOTE_NO_RETRY))
     for key in ("max_concurrency", "retries", "timeout_ms"):
         if remote.get(key) is not None:
             setattr(o, key, int(remote[key]))

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import _dtypes, _lib
 from ._handle import Handle
-from ._lib import ffi
+from ._lib import ffi, lib
 
 _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
 
@@ -173,27 +173,27 @@ class _Slice:
         h, obj, c = self._h, self._obj, self._component
         if obj.format.startswith("ggml_"):
             q = ffi.new("zt_quant_info *")
-            _lib.check(_lib.object_get_quant_info(h.ptr, obj.index, q))
+            _lib.check(lib.zt_object_get_quant_info(h.ptr, obj.index, q))
             b = q.block_size
             lo = first - first % b
             hi = min(-(-(first + count) // b) * b, _numel(obj.shape))
             out = np.empty(hi - lo, np.float32)
             if hi > lo:
                 dst = ffi.from_buffer(out, require_writable=True)
-                _lib.check(_lib.component_read_as_range(h.ptr, obj.index, b"data", _dtypes.F32, lo,
+                _lib.check(lib.zt_component_read_as_range(h.ptr, obj.index, b"data", _dtypes.F32, lo,
                                                         dst, len(dst)))
             return out[first - lo:first - lo + count]
         np_dtype, _per = _dtypes.numpy_dtype(c.dtype, c.type)
         if c.type in _dtypes.PACKED:
             raise ValueError(f"'{obj.name}' holds packed {c.type} values: read it whole")
-        if h.views and c.encoding == _lib.ENCODING_RAW:  # a view: only the pages touched are read
+        if h.views and c.encoding == lib.ZT_ENCODING_RAW:  # a view: only the pages touched are read
             address, size, _d, _z = h.view(obj.index, c)
             buffer, offset = h.memory(address, size, obj.index, c.index)
             return np.frombuffer(buffer, np_dtype, count, offset + first * np_dtype.itemsize)
         out = np.empty(count, np_dtype)
         if count:
             dst = ffi.from_buffer(out, require_writable=True)
-            _lib.check(_lib.component_read_range(h.ptr, obj.index, b"data", first * np_dtype.itemsize,
+            _lib.check(lib.zt_component_read_range(h.ptr, obj.index, b"data", first * np_dtype.itemsize,
                                                  dst, len(dst)))
         return out
 

@@ -20,9 +20,9 @@ import torch
 
 from . import _dtypes, _lib, _plan
 from ._handle import _DATA
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_OK = _lib.OK
+_OK = lib.ZT_OK
 
 
 def torch_dtype(code, logical):
@@ -194,7 +194,7 @@ def _batch_read(handle, pending):
         r.role = ffi.NULL
         r.dst = ffi.cast("void *", t.data_ptr())
         r.dst_size = t.numel() * t.element_size()
-    status = _lib.batch_load(handle.ptr, requests, len(pending), ffi.NULL)
+    status = lib.zt_batch_load(handle.ptr, requests, len(pending), ffi.NULL)
     if status != _OK:
         raise _lib.error(status)
 

@@ -6,20 +6,20 @@ import threading
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_DIGESTS = {"none": _lib.DIGEST_NONE, None: _lib.DIGEST_NONE, "sha256": _lib.DIGEST_SHA256,
-            "crc32c": _lib.DIGEST_CRC32C}
+_DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
+            "crc32c": lib.ZT_DIGEST_CRC32C}
 
 
 def _write_options(compress, checksum):
     o = ffi.new("zt_write_options *")
     if compress is None or compress is False or compress == 0:
-        o.encoding = _lib.ENCODING_RAW
+        o.encoding = lib.ZT_ENCODING_RAW
     elif compress is True:
-        o.encoding = _lib.ENCODING_ZSTD  # level 0: the library's default (3)
+        o.encoding = lib.ZT_ENCODING_ZSTD  # level 0: the library's default (3)
     elif isinstance(compress, int):
-        o.encoding = _lib.ENCODING_ZSTD
+        o.encoding = lib.ZT_ENCODING_ZSTD
         o.level = compress
     else:
         raise TypeError(f"compress is False, True or a zstd level, not {compress!r}")
@@ -75,14 +75,14 @@ class Writer:
 
     def __init__(self, path, *, sync=True, max_shard_size=None):
         options = ffi.new("zt_writer_options *")
-        options.flags = 0 if sync else _lib.WRITER_NO_SYNC
+        options.flags = 0 if sync else lib.ZT_WRITER_NO_SYNC
         out = ffi.new("zt_writer **")
         if max_shard_size is None:
-            _lib.check(_lib.writer_create_with(_lib.fspath(path), options, out))
+            _lib.check(lib.zt_writer_create_with(_lib.fspath(path), options, out))
         else:
-            _lib.check(_lib.writer_create_sharded_with(_lib.fspath(path), int(max_shard_size),
+            _lib.check(lib.zt_writer_create_sharded_with(_lib.fspath(path), int(max_shard_size),
                                                        options, out))
-        self._w = ffi.gc(out[0], _lib.writer_free)
+        self._w = ffi.gc(out[0], lib.zt_writer_free)
         self._lock = threading.Lock()  # a zt_writer is used by one thread at a time
         self._finished = False
 
@@ -144,22 +144,22 @@ class Writer:
             if fmt == "dense" and parts[0][2] is None:
                 _role, code, _logical, arr = parts[0]
                 data = ffi.from_buffer(arr)
-                _lib.check(_lib.writer_add(w, name_c, code, shape_c, len(shape), data, arr.nbytes, options))
+                _lib.check(lib.zt_writer_add(w, name_c, code, shape_c, len(shape), data, arr.nbytes, options))
                 return
-            _lib.check(_lib.writer_begin_object(w, name_c, fmt.encode(), shape_c, len(shape)))
+            _lib.check(lib.zt_writer_begin_object(w, name_c, fmt.encode(), shape_c, len(shape)))
             for role, code, logical, arr in parts:
                 data = ffi.from_buffer(arr)
-                _lib.check(_lib.writer_add_component(
+                _lib.check(lib.zt_writer_add_component(
                     w, role.encode(), code, ffi.NULL if logical is None else logical.encode(),
                     data, arr.nbytes, options))
-            _lib.check(_lib.writer_end_object(w))
+            _lib.check(lib.zt_writer_end_object(w))
 
     def set_attributes(self, attributes, name=None):
         """Sets the file's attributes (name=None) or an object's, from a dict of JSON-like
         values (bytes become CBOR byte strings)."""
         text = json.dumps(_jsonable(dict(attributes)), allow_nan=False).encode()
         with self._lock:
-            _lib.check(_lib.writer_set_attributes_json(
+            _lib.check(lib.zt_writer_set_attributes_json(
                 self._writer(), ffi.NULL if name is None else name.encode(), text))
 
     def finish(self):
@@ -167,12 +167,12 @@ class Writer:
         with self._lock:
             w = self._writer()
             try:
-                _lib.check(_lib.writer_finish(w))
+                _lib.check(lib.zt_writer_finish(w))
             finally:
                 self._finished = True
                 self._w = None
                 ffi.gc(w, None)  # freed here, not again when collected
-                _lib.writer_free(w)
+                lib.zt_writer_free(w)
 
     def abandon(self):
         """Discards the file: nothing appears at the path."""
@@ -180,7 +180,7 @@ class Writer:
             w, self._w = self._w, None
             if w is not None:
                 ffi.gc(w, None)
-                _lib.writer_free(w)
+                lib.zt_writer_free(w)
 
     def __enter__(self):
         return self

@@ -627,6 +627,21 @@ mod tests {
         );
     }
 
+    /// The same for the cffi declarations the Python package compiles (build.rs,
+    /// `generate_cffi_declarations`).
+    #[test]
+    fn cffi_declarations_are_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/ztensor_cffi.h"));
+        let committed = include_str!("../../python/build_backend/ztensor_cffi.h");
+        assert!(
+            generated == committed,
+            "python/build_backend/ztensor_cffi.h is out of date: update it with \
+             `cmake --build build --target update_header`, or \
+             `cp {}/ztensor_cffi.h python/build_backend/ztensor_cffi.h`",
+            env!("OUT_DIR")
+        );
+    }
+
     #[test]
     fn panics_become_internal_errors() {
         assert_eq!(guard(|| panic!("boom")), zt_status::ZT_ERR_INTERNAL);
