@@ -81,3 +81,21 @@ def test_installed_wheel():
     requires = dist.requires or []
     assert any(r.startswith("cffi") for r in requires) and any(r.startswith("numpy") for r in requires)
     assert os.path.dirname(ztensor_c.__file__) == os.path.join(str(dist.locate_file("")), "ztensor_c")
+
+
+def test_import_is_light():
+    """`import ztensor_c` imports numpy and cffi only: ml_dtypes (most of a second), scipy
+    and torch come on first need (a bf16 array, a sparse object, a torch call)."""
+    import subprocess
+
+    code = ("import sys, ztensor_c, ztensor_c.numpy; "
+            "print(sorted(m for m in ('ml_dtypes', 'scipy', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    # nor does reading a tensor of a dtype NumPy has
+    code = ("import sys, numpy as np, ztensor_c; "
+            "r = ztensor_c.Reader.from_bytes(ztensor_c.numpy.save({'x': np.zeros(2, np.uint16)})); "
+            "assert 'ml_dtypes' not in sys.modules; "
+            "t = r.tensor('x'); print(t.dtype, 'ml_dtypes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "uint16 False", out.stdout + out.stderr
