@@ -69,7 +69,7 @@ def test_read_tensors_and_copies(model):
     r = ztensor_c.Reader(model)
     t = r.read_tensors(["scalar", "embed"])
     assert list(t) == ["embed", "scalar"]  # file order
-    assert not t["embed"].flags.writeable and not t["embed"].flags.owndata
+    assert t["embed"].flags.writeable and not t["embed"].flags.owndata  # the mapping, copy-on-write
     c = r.read_tensors(["embed", "norm"], copy=True)
     assert c["embed"].flags.writeable and c["norm"].flags.writeable
     c["embed"][0, 0] = 100  # its own memory: the file is untouched

@@ -1,14 +1,22 @@
 """One open C reader and the arrays made from it.
 
+Memory: files are mapped copy-on-write (ZT_OPEN_COPY_ON_WRITE: private and writable),
+so the arrays that view a mapping are writable, and so are the torch tensors made from
+them (PyTorch ignores NumPy's read-only flag: a read-only mapping made every write a
+crash). A write changes this process's copy of the page only, never the file; arrays of
+the same reader that show those bytes see it, as tensors of one safetensors safe_open do.
+Arrays never view memory the C library keeps for itself (a decoded copy): those values
+are copied into arrays of their own.
+
 Lifetime: the `zt_reader *` is wrapped by `ffi.gc`, so `zt_close` runs when the last
 Python object holding it is gone. Holding it are the `Handle` (what Reader, safe_open
-and Tensor objects use) and, for every array viewing memory the reader owns (the file's
-mapping, its decoded copies), that array: NumPy keeps the memoryview it was made from
-(or, for load_file's arrays, the read-only uint8 array over the whole mapping, which
-keeps the memoryview), the memoryview a cffi buffer, the buffer a cdata whose destructor
-closure holds the reader. So closing a Reader never unmaps memory an array still shows, and the file is
-closed as soon as nothing uses it. The mapping buffers of a Handle are cached on the
-Handle, never on what they keep alive, so no reference cycle forms.
+and Tensor objects use) and, for every array viewing the reader's mapping, that array:
+NumPy keeps the memoryview it was made from (or, for load_file's arrays, the uint8 array
+over the whole mapping, which keeps the memoryview), the memoryview a cffi buffer, the
+buffer a cdata whose destructor closure holds the reader. So closing a Reader never
+unmaps memory an array still shows, and the file is closed as soon as nothing uses it.
+The mapping buffers of a Handle are cached on the Handle, never on what they keep alive,
+so no reference cycle forms.
 
 Thread safety: the C reader is immutable after open and every call may run on any
 thread at once; cffi releases the GIL around each call. The caches here are filled under
@@ -49,9 +57,8 @@ def _numpy_resolve(code, logical):
 
 
 def view_array(buffer, dtype, shape, offset):
-    """A read-only array of `shape` over `buffer` (a read-only memoryview) at `offset`.
-    np.frombuffer keeps the memoryview as the array's base, so the array can't be made
-    writable (np.ndarray(buffer=...) would keep the writable object under it)."""
+    """An array of `shape` over `buffer` (a memoryview of a copy-on-write mapping, or of
+    memory the package owns) at `offset`."""
     count = 1
     for d in shape:
         count *= d
@@ -148,7 +155,7 @@ class Handle:
         self._index = None
         self._at_offsets = None  # views_at_offsets(), once known
         self._paths = None  # shard_paths(), once known
-        if memory is not None:  # read-only: views of it need only it, not the reader
+        if memory is not None:  # the package's copy: views of it need only it, not the reader
             start = memory.ctypes.data
             self._regions = ((start, start + memory.nbytes, memoryview(memory)),)
 
@@ -156,15 +163,12 @@ class Handle:
     @classmethod
     def open(cls, path, *, mmap=True, verify=False, populate=False, all_shards=False,
              one_file=False, remote=None, **limits):
-        flags = ((0 if mmap else lib.ZT_OPEN_NO_MMAP) | (lib.ZT_OPEN_VERIFY if verify else 0)
+        flags = ((lib.ZT_OPEN_COPY_ON_WRITE if mmap else lib.ZT_OPEN_NO_MMAP) | (lib.ZT_OPEN_VERIFY if verify else 0)
                  | (lib.ZT_OPEN_POPULATE if populate else 0)
                  | (lib.ZT_OPEN_ALL_SHARDS if all_shards else 0)
                  | (lib.ZT_OPEN_ONE_FILE if one_file else 0))
-        if flags or limits:
-            options = _open_options(limits)
-            options.flags = flags
-        else:
-            options = ffi.NULL  # the defaults
+        options = _open_options(limits)
+        options.flags = flags
         out = ffi.new("zt_reader **")
         raw = _lib.fspath(path)
         url = is_url(raw)
@@ -183,13 +187,13 @@ class Handle:
     @classmethod
     def open_memory(cls, data, **limits):
         """Opens a copy of `data` (bytes-like) placed 64-byte aligned, so raw components
-        are zero-copy views of it; the copy lives as long as the reader or its arrays."""
+        are zero-copy views of it; the copy lives as long as the reader or its arrays,
+        which may write to it (as to a copy-on-write mapping)."""
         view = memoryview(data).cast("B")
         store = np.empty(view.nbytes + 64, np.uint8)
         skip = (-store.ctypes.data) % 64
         memory = store[skip:skip + view.nbytes]
         memory[:] = view
-        memory.flags.writeable = False
         options = _open_options(limits)
         out = ffi.new("zt_reader **")
         _lib.check(lib.zt_open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
@@ -305,7 +309,7 @@ class Handle:
         return region
 
     def _mapping(self, shard):
-        """(start, read-only memoryview) of a shard's whole mapping, made once per shard;
+        """(start, memoryview) of a shard's whole (copy-on-write) mapping, made once per shard;
         None when it is not mapped (or empty)."""
         base = ffi.new("const void **")
         size = ffi.new("uint64_t *")
@@ -317,20 +321,23 @@ class Handle:
                 if s == start:
                     return s, view
             keeper = ffi.gc(ffi.cast("char *", base[0]), _keep(self.ptr))
-            view = memoryview(ffi.buffer(keeper, size[0])).toreadonly()
+            view = memoryview(ffi.buffer(keeper, size[0]))
             self._regions = self._regions + ((start, start + size[0], view),)
         return start, view
 
     def memory(self, address, size, index, component):
-        """A read-only buffer of `size` bytes at `address`, memory this reader owns, and
-        the offset of the bytes in it."""
+        """A buffer of the `size` bytes at `address` (a view's memory), and the offset of
+        the bytes in it: the mapping (or the package's in-memory copy) they are in, else
+        (a decoded copy the library keeps) a copy of them of the caller's own, so that no
+        array can write to the library's memory."""
         if size == 0:
-            return memoryview(b""), 0
+            return memoryview(bytearray()), 0
         region = self._region(address, index, component)
         if region is not None:
             return region[1], address - region[0]
-        keeper = ffi.gc(ffi.cast("char *", address), _keep(self.ptr))
-        return memoryview(ffi.buffer(keeper, size)).toreadonly(), 0
+        own = np.empty(size, np.uint8)
+        ffi.memmove(ffi.from_buffer(own, require_writable=True), ffi.cast("char *", address), size)
+        return memoryview(own), 0
 
     def view(self, index, component):
         """(address, size, zt dtype, zero_copy) of zt_component_view."""
@@ -340,8 +347,8 @@ class Handle:
 
     # --- arrays ------------------------------------------------------------------------
     def component_array(self, index, component, shape, copy=False):
-        """A component's values as a NumPy array: a read-only view of the reader's memory
-        when the component is raw (zero-copy for mapped files), else a new array it is
+        """A component's values as a NumPy array: a view of the reader's (copy-on-write)
+        mapping when the component is raw there (zero-copy), else a new array it is
         decoded into. Shaped `shape` when its size matches, else one dimension."""
         np_dtype, _per = _dtypes.numpy_dtype(component.dtype, component.type)
         count = component.decoded_length // np_dtype.itemsize
@@ -414,12 +421,10 @@ class Handle:
         return sorted({self.index_of(n) for n in names_wanted})
 
     def shard_arrays(self, shards):
-        """{shard: a read-only uint8 array over the file's whole mapping} for each file of
-        `shards` when plain components are at mapping + offset (see views_at_offsets),
-        else None. Arrays made with one as their buffer (np.ndarray(shape, dtype, it,
-        offset)) are views that can't be made writable: NumPy checks the read-only array
-        and the read-only memoryview under it (a memoryview given as the buffer directly
-        would be looked through, to the writable cffi buffer)."""
+        """{shard: a uint8 array over the file's whole (copy-on-write) mapping} for each
+        file of `shards` when plain components are at mapping + offset (see
+        views_at_offsets), else None. Arrays made with one as their buffer
+        (np.ndarray(shape, dtype, it, offset)) are views of it, writable as it is."""
         if not self.views_at_offsets():
             return None
         out = {}
@@ -530,8 +535,8 @@ def _remote_options(remote):
 
 
 def _views(p, bases):
-    """Every object's array (an iterator, in plan order) over `bases` ({shard: read-only
-    uint8 array of its mapping}): a repeat of objects (a model's layers) one strided
+    """Every object's array (an iterator, in plan order) over `bases` ({shard: uint8
+    array of its mapping}): a repeat of objects (a model's layers) one strided
     array per object of its first repeat, whose items are the arrays; objects between
     repeats one np.ndarray each, run by `map` (see _plan.cut)."""
     strides = _plan.Strides()
