@@ -26,6 +26,7 @@ from ._lib import (
     InvalidArgumentError,
     LimitError,
     NotFoundError,
+    SafetensorError,
     StateError,
     UnsupportedError,
     ZtError,
@@ -42,7 +43,7 @@ library_version = __version__
 
 __all__ = [
     "Reader", "Writer", "open", "safe_open", "Tensor", "TensorMetadata", "OtherValue",
-    "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
+    "SafetensorError", "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
     "ChecksumError", "LimitError", "InvalidArgumentError", "BufferTooSmallError",
     "StateError", "InternalError", "CanceledError", "__version__",
 ]

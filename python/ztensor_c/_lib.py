@@ -15,7 +15,15 @@ from ._native import ffi, lib
 
 
 # --- errors ----------------------------------------------------------------------------
-class ZtError(Exception):
+class SafetensorError(Exception):
+    """The exception safetensors raises, by its name: the base class of every error of
+    this package, so code written for safetensors (`except SafetensorError`) catches a
+    bad file and a missing tensor from ours as it does from safetensors. Raised as
+    itself where safetensors raises it for a reason the library has no status for (an
+    index its slicer refuses)."""
+
+
+class ZtError(SafetensorError):
     """A failed call of the ztensor library.
 
     `status` is the zt_status value, `status_name` its name ("ZT_ERR_FORMAT") and

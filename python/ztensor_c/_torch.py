@@ -238,7 +238,8 @@ def from_numpy(arr):
     dtype = torch_dtype(code, logical)
     if dtype is None or arr.dtype.names is not None or arr.dtype.kind == "V" or \
             code == _dtypes.BF16 or (logical is not None and not logical.startswith("complex")):
-        raw = torch.from_numpy(arr.view(np.uint8).reshape(-1))
+        # flat first: NumPy changes the item size of no 0-d array (bf16 0-d results)
+        raw = torch.from_numpy(arr.reshape(-1).view(np.uint8))
         if dtype is None:
             return raw
         return raw.view(dtype).reshape(arr.shape)

@@ -56,6 +56,20 @@ def _jsonable(value):
     return value
 
 
+def check_metadata(metadata):
+    """safetensors' rule for save_file's `metadata`: None or a dict of str to str, else
+    TypeError with its message. (Writer.set_attributes takes typed values.)"""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise TypeError(f"argument 'metadata': '{type(metadata).__name__}' object is not an instance of 'dict'")
+    for k, v in metadata.items():
+        for x in (k, v):
+            if not isinstance(x, str):
+                what = "'None'" if x is None else f"'{type(x).__name__}' object"
+                raise TypeError(f"argument 'metadata': {what} is not an instance of 'str'")
+
+
 class Writer:
     """Writes a zTensor file (format 1.2.0, every blob 64-byte aligned).
 

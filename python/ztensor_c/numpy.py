@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 from ._handle import Handle
-from ._writer import Writer
+from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -49,6 +49,7 @@ def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none
     `compress` (True or a zstd level) and `checksum` ("crc32c", "sha256") apply to each
     tensor."""
     _check(tensors)
+    check_metadata(metadata)
     with Writer(filename) as w:
         for name, value in tensors.items():
             w.add(name, value, compress=compress, checksum=checksum)
@@ -59,6 +60,7 @@ def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
     """The bytes of the zTensor file save_file would write."""
     _check(tensors)
+    check_metadata(metadata)
     fd, path = tempfile.mkstemp(suffix=".zt")
     os.close(fd)
     try:

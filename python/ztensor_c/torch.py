@@ -19,7 +19,7 @@ import torch
 
 from . import _torch
 from ._handle import Handle
-from ._writer import Writer
+from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model"]
 
@@ -77,12 +77,14 @@ def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none
     """Writes {name: tensor} as a zTensor file (tensors on any device; refused when two
     share memory, see save_model)."""
     _check(tensors)
+    check_metadata(metadata)
     _write(tensors, filename, metadata, compress, checksum)
 
 
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
     """The bytes of the zTensor file save_file would write."""
     _check(tensors)
+    check_metadata(metadata)
     fd, path = tempfile.mkstemp(suffix=".zt")
     os.close(fd)
     try:
