@@ -34,6 +34,7 @@ from ._lib import (
 )
 from ._reader import Reader, TensorMetadata, open
 from ._safe_open import safe_open
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file
 from ._tensor import Tensor
 from ._values import OtherValue
 from ._writer import Writer
@@ -46,4 +47,5 @@ __all__ = [
     "SafetensorError", "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
     "ChecksumError", "LimitError", "InvalidArgumentError", "BufferTooSmallError",
     "StateError", "InternalError", "CanceledError", "__version__",
+    "TensorSpec", "serialize", "serialize_file", "deserialize",
 ]

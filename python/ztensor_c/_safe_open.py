@@ -27,13 +27,26 @@ class safe_open:
                 t = f.get_tensor(name)
             rows = f.get_slice("embed.weight")[0:128, :]   # reads only those rows
 
-    Any file the library reads works (zTensor, safetensors, GGUF, Tensogram, sets by
-    index.json, URLs). framework "np" gives NumPy arrays (read-only views of the mapping
-    for raw data), "pt" torch tensors on `device` ("cpu", "cuda:0", an int ...).
+    Any file the library reads works (zTensor, safetensors, GGUF, Tensogram, PyTorch,
+    NumPy, ONNX, sets by index.json, URLs). framework "np" gives NumPy arrays (views of
+    the file's copy-on-write mapping for raw data), "pt" torch tensors on `device`
+    ("cpu", "cuda:0", an int ...).
+
+    `backend` takes safetensors' values: "mmap" (the default) maps the file, so raw
+    tensors are views of its pages, read as they are touched; "pread" maps nothing and
+    reads each tensor's bytes into memory of its own when it is asked for (for files
+    that may change while open, and file systems that map badly). Anything else is a
+    SafetensorError, as in safetensors.
     """
 
-    def __init__(self, filename, framework, device="cpu"):
+    def __init__(self, filename, framework, device="cpu", backend="mmap"):
+        if not isinstance(backend, str):
+            what = "'None'" if backend is None else f"'{type(backend).__name__}' object"
+            raise TypeError(f"argument 'backend': {what} is not an instance of 'str'")
+        if backend not in ("mmap", "pread"):
+            raise SafetensorError(f'backend "{backend}" is invalid (expected one of: "mmap", "pread")')
         self._framework = _framework(framework)
+        self._storages = None
         if self._framework == "pt":
             import torch  # noqa: F401  (fail now, not on the first tensor)
 
@@ -41,7 +54,7 @@ class safe_open:
 
             self._storages = _torch._Storages()
         self._device = _device(device)
-        self._h = Handle.open(filename)
+        self._h = Handle.open(filename, mmap=backend == "mmap")
 
     def _handle(self):
         if self._h is None:
@@ -85,8 +98,7 @@ class safe_open:
 
     def get_slice(self, name):
         h = self._handle()
-        return _Slice(h, h.object(h.index_of(name)), self._framework, self._device,
-                      getattr(self, "_storages", None))
+        return _Slice(h, h.object(h.index_of(name)), self._framework, self._device, self._storages)
 
     def close(self):
         self._h = None

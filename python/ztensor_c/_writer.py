@@ -6,7 +6,7 @@ import threading
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import ffi, lib
+from ._lib import UnsupportedError, ffi, lib
 
 _DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
             "crc32c": lib.ZT_DIGEST_CRC32C}
@@ -56,6 +56,23 @@ def _jsonable(value):
     return value
 
 
+_FORMAT_NAMES = {"zt": "ZT_WRITER_FORMAT_ZTENSOR", "safetensors": "ZT_WRITER_FORMAT_SAFETENSORS",
+                 "gguf": "ZT_WRITER_FORMAT_GGUF"}
+
+
+def _formats():
+    """{format name: zt_writer_format value} of the formats this library writes by
+    name (none before zt_writer_options.format)."""
+    if not hasattr(lib, "ZT_WRITER_HAS_FORMAT"):
+        return {}
+    return {name: getattr(lib, c) for name, c in _FORMAT_NAMES.items() if hasattr(lib, c)}
+
+
+def writes_safetensors():
+    """Whether this library writes safetensors files."""
+    return "safetensors" in _formats()
+
+
 def check_metadata(metadata):
     """safetensors' rule for save_file's `metadata`: None or a dict of str to str, else
     TypeError with its message. (Writer.set_attributes takes typed values.)"""
@@ -87,9 +104,19 @@ class Writer:
     `<path>-0000k-of-0000n.zt` and `<path>.zt.index.json`.
     """
 
-    def __init__(self, path, *, sync=True, max_shard_size=None):
+    def __init__(self, path, *, sync=True, max_shard_size=None, format=None):
         options = ffi.new("zt_writer_options *")
         options.flags = 0 if sync else lib.ZT_WRITER_NO_SYNC
+        if format is not None:
+            code = _formats().get(format)
+            if code is None:
+                known = ", ".join(sorted(_FORMAT_NAMES))
+                if format in _FORMAT_NAMES:
+                    raise UnsupportedError(lib.ZT_ERR_UNSUPPORTED, f"writing {format} needs a library "
+                                           "with zt_writer_options.format (ZT_WRITER_HAS_FORMAT); this one has none")
+                raise ValueError(f"format is one of {known}, not {format!r}")
+            options.flags |= lib.ZT_WRITER_HAS_FORMAT
+            options.format = code
         out = ffi.new("zt_writer **")
         if max_shard_size is None:
             _lib.check(lib.zt_writer_create_with(_lib.fspath(path), options, out))
@@ -127,6 +154,13 @@ class Writer:
     def write_torch(self, name, data, *, compress=None, checksum="none"):
         """The reference package's name for add() of a torch tensor."""
         self.add(name, data, compress=compress, checksum=checksum)
+
+    def add_bytes(self, name, data, zt_dtype, shape, logical=None, compress=None, checksum="none"):
+        """Adds one dense tensor from its stored bytes (a buffer of exactly its size):
+        `zt_dtype` a zt_dtype value, `logical` its logical type name or None."""
+        arr = np.frombuffer(data, np.uint8) if memoryview(data).nbytes else np.empty(0, np.uint8)
+        self._add_raw(name, "dense", tuple(shape), [("data", zt_dtype, logical, arr)],
+                      _write_options(compress, checksum))
 
     def _add_sparse(self, name, matrix, options):
         fmt = matrix.format

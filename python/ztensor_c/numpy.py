@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 from ._handle import Handle
-from ._writer import Writer, check_metadata
+from ._writer import Writer, check_metadata, writes_safetensors
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -45,31 +45,33 @@ def _check(tensors):
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
-    """Writes {name: array} as a zTensor file; `metadata` becomes the file's attributes.
-    `compress` (True or a zstd level) and `checksum` ("crc32c", "sha256") apply to each
-    tensor."""
+    """Writes {name: array} as safetensors.numpy.save_file does: a safetensors file where
+    the library writes safetensors, else (and with `compress`, True or a zstd level, or
+    `checksum`, "crc32c" or "sha256") a zTensor file. `metadata`: {str: str}."""
     _check(tensors)
     check_metadata(metadata)
-    with Writer(filename) as w:
-        for name, value in tensors.items():
-            w.add(name, value, compress=compress, checksum=checksum)
-        if metadata:
-            w.set_attributes(metadata)
+    _write(tensors, filename, metadata, compress, checksum)
 
 
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
-    """The bytes of the zTensor file save_file would write."""
+    """The bytes of the file save_file would write."""
     _check(tensors)
     check_metadata(metadata)
-    fd, path = tempfile.mkstemp(suffix=".zt")
+    fd, path = tempfile.mkstemp()
     os.close(fd)
     try:
-        with Writer(path, sync=False) as w:
-            for name, value in tensors.items():
-                w.add(name, value, compress=compress, checksum=checksum)
-            if metadata:
-                w.set_attributes(metadata)
+        _write(tensors, path, metadata, compress, checksum, sync=False)
         with open(path, "rb") as f:
             return f.read()
     finally:
         os.unlink(path)
+
+
+def _write(tensors, path, metadata, compress, checksum, sync=True):
+    fmt = "safetensors" if (compress in (None, False, 0) and checksum in ("none", None)
+                            and writes_safetensors()) else None
+    with Writer(path, sync=sync, format=fmt) as w:
+        for name, value in tensors.items():
+            w.add(name, value, compress=compress, checksum=checksum)
+        if metadata:
+            w.set_attributes(metadata)

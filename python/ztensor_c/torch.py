@@ -19,9 +19,31 @@ import torch
 
 from . import _torch
 from ._handle import Handle
-from ._writer import Writer, check_metadata
+from ._lib import SafetensorError  # noqa: F401  (safetensors.torch has it too)
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
+from ._writer import Writer, check_metadata, writes_safetensors
 
-__all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model"]
+__all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr",
+           "storage_size", "serialize", "serialize_file", "deserialize", "TensorSpec", "SafetensorError"]
+
+
+def storage_ptr(tensor):
+    """The address of the storage under `tensor` (0 for one without memory, on "meta"),
+    as safetensors.torch.storage_ptr: tensors of one storage share it (transformers
+    finds tied weights by it)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (NotImplementedError, RuntimeError):
+        return 0
+
+
+def storage_size(tensor):
+    """The size in bytes of the storage under `tensor`, as safetensors.torch.storage_size
+    (the tensor's own size where the storage has none)."""
+    try:
+        return tensor.untyped_storage().nbytes()
+    except (NotImplementedError, RuntimeError):
+        return tensor.nelement() * tensor.element_size()
 
 
 def load_file(filename, device="cpu", *, copy=False):
@@ -65,8 +87,16 @@ def _check(tensors):
                 "(`.contiguous()`), or the full tensor it is a view of")
 
 
+def _output_format(compress, checksum):
+    """safetensors, as safetensors.torch writes, where the library writes it and no
+    zTensor option (compress, checksum) was asked for; else zTensor."""
+    if (compress in (None, False, 0) and checksum in ("none", None)) and writes_safetensors():
+        return "safetensors"
+    return None
+
+
 def _write(tensors, path, metadata, compress, checksum, sync=True):
-    with Writer(path, sync=sync) as w:
+    with Writer(path, sync=sync, format=_output_format(compress, checksum)) as w:
         for name, value in tensors.items():
             w.add(name, value, compress=compress, checksum=checksum)
         if metadata:
@@ -74,15 +104,16 @@ def _write(tensors, path, metadata, compress, checksum, sync=True):
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
-    """Writes {name: tensor} as a zTensor file (tensors on any device; refused when two
-    share memory, see save_model)."""
+    """Writes {name: tensor} as safetensors.torch.save_file does (tensors on any device;
+    refused when two share memory, see save_model): a safetensors file where the library
+    writes safetensors, else (and with `compress` or `checksum`) a zTensor file."""
     _check(tensors)
     check_metadata(metadata)
     _write(tensors, filename, metadata, compress, checksum)
 
 
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
-    """The bytes of the zTensor file save_file would write."""
+    """The bytes of the file save_file would write."""
     _check(tensors)
     check_metadata(metadata)
     fd, path = tempfile.mkstemp(suffix=".zt")
