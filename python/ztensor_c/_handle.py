@@ -11,12 +11,11 @@ are copied into arrays of their own.
 Lifetime: the `zt_reader *` is wrapped by `ffi.gc`, so `zt_close` runs when the last
 Python object holding it is gone. Holding it are the `Handle` (what Reader, safe_open
 and Tensor objects use) and, for every array viewing the reader's mapping, that array:
-NumPy keeps the memoryview it was made from (or, for load_file's arrays, the uint8 array
-over the whole mapping, which keeps the memoryview), the memoryview a cffi buffer, the
-buffer a cdata whose destructor closure holds the reader. So closing a Reader never
-unmaps memory an array still shows, and the file is closed as soon as nothing uses it.
-The mapping buffers of a Handle are cached on the Handle, never on what they keep alive,
-so no reference cycle forms.
+each such array's base chain ends at the uint8 array over the whole mapping, whose base
+is a `ReaderMemory`, which holds a cdata whose destructor closure holds the reader. So
+closing a Reader never unmaps memory an array still shows, and the file is closed as soon
+as nothing uses it. The mapping arrays of a Handle are cached on the Handle, never on
+what they keep alive, so no reference cycle forms.
 
 Thread safety: the C reader is immutable after open and every call may run on any
 thread at once; cffi releases the GIL around each call. The caches here are filled under
@@ -56,8 +55,21 @@ def _numpy_resolve(code, logical):
     return dt, dt.itemsize
 
 
+class ReaderMemory:
+    """A reader's mapping of one file as NumPy takes it (`__array_interface__`): the base
+    of the uint8 array over the whole mapping, so at the end of the base chain of every
+    array that views it, and what keeps the reader open while any of them lives."""
+
+    __slots__ = ("__array_interface__", "_keep")
+
+    def __init__(self, address, size, keep):
+        self.__array_interface__ = {"data": (address, False), "shape": (size,), "typestr": "|u1",
+                                    "version": 3}
+        self._keep = keep
+
+
 def view_array(buffer, dtype, shape, offset):
-    """An array of `shape` over `buffer` (a memoryview of a copy-on-write mapping, or of
+    """An array of `shape` over `buffer` (a uint8 array over a copy-on-write mapping, or
     memory the package owns) at `offset`."""
     count = 1
     for d in shape:
@@ -150,14 +162,14 @@ class Handle:
         self.kind = kind  # "mapped", "pread", "memory" or "remote"
         self.views = kind in ("mapped", "memory")  # raw components are zero-copy
         self._lock = threading.Lock()
-        self._regions = ()  # (start, end, memoryview) of memory arrays may view
+        self._regions = ()  # (start, end, uint8 array) of memory arrays may view
         self._names = None
         self._index = None
         self._at_offsets = None  # views_at_offsets(), once known
         self._paths = None  # shard_paths(), once known
         if memory is not None:  # the package's copy: views of it need only it, not the reader
             start = memory.ctypes.data
-            self._regions = ((start, start + memory.nbytes, memoryview(memory)),)
+            self._regions = ((start, start + memory.nbytes, memory),)
 
     # --- opening -----------------------------------------------------------------------
     @classmethod
@@ -293,7 +305,7 @@ class Handle:
 
     # --- memory ------------------------------------------------------------------------
     def _region(self, address, index, component):
-        """(start, memoryview) of the mapping holding `address`: a shard's whole mapping,
+        """(start, uint8 array) of the mapping holding `address`: a shard's whole mapping,
         made once per shard; None when the address is in none (a decoded copy)."""
         for start, end, view in self._regions:
             if start <= address < end:
@@ -309,7 +321,7 @@ class Handle:
         return region
 
     def _mapping(self, shard):
-        """(start, memoryview) of a shard's whole (copy-on-write) mapping, made once per shard;
+        """(start, uint8 array) of a shard's whole (copy-on-write) mapping, made once per shard;
         None when it is not mapped (or empty)."""
         base = ffi.new("const void **")
         size = ffi.new("uint64_t *")
@@ -321,7 +333,7 @@ class Handle:
                 if s == start:
                     return s, view
             keeper = ffi.gc(ffi.cast("char *", base[0]), _keep(self.ptr))
-            view = memoryview(ffi.buffer(keeper, size[0]))
+            view = np.asarray(ReaderMemory(start, size[0], keeper))
             self._regions = self._regions + ((start, start + size[0], view),)
         return start, view
 
@@ -331,13 +343,13 @@ class Handle:
         (a decoded copy the library keeps) a copy of them of the caller's own, so that no
         array can write to the library's memory."""
         if size == 0:
-            return memoryview(bytearray()), 0
+            return np.empty(0, np.uint8), 0
         region = self._region(address, index, component)
         if region is not None:
             return region[1], address - region[0]
         own = np.empty(size, np.uint8)
         ffi.memmove(ffi.from_buffer(own, require_writable=True), ffi.cast("char *", address), size)
-        return memoryview(own), 0
+        return own, 0
 
     def view(self, index, component):
         """(address, size, zt dtype, zero_copy) of zt_component_view."""
@@ -432,7 +444,7 @@ class Handle:
             mapping = self._mapping(shard)
             if mapping is None:
                 return None
-            out[shard] = np.frombuffer(mapping[1], np.uint8)
+            out[shard] = mapping[1]
         return out
 
     def load_dense(self, names_wanted=None, copy=False):

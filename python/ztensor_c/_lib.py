@@ -61,8 +61,10 @@ class ZtOSError(ZtError, OSError):
         return ZtError.__str__(self)
 
 
-class FormatError(ZtError, ValueError):
-    """ZT_ERR_FORMAT: the file is malformed, truncated or inconsistent."""
+class FormatError(ZtError, ValueError, RuntimeError):
+    """ZT_ERR_FORMAT: the file is malformed, truncated or inconsistent. A ValueError, as
+    Python code expects of bad data, and a RuntimeError, as the reference package raised
+    for a corrupted file."""
 
 
 class UnsupportedError(ZtError, ValueError):

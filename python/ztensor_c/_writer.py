@@ -6,7 +6,7 @@ import threading
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import UnsupportedError, ffi, lib
+from ._lib import StateError, UnsupportedError, ffi, lib
 
 _DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
             "crc32c": lib.ZT_DIGEST_CRC32C}
@@ -129,7 +129,8 @@ class Writer:
 
     def _writer(self):
         if self._w is None:
-            raise ValueError("the writer is finished" if self._finished else "the writer was discarded")
+            raise StateError(lib.ZT_ERR_STATE, "the writer is finished" if self._finished
+                             else "the writer was discarded")
         return self._w
 
     def add(self, name, data, compress=None, checksum="none"):

@@ -62,7 +62,7 @@ def _device(device):
     return f"cuda:{device}" if isinstance(device, int) else str(device)
 
 
-def _check(tensors):
+def _check(tensors, shared_error=RuntimeError):
     if not isinstance(tensors, dict):
         raise ValueError(f"expected a dict of [str, torch.Tensor], got {type(tensors).__name__}")
     sparse = []
@@ -76,7 +76,7 @@ def _check(tensors):
                          "(convert them to SciPy and use ztensor_c.Writer, or to dense)")
     shared = [names for names in _shared_groups(tensors) if len(names) > 1]
     if shared:
-        raise RuntimeError(
+        raise shared_error(
             f"Some tensors share memory: {shared}. Saving them would store the memory twice "
             "and load them back as separate tensors. Use save_model(), which saves each "
             "shared storage once.")
@@ -189,11 +189,9 @@ def _duplicates(state_dict, preferred=()):
     return dropped
 
 
-def save_model(model, filename, metadata=None, force_contiguous=False, *, compress=None,
-               checksum="none"):
-    """Saves a module's state_dict, each shared storage once (tied weights): the names
-    left out are recorded in the metadata as {dropped name: kept name}, as safetensors
-    does, and load_model restores them."""
+def _deduplicated(model, metadata, force_contiguous):
+    """(state_dict without the names that share a kept tensor's storage, metadata with
+    {dropped name: kept name} added), safetensors' rule."""
     state_dict = model.state_dict()
     metadata = dict(metadata) if metadata else {}
     for keep, names in _duplicates(state_dict).items():
@@ -202,6 +200,15 @@ def save_model(model, filename, metadata=None, force_contiguous=False, *, compre
             del state_dict[name]
     if force_contiguous:
         state_dict = {k: v.contiguous() for k, v in state_dict.items()}
+    return state_dict, metadata
+
+
+def save_model(model, filename, metadata=None, force_contiguous=False, *, compress=None,
+               checksum="none"):
+    """Saves a module's state_dict, each shared storage once (tied weights): the names
+    left out are recorded in the metadata as {dropped name: kept name}, as safetensors
+    does, and load_model restores them."""
+    state_dict, metadata = _deduplicated(model, metadata, force_contiguous)
     try:
         save_file(state_dict, filename, metadata or None, compress=compress, checksum=checksum)
     except ValueError as e:
