@@ -168,7 +168,7 @@ def test_writer_errors_leave_no_file(tmp_path):
         w.add("b", np.ones(3), checksum="md5")
     w.finish()
     assert repr(w) == "<ztensor_c.Writer (finished)>"
-    with pytest.raises(ValueError, match="finished"):
+    with pytest.raises(ztensor_c.StateError, match="finished"):  # a RuntimeError, as the reference's
         w.add("c", np.ones(1))
     assert ztensor_c.Reader(path).keys() == ["a"]
 
