@@ -34,7 +34,7 @@ DENSE_RAW = {
 
 
 def write(path, tensors, compress=(), sparse=None):
-    with ztensor_c.Writer(path) as w:
+    with ztensor_c.Writer(path, version="1.2") as w:
         for name, value in tensors.items():
             w.add(name, value, compress=name in compress)
         for name, value in (sparse or {}).items():
@@ -88,7 +88,7 @@ def write_packed(path):
     (2, 4) over 2 and 4 bytes, which NumPy has no dtype for: they come back as their
     bytes, one dimension."""
     from ztensor_c._writer import _write_options
-    with ztensor_c.Writer(path) as w:
+    with ztensor_c.Writer(path, version="1.2") as w:
         for name, value in DENSE_RAW.items():
             w.add(name, value)
         options = _write_options(None, "none")
@@ -184,7 +184,7 @@ def write_set(directory, compress=()):
     directory.mkdir(exist_ok=True)
     tensors = {f"t{i}": np.full((64, 16), i, np.float32) for i in range(6)}
     tensors["bias"] = np.arange(3, dtype=np.int16)
-    with ztensor_c.Writer(directory / "set.zt", max_shard_size=10_000) as w:
+    with ztensor_c.Writer(directory / "set.zt", max_shard_size=10_000, version="1.2") as w:
         for name, value in tensors.items():
             w.add(name, value, compress=name in compress)
     index = [p for p in directory.iterdir() if p.name.endswith(".index.json")]

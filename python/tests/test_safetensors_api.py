@@ -9,6 +9,7 @@ import safetensors.numpy as st_numpy
 
 import ztensor_c
 import ztensor_c.numpy as zt_numpy
+from ztensor_c._writer import writes_safetensors
 from conftest import values
 
 
@@ -48,9 +49,9 @@ def test_load_file_of_a_safetensors_file_equals_safetensors(tmp_path):
 @pytest.mark.parametrize("compress", [None, True])
 def test_save_file_then_load_file(tmp_path, compress):
     path = tmp_path / "m.zt"
-    zt_numpy.save_file(sample(), path, metadata={"step": "7"}, compress=compress, checksum="crc32c")
+    zt_numpy.save_file(sample(), path, metadata={"step": "7"}, compress=compress, checksum="xxh3")
     loaded = zt_numpy.load_file(path)
-    assert list(loaded) == list(sample())  # the order given
+    assert sorted(loaded) == sorted(sample())  # (zTensor v2 and safetensors keep names sorted)
     assert_same(loaded, sample())
     r = ztensor_c.Reader(path)
     assert r.attributes == {"step": "7"}
@@ -62,7 +63,10 @@ def test_save_file_then_load_file(tmp_path, compress):
 
 def test_save_and_load_bytes():
     data = zt_numpy.save(sample(), metadata={"k": "v"})
-    assert data[:8] == b"ZTEN1000" and data[-8:] == b"ZTEN1000"  # a zTensor 1.x file
+    if writes_safetensors():  # the file safetensors' save gives
+        assert data == st_numpy.save(sample(), metadata={"k": "v"})
+    else:  # zTensor until the library writes safetensors
+        assert ztensor_c.Reader.from_bytes(data).format == "zt"
     loaded = zt_numpy.load(data)
     assert_same(loaded, sample())
     assert not loaded["embed"].flags.owndata  # views of the loaded bytes' aligned copy

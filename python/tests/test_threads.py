@@ -22,7 +22,7 @@ THREADS = 8
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     path = tmp_path_factory.mktemp("threads") / "model.zt"
-    with ztensor_c.Writer(path) as w:
+    with ztensor_c.Writer(path, version="1.2") as w:
         for i in range(64):
             w.add(f"raw.{i}", values(4096, "float32", i).reshape(64, 64))
             w.add(f"zstd.{i}", values(4096, "int16", 100 + i), compress=True, checksum="crc32c")

@@ -66,7 +66,10 @@ LOGICAL = {
     "f6_e2m3fn_x4": (U8, None, (15, 6), "F6_E2M3", None),
     "f6_e3m2fn_x4": (U8, None, (16, 6), "F6_E3M2", None),
 }
-PACKED = {"f4_e2m1fn_x2", "f6_e2m3fn_x4", "f6_e3m2fn_x4"}
+# zTensor v2's names of the same types (its registry, spec appendix A), as its files name them
+LOGICAL["f8_e8m0"] = LOGICAL["f8_e8m0fnu"]
+LOGICAL["f4_e2m1"] = LOGICAL["f4_e2m1fn_x2"]
+PACKED = {"f4_e2m1fn_x2", "f6_e2m3fn_x4", "f6_e3m2fn_x4", "f4_e2m1"}
 
 # DLPack type codes (dlpack.h DLDataTypeCode)
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 4, 5, 6

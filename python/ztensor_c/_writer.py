@@ -9,7 +9,7 @@ from . import _dtypes, _lib
 from ._lib import StateError, UnsupportedError, ffi, lib
 
 _DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
-            "crc32c": lib.ZT_DIGEST_CRC32C}
+            "crc32c": lib.ZT_DIGEST_CRC32C, "xxh3": lib.ZT_DIGEST_XXH3}
 
 
 def _write_options(compress, checksum):
@@ -26,7 +26,7 @@ def _write_options(compress, checksum):
     try:
         o.digest = _DIGESTS[checksum]
     except (KeyError, TypeError):
-        raise ValueError(f"checksum is 'none', 'crc32c' or 'sha256', not {checksum!r}") from None
+        raise ValueError(f"checksum is 'none', 'xxh3', 'sha256' or 'crc32c', not {checksum!r}") from None
     return o
 
 
@@ -55,6 +55,9 @@ def _jsonable(value):
         return value.item()
     return value
 
+
+# zTensor v2 by default (what ztensor 2.x reads); "1.2" for readers of 1.x
+_VERSIONS = {"2": lib.ZT_WRITER_V2, "1.2": lib.ZT_WRITER_V1_2}
 
 _FORMAT_NAMES = {"zt": "ZT_WRITER_FORMAT_ZTENSOR", "safetensors": "ZT_WRITER_FORMAT_SAFETENSORS",
                  "gguf": "ZT_WRITER_FORMAT_GGUF"}
@@ -88,7 +91,9 @@ def check_metadata(metadata):
 
 
 class Writer:
-    """Writes a zTensor file (format 1.2.0, every blob 64-byte aligned).
+    """Writes a zTensor file: v2 by default (what ztensor 2.x reads: every blob at a
+    64 KiB boundary with an xxh3 digest, canonical), `version="1.2"` for readers of
+    zTensor 1.x (ztensor 1.x; 64-byte alignment, digests only when asked).
 
         with ztensor_c.Writer("model.zt") as w:
             w.add("weight", np.ones((2, 3), np.float32), compress=True, checksum="sha256")
@@ -97,16 +102,23 @@ class Writer:
 
     `add` takes NumPy arrays of every dtype (ml_dtypes' bfloat16 and float8 types, complex
     as complex64/128), torch tensors, and SciPy sparse CSR/COO matrices and arrays.
-    `compress`: False (raw), True (zstd, level 3) or a zstd level; `checksum`: "none",
-    "crc32c" or "sha256". The file appears at its path only when `finish` succeeds (the
-    bytes go to a temporary file beside it until then, and are fsynced unless
-    `sync=False`). `max_shard_size=N` writes a sharded set instead:
-    `<path>-0000k-of-0000n.zt` and `<path>.zt.index.json`.
+    `compress`: False (raw), True (zstd, level 3) or a zstd level; `checksum`: "none"
+    (v2 still digests with xxh3), "xxh3" (v2), "sha256", or "crc32c" (1.2 only). The
+    file appears at its path only when `finish` succeeds (the bytes go to a temporary
+    file beside it until then, and are fsynced unless `sync=False`).
+    `max_shard_size=N` writes a sharded set instead: `<path>-0000k-of-0000n.zt` and
+    `<path>.zt.index.json`. `format="safetensors"` (or "gguf") writes that format where
+    the library can.
     """
 
-    def __init__(self, path, *, sync=True, max_shard_size=None, format=None):
+    def __init__(self, path, *, sync=True, max_shard_size=None, format=None, version="2", extra_flags=0):
         options = ffi.new("zt_writer_options *")
-        options.flags = 0 if sync else lib.ZT_WRITER_NO_SYNC
+        options.flags = (0 if sync else lib.ZT_WRITER_NO_SYNC) | extra_flags
+        if format in (None, "zt"):
+            if version not in _VERSIONS:
+                raise ValueError(f"version is '2' or '1.2', not {version!r}")
+            options.flags |= _VERSIONS[version]
+        self._version = version
         if format is not None:
             code = _formats().get(format)
             if code is None:
