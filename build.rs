@@ -27,7 +27,17 @@ fn main() {
         // Dependencies may define C symbols of their own (crc-fast, under object_store,
         // exports crc_fast_*): keep every symbol of a linked archive out of the dynamic
         // symbol table, so the library exports only its zt_ functions.
-        println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
+        if std::env::var_os("CARGO_ZIGBUILD_TARGET").is_some() {
+            // zig's linker (the Python wheel's manylinux build, maturin --zig) takes no
+            // --exclude-libs: a version script says the same, exporting zt_* only.
+            let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+            let script = out.join("exports.map");
+            write_if_changed(&script, b"{ global: zt_*; local: *; };\n");
+            println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", script.display());
+        } else {
+            println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
+        }
+        println!("cargo:rerun-if-env-changed=CARGO_ZIGBUILD_TARGET");
     }
 
     generate_header();

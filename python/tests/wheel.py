@@ -58,6 +58,8 @@ def build(dist):
     tag = os.path.basename(wheel)[:-4].split("-", 2)[2]
     if not tag.startswith("py3-none-"):
         sys.exit(f"{wheel}: the tag is {tag}, not py3-none-<platform>")
+    if sys.platform.startswith("linux"):
+        audit(wheel, tag)
     files = wheel_files(wheel)
     for needed in ("ztensor_c/__init__.py", "ztensor_c/_native/ffi.py", "ztensor_c/_native/__init__.py"):
         if needed not in files:
@@ -71,6 +73,21 @@ def build(dist):
     run(sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
         "--no-deps", "--force-reinstall", wheel)
     print(f"installed {os.path.basename(wheel)}")
+
+
+def audit(wheel, tag):
+    """The wheel is what PyPI takes: tagged manylinux, and `auditwheel show` finds it
+    consistent with that tag (no library outside the manylinux set, no symbol version past
+    its glibc)."""
+    if "-manylinux_" not in f"-{tag}":
+        sys.exit(f"{wheel}: the tag is {tag}, not manylinux")
+    out = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL)
+    print(out.stdout, out.stderr)
+    platform = tag.split("-")[-1]
+    text = " ".join(out.stdout.split())  # auditwheel wraps its lines
+    if out.returncode != 0 or f'is consistent with the following platform tag: "{platform}"' not in text:
+        sys.exit(f"auditwheel does not find {wheel} consistent with {platform}")
 
 
 def sdist(dist, build_python):
