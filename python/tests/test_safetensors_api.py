@@ -185,3 +185,32 @@ def test_metadata_is_safetensors(tmp_path, vectors):
                 save()
             assert str(ours.value) == str(theirs.value), bad
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("framework", ["np", "pt"])
+def test_get_tensor_of_every_name_equals_the_reader(tmp_path, framework):
+    """After enough get_tensor calls safe_open answers from one plan of every object (a
+    view per call): the values are the Reader's, for raw, compressed and bf16 tensors, on
+    a safetensors file and a zTensor one."""
+    if framework == "pt":
+        pytest.importorskip("torch", reason="torch is not installed")
+    tensors = {f"t{i:03d}": values(12, ("float32", "int8", "float16")[i % 3], i).reshape(3, 4) for i in range(120)}
+    tensors["bf"] = values(6, "float32", 9).astype(ml_dtypes.bfloat16).reshape(2, 3)
+    st = tmp_path / "m.safetensors"
+    st_numpy.save_file(tensors, str(st))
+    zt = tmp_path / "m.zt"
+    with ztensor_c.Writer(zt) as w:
+        for i, (name, a) in enumerate(tensors.items()):
+            w.add(name, a, compress=i % 7 == 0)
+    for path in (st, zt):
+        with ztensor_c.safe_open(path, framework) as f:
+            for _round in range(2):
+                for name, a in tensors.items():
+                    got = f.get_tensor(name)
+                    if framework == "pt":
+                        import torch
+
+                        got = got.view(torch.int16).numpy().view(a.dtype) if got.dtype == torch.bfloat16 else got.numpy()
+                    assert got.dtype == a.dtype and got.shape == a.shape, (path.name, name)
+                    assert got.tobytes() == a.tobytes(), (path.name, name)
+            assert f._fast, "the plan was made"

@@ -1,10 +1,11 @@
 """safe_open: safetensors' lazy reader API, for every format the library reads."""
 
 import json
+from functools import partial
 
 import numpy as np
 
-from . import _dtypes, _lib
+from . import _dtypes, _lib, _plan
 from ._handle import Handle
 from ._lib import SafetensorError, ffi, lib
 
@@ -55,6 +56,11 @@ class safe_open:
             self._storages = _torch._Storages()
         self._device = _device(device)
         self._h = Handle.open(filename, mmap=backend == "mmap")
+        # get_tensor of many names: after enough calls to pay for it, one plan of every
+        # object (a C call for all of them) makes each later call a dict look-up and a view
+        self._fast = None
+        self._calls = 0
+        self._fast_after = max(8, self._h.count() // 32)
 
     def _handle(self):
         if self._h is None:
@@ -89,6 +95,18 @@ class safe_open:
         return self._handle().attributes()
 
     def get_tensor(self, name):
+        """The tensor `name`: raw data of a mapped file a view of its (copy-on-write)
+        mapping, anything else decoded into memory of its own."""
+        fast = self._fast
+        if fast is None:
+            self._calls += 1
+            if self._calls >= self._fast_after:
+                fast = self._fast = _Fast(self._handle(), self._framework, self._storages)
+        if fast:
+            make = fast.makers.get(name)
+            if make is not None:
+                t = make()
+                return t if self._device == "cpu" or self._framework == "np" else t.to(self._device)
         h = self._handle()
         if self._framework == "np":
             return h.value(h.index_of(name))
@@ -103,6 +121,7 @@ class safe_open:
     def close(self):
         self._h = None
         self._storages = None
+        self._fast = False
 
     def __enter__(self):
         return self
@@ -110,6 +129,48 @@ class safe_open:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class _Fast:
+    """{name: a function making its value} for the objects whose value is a view of a
+    mapped file at its offset (dense, raw, the format's bytes placed as NumPy reads
+    them), from one plan of every object; empty when none is."""
+
+    def __init__(self, h, framework, storages):
+        self.makers = {}
+        if not h.views_at_offsets():
+            return
+        from ._handle import _numpy_resolve
+
+        if framework == "np":
+            p = _plan.plan(h, range(h.count()), _numpy_resolve)
+            bases = h.shard_arrays(set(p.shard))
+            if bases is None:
+                return
+            ndarray = np.ndarray
+            for k, name in enumerate(p.names):
+                if p.dense[k] and p.raw[k]:
+                    self.makers[name] = partial(ndarray, p.shape[k], p.dtype[k], bases[p.shard[k]], p.offset[k])
+            return
+        from . import _torch
+
+        p = _plan.plan(h, range(h.count()), _torch._torch_resolve)
+        paths = h.shard_paths()
+        strides = _plan.Strides()
+        for k, name in enumerate(p.names):
+            size, at = p.itemsize[k], p.offset[k]
+            path = paths[p.shard[k]]
+            if p.dense[k] and p.raw[k] and path is not None and at % size == 0:
+                shape = p.shape[k]
+                self.makers[name] = partial(_torch_view, storages, path, p.dtype[k], shape, strides[shape],
+                                            at // size)
+
+    def __bool__(self):
+        return bool(self.makers)
+
+
+def _torch_view(storages, path, dtype, shape, strides, offset):
+    return storages.flat(path, dtype).as_strided(shape, strides, offset)
 
 
 def _device(device):

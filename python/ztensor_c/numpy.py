@@ -25,8 +25,10 @@ __all__ = ["load_file", "save_file", "load", "save"]
 
 
 def load_file(filename, *, copy=False):
-    """{name: array} of every tensor of a file (any format the library reads, or a URL)."""
-    return Handle.open(filename).load_dense(copy=copy)
+    """{name: array} of every tensor of a file (any format the library reads, or a URL).
+    copy=True reads the file with pread, not through a mapping: the arrays are the only
+    memory the load leaves (a mapping's pages would count in the process's RSS too)."""
+    return Handle.open(filename, mmap=not copy).load_dense(copy=copy)
 
 
 def load(data, *, copy=False):

@@ -47,8 +47,9 @@ def storage_size(tensor):
 
 
 def load_file(filename, device="cpu", *, copy=False):
-    """{name: tensor} of every tensor of a file, on `device` ("cpu", "cuda:0", an int)."""
-    h = Handle.open(filename)
+    """{name: tensor} of every tensor of a file, on `device` ("cpu", "cuda:0", an int).
+    copy=True reads with pread into tensors of their own (no mapping's pages in RSS)."""
+    h = Handle.open(filename, mmap=not copy)
     return _torch.load(h, None, _device(device), copy)
 
 
