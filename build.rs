@@ -33,7 +33,10 @@ fn main() {
             let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
             let script = out.join("exports.map");
             write_if_changed(&script, b"{ global: zt_*; local: *; };\n");
-            println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", script.display());
+            println!(
+                "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+                script.display()
+            );
         } else {
             println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
         }
