@@ -209,6 +209,14 @@
 #define ZT_DEVICE_HANDLES 1
 
 /**
+ * The largest `struct_size` a caller's struct may claim: bytes past the fields this
+ * library knows must be zeros up to it; a larger size is refused without reading past
+ * what the library knows (a garbage size such as 0xFFFFFFFF must not make it read
+ * beyond the caller's struct).
+ */
+#define ZT_STRUCT_SIZE_MAX 1024
+
+/**
  * `zt_loader_options.flags`: check every request's digest (as `ZT_LOAD_VERIFY` does for
  * one).
  */
@@ -219,6 +227,13 @@
  * (`host_register`: pinned) at creation, and unregister them at `zt_loader_free`.
  */
 #define ZT_LOADER_REGISTER_STAGING 2
+
+/**
+ * `zt_loader_options.flags`: refuse a load while another runs on the loader
+ * (`ZT_ERR_STATE`) instead of waiting for it (the default: loads from several threads run
+ * one after the other, in the order they were called).
+ */
+#define ZT_LOADER_NO_QUEUE 4
 
 /**
  * `zt_loader_request.flags`: `dst` is host memory, filled in place (no staging, no
@@ -255,7 +270,7 @@
 /**
  * `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
  * every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
- * the library's default is written: zTensor v1.2.0 in this release.
+ * the library's default is written: zTensor v2 since this release (v1.2.0 before).
  */
 #define ZT_WRITER_V2 4
 
@@ -264,6 +279,29 @@
  * `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
  */
 #define ZT_WRITER_V1_2 8
+
+/**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
+ * instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
+ * canonical form (docs/format.md says when each fits).
+ */
+#define ZT_WRITER_COMPACT 32
+
+/**
+ * `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
+ * (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
+ * Not with `ZT_WRITER_COMPACT`.
+ */
+#define ZT_WRITER_CANONICAL 64
+
+/**
+ * `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
+ * A program built against an earlier header passes a struct of `flags` alone and never
+ * sets this flag (that library refused unknown flags), so the field is read only when it
+ * is there. Set it whenever you set `format`: without it `format` is not read and the
+ * format goes by the path's extension (`ZT_WRITER_FORMAT_AUTO`).
+ */
+#define ZT_WRITER_HAS_FORMAT 16
 
 /**
  * `zt_copy_options.flags`: re-encode every component with `encoding` and `level`.
@@ -432,6 +470,32 @@ typedef enum zt_value_type {
 } zt_value_type;
 
 /**
+ * The container a writer writes (`zt_writer_options.format`); values are stable.
+ */
+typedef enum zt_writer_format {
+  /**
+   * By the path's extension: `.safetensors` is safetensors, `.gguf` GGUF, anything
+   * else zTensor (of the version the flags say). The default.
+   */
+  ZT_WRITER_FORMAT_AUTO = 0,
+  /**
+   * zTensor: v2 unless `ZT_WRITER_V1_2`.
+   */
+  ZT_WRITER_FORMAT_ZTENSOR = 1,
+  /**
+   * Hugging Face safetensors: dense tensors of its dtypes, one raw "data" component
+   * each; the file's attributes, strings only, are its `__metadata__`. Byte for byte
+   * what `safetensors`' own `save_file` writes for the same tensors (docs/c-api.md).
+   */
+  ZT_WRITER_FORMAT_SAFETENSORS = 2,
+  /**
+   * ggml's GGUF v3: dense f32 f16 bf16 f64 i8..i64 tensors and ggml block objects
+   * (`ggml_q4_k` ...) as they are; the file's attributes are its typed key/values.
+   */
+  ZT_WRITER_FORMAT_GGUF = 3,
+} zt_writer_format;
+
+/**
  * `zt_loader_request.slice`: which part of the component a request loads.
  */
 typedef enum zt_slice {
@@ -449,7 +513,38 @@ typedef enum zt_slice {
    * destination (column-parallel layers): a strided read.
    */
   ZT_SLICE_COLUMNS = 2,
+  /**
+   * `[first, first + count)` of the component in storage order: decoded bytes, or
+   * values with `ZT_LOAD_CONVERT` (ggml blocks: whole blocks), as
+   * `zt_component_read_range` / `zt_component_read_as_range` read them.
+   */
+  ZT_SLICE_RANGE = 3,
 } zt_slice;
+
+/**
+ * `zt_loader_options.io`: how a load reads raw bytes from local files.
+ */
+typedef enum zt_io_mode {
+  /**
+   * Chosen per file: through the page cache when the file is mostly in it (`mincore` on
+   * a sample) or on storage where buffered reads win; `O_DIRECT` when it is cold and on
+   * NVMe, or larger than the memory available.
+   */
+  ZT_IO_AUTO = 0,
+  /**
+   * Copied from the reader's mapping (`pread` when the reader has none).
+   */
+  ZT_IO_MMAP = 1,
+  /**
+   * `pread` through the page cache, even from a mapped file.
+   */
+  ZT_IO_PREAD = 2,
+  /**
+   * `O_DIRECT` reads into aligned buffers, several in flight (`pread` where the
+   * filesystem refuses `O_DIRECT`, as tmpfs does).
+   */
+  ZT_IO_DIRECT = 3,
+} zt_io_mode;
 
 /**
  * The CUDA backend: the CUDA driver (`libcuda.so.1`) loaded at run time, a device's
@@ -1115,6 +1210,20 @@ typedef struct zt_loader_options {
    * Passed to the callbacks.
    */
   void *user;
+  /**
+   * The most bytes a load holds besides its destinations: the staging buffers, the
+   * reader tasks' scratch (chunks converted or gathered), the aligned buffers of direct
+   * reads, and components that can only be decoded whole (0: the staging buffers plus
+   * 1 GiB). A task that needs more waits until others give memory back; a request that
+   * needs more than the whole budget at once fails with `ZT_ERR_LIMIT`. Set with
+   * `staging_size` 0, the staging size is chosen to fit; sizes that don't fit are
+   * `ZT_ERR_INVALID_ARGUMENT`. `zt_loader_get_stats` reports the peak.
+   */
+  uint64_t max_bytes_in_flight;
+  /**
+   * A `zt_io_mode` value: how raw bytes are read from local files (0: automatic).
+   */
+  uint32_t io;
 } zt_loader_options;
 
 /**
@@ -1209,18 +1318,36 @@ typedef struct zt_loader_stats {
    */
   uint64_t loads;
   uint64_t bytes;
+  /**
+   * The budget (`max_bytes_in_flight`, the default resolved), and the most bytes held
+   * at once besides destinations over every load (staging, scratch, direct reads'
+   * buffers, components decoded whole): at most the budget.
+   */
+  uint64_t max_bytes_in_flight;
+  uint64_t peak_bytes_in_flight;
+  /**
+   * File reads (or range requests) issued for raw bytes (neighbours merged into one),
+   * and how many of them were `O_DIRECT` reads.
+   */
+  uint64_t reads;
+  uint64_t direct_io_reads;
 } zt_loader_stats;
 
 /**
  * How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
- * (durable, the default version). The version is a flag (`ZT_WRITER_V2`,
- * `ZT_WRITER_V1_2`), so the struct keeps the size programs were compiled with.
+ * (durable, zTensor v2 unless the path ends in `.safetensors` or `.gguf`). The struct
+ * grows only at its end: `format` is read only with `ZT_WRITER_HAS_FORMAT` set, so a
+ * program built against the earlier header (a struct of `flags` alone) keeps working.
  */
 typedef struct zt_writer_options {
   /**
    * `ZT_WRITER_*` flags, or-ed.
    */
   uint32_t flags;
+  /**
+   * With `ZT_WRITER_HAS_FORMAT`: a `zt_writer_format` value (0: by the extension).
+   */
+  uint32_t format;
 } zt_writer_options;
 
 /**
@@ -1731,11 +1858,14 @@ ZT_API enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t 
 ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
 
 /**
- * Carries out `count` reads at once, in parallel across components on a bounded pool of
- * threads (`options->threads`), large requests first and small neighbouring ones
- * together, in request order (file order reads fastest): each a whole read, a range read
- * (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
- * the same rules and results as the single calls. Every request's `status` is set, and
+ * Carries out `count` reads at once: a host load of the staged loader's engine
+ * (`zt_loader_load` with `ZT_LOAD_HOST` requests, without a device), in parallel on a
+ * bounded pool of threads (`options->threads`), in chunks claimed in request order,
+ * neighbours in the file read with one read (file order reads fastest): each a whole
+ * read, a range read (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its
+ * own buffer, with the same rules and results as the single calls. The memory it holds
+ * besides the buffers is a loader's default budget (`zt_loader_options`, whose
+ * `max_bytes_in_flight` a host loader sets). Every request's `status` is set, and
  * a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the
  * status of the first failed request in array order, whose message `zt_last_error()`
  * gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
@@ -1773,7 +1903,9 @@ ZT_API void zt_cuda_free(struct zt_cuda *cuda);
 
 /**
  * Fills `*out` with the backend's callbacks (pinned memory, copies on its stream,
- * events; no direct reads), for `zt_loader_create_with`. Valid while `cuda` lives.
+ * events; no direct reads), for `zt_loader_create_with`, which recognizes them and uses
+ * the backend directly (a struct with a callback replaced is used through its
+ * callbacks). Valid while `cuda` lives.
  */
 ZT_API enum zt_status zt_cuda_get_device(const struct zt_cuda *cuda, struct zt_device *out);
 
@@ -1823,8 +1955,12 @@ enum zt_status zt_loader_create_with(const struct zt_device *device,
                                      struct zt_loader **out);
 
 /**
- * Frees a loader: its staging buffers (yours are unregistered, not freed) and events.
- * NULL is fine. Not while a load runs on it.
+ * Frees a loader: its staging buffers (yours are unregistered, not freed; those retired
+ * after a failed event too: free the loader once the device finished the copies it
+ * accepted, e.g. after synchronizing your stream) and events. NULL is fine. While a load
+ * runs on it (or waits for its turn) on another thread, waits for those loads to end
+ * first; from inside one of its loads (a callback), the loader is freed when that load
+ * returns.
  */
 ZT_API void zt_loader_free(struct zt_loader *loader);
 
@@ -1860,6 +1996,18 @@ ZT_API enum zt_status zt_loader_cancel(struct zt_loader *loader);
 ZT_API
 enum zt_status zt_loader_get_stats(const struct zt_loader *loader,
                                    struct zt_loader_stats *out);
+
+/**
+ * The exact `dst_size` of `request` (its object, role, `slice`, `first`, `count`, flags and
+ * `dtype`; `dst`, `dst_offset` and `dst_size` are not read) into `*size`: what a slice of
+ * rows or columns, a range, or a conversion (ggml blocks dequantized included) fills.
+ * The same checks as a load's, so a request this accepts fails a load only for its
+ * destination or its bytes. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_loader_get_request_size(const struct zt_reader *reader,
+                                          const struct zt_loader_request *request,
+                                          uint64_t *size);
 
 /**
  * The file's attributes as JSON text (CBOR bytes as {"$bytes":"<hex>"}, tags as

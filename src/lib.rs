@@ -46,7 +46,6 @@ mod value;
 mod verify;
 mod writer;
 
-pub use batch::LoadRequest;
 pub use codec::{
     DigestAlgorithm, FrameIndex, FrameSpan, ZSTD_FRAME_SIZE, hex_lower, zstd_level_range,
 };
@@ -56,7 +55,7 @@ pub use formats::ztensor::manifest::WRITE_VERSION;
 pub use formats::ztensor::{ALIGNMENT, MAGIC_V1};
 pub use formats::ztensor_v01::MAGIC_V01;
 pub use limits::{Limits, MAX_CBOR_DEPTH};
-pub use load::{Loader, LoaderOptions};
+pub use load::{Loader, LoaderOptions, ReadMode};
 pub use model::schema::ObjectKind;
 pub use model::{Attributes, Component, Container, Encoding, Object};
 pub use reader::{Layout, OpenOptions, QuantInfo, Reader, View};
@@ -65,4 +64,7 @@ pub use source::RemoteOptions;
 pub use source::TransferStats;
 pub use typed::{AttrScalar, AttrValue, TypedValue, ValueType};
 pub use value::{cbor, json, typed};
-pub use writer::{CopyOptions, CreateOptions, FileVersion, ShardedWriter, WriteOptions, Writer};
+pub use writer::{
+    CopyOptions, CreateOptions, FileVersion, OutputFormat, Placement, ShardedWriter, WriteOptions,
+    Writer, ggml_block_type, safetensors_dtype,
+};

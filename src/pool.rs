@@ -14,6 +14,11 @@
 //! module that other pool work may want too (a waiting thread may run that work, on the
 //! same thread, and find the lock taken). `spawn`ed work that someone waits for is
 //! claimed by the waiter when no thread started it yet (see `codec::compress`).
+//!
+//! Beside the pool, one I/O helper (`io_map`, `io_scope`): work that waits on the network
+//! (a remote object's reads, a remote set's shards) runs on threads of its own, as many as
+//! the requests worth having in flight, started for the call and joined before it
+//! returns; what that work computes in parallel still runs on the pool.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,11 +38,59 @@ static POOL: CacheLine<Mutex<Option<Arc<Pool>>>> = CacheLine(Mutex::new(None));
 static FORKED_AWAY: Mutex<Vec<Arc<Pool>>> = Mutex::new(Vec::new());
 
 /// A pool, the process that started its threads, and their handles (kept, so that what
-/// each thread owns is reachable from here).
+/// each thread owns is reachable from here, and so that a replaced pool's threads can be
+/// waited for).
 struct Pool {
-    pool: ThreadPool,
+    /// None once dropped (`Drop`).
+    pool: Option<ThreadPool>,
     pid: u32,
-    _threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+    threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+}
+
+impl Pool {
+    fn pool(&self) -> &ThreadPool {
+        self.pool.as_ref().expect("a pool is dropped only once")
+    }
+}
+
+/// The longest a replaced pool's end is waited for (`Pool::drop`): its threads end as soon
+/// as they have finished the work they have, which is at most some detached pieces (a zstd
+/// frame being compressed); the bound only keeps a pathological wait from becoming a hang.
+const END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for Pool {
+    /// A pool no one uses any more (replaced by `set_threads`, and no work of anyone's
+    /// running on it) ends with its threads: they finish the work they have, then exit,
+    /// and this waits for that, so that nothing of the old pool is left once it is gone
+    /// (a child forked after a resize has none of it: its memory would be held by threads
+    /// that the child doesn't have). Not on one of its own threads (the last user may be
+    /// nested work on it), and not in a child the pool's process forked (its threads
+    /// aren't there: the pool is left as it is, see FORKED_AWAY).
+    fn drop(&mut self) {
+        let Some(pool) = self.pool.take() else {
+            return;
+        };
+        if self.pid != std::process::id() {
+            std::mem::forget(pool);
+            return;
+        }
+        drop(pool);
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        let me = std::thread::current().id();
+        if threads.iter().any(|t| t.thread().id() == me) {
+            return;
+        }
+        let deadline = std::time::Instant::now() + END_WAIT;
+        while !threads.iter().all(|t| t.is_finished()) {
+            if std::time::Instant::now() > deadline {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        for t in threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// A value alone on its cache line (128 bytes: x86 prefetches 64-byte lines in pairs).
@@ -90,17 +143,18 @@ fn build(threads: usize) -> Result<Pool> {
         .build()
         .map_err(|e| err!(Io, "starting {threads} threads: {e}"))?;
     Ok(Pool {
-        pool,
+        pool: Some(pool),
         pid: std::process::id(),
-        _threads: handles,
+        threads: handles,
     })
 }
 
 /// Sets the number of threads of the library's pool: `threads` (at most 1024), or 0 for
 /// one per core (the default). Takes effect at once: a pool already running is replaced
-/// (its threads finish the work they have, then exit), so work started after this call
-/// runs on the new pool. Work running on the old pool when it is replaced keeps its
-/// threads until it ends, so the library may briefly have both pools' threads.
+/// (its threads finish the work they have, then exit; an idle pool's exit is waited for
+/// here), so work started after this call runs on the new pool. Work running on the old
+/// pool when it is replaced keeps its threads until it ends (the old pool's end is waited
+/// for where that work ends), so the library may briefly have both pools' threads.
 /// `InvalidArgument` above 1024; `Io` when the threads can't be started (the old pool
 /// then stays). Thread-safe.
 pub fn set_threads(threads: usize) -> Result<()> {
@@ -112,14 +166,19 @@ pub fn set_threads(threads: usize) -> Result<()> {
     }
     let size = if threads == 0 { cores() } else { threads };
     let mut pool = POOL.0.lock().unwrap_or_else(|p| p.into_inner());
+    let mut old = None;
     if pool.is_some() {
         let new = build(size)?;
-        if let Some(old) = pool.replace(Arc::new(new)) {
-            forked_away(old);
-        }
+        old = pool.replace(Arc::new(new));
     }
     ASKED.store(threads, Ordering::Relaxed);
     SIZE.store(size, Ordering::Relaxed);
+    drop(pool);
+    // Dropped without the lock: its end is waited for, and the work it is finishing may
+    // want the (new) pool.
+    if let Some(old) = old {
+        forked_away(old);
+    }
     Ok(())
 }
 
@@ -189,7 +248,7 @@ where
             slot.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(r);
         }
     };
-    pool.pool.in_place_scope(|scope| {
+    pool.pool().in_place_scope(|scope| {
         for _ in 1..width {
             scope.spawn(|_| take());
         }
@@ -211,7 +270,7 @@ pub(crate) fn scope<'s, R>(
     body: impl FnOnce(&mut dyn FnMut(Box<dyn FnOnce() + Send + 's>)) -> R,
 ) -> R {
     match pool() {
-        Some(pool) => (pool.pool).in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
+        Some(pool) => (pool.pool()).in_place_scope(|s| body(&mut |job| s.spawn(move |_| job()))),
         None => body(&mut |job| job()),
     }
 }
@@ -222,9 +281,68 @@ pub(crate) fn scope<'s, R>(
 /// panics. Without a pool (its threads couldn't start), runs `work` here.
 pub(crate) fn spawn(work: impl FnOnce() + Send + 'static) {
     match pool() {
-        Some(pool) => pool.pool.spawn(work),
+        Some(pool) => pool.pool().spawn(work),
         None => work(),
     }
+}
+
+// --- the I/O helper ------------------------------------------------------------------------
+
+/// Runs `work` on every item on threads of their own, at most `threads` at once (at least
+/// one), and returns the results in the items' order; items are taken in order, each by
+/// the next free thread. For work that waits on the network rather than on cores (a
+/// remote object's range requests, a remote set's shards parsed as they arrive): on the
+/// CPU pool such work would keep its threads idle while they wait, and the pool's size
+/// (one thread per core) is not the number of requests worth having in flight. The
+/// threads start for the call and are joined before it returns, so nothing outlives it;
+/// work they run that is parallel itself (decoding, dequantizing) still runs on the CPU
+/// pool. A panic in `work` is raised here after the others ended.
+pub(crate) fn io_map<T, R, F>(items: Vec<T>, threads: usize, work: F) -> Vec<R>
+where
+    T: Send,
+    R: Send,
+    F: Fn(T) -> R + Sync,
+{
+    let n = items.len();
+    let threads = threads.max(1).min(n);
+    if threads <= 1 {
+        return items.into_iter().map(work).collect();
+    }
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(n));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut mine = Vec::new();
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                    let Some((i, item)) = next else { break };
+                    mine.push((i, work(item)));
+                }
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .append(&mut mine);
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_unstable_by_key(|&(i, _)| i);
+    assert_eq!(done.len(), n, "every item ran");
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// `scope` for work that waits on the network (see `io_map`): runs `body` on this thread
+/// with a way to start work on a thread of its own each, and returns once the body and
+/// all the work it started have ended. The caller bounds how much it starts (a remote
+/// place's requests in flight).
+pub(crate) fn io_scope<'s, R>(
+    body: impl FnOnce(&mut dyn FnMut(Box<dyn FnOnce() + Send + 's>)) -> R,
+) -> R {
+    std::thread::scope(|scope| {
+        body(&mut |job: Box<dyn FnOnce() + Send + 's>| {
+            scope.spawn(job);
+        })
+    })
 }
 
 #[cfg(test)]
@@ -267,6 +385,35 @@ mod tests {
             })
         });
         assert!(r.is_err());
+    }
+
+    #[test]
+    fn io_map_keeps_the_order_on_threads_of_its_own() {
+        let names = Mutex::new(std::collections::BTreeSet::new());
+        let out = io_map((0..32u64).collect(), 4, |i| {
+            names
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().name().map(str::to_owned));
+            i * 3
+        });
+        assert_eq!(out, (0..32u64).map(|i| i * 3).collect::<Vec<_>>());
+        // Not the CPU pool's threads (named ztensor-N): threads of the call's own.
+        for name in names.into_inner().unwrap() {
+            assert!(
+                !name.as_deref().is_some_and(|n| n.starts_with("ztensor-")),
+                "{name:?}"
+            );
+        }
+        let ran = AtomicUsize::new(0);
+        io_scope(|spawn| {
+            for _ in 0..3 {
+                spawn(Box::new(|| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 3);
     }
 
     #[test]

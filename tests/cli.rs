@@ -207,7 +207,7 @@ tokenizer.ggml.bos_token_id             u32          1"#
 #[test]
 fn info_sizes_are_human_readable() {
     let dir = temp_dir("cli_info_sizes");
-    let mut w = Writer::create(dir.join("sizes.zt")).unwrap();
+    let mut w = Writer::create_with(dir.join("sizes.zt"), &common::v12()).unwrap();
     let big = vec![0u8; 3 << 20];
     w.add("big", DType::U8, &[3 << 20], &big, &WriteOptions::zstd(1))
         .unwrap();
@@ -310,7 +310,7 @@ fn flip(path: &Path, object: &str, at: u64) {
 fn verify_reports_every_failure_by_object_and_component() {
     let dir = temp_dir("cli_verify_bad");
     let path = dir.join("bad.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
     w.add("good", DType::F32, &[2], &f32s(&[1.0, 2.0]), &sha)
         .unwrap();
@@ -461,7 +461,7 @@ fn assert_same_content(a: &Reader<'_>, b: &Reader<'_>, what: &str) {
 /// A file with file and object attributes, every kind of object, and components larger
 /// than the 4 MiB pieces the tool streams in.
 fn sample(path: &Path) {
-    let mut w = Writer::create(path).unwrap();
+    let mut w = Writer::create_with(path, &common::v12()).unwrap();
     w.set_file_attributes(Value::Map(vec![
         (text("model"), text("tiny")),
         (text("epoch"), Value::Unsigned(3)),
@@ -586,7 +586,7 @@ fn convert_copies_everything_and_applies_the_options() {
     let a = Reader::open(&src).unwrap();
 
     // No options: every component keeps its encoding and digest algorithm.
-    assert_eq!(ok(&dir, &["convert", "src.zt", "same.zt"]), "");
+    assert_eq!(ok(&dir, &["convert", "--to", "v1.2", "src.zt", "same.zt"]), "");
     let b = Reader::open(dir.join("same.zt")).unwrap();
     assert_same_content(&a, &b, "default");
     assert_eq!(storage(&a), storage(&b));
@@ -600,7 +600,7 @@ fn convert_copies_everything_and_applies_the_options() {
         ok(
             &dir,
             &[
-                "convert", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
+                "convert", "--to=v1.2", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
             ]
         ),
         ""
@@ -620,7 +620,7 @@ fn convert_copies_everything_and_applies_the_options() {
     assert_eq!(
         ok(
             &dir,
-            &["convert", "--raw", "--digest=none", "z.zt", "raw.zt"]
+            &["convert", "--to=v1.2", "--raw", "--digest=none", "z.zt", "raw.zt"]
         ),
         ""
     );
@@ -636,6 +636,7 @@ fn convert_copies_everything_and_applies_the_options() {
             &dir,
             &[
                 "convert",
+                "--to=v1.2",
                 "raw.zt",
                 "z19.zt",
                 "--zstd=19",
@@ -671,6 +672,7 @@ fn convert_reads_every_reference_vector_legacy_included() {
             &dir,
             &[
                 OsStr::new("convert"),
+                OsStr::new("--to=v1.2"),
                 reference(name).as_os_str(),
                 out.as_os_str(),
             ],
@@ -690,7 +692,7 @@ fn convert_reads_every_reference_vector_legacy_included() {
 fn convert_of_a_legacy_file_is_a_v12_file_with_the_same_values() {
     let dir = dir_with("convert_legacy", &["v01_rust_bigendian.zt"]);
     assert_eq!(
-        ok(&dir, &["convert", "v01_rust_bigendian.zt", "new.zt"]),
+        ok(&dir, &["convert", "--to=v1.2", "v01_rust_bigendian.zt", "new.zt"]),
         ""
     );
     let info = ok(&dir, &["info", "new.zt"]);
@@ -927,6 +929,7 @@ fn merge_combines_objects_and_refuses_duplicates() {
             &dir,
             &[
                 "merge",
+                "--to=v1.2",
                 "all.zt",
                 "v12_rust_file_attributes.zt",
                 "v12_mixed.zt",
@@ -1138,7 +1141,7 @@ fn help_and_version() {
     assert_eq!(
         ok(&dir, &["--version"]),
         format!(
-            "zt {} (writes zTensor 1.2.0 and 2)\n",
+            "zt {} (writes zTensor 2 and 1.2.0, safetensors, GGUF)\n",
             env!("CARGO_PKG_VERSION")
         )
     );
@@ -1155,7 +1158,7 @@ Commands:
   info     List the objects and components of a file
   verify   Check every digest, decode every component, validate values
   cat      Print the first values of a tensor
-  convert  Copy any readable file into a zTensor file (v1.2.0 or v2)
+  convert  Copy any readable file into a zTensor, safetensors or GGUF file
   merge    Combine the objects of several files into one zTensor file
   help     Print this message or the help of the given subcommand(s)
 
@@ -1171,22 +1174,24 @@ wrong number of arguments, bad option value).
     assert_eq!(
         ok(&dir, &["convert", "-h"]),
         "\
-Copy any readable file into a zTensor file (v1.2.0 or v2)
+Copy any readable file into a zTensor, safetensors or GGUF file
 
 Usage: zt convert [OPTIONS] <IN> <OUT>
 
 Arguments:
   <IN>   The file to read
-  <OUT>  The zTensor file to write (a set's base path with --shard-size)
+  <OUT>  The file to write (a set's base path with --shard-size)
 
 Options:
-      --shard-size <BYTES>  Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
-      --zstd <LEVEL>        Compress every component with zstd at LEVEL (0 = the default level)
-      --raw                 Store every component uncompressed
-      --digest <ALGO>       Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
-      --to <VERSION>        The zTensor version to write [default: v1.2] [possible values: v1.2, v2]
-  -q, --quiet               No progress bar (it is shown only when stderr is a terminal)
-  -h, --help                Print help (see more with '--help')
+      --shard-size <BYTES>     Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json (safetensors: .safetensors shards and OUT.safetensors.index.json; GGUF: split files)
+      --dequantize <DTYPE>     safetensors or GGUF: write objects the target can't hold as they are (ggml blocks into safetensors ...) as dense tensors of DTYPE (f32, f16, bf16), values decoded [possible values: f32, f16, bf16]
+      --zstd <LEVEL>           Compress every component with zstd at LEVEL (0 = the default level)
+      --raw                    Store every component uncompressed
+      --digest <ALGO>          Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
+      --to <FORMAT>            The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
+      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [possible values: canonical, compact]
+  -q, --quiet                  No progress bar (it is shown only when stderr is a terminal)
+  -h, --help                   Print help (see more with '--help')
 "
     );
     assert_eq!(ok(&dir, &["help"]), help);
@@ -1209,7 +1214,7 @@ Options:
         ),
         (
             "convert",
-            "Copy any readable file into a zTensor file (v1.2.0 or v2)",
+            "Copy any readable file into a zTensor, safetensors or GGUF file",
             "Usage: zt convert [OPTIONS] <IN> <OUT>\n",
         ),
         (
@@ -1294,7 +1299,7 @@ fn every_format_converts_to_zt_with_identical_values() {
             let decodable = (0..r.objects().len()).all(|i| {
                 (0..r.objects()[i].components().len()).all(|c| r.read_to_vec(i, c).is_ok())
             });
-            let run = zt(&dir, &["convert", "--quiet", &name, &out]);
+            let run = zt(&dir, &["convert", "--to=v1.2", "--quiet", &name, &out]);
             if !decodable {
                 assert_eq!(run.code, 1, "convert {name}: {run:?}");
                 assert!(
@@ -1444,7 +1449,7 @@ fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
     assert!(!dir.join("all.v2.zt").exists());
     // A file of the kinds v2 has.
     let src = dir.join("src.zt");
-    let mut w = Writer::create(&src).unwrap();
+    let mut w = Writer::create_with(&src, &common::v12()).unwrap();
     w.add(
         "w",
         DType::F32,
@@ -1542,4 +1547,53 @@ fn convert_to_v2_and_back_info_shows_the_version_verify_the_content_digest() {
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
+    let dir = temp_dir("cli_convert_foreign");
+    let gguf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf/llama_tiny.gguf");
+    std::fs::copy(&gguf, dir.join("tiny.gguf")).unwrap();
+    // Q8_0 blocks: safetensors can't hold them as they are; nothing is written.
+    let run = zt(&dir, &["convert", "-q", "tiny.gguf", "tiny.safetensors"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("object 'blk.0.attn_q.weight' is ggml_q8_0")
+            && run.stderr.contains("--dequantize f32"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.join("tiny.safetensors").exists());
+    // Asked to, their values are written as f32; the u32 key/values are said to be left
+    // out, the string ones kept.
+    let run = zt(&dir, &["convert", "-q", "--dequantize", "f32", "tiny.gguf", "tiny.safetensors"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("note: file attribute 'llama.block_count' is not kept: safetensors' __metadata__ holds strings only: 'llama.block_count' is u32"),
+        "{}",
+        run.stderr
+    );
+    let a = Reader::open(dir.join("tiny.gguf")).unwrap();
+    let b = Reader::open(dir.join("tiny.safetensors")).unwrap();
+    assert_eq!(b.container().name(), "safetensors");
+    assert_eq!(b.attributes().unwrap().get("general.architecture").and_then(|v| v.as_text()), Some("llama"));
+    for (i, o) in a.objects().iter().enumerate() {
+        let j = b.find(o.name()).unwrap();
+        assert_eq!(b.objects()[j].shape(), o.shape(), "{}", o.name());
+        // Blocks dequantized to f32; plain tensors (f32, f16) copied as they are.
+        let blocks = o.format().starts_with("ggml_");
+        let dtype = match blocks {
+            true => ztensor::DType::F32,
+            false => o.components()[0].dtype(),
+        };
+        assert_eq!(b.objects()[j].components()[0].dtype(), dtype, "{}", o.name());
+        let n = o.shape().iter().product::<u64>() as usize;
+        let mut want = vec![0u8; n * dtype.size()];
+        a.read_as(i, 0, dtype, &mut want).unwrap();
+        assert_eq!(b.read_to_vec(j, 0).unwrap(), want, "{}", o.name());
+    }
+    // Back to GGUF: f32 tensors, the string key/values.
+    assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "back.gguf"]), "");
+    let c = Reader::open(dir.join("back.gguf")).unwrap();
+    assert_eq!((c.container().name(), c.objects().len()), ("gguf", a.objects().len()));
 }

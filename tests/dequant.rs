@@ -152,7 +152,7 @@ fn layout_of_every_format() {
     let r = Reader::from_slice(&g).unwrap();
     assert_eq!(r.layout().alignment, 32);
     assert_eq!(r.layout().data_offset, g.len() as u64 - 32);
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "w",
         DType::F32,
@@ -239,7 +239,7 @@ fn block_bytes_are_never_converted_as_numbers() {
 
     // The rule travels with the logical type: a zTensor copy dequantizes, and a u8
     // component written with a ggml type refuses element conversion too.
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.copy_object(&r, 0, &CopyOptions::default()).unwrap();
     add_bytes(
         &mut w,
@@ -277,7 +277,7 @@ fn block_bytes_are_never_converted_as_numbers() {
 fn block_objects_inconsistent_with_their_shape_are_refused_on_access() {
     // A zTensor object whose shape is not whole blocks per row: refused by quant_info and
     // dequantization, readable as bytes.
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     add_bytes(
         &mut w,
         "odd",
@@ -326,7 +326,7 @@ fn range_reads_of_whole_blocks() {
     // Stored raw in GGUF, and zstd in a zTensor copy (range reads decode only what they need).
     let file = Gguf::new().tensor("q4", &[64, 3], 2, &q4).build();
     let g = Reader::from_slice(&file).unwrap();
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let zstd = CopyOptions {
         encoding: Some(Encoding::Zstd),
         ..CopyOptions::default()
@@ -426,7 +426,7 @@ fn range_reads_of_plain_dtypes_convert() {
         .iter()
         .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
         .collect();
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add("raw", DType::BF16, &[1000], &bf, &WriteOptions::default())
         .unwrap();
     w.add("zstd", DType::BF16, &[10, 100], &bf, &WriteOptions::zstd(3))
@@ -539,7 +539,7 @@ fn ggml_type_42_and_unknown_ids_fail_only_their_tensors() {
                 &format!("{ctx}{unknown}"),
             );
             // A copy into a zTensor file refuses that object and goes on.
-            let mut w = Writer::new(Vec::new()).unwrap();
+            let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
             assert_eq!(
                 w.copy_object(r, i, &CopyOptions::default())
                     .unwrap_err()

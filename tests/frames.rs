@@ -52,7 +52,7 @@ fn file_with_stream(stream: &[u8], decoded: u64) -> Vec<u8> {
 
 /// Our writer's file of `data` as zstd level 1.
 fn ours(data: &[u8]) -> Vec<u8> {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "w",
         DType::U8,
@@ -415,7 +415,7 @@ fn tables_that_lie_are_format_errors_and_reads_still_work() {
     // Copying the object as stored would spread the lie: refused.
     let bad = patched(&file, footer, |n| n - 1);
     let r = Reader::from_slice(&bad).unwrap();
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let e = w
         .copy_object(&r, 0, &ztensor::CopyOptions::default())
         .unwrap_err();
@@ -674,7 +674,7 @@ fn range_reads_from_many_threads_share_one_index() {
 
 #[test]
 fn components_without_zstd_frames_have_no_index() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "raw",
         DType::U8,

@@ -160,7 +160,7 @@ fn check(dir: &Path) {
     );
 
     let r = Reader::from_slice(&bytes).unwrap();
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let opts = ztensor::CopyOptions {
         encoding: Some(ztensor::Encoding::Zstd),
         ..Default::default()

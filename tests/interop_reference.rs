@@ -48,7 +48,7 @@ fn reference_dump(python: &Path, file: &Path) -> Result<Value, String> {
 
 /// A file exercising everything the reference can represent.
 fn write_sample(path: &Path) {
-    let mut w = Writer::create(path).unwrap();
+    let mut w = Writer::create_with(path, &common::v12()).unwrap();
     let t = |s: &str| Value::Text(s.into());
     for (i, &dtype) in ALL_DTYPES.iter().enumerate() {
         let opts = [
@@ -288,7 +288,7 @@ fn reference_cannot_read_complex_objects_even_its_own() {
     let python = reference_python();
     let dir = temp_dir("interop_complex");
     let path = dir.join("complex.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.add_typed(
         "c",
         DType::F32,
@@ -322,7 +322,7 @@ fn reference_reads_our_multi_frame_zstd_components_with_seek_tables() {
     let len = ztensor::ZSTD_FRAME_SIZE + 4096 + 3;
     let data: Vec<u8> = bytes(11, len).iter().map(|b| b & 0x3f).collect();
     let f32_data = data_for(DType::F32, len / 4, 12);
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.add(
         "u8",
         DType::U8,
@@ -392,7 +392,7 @@ fn reference_reads_typed_attributes_as_plain_values() {
         .flat_map(|v| v.to_ne_bytes())
         .collect();
     let kinds: Vec<u8> = [1i32, -2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.add("t", DType::F32, &[1], &[0; 4], &WriteOptions::default())
         .unwrap();
     let attrs = TypedValue::Map(vec![

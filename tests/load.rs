@@ -367,7 +367,7 @@ impl LoadEvents for Recorder<'_> {
 
 /// A test file: 2-D tensors of every dtype width, raw and zstd, odd shapes.
 fn model(digest: bool) -> Vec<u8> {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let dtypes = [
         DType::F64,
         DType::F32,
@@ -438,6 +438,11 @@ fn expected(r: &Reader<'_>, object: usize, slice: Slice, convert: Option<DType>)
             }
             out
         }
+        // Decoded bytes without a conversion, values with one.
+        Slice::Range { first, count } => {
+            let unit = if convert.is_some() { w } else { 1 };
+            all[first as usize * unit..(first + count) as usize * unit].to_vec()
+        }
     }
 }
 
@@ -461,6 +466,11 @@ fn plan(
                 first: cols / 5,
                 count: cols / 3,
             },
+            // Bytes from an odd place: not whole values of the wider dtypes.
+            Slice::Range {
+                first: 3,
+                count: rows * cols / 2 + 1,
+            },
         ] {
             out.push((object, slice, None, expected(r, object, slice, None)));
         }
@@ -472,6 +482,10 @@ fn plan(
             Slice::Columns {
                 first: 3,
                 count: cols - 7,
+            },
+            Slice::Range {
+                first: 5,
+                count: cols * 2 + 3,
             },
         ] {
             out.push((
@@ -518,7 +532,7 @@ fn options(readers: usize, count: usize, size: usize) -> LoaderOptions {
         readers,
         staging_count: count,
         staging_size: size,
-        verify: false,
+        ..LoaderOptions::default()
     }
 }
 
@@ -630,7 +644,7 @@ fn host_destinations_are_read_in_place_and_match_load_batch() {
     assert!(r.load_batch(&mut reqs, 0).iter().all(|r| r.is_ok()));
     drop(reqs);
     for (o, b) in batch.iter().enumerate() {
-        assert!(*b == bufs[o * 3], "object {o}");
+        assert!(*b == bufs[o * 4], "object {o}");
     }
 }
 
@@ -977,7 +991,7 @@ fn one_load_at_a_time_per_loader() {
             *self.inner.lock().unwrap() = r[0].0.as_ref().err().map(|e| e.kind());
         }
     }
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add("a", DType::U8, &[8], &[1; 8], &WriteOptions::default())
         .unwrap();
     let file = w.finish().unwrap();
@@ -1001,4 +1015,74 @@ fn one_load_at_a_time_per_loader() {
     assert_eq!(*events.inner.lock().unwrap(), Some(ErrorKind::State));
     drop(reqs);
     assert_eq!(buf, [1; 8]);
+}
+
+#[test]
+fn a_small_model_moves_a_progress_bar() {
+    // 40 tensors of 16 KiB (640 KiB): two staging buffers' worth, loaded in chunks small
+    // enough that progress is reported many times, in order, ending at the total.
+    struct Bar {
+        calls: Mutex<Vec<(u64, u64)>>,
+    }
+    impl LoadEvents for Bar {
+        fn progress(&self, done: u64, total: u64) {
+            self.calls.lock().unwrap().push((done, total));
+        }
+    }
+    let mut w = Writer::new(Vec::new()).unwrap();
+    let data = common::data_for(DType::F32, 4096, 5);
+    for i in 0..40 {
+        w.add(
+            &format!("t{i}"),
+            DType::F32,
+            &[64, 64],
+            &data,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    }
+    let file = w.finish().unwrap();
+    let r = Reader::from_slice(&file).unwrap();
+    for device in [false, true] {
+        let dev = delayed(1 << 20, 50, false);
+        let loader = match device {
+            true => Loader::new(Some(dev.clone()), &options(2, 4, 256 << 10)).unwrap(),
+            false => Loader::new(None, &options(2, 0, 256 << 10)).unwrap(),
+        };
+        let mut bufs: Vec<Vec<u8>> = (0..40).map(|_| vec![0u8; data.len()]).collect();
+        let mut requests: Vec<Request<'_>> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, dst)| match device {
+                true => Request::device(
+                    i,
+                    0,
+                    dev.base as u64 + (i * data.len()) as u64,
+                    0,
+                    data.len() as u64,
+                ),
+                false => Request::host(i, 0, dst),
+            })
+            .collect();
+        let bar = Bar {
+            calls: Mutex::new(Vec::new()),
+        };
+        assert!(
+            loader
+                .load(&r, &mut requests, &bar)
+                .iter()
+                .all(|(r, _)| r.is_ok())
+        );
+        let calls = bar.calls.into_inner().unwrap();
+        let total = 40 * data.len() as u64;
+        assert!(
+            calls.len() >= 10,
+            "device {device}: {} progress calls",
+            calls.len()
+        );
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+        assert!(calls.iter().all(|c| c.1 == total));
+        assert_eq!(calls.last().unwrap().0, total);
+        dev.shutdown();
+    }
 }

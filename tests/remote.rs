@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use ztensor::{
-    DType, ErrorKind, LoadRequest, OpenOptions, Reader, RemoteOptions, WriteOptions, Writer,
+    DType, ErrorKind, OpenOptions, Reader, RemoteOptions, WriteOptions, Writer, load::Request,
 };
 
 /// The range server, killed when dropped.
@@ -274,15 +274,12 @@ fn a_remote_read_moves_only_what_it_reads() {
         .iter()
         .map(|o| vec![0u8; (o.components()[0].decoded_length() / 8) as usize])
         .collect();
-    let mut requests_: Vec<LoadRequest<'_>> = slices
+    let mut requests_: Vec<Request<'_>> = slices
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: i,
-            component: 0,
-            dst,
-            offset: Some(0),
-            convert: None,
+        .map(|(i, dst)| {
+            let n = dst.len() as u64;
+            Request::host(i, 0, dst).slice(ztensor::load::Slice::Range { first: 0, count: n })
         })
         .collect();
     assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
@@ -304,16 +301,10 @@ fn a_remote_read_moves_only_what_it_reads() {
         .iter()
         .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
         .collect();
-    let mut requests_: Vec<LoadRequest<'_>> = all
+    let mut requests_: Vec<Request<'_>> = all
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: i,
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
+        .map(|(i, dst)| Request::host(i, 0, dst))
         .collect();
     assert!(r.load_batch(&mut requests_, 0).iter().all(|x| x.is_ok()));
     drop(requests_);
@@ -697,26 +688,21 @@ fn a_remote_set_fetches_only_the_shards_it_reads() {
     assert_eq!(server.paths(), counts(&after));
     // Everything, in one batch.
     let mut out: Vec<Vec<u8>> = data.iter().map(|d| vec![0; d.len()]).collect();
-    let mut requests: Vec<LoadRequest<'_>> = out
+    let mut requests: Vec<Request<'_>> = out
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| LoadRequest {
-            object: r.find(&format!("t{i}")).unwrap(),
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
+        .map(|(i, dst)| Request::host(r.find(&format!("t{i}")).unwrap(), 0, dst))
         .collect();
     assert!(r.load_batch(&mut requests, 0).iter().all(|x| x.is_ok()));
     assert_eq!(out, data);
     let full = r.transfer_stats().unwrap();
     let total: u64 = (1..=4).map(|k| size(&dir.join(shard(k)))).sum();
     eprintln!("set of {total} bytes: open {open:?}, one tensor {one:?}, all {full:?}");
-    // Reads are not cached: t5 moves again, and nothing else but the tensors' bytes.
+    // Reads are not cached: t5 moves again, and nothing else but the tensors' bytes; the
+    // two tensors of a shard lie one after the other, so one request fetches both.
     assert_eq!(
         (full.requests - one.requests, full.bytes - one.bytes),
-        (8, 8 * (4 << 20))
+        (4, 8 * (4 << 20))
     );
     assert!(open.bytes + size(&index) < total / 32, "{open:?}");
     assert_eq!(server.stats(), (full.requests, full.bytes));
@@ -790,6 +776,27 @@ impl S3 {
 
     fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// (GET requests, body bytes) the server sent to every client since the last reset.
+    fn served(&self) -> (u64, u64) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(s, "GET /__stats HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body: serde_json::Value =
+            serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+        (
+            body["requests"].as_u64().unwrap(),
+            body["bytes"].as_u64().unwrap(),
+        )
+    }
+
+    fn reset(&self) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(s, "GET /__reset HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
     }
 
     /// Everything an S3 client needs here, given as options, not taken from the
@@ -1179,6 +1186,279 @@ fn malformed_urls_never_show_their_credentials() {
                     ErrorKind::InvalidArgument | ErrorKind::Io | ErrorKind::Unsupported
                 ),
                 "{url}: {e}"
+            );
+        }
+    }
+}
+
+// --- tensor-parallel ranks that share storage (issue 39 item 6) ----------------------------
+
+const RANK_CHILD: &str = "ZT_RANK_CHILD";
+/// Each layer: q [1024, 2048] bf16 (a column-parallel layer: ranks take rows), o
+/// [128, 16384] bf16 (row-parallel: ranks take columns, one run of bytes per row), and a
+/// norm [2048] every rank loads whole. Two layers, one per shard: 16 MiB in all.
+const TP_LAYERS: usize = 2;
+
+/// A safetensors file of `tensors` (name, shape, bytes) in order.
+fn safetensors_file(path: &Path, tensors: &[(String, Vec<u64>, Vec<u8>)]) {
+    let mut header = String::from("{");
+    let mut at = 0u64;
+    for (i, (name, shape, data)) in tensors.iter().enumerate() {
+        if i > 0 {
+            header.push(',');
+        }
+        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        header.push_str(&format!(
+            "\"{name}\":{{\"dtype\":\"BF16\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            dims.join(","),
+            at + data.len() as u64
+        ));
+        at += data.len() as u64;
+    }
+    header.push('}');
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    for (_, _, data) in tensors {
+        out.extend_from_slice(data);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The sharded model: two safetensors shards and their index; (index path, model bytes).
+fn tp_model(dir: &Path) -> (PathBuf, u64) {
+    let mut weight_map = Vec::new();
+    let mut total = 0u64;
+    for layer in 0..TP_LAYERS {
+        let file = format!("model-{:05}-of-{:05}.safetensors", layer + 1, TP_LAYERS);
+        let mut tensors = Vec::new();
+        for (name, shape) in [("q", vec![1024u64, 2048]), ("o", vec![128, 16384])] {
+            let n: u64 = shape.iter().product();
+            let data = common::bytes(layer as u64 * 10 + name.len() as u64, (n * 2) as usize);
+            tensors.push((format!("layers.{layer}.{name}.weight"), shape, data));
+        }
+        if layer == 0 {
+            tensors.push((
+                "norm.weight".to_owned(),
+                vec![2048],
+                common::bytes(99, 4096),
+            ));
+        }
+        for (name, _, data) in &tensors {
+            weight_map.push(format!("\"{name}\":\"{file}\""));
+            total += data.len() as u64;
+        }
+        safetensors_file(&dir.join(&file), &tensors);
+    }
+    let index = dir.join("model.safetensors.index.json");
+    std::fs::write(
+        &index,
+        format!(
+            "{{\"metadata\":{{\"total_size\":{total}}},\"weight_map\":{{{}}}}}",
+            weight_map.join(",")
+        ),
+    )
+    .unwrap();
+    (index, total)
+}
+
+/// Rank `rank` of `world`'s requests: rows of q, columns of o, the norm whole; and the
+/// bytes of its share.
+fn rank_requests<'d>(
+    r: &Reader<'_>,
+    rank: u64,
+    world: u64,
+    bufs: &'d mut [Vec<u8>],
+) -> Vec<Request<'d>> {
+    let mut out = Vec::new();
+    for (i, buf) in bufs.iter_mut().enumerate() {
+        let name = rank_tensor(i);
+        let object = r.find(&name).unwrap();
+        let shape = r.objects()[object].shape().to_vec();
+        let q = Request::host(object, 0, buf);
+        out.push(if name.ends_with(".q.weight") {
+            let per = shape[0] / world;
+            q.slice(ztensor::load::Slice::Rows {
+                first: rank * per,
+                count: per,
+            })
+        } else if name.ends_with(".o.weight") {
+            let per = shape[1] / world;
+            q.slice(ztensor::load::Slice::Columns {
+                first: rank * per,
+                count: per,
+            })
+        } else {
+            q
+        });
+    }
+    out
+}
+
+/// The tensors a rank loads, in order.
+fn rank_tensor(i: usize) -> String {
+    match i {
+        0 => "norm.weight".to_owned(),
+        i => {
+            let (layer, kind) = ((i - 1) / 2, if (i - 1) % 2 == 0 { "q" } else { "o" });
+            format!("layers.{layer}.{kind}.weight")
+        }
+    }
+}
+
+/// Buffers of rank `rank`'s slices.
+fn rank_buffers(world: u64) -> Vec<Vec<u8>> {
+    (0..1 + 2 * TP_LAYERS)
+        .map(|i| {
+            let name = rank_tensor(i);
+            // q (1024 x 2048) and o (128 x 16384) are both 4 MiB of bf16.
+            let bytes = if name.starts_with("norm") {
+                4096
+            } else {
+                (4 << 20) / world
+            };
+            vec![0u8; bytes as usize]
+        })
+        .collect()
+}
+
+/// A rank's process: opens the set over S3, loads its slices with a host loader, checks
+/// them against the local copy; prints "ZT_RANK <open bytes> <bytes> <requests> <share>".
+#[test]
+fn rank_child() {
+    let Ok(spec) = std::env::var(RANK_CHILD) else {
+        return; // Run directly: nothing to do.
+    };
+    let parts: Vec<&str> = spec.split('\t').collect();
+    let (url, local, endpoint, rank, world) = (
+        parts[0],
+        parts[1],
+        parts[2],
+        parts[3].parse::<u64>().unwrap(),
+        parts[4].parse::<u64>().unwrap(),
+    );
+    let remote = RemoteOptions {
+        endpoint: Some(endpoint.to_owned()),
+        allow_http: true,
+        config: [
+            ("aws_access_key_id", "test"),
+            ("aws_secret_access_key", "test"),
+            ("aws_region", "us-east-1"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        ..no_retry()
+    };
+    let r = Reader::open_url(url, &opts(), &remote).unwrap();
+    let open = r.transfer_stats().unwrap();
+    let mut bufs = rank_buffers(world);
+    let share: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+    let loader = ztensor::Loader::new(None, &ztensor::LoaderOptions::default()).unwrap();
+    let mut q = rank_requests(&r, rank, world, &mut bufs);
+    for (i, (result, _)) in loader
+        .load(&r, &mut q, &ztensor::load::NoEvents)
+        .iter()
+        .enumerate()
+    {
+        assert!(result.is_ok(), "rank {rank} request {i}: {result:?}");
+    }
+    drop(q);
+    let all = r.transfer_stats().unwrap();
+    // The same slices of the local copy.
+    let l = Reader::open(local).unwrap();
+    let mut want = rank_buffers(world);
+    let mut q = rank_requests(&l, rank, world, &mut want);
+    assert!(l.load_batch(&mut q, 0).iter().all(|x| x.is_ok()));
+    drop(q);
+    assert!(bufs == want, "rank {rank}: wrong bytes");
+    println!(
+        "ZT_RANK {} {} {} {share}",
+        open.bytes, all.bytes, all.requests
+    );
+}
+
+#[test]
+fn ranks_sharing_s3_storage_fetch_the_model_about_once() {
+    let dir = common::temp_dir("remote_ranks");
+    let (index, total) = tp_model(&dir);
+    let mut files = vec![("tp/model.safetensors.index.json", index.clone())];
+    let names: Vec<String> = (0..TP_LAYERS)
+        .map(|l| format!("tp/model-{:05}-of-{:05}.safetensors", l + 1, TP_LAYERS))
+        .collect();
+    for (l, name) in names.iter().enumerate() {
+        files.push((
+            name.as_str(),
+            dir.join(format!(
+                "model-{:05}-of-{:05}.safetensors",
+                l + 1,
+                TP_LAYERS
+            )),
+        ));
+    }
+    let s3 = S3::start(&files);
+    for world in [2u64, 4] {
+        s3.reset();
+        let children: Vec<Child> = (0..world)
+            .map(|rank| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", "rank_child", "--nocapture", "--test-threads=1"])
+                    .env(
+                        RANK_CHILD,
+                        format!(
+                            "s3://models/tp/model.safetensors.index.json\t{}\t{}\t{rank}\t{world}",
+                            index.display(),
+                            s3.endpoint()
+                        ),
+                    )
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut ranks = Vec::new();
+        for (rank, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "rank {rank}: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let line = stdout
+                .lines()
+                .find_map(|l| l.split_once("ZT_RANK ").map(|p| p.1))
+                .unwrap();
+            let v: Vec<u64> = line
+                .split_whitespace()
+                .map(|n| n.parse().unwrap())
+                .collect();
+            ranks.push((v[0], v[1], v[2], v[3]));
+        }
+        let (requests, served) = s3.served();
+        let fetched: u64 = ranks.iter().map(|r| r.1).sum();
+        let opens: u64 = ranks.iter().map(|r| r.0).sum();
+        eprintln!(
+            "TP={world}: the server sent {served} bytes in {requests} GETs for a model of \
+             {total} bytes ({:.3}x; the opens {opens}); per rank (open, all, requests, \
+             share): {ranks:?}",
+            served as f64 / total as f64
+        );
+        // What the ranks counted is what the server sent.
+        assert_eq!(served, fetched);
+        assert_eq!(requests, ranks.iter().map(|r| r.2).sum::<u64>());
+        // Together: the model about once (the norm, loaded by every rank, is 4 KiB).
+        assert!(served * 10 <= total * 11, "{served} of {total}");
+        for (rank, &(open, all, _, share)) in ranks.iter().enumerate() {
+            // Each: its share and what the open read (the index, each shard's header
+            // and the tail fetched with its size).
+            assert!(
+                (all - open) * 10 <= share * 11,
+                "rank {rank}: {} bytes for a share of {share}",
+                all - open
             );
         }
     }

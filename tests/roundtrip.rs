@@ -43,7 +43,7 @@ fn check_everywhere(bytes: &[u8], test: &str, check: impl Fn(&Reader<'_>)) {
 
 #[test]
 fn every_dtype_encoding_and_digest_round_trips() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let mut expected = Vec::new();
     for (di, &dtype) in ALL_DTYPES.iter().enumerate() {
         for (oi, opts) in all_options().iter().enumerate() {
@@ -96,7 +96,7 @@ fn every_dtype_encoding_and_digest_round_trips() {
 
 #[test]
 fn views_are_zero_copy_only_for_mapped_raw_data() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "raw",
         DType::U8,
@@ -147,7 +147,7 @@ fn views_are_zero_copy_only_for_mapped_raw_data() {
 
 #[test]
 fn logical_types_round_trip_with_their_storage() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     for (i, t) in ["f8_e4m3fn", "f8_e5m2", "f8_e4m3fnuz", "f8_e5m2fnuz"]
         .iter()
         .enumerate()
@@ -233,7 +233,7 @@ fn logical_types_round_trip_with_their_storage() {
 
 #[test]
 fn composite_formats_round_trip() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     // 3x4 CSR with 4 values.
     let values = f32s(&[1.0, 2.0, 3.0, 4.0]);
     w.begin_object("csr", "sparse_csr", &[3, 4]).unwrap();
@@ -361,7 +361,7 @@ fn composite_formats_round_trip() {
 
 #[test]
 fn writer_refuses_inconsistent_objects() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let kind = |r: ztensor::Result<()>| r.unwrap_err().kind();
     assert_eq!(
         kind(w.add("a", DType::F32, &[2, 2], &[0; 15], &WriteOptions::default())),
@@ -507,7 +507,7 @@ fn writer_refuses_inconsistent_objects() {
 
 #[test]
 fn scalars_zero_size_rank_8_and_empty_files() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "scalar",
         DType::F64,
@@ -552,7 +552,7 @@ fn scalars_zero_size_rank_8_and_empty_files() {
     });
 
     // Empty file: header, manifest, size, footer.
-    let empty = Writer::new(Vec::new()).unwrap().finish().unwrap();
+    let empty = Writer::new_with(Vec::new(), &common::v12()).unwrap().finish().unwrap();
     assert_eq!(&empty[..8], b"ZTEN1000");
     assert_eq!(&empty[empty.len() - 8..], b"ZTEN1000");
     let msize = u64::from_le_bytes(empty[empty.len() - 16..empty.len() - 8].try_into().unwrap());
@@ -565,7 +565,7 @@ fn scalars_zero_size_rank_8_and_empty_files() {
 
 #[test]
 fn layout_matches_the_reference_writer() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add("a", DType::U8, &[3], &[1, 2, 3], &WriteOptions::default())
         .unwrap();
     w.add("e", DType::U8, &[0], &[], &WriteOptions::default())
@@ -609,7 +609,7 @@ fn layout_matches_the_reference_writer() {
 
 #[test]
 fn zstd_manifest_entries_carry_uncompressed_length_and_digest() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let data = vec![7u8; 4096];
     w.add(
         "z",
@@ -657,7 +657,7 @@ fn streaming_writes_components_in_chunks() {
     let total = 3 << 20;
     let data = bytes(11, total);
     for opts in all_options() {
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
         w.begin_object("big", "dense", &[total as u64]).unwrap();
         w.begin_component("data", DType::U8, None, &opts).unwrap();
         for chunk in data.chunks(100_003) {
@@ -673,7 +673,7 @@ fn streaming_writes_components_in_chunks() {
             r.verify().unwrap();
         }
         // Streamed size that disagrees with the shape is refused at end_object.
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
         w.begin_object("big", "dense", &[10]).unwrap();
         w.begin_component("data", DType::U8, None, &opts).unwrap();
         w.write(&[0; 9]).unwrap();
@@ -688,7 +688,7 @@ fn streaming_writes_components_in_chunks() {
 #[test]
 fn range_reads_return_exact_slices() {
     let data = bytes(21, 1 << 20);
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "raw",
         DType::U8,
@@ -730,7 +730,7 @@ fn range_reads_return_exact_slices() {
 
 #[test]
 fn destination_must_be_exactly_sized() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add("a", DType::U16, &[4], &[1; 8], &WriteOptions::zstd(0))
         .unwrap();
     let out = w.finish().unwrap();
@@ -759,7 +759,7 @@ fn destination_must_be_exactly_sized() {
 
 #[test]
 fn a_thousand_objects_and_attributes_of_every_cbor_type() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     for i in 0..1000u32 {
         w.add(
             &format!("layers.{i}.weight"),
@@ -815,7 +815,7 @@ fn a_thousand_objects_and_attributes_of_every_cbor_type() {
 
 #[test]
 fn one_reader_shared_by_threads() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let mut expected = Vec::new();
     for i in 0..16u64 {
         let data = bytes(i, 50_000);
@@ -863,14 +863,14 @@ fn path_writer_publishes_only_on_finish() {
     let path = dir.join("model.zt");
     std::fs::write(&path, b"previous contents").unwrap();
     {
-        let mut w = Writer::create(&path).unwrap();
+        let mut w = Writer::create_with(&path, &common::v12()).unwrap();
         w.add("a", DType::U8, &[3], &[1, 2, 3], &WriteOptions::default())
             .unwrap();
         // Dropped unfinished: the old file stays, the temporary file is gone.
     }
     assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.add("a", DType::U8, &[3], &[1, 2, 3], &WriteOptions::default())
         .unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");
@@ -878,13 +878,13 @@ fn path_writer_publishes_only_on_finish() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     let r = Reader::open(&path).unwrap();
     assert_eq!(read(&r, "a", "data"), [1, 2, 3]);
-    let e = Writer::create(dir.join("no/such/dir/x.zt")).unwrap_err();
+    let e = Writer::create_with(dir.join("no/such/dir/x.zt"), &common::v12()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io);
 }
 
 #[test]
 fn verify_reports_corruption_and_unknown_algorithms() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     w.add(
         "s",
         DType::U8,
@@ -927,7 +927,7 @@ fn large_zstd_components_are_independent_frames_decoded_in_parallel() {
     let len = 2 * frame + frame / 2 + 3; // three frames, the last one partial
     let data: Vec<u8> = bytes(5, len).iter().map(|b| b & 0x0f).collect();
     for streamed in [false, true] {
-        let mut w = Writer::new(Vec::new()).unwrap();
+        let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
         let opts = WriteOptions::zstd(1).with_digest(DigestAlgorithm::Crc32c);
         if streamed {
             w.begin_object("z", "dense", &[len as u64]).unwrap();
@@ -1007,7 +1007,7 @@ fn large_zstd_components_decode_through_a_bounded_window() {
     let len = 5 * frame + 12_345;
     let data = bytes(77, len);
     let path = temp_dir("zstd_window").join("big.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.add(
         "z",
         DType::U8,
@@ -1039,7 +1039,7 @@ fn writer_refuses_a_directory_up_front() {
     let dir = temp_dir("writer_dir");
     for p in [dir.clone(), dir.join("sub/")] {
         assert_eq!(
-            Writer::create(&p).unwrap_err().kind(),
+            Writer::create_with(&p, &common::v12()).unwrap_err().kind(),
             ErrorKind::InvalidArgument,
             "{}",
             p.display()
@@ -1052,7 +1052,7 @@ fn writer_refuses_a_directory_up_front() {
 /// failure a pass in file order would meet first.
 #[test]
 fn verify_reports_the_first_failure_in_file_order() {
-    let mut w = Writer::new(Vec::new()).unwrap();
+    let mut w = Writer::new_with(Vec::new(), &common::v12()).unwrap();
     let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
     for (name, mib) in [("a", 4usize), ("b", 4), ("c", 12)] {
         let data: Vec<u8> = (0..mib << 20).map(|i| (i % 251) as u8).collect();

@@ -319,7 +319,7 @@ fn every_shard_has_its_own_layout() {
 }
 
 #[test]
-fn shards_open_when_first_read_unless_all_are_opened_at_open() {
+fn shards_are_held_from_the_open_whatever_happens_to_their_names() {
     for name in ["safetensors", "gguf"] {
         let dir = copy_set(name, &format!("shards_lazy_{name}"));
         let (open, gone) = match name {
@@ -338,20 +338,46 @@ fn shards_open_when_first_read_unless_all_are_opened_at_open() {
             },
         )
         .unwrap();
-        std::fs::remove_file(dir.join(gone)).unwrap();
+        let no_mmap = Reader::open_with(
+            dir.join(open),
+            &OpenOptions {
+                use_mmap: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let last = lazy.objects().len() - 1;
         assert_eq!(lazy.objects()[last].components()[0].file(), 2);
-        let e = lazy.read_to_vec(last, 0).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
-        assert!(e.message().contains(gone), "{e}");
-        // Reads of the shards that are there still work; the eager reader has them all.
-        lazy.read_to_vec(0, 0).unwrap();
-        eager.read_to_vec(last, 0).unwrap();
-        // A shard that changed size since the open is refused.
+        let original = std::fs::read(dir.join(gone)).unwrap();
+        // The shard removed and another file put under its name after the open: every
+        // reader reads the shard it opened (it holds the file, never reopens the name),
+        // first read included.
+        std::fs::remove_file(dir.join(gone)).unwrap();
         std::fs::write(dir.join(gone), b"not the shard").unwrap();
+        let want = eager.read_to_vec(last, 0).unwrap();
+        assert_eq!(lazy.read_to_vec(last, 0).unwrap(), want);
+        assert_eq!(no_mmap.read_to_vec(last, 0).unwrap(), want);
+        let c = &lazy.objects()[last].components()[0];
+        let (at, len) = (c.offset() as usize, c.length() as usize);
+        assert_eq!(want, original[at..at + len]);
+        // The same file cut short in place before its first read is refused when read
+        // (its pages are not mapped past the end).
+        std::fs::write(dir.join(gone), &original).unwrap();
+        let lazy = Reader::open(dir.join(open)).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join(gone))
+            .unwrap()
+            .set_len(original.len() as u64 - 1)
+            .unwrap();
         let e = lazy.read_to_vec(last, 0).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Format, "{e}");
         assert!(e.message().contains("bytes now"), "{e}");
+        // A missing shard is refused at the open, naming it.
+        std::fs::remove_file(dir.join(gone)).unwrap();
+        let e = Reader::open(dir.join(open)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.message().contains(gone), "{e}");
     }
 }
 
@@ -694,7 +720,7 @@ fn the_sharded_writer_writes_a_set_the_reader_opens() {
     use ztensor::{DType, ShardedWriter, WriteOptions};
     let dir = common::temp_dir("shards_writer");
     let data: Vec<Vec<u8>> = (0..5).map(|i| common::bytes(i, 4096)).collect();
-    let mut w = ShardedWriter::create(dir.join("model.zt"), 10_000).unwrap();
+    let mut w = ShardedWriter::create_with(dir.join("model.zt"), 10_000, &common::v12()).unwrap();
     for (i, d) in data.iter().enumerate().take(4) {
         let opts = match i {
             1 => WriteOptions::zstd(3),

@@ -109,7 +109,7 @@ fn typed_file_attributes(r: &Reader<'_>) -> Vec<(String, TypedValue)> {
 /// `out` is `input` copied: file attributes and every object, as `zt convert` does.
 fn convert(input: &Path, out: &Path) {
     let r = Reader::open(input).unwrap();
-    let mut w = Writer::create(out).unwrap();
+    let mut w = Writer::create_with(out, &common::v12()).unwrap();
     if let Some(a) = r.raw_attributes() {
         w.set_file_attributes_from(a).unwrap();
     }
@@ -124,15 +124,32 @@ fn temp(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn gguf_key_values_keep_every_type_through_a_copy_and_zt_convert() {
-    let dir = temp("gguf");
+fn gguf_key_values_keep_every_type_through_a_copy() {
+    let dir = temp("gguf_copy");
     let gguf = dir.join("model.gguf");
     std::fs::write(&gguf, gguf_model()).unwrap();
     let copied = dir.join("copied.zt");
     convert(&gguf, &copied);
+    check_copy(&gguf, &copied);
+}
+
+/// The path of the `zt` tool cargo built for these tests (None without the `cli`
+/// feature, which the test that runs it then says it needs).
+const ZT: Option<&str> = option_env!("CARGO_BIN_EXE_zt");
+
+#[test]
+#[cfg_attr(
+    not(feature = "cli"),
+    ignore = "runs the zt tool, which needs the cli feature: cargo test --features cli"
+)]
+fn gguf_key_values_keep_every_type_through_zt_convert() {
+    let zt = ZT.expect("the zt tool (built with the cli feature)");
+    let dir = temp("gguf_convert");
+    let gguf = dir.join("model.gguf");
+    std::fs::write(&gguf, gguf_model()).unwrap();
     let converted = dir.join("converted.zt");
-    let out = Command::new(env!("CARGO_BIN_EXE_zt"))
-        .arg("convert")
+    let out = Command::new(zt)
+        .args(["convert", "--to", "v1.2"])
         .arg(&gguf)
         .arg(&converted)
         .output()
@@ -142,35 +159,37 @@ fn gguf_key_values_keep_every_type_through_a_copy_and_zt_convert() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    check_copy(&gguf, &converted);
+}
 
-    let source = Reader::open(&gguf).unwrap();
+/// `copy` (of `gguf`, by the copy calls or `zt convert`) has every key/value of the GGUF
+/// with its type, its objects' attributes, and is about as small.
+fn check_copy(gguf: &Path, copy: &Path) {
+    let source = Reader::open(gguf).unwrap();
     let want = typed_file_attributes(&source);
     assert_eq!(want.len(), 29);
-    for file in [&copied, &converted] {
-        let r = Reader::open(file).unwrap();
-        assert_eq!(r.container().name(), "zt");
-        let got = typed_file_attributes(&r);
-        assert_eq!(got.len(), want.len());
-        for ((wk, wv), (gk, gv)) in want.iter().zip(&got) {
-            assert_eq!(wk, gk);
-            assert_eq!(wv, gv, "{wk} in {}", file.display());
-        }
-        // The same JSON as the GGUF's (the values are the same plain CBOR).
-        assert_eq!(
-            r.raw_attributes().unwrap().to_json().unwrap(),
-            source.raw_attributes().unwrap().to_json().unwrap()
-        );
-        // Object attributes, and the tensor's bytes.
-        let q = r.find("blk.0.attn_q.weight").unwrap();
-        let sq = source.find("blk.0.attn_q.weight").unwrap();
-        assert_eq!(
-            TypedValue::from_attr(r.typed_attributes(Some(q)).unwrap()).unwrap(),
-            TypedValue::from_attr(source.typed_attributes(Some(sq)).unwrap()).unwrap()
-        );
+    let r = Reader::open(copy).unwrap();
+    assert_eq!(r.container().name(), "zt");
+    let got = typed_file_attributes(&r);
+    assert_eq!(got.len(), want.len());
+    for ((wk, wv), (gk, gv)) in want.iter().zip(&got) {
+        assert_eq!(wk, gk);
+        assert_eq!(wv, gv, "{wk} in {}", copy.display());
     }
+    // The same JSON as the GGUF's (the values are the same plain CBOR).
+    assert_eq!(
+        r.raw_attributes().unwrap().to_json().unwrap(),
+        source.raw_attributes().unwrap().to_json().unwrap()
+    );
+    // Object attributes, and the tensor's bytes.
+    let q = r.find("blk.0.attn_q.weight").unwrap();
+    let sq = source.find("blk.0.attn_q.weight").unwrap();
+    assert_eq!(
+        TypedValue::from_attr(r.typed_attributes(Some(q)).unwrap()).unwrap(),
+        TypedValue::from_attr(source.typed_attributes(Some(sq)).unwrap()).unwrap()
+    );
 
     // Spot checks, as a loader reads them: the exact types, and contiguous arrays.
-    let r = Reader::open(&converted).unwrap();
     let attr = |k: &str| r.typed_attribute(None, k).unwrap();
     assert_eq!(attr("llama.context_length").value_type(), ValueType::U32);
     assert_eq!(attr("llama.context_length").get::<u32>().unwrap(), 4096);
@@ -214,8 +233,8 @@ fn gguf_key_values_keep_every_type_through_a_copy_and_zt_convert() {
     );
 
     // The scores array is as small as the GGUF's: a CBOR single float each, not a double.
-    let zt_size = std::fs::metadata(&converted).unwrap().len();
-    let gguf_size = std::fs::metadata(&gguf).unwrap().len();
+    let zt_size = std::fs::metadata(copy).unwrap().len();
+    let gguf_size = std::fs::metadata(gguf).unwrap().len();
     assert!(
         zt_size < gguf_size * 13 / 10,
         "{zt_size} bytes converted from {gguf_size}"
@@ -312,7 +331,7 @@ fn typed_values_of_every_kind_read_back_as_written() {
             ]),
         ),
     ];
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     for (k, v) in &values {
         w.set_file_attribute(k, v).unwrap();
     }
@@ -388,7 +407,7 @@ fn typed_values_of_every_kind_read_back_as_written() {
 fn the_manifest_keeps_plain_values_and_a_record() {
     let dir = temp("manifest");
     let path = dir.join("record.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.set_file_attribute("n", &TypedValue::U32(4096)).unwrap();
     w.set_file_attribute("plain", &TypedValue::U64(1)).unwrap();
     w.set_file_attribute("f", &TypedValue::F32(0.5)).unwrap();
@@ -408,7 +427,7 @@ fn the_manifest_keeps_plain_values_and_a_record() {
     );
     // Without typed calls, no record at all.
     let untyped = dir.join("untyped.zt");
-    let mut w = Writer::create(&untyped).unwrap();
+    let mut w = Writer::create_with(&untyped, &common::v12()).unwrap();
     w.set_file_attribute("plain", &TypedValue::U64(1)).unwrap();
     w.finish().unwrap();
     let manifest = common::manifest_of(&std::fs::read(&untyped).unwrap());
@@ -421,7 +440,7 @@ fn the_manifest_keeps_plain_values_and_a_record() {
 fn records_that_lie_change_nothing_and_malformed_ones_fail_the_open() {
     let dir = temp("lies");
     let path = dir.join("lies.zt");
-    let mut w = Writer::create(&path).unwrap();
+    let mut w = Writer::create_with(&path, &common::v12()).unwrap();
     w.set_file_attribute("a", &TypedValue::U16(300)).unwrap();
     w.set_file_attribute("b", &TypedValue::F64(0.1)).unwrap();
     w.set_file_attribute("c", &TypedValue::text("s")).unwrap();

@@ -671,6 +671,7 @@ fn v1_2_files_convert_to_v2_and_back_keeping_what_objects_are() {
         &v1,
         &CreateOptions {
             durable: false,
+            version: FileVersion::V1_2,
             ..CreateOptions::default()
         },
     )

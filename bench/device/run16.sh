@@ -15,7 +15,7 @@ bin="$here/ztensor-bench"
 out="${1:-${OUT:-/tmp/zt16}}"
 data="${ZT_DATA:-/tmp/zt16-data}"
 runs="${ZT_RUNS:-3}"
-sections="${ZT_SECTIONS:-list,views,load,batch,zstd,write,verify,scaling}"
+sections="${ZT_SECTIONS:-list,views,load,batch,hostcold,zstd,write,verify,scaling}"
 if [[ ! -x "$bin" ]]; then
   echo "run16.sh: $bin is missing: run bench/device/build.sh first and carry it" >&2
   exit 2

@@ -137,6 +137,23 @@ fn profile_loop(what: &str, path: &str, iters: u64) -> Res<()> {
                     black_box(&b);
                 }
             }
+            "batch" => {
+                let mut bufs: Vec<Vec<u8>> = r
+                    .objects()
+                    .iter()
+                    .map(|o| vec![0u8; o.components()[0].decoded_length() as usize])
+                    .collect();
+                let mut q: Vec<ztensor::load::Request<'_>> = bufs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, b)| ztensor::load::Request::host(i, 0, b))
+                    .collect();
+                for result in r.load_batch(&mut q, 0) {
+                    result?;
+                }
+                drop(q);
+                black_box(&bufs);
+            }
             "verify" => r.verify()?,
             other => return Err(format!("unknown loop '{other}'").into()),
         }

@@ -45,6 +45,7 @@ const SECTIONS: &[Section] = &[
     sections::views::SECTION,
     sections::load::SECTION,
     sections::batch::SECTION,
+    sections::host_cold::SECTION,
     sections::zstd::SECTION,
     sections::range::SECTION,
     sections::seek::SECTION,

@@ -182,7 +182,11 @@ int main(int argc, char** argv) {
 
   try {
     {
-      zt::Writer out = zt::Writer::create(out_path);  // nothing appears at out_path until finish()
+      // zTensor 1.2 (the library writes v2 by default, which records xxh3 or sha256
+      // digests, not crc32c). Nothing appears at out_path until finish().
+      zt::writer_options v12;
+      v12.version = zt::writer_options::file_version::v1_2;
+      zt::Writer out = zt::Writer::create(out_path, v12);
       if (paths.size() == 2) {
         const zt::Reader in = zt::Reader::open(paths[0]);
         copy_file(in, out, options);

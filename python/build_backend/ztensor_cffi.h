@@ -37,9 +37,13 @@
 
 #define ZT_DEVICE_HANDLES 1
 
+#define ZT_STRUCT_SIZE_MAX 1024
+
 #define ZT_LOADER_VERIFY 1
 
 #define ZT_LOADER_REGISTER_STAGING 2
+
+#define ZT_LOADER_NO_QUEUE 4
 
 #define ZT_LOAD_HOST 4
 
@@ -52,6 +56,12 @@
 #define ZT_WRITER_V2 4
 
 #define ZT_WRITER_V1_2 8
+
+#define ZT_WRITER_COMPACT 32
+
+#define ZT_WRITER_CANONICAL 64
+
+#define ZT_WRITER_HAS_FORMAT 16
 
 #define ZT_COPY_ENCODING 1
 
@@ -122,11 +132,26 @@ typedef enum zt_value_type {
   ZT_VALUE_MIXED = 255,
 } zt_value_type;
 
+typedef enum zt_writer_format {
+  ZT_WRITER_FORMAT_AUTO = 0,
+  ZT_WRITER_FORMAT_ZTENSOR = 1,
+  ZT_WRITER_FORMAT_SAFETENSORS = 2,
+  ZT_WRITER_FORMAT_GGUF = 3,
+} zt_writer_format;
+
 typedef enum zt_slice {
   ZT_SLICE_WHOLE = 0,
   ZT_SLICE_ROWS = 1,
   ZT_SLICE_COLUMNS = 2,
+  ZT_SLICE_RANGE = 3,
 } zt_slice;
+
+typedef enum zt_io_mode {
+  ZT_IO_AUTO = 0,
+  ZT_IO_MMAP = 1,
+  ZT_IO_PREAD = 2,
+  ZT_IO_DIRECT = 3,
+} zt_io_mode;
 
 typedef struct zt_cuda zt_cuda;
 
@@ -306,6 +331,8 @@ typedef struct zt_loader_options {
   void (*on_complete)(void *user, size_t request, enum zt_status status, uint64_t bytes);
   void (*on_progress)(void *user, uint64_t done, uint64_t total);
   void *user;
+  uint64_t max_bytes_in_flight;
+  uint32_t io;
 } zt_loader_options;
 
 typedef struct zt_loader_request {
@@ -334,10 +361,15 @@ typedef struct zt_loader_stats {
   uint64_t direct_reads;
   uint64_t loads;
   uint64_t bytes;
+  uint64_t max_bytes_in_flight;
+  uint64_t peak_bytes_in_flight;
+  uint64_t reads;
+  uint64_t direct_io_reads;
 } zt_loader_stats;
 
 typedef struct zt_writer_options {
   uint32_t flags;
+  uint32_t format;
 } zt_writer_options;
 
 typedef struct zt_write_options {
@@ -549,6 +581,10 @@ enum zt_status zt_loader_load(struct zt_loader *loader,
 enum zt_status zt_loader_cancel(struct zt_loader *loader);
 
 enum zt_status zt_loader_get_stats(const struct zt_loader *loader, struct zt_loader_stats *out);
+
+enum zt_status zt_loader_get_request_size(const struct zt_reader *reader,
+                                          const struct zt_loader_request *request,
+                                          uint64_t *size);
 
 enum zt_status zt_file_get_attributes_json(const struct zt_reader *reader, const char **out_json);
 

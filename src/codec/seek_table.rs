@@ -71,44 +71,15 @@ pub(crate) fn read(
     total: u64,
     max_entries: usize,
 ) -> Result<Option<FrameIndex>> {
-    if stored < HEADER_LEN + FOOTER_LEN {
+    let Some(Table {
+        start,
+        count,
+        checksums,
+    }) = table(read, stored)?
+    else {
         return Ok(None);
-    }
-    let mut footer = [0u8; FOOTER_LEN as usize];
-    read(stored - FOOTER_LEN, &mut footer)?;
-    if le32(&footer[5..]) != SEEKABLE_MAGIC {
-        return Ok(None);
-    }
-    let count = u64::from(le32(&footer));
-    let descriptor = footer[4];
-    if descriptor & RESERVED_BITS != 0 {
-        bail!(
-            Format,
-            "zstd seek table: descriptor 0x{descriptor:02x} sets reserved bits"
-        );
-    }
-    let checksums = descriptor & CHECKSUM_FLAG != 0;
+    };
     let entry_len: u64 = if checksums { 12 } else { 8 };
-    let table_len = HEADER_LEN + count * entry_len + FOOTER_LEN;
-    if table_len > stored {
-        bail!(
-            Format,
-            "zstd seek table: {count} frames need a {table_len}-byte table, but the stream \
-             has {stored} bytes"
-        );
-    }
-    let start = stored - table_len;
-    let mut header = [0u8; HEADER_LEN as usize];
-    read(start, &mut header)?;
-    let (magic, size) = (le32(&header), u64::from(le32(&header[4..])));
-    if magic != TABLE_FRAME_MAGIC || size != table_len - HEADER_LEN {
-        bail!(
-            Format,
-            "zstd seek table: {count} frames, but the table frame at byte {start} has magic \
-             0x{magic:08x} and size {size} (expected 0x{TABLE_FRAME_MAGIC:08x} and {})",
-            table_len - HEADER_LEN
-        );
-    }
     let mut builder = IndexBuilder::new(max_entries, checksums);
     let mut frames = Frames {
         compressed: 0,
@@ -168,6 +139,63 @@ pub(crate) fn read(
         index.end_at((k / frames_per_entry) as usize);
     }
     Ok(Some(index))
+}
+
+/// Where a seek table starts in a stream, how many frames it lists, and whether its
+/// entries carry checksums.
+struct Table {
+    start: u64,
+    count: u64,
+    checksums: bool,
+}
+
+/// The seek table at the end of a stream of `stored` bytes, from its footer and its
+/// frame's header: None when the stream does not end with one, `Format` when the two
+/// disagree or the table can't fit.
+fn table(read: &mut ReadAt<'_>, stored: u64) -> Result<Option<Table>> {
+    if stored < HEADER_LEN + FOOTER_LEN {
+        return Ok(None);
+    }
+    let mut footer = [0u8; FOOTER_LEN as usize];
+    read(stored - FOOTER_LEN, &mut footer)?;
+    if le32(&footer[5..]) != SEEKABLE_MAGIC {
+        return Ok(None);
+    }
+    let count = u64::from(le32(&footer));
+    let descriptor = footer[4];
+    if descriptor & RESERVED_BITS != 0 {
+        bail!(
+            Format,
+            "zstd seek table: descriptor 0x{descriptor:02x} sets reserved bits"
+        );
+    }
+    let checksums = descriptor & CHECKSUM_FLAG != 0;
+    let entry_len: u64 = if checksums { 12 } else { 8 };
+    let table_len = HEADER_LEN + count * entry_len + FOOTER_LEN;
+    if table_len > stored {
+        bail!(
+            Format,
+            "zstd seek table: {count} frames need a {table_len}-byte table, but the stream \
+             has {stored} bytes"
+        );
+    }
+    let start = stored - table_len;
+    let mut header = [0u8; HEADER_LEN as usize];
+    read(start, &mut header)?;
+    let (magic, size) = (le32(&header), u64::from(le32(&header[4..])));
+    if magic != TABLE_FRAME_MAGIC || size != table_len - HEADER_LEN {
+        bail!(
+            Format,
+            "zstd seek table: {count} frames, but the table frame at byte {start} has magic \
+             0x{magic:08x} and size {size} (expected 0x{TABLE_FRAME_MAGIC:08x} and {})",
+            table_len - HEADER_LEN
+        );
+    }
+    Ok(Some(Table {
+        start,
+        count,
+        checksums,
+    }))
 }
 
 /// The frames of a table being read, checked against their own headers piece by piece.

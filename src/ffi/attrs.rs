@@ -3,8 +3,9 @@
 
 use std::ffi::{CString, c_char, c_void};
 
-use super::open::{reader as handle, zt_reader};
-use super::{guard, guard_value, need, need_out, need_str, put, zt_status};
+use super::handles::{self, Handle, Lent};
+use super::handles::{reader as handle, zt_reader};
+use super::{guard, guard_value, need_out, need_str, put, zt_status};
 use crate::error::{Result, err};
 use crate::typed::{AttrScalar, AttrValue, Node, ValueType};
 
@@ -50,11 +51,19 @@ pub enum zt_value_type {
     ZT_VALUE_MIXED = 255,
 }
 
+/// A value is a node of a typed tree its reader keeps until `zt_close`, or that
+/// `values.rs` keeps until `zt_value_free`.
+impl Handle for zt_value {
+    const NAME: &'static str = "value";
+    type Owned = Lent;
+    type Target = Node;
+}
+
 pub(super) fn value<'a>(v: *const zt_value) -> Result<AttrValue<'a>> {
-    need(v, "value")?;
+    let node: &Node = handles::get(v)?;
     // SAFETY: a value handle is an `AttrValue::as_ptr` of a tree its reader keeps until
-    // zt_close, per the API contract.
-    Ok(unsafe { AttrValue::from_ptr(v.cast::<Node>()) })
+    // zt_close (or the registry until zt_value_free), per the API contract.
+    Ok(unsafe { AttrValue::from_ptr(node) })
 }
 
 pub(super) fn handle_of(v: AttrValue<'_>) -> *const zt_value {

@@ -93,7 +93,7 @@ pub unsafe extern "C" fn zt_mapping(
     size: *mut u64,
 ) -> zt_status {
     let refused = guard(|| {
-        let r = super::open::reader(reader)?;
+        let r = super::handles::reader(reader)?;
         need_out(base, "base")?;
         need_out(size, "size")?;
         if r.inner().is_set() {
@@ -222,7 +222,7 @@ pub unsafe extern "C" fn zt_attributes_json(
 ) -> zt_status {
     guard(|| {
         let object = (object != usize::MAX).then_some(object);
-        super::attrs::attributes_json(super::open::reader(reader)?, object, out_json)
+        super::attrs::attributes_json(super::handles::reader(reader)?, object, out_json)
     })
 }
 

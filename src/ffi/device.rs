@@ -6,7 +6,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{guard, guard_value, need_out, put, zt_status};
+use super::handles::{self, Boxed, Handle};
+use super::{guard, need_out, put, zt_status};
 use crate::error::{Error, Result, bail, err};
 use crate::load::cuda::{Cuda, CudaOptions};
 use crate::load::{Device, Event};
@@ -105,8 +106,15 @@ pub struct zt_device {
         Option<unsafe extern "C" fn(context: *mut c_void, code: c_int) -> *const c_char>,
 }
 
+/// The largest `struct_size` a caller's struct may claim: bytes past the fields this
+/// library knows must be zeros up to it; a larger size is refused without reading past
+/// what the library knows (a garbage size such as 0xFFFFFFFF must not make it read
+/// beyond the caller's struct).
+pub const ZT_STRUCT_SIZE_MAX: u32 = 1024;
+
 /// Reads a caller's versioned struct (`struct_size` first, a `u32`): as many bytes as it
-/// says (0: all of ours) into a zero-filled `T`; bytes past ours must be zero.
+/// says (0: all of ours) into a zero-filled `T`; bytes past ours must be zero, and a size
+/// over `ZT_STRUCT_SIZE_MAX` is `InvalidArgument`.
 /// `read_options` is the same for an optional struct (NULL: None).
 ///
 /// # Safety
@@ -129,6 +137,11 @@ pub(super) unsafe fn read_versioned<T: Copy>(ptr: *const T, what: &str) -> Resul
         n if n < 4 => bail!(
             InvalidArgument,
             "{what}.struct_size is {n}, smaller than itself"
+        ),
+        n if n > ZT_STRUCT_SIZE_MAX as usize => bail!(
+            InvalidArgument,
+            "{what}.struct_size is {n}, more than any version of the struct may be \
+             ({ZT_STRUCT_SIZE_MAX}; this library's is {ours})"
         ),
         n => n,
     };
@@ -153,25 +166,6 @@ pub(super) unsafe fn read_versioned<T: Copy>(ptr: *const T, what: &str) -> Resul
     // SAFETY: T starts with its u32 size (the caller's promise).
     unsafe { (&raw mut out).cast::<u32>().write_unaligned(n as u32) };
     Ok(out)
-}
-
-/// Frees a handle of `Box::into_raw` inside the panic boundary; NULL is fine.
-///
-/// # Safety
-/// `handle` is NULL or a live handle made by `Box::into_raw`, freed once, not in use.
-pub(super) unsafe fn free_handle<T>(handle: *mut T) {
-    guard_value((), || {
-        if !handle.is_null() {
-            // SAFETY: per the function's contract.
-            drop(unsafe { Box::from_raw(handle) });
-        }
-    })
-}
-
-/// The handle behind `handle`, or `InvalidArgument` "`what` is NULL".
-pub(super) fn handle_ref<'h, T>(handle: *const T, what: &str) -> Result<&'h T> {
-    // SAFETY: NULL or a live handle, per the contract of every function taking one.
-    unsafe { handle.as_ref() }.ok_or_else(|| err!(InvalidArgument, "{what} is NULL"))
 }
 
 /// A `zt_device` as a `Device`.
@@ -238,6 +232,51 @@ impl CDevice {
             0 => Ok(()),
             c => Err(self.fail(callback, c)),
         }
+    }
+
+    /// The struct, as checked.
+    pub(super) fn callbacks(&self) -> &zt_device {
+        &self.0
+    }
+}
+
+/// The library's CUDA backend behind `d`, when `d` is exactly what `zt_cuda_get_device`
+/// filled (the same callbacks and flags): a loader then uses the backend itself, not its
+/// callbacks (no round trip through C). A struct with any callback replaced is the
+/// caller's device.
+pub(super) fn own_cuda(d: &zt_device) -> Option<Arc<dyn Device>> {
+    let ours = cuda_callbacks(d.context);
+    let same = d.flags == ours.flags
+        && same_fn(d.host_alloc, ours.host_alloc)
+        && same_fn(d.host_free, ours.host_free)
+        && same_fn(d.host_register, ours.host_register)
+        && same_fn(d.host_unregister, ours.host_unregister)
+        && same_fn(d.copy_async, ours.copy_async)
+        && same_fn(d.event_create, ours.event_create)
+        && same_fn(d.event_destroy, ours.event_destroy)
+        && same_fn(d.event_record, ours.event_record)
+        && same_fn(d.event_query, ours.event_query)
+        && same_fn(d.event_wait, ours.event_wait)
+        && d.read_direct.is_none()
+        && same_fn(d.error_string, ours.error_string);
+    if !same || d.context.is_null() {
+        return None;
+    }
+    // SAFETY: the context of our own callbacks is a live zt_cuda (the caller's promise:
+    // it outlives the loader; the loader now shares its backend besides).
+    let handle = unsafe { &*d.context.cast::<zt_cuda>() };
+    Some(handle.cuda.clone())
+}
+
+/// Two optional function pointers, compared by address.
+fn same_fn<F: Copy>(a: Option<F>, b: Option<F>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        // SAFETY: both are function pointers of the same type (`F`), read as addresses.
+        (Some(a), Some(b)) => unsafe {
+            std::mem::transmute_copy::<F, usize>(&a) == std::mem::transmute_copy::<F, usize>(&b)
+        },
+        _ => false,
     }
 }
 
@@ -381,6 +420,12 @@ pub struct zt_cuda {
     cuda: Arc<Cuda>,
 }
 
+impl Handle for zt_cuda {
+    const NAME: &'static str = "cuda";
+    type Owned = Boxed;
+    type Target = zt_cuda;
+}
+
 /// Options of `zt_cuda_create_with`; zero-filled or NULL for the defaults.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -431,9 +476,9 @@ pub unsafe extern "C" fn zt_cuda_create_with(
         })?;
         put(
             out,
-            Box::into_raw(Box::new(zt_cuda {
+            handles::give(zt_cuda {
                 cuda: Arc::new(cuda),
-            })),
+            }),
         );
         Ok(())
     })
@@ -444,45 +489,49 @@ pub unsafe extern "C" fn zt_cuda_create_with(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_cuda_free(cuda: *mut zt_cuda) {
     // SAFETY: a handle of zt_cuda_create*, freed once, per the contract.
-    unsafe { free_handle(cuda) }
+    unsafe { handles::free(cuda) }
 }
 
 fn cuda_of<'c>(cuda: *const zt_cuda) -> Result<&'c Cuda> {
-    handle_ref(cuda, "cuda").map(|c| c.cuda.as_ref())
+    handles::get(cuda).map(|c| c.cuda.as_ref())
 }
 
 /// Fills `*out` with the backend's callbacks (pinned memory, copies on its stream,
-/// events; no direct reads), for `zt_loader_create_with`. Valid while `cuda` lives.
+/// events; no direct reads), for `zt_loader_create_with`, which recognizes them and uses
+/// the backend directly (a struct with a callback replaced is used through its
+/// callbacks). Valid while `cuda` lives.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_cuda_get_device(
     cuda: *const zt_cuda,
     out: *mut zt_device,
 ) -> zt_status {
     guard(|| {
-        let c = cuda_of(cuda)?;
+        handles::get(cuda)?;
         need_out(out, "out")?;
-        put(
-            out,
-            zt_device {
-                struct_size: std::mem::size_of::<zt_device>() as u32,
-                flags: 0,
-                context: (c as *const Cuda).cast_mut().cast(),
-                host_alloc: Some(cuda_host_alloc),
-                host_free: Some(cuda_host_free),
-                host_register: Some(cuda_host_register),
-                host_unregister: Some(cuda_host_unregister),
-                copy_async: Some(cuda_copy_async),
-                event_create: Some(cuda_event_create),
-                event_destroy: Some(cuda_event_destroy),
-                event_record: Some(cuda_event_record),
-                event_query: Some(cuda_event_query),
-                event_wait: Some(cuda_event_wait),
-                read_direct: None,
-                error_string: Some(cuda_error_string),
-            },
-        );
+        put(out, cuda_callbacks(cuda.cast_mut().cast()));
         Ok(())
     })
+}
+
+/// The callbacks of the CUDA backend whose handle is `context`.
+fn cuda_callbacks(context: *mut c_void) -> zt_device {
+    zt_device {
+        struct_size: std::mem::size_of::<zt_device>() as u32,
+        flags: 0,
+        context,
+        host_alloc: Some(cuda_host_alloc),
+        host_free: Some(cuda_host_free),
+        host_register: Some(cuda_host_register),
+        host_unregister: Some(cuda_host_unregister),
+        copy_async: Some(cuda_copy_async),
+        event_create: Some(cuda_event_create),
+        event_destroy: Some(cuda_event_destroy),
+        event_record: Some(cuda_event_record),
+        event_query: Some(cuda_event_query),
+        event_wait: Some(cuda_event_wait),
+        read_direct: None,
+        error_string: Some(cuda_error_string),
+    }
 }
 
 /// `size` bytes of device memory (`cuMemAlloc`) into `*out`, for programs without the
@@ -538,8 +587,8 @@ pub unsafe extern "C" fn zt_cuda_synchronize(cuda: *const zt_cuda) -> zt_status 
     guard(|| cuda_of(cuda)?.synchronize())
 }
 
-// The callbacks zt_cuda_get_device hands out: `context` is the backend (a `Cuda` that the
-// zt_cuda handle keeps alive). Each returns 0, or 1 with the message kept for
+// The callbacks zt_cuda_get_device hands out: `context` is the zt_cuda handle (whose
+// `Cuda` they call). Each returns 0, or 1 with the message kept for
 // `error_string` (errors are rare and the loader asks right away, on the same thread).
 
 thread_local! {
@@ -563,7 +612,7 @@ fn cuda_result(r: Result<()>) -> c_int {
 /// `context` is what `zt_cuda_get_device` put in the struct, and its zt_cuda lives.
 unsafe fn backend<'c>(context: *mut c_void) -> &'c Cuda {
     // SAFETY: per the function's contract.
-    unsafe { &*context.cast::<Cuda>() }
+    unsafe { &(*context.cast::<zt_cuda>()).cuda }
 }
 
 unsafe extern "C" fn cuda_host_alloc(

@@ -3,7 +3,7 @@
 
 use std::ffi::{CString, c_char, c_void};
 
-use super::open::{reader, zt_reader};
+use super::handles::{reader, zt_reader};
 use super::{guard, guard_value, need_out, put, zt_status};
 use crate::error::{bail, err};
 

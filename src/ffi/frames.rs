@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
+use super::handles::{self, zt_reader};
 use super::objects::find_component;
-use super::open::{self, zt_reader};
 use super::{guard, need_out, put, zt_status};
 use crate::error::err;
 
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn zt_component_get_frame_count(
     out_count: *mut usize,
 ) -> zt_status {
     guard(|| {
-        let r = open::reader(reader)?;
+        let r = handles::reader(reader)?;
         need_out(out_count, "out_count")?;
         let ci = find_component(r, object, role)?;
         put(out_count, r.inner().frame_index(object, ci)?.len());
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn zt_component_get_frame(
     out: *mut zt_frame_info,
 ) -> zt_status {
     guard(|| {
-        let r = open::reader(reader)?;
+        let r = handles::reader(reader)?;
         need_out(out, "out")?;
         let ci = find_component(r, object, role)?;
         let index = r.inner().frame_index(object, ci)?;

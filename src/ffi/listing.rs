@@ -2,27 +2,21 @@
 //! call costs (Python's cffi and ctypes, cgo, JNI).
 
 use std::ffi::c_char;
-use std::sync::OnceLock;
 
-use super::open::reader;
+use super::handles::{reader, zt_reader};
 use super::{guard, need_out, put, zt_status};
 use crate::error::{Result, bail, err};
 use crate::model::Object;
 
-/// The names block of a reader: every name followed by a NUL, in file order. Made on the
-/// first `zt_file_get_names` and kept until `zt_close`.
-#[derive(Default)]
-pub(super) struct Names(OnceLock<Box<[u8]>>);
-
-impl Names {
-    fn get(&self, objects: &[Object]) -> Result<&[u8]> {
-        if let Some(block) = self.0.get() {
-            return Ok(block);
-        }
-        let block = names_block(objects)?;
-        // A racing thread may have set it first: both blocks are the same bytes.
-        Ok(self.0.get_or_init(|| block))
+/// The names block of a reader (`zt_reader::names`): every name followed by a NUL, in
+/// file order. Made on the first `zt_file_get_names` and kept until `zt_close`.
+fn names(r: &zt_reader) -> Result<&[u8]> {
+    if let Some(block) = r.names.get() {
+        return Ok(block);
     }
+    let block = names_block(r.inner().objects())?;
+    // A racing thread may have set it first: both blocks are the same bytes.
+    Ok(r.names.get_or_init(|| block))
 }
 
 /// Every name and a NUL after it. Names hold no NUL (the reader refuses them at open),
@@ -55,7 +49,7 @@ fn names_block(objects: &[Object]) -> Result<Box<[u8]>> {
 /// `ZT_ERR_LIMIT` when the block can't be allocated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_names(
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     out_names: *mut *const c_char,
     out_size: *mut usize,
 ) -> zt_status {
@@ -63,7 +57,7 @@ pub unsafe extern "C" fn zt_file_get_names(
         let r = self::reader(reader)?;
         need_out(out_names, "out_names")?;
         need_out(out_size, "out_size")?;
-        let block = r.names.get(r.inner().objects())?;
+        let block = names(r)?;
         let start: *const c_char = if block.is_empty() {
             c"".as_ptr()
         } else {
@@ -116,7 +110,7 @@ pub struct zt_object_entry {
 /// last object (`out` is then untouched); `count` 0 is a no-op (`out` may be NULL).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_objects(
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     first: usize,
     out: *mut zt_object_entry,
     count: usize,
@@ -201,7 +195,7 @@ pub struct zt_object_columns {
 /// range past the last object or a NULL `columns`. O(count), no allocation, thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_columns(
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     first: usize,
     count: usize,
     columns: *mut zt_object_columns,
@@ -311,7 +305,7 @@ pub struct zt_object_run {
 /// range past the last object. O(count) time and temporary memory, thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_get_runs(
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     first: usize,
     count: usize,
     runs: *mut zt_object_run,

@@ -3,12 +3,12 @@
 
 use std::ffi::{c_char, c_void};
 
+use super::handles::{reader, zt_reader};
 use super::objects::find_component;
-use super::open::{reader, zt_reader};
 use super::{guard, need_bytes_mut, zt_status};
-use crate::batch::LoadRequest;
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
+use crate::load::{Request, Slice};
 
 /// Starts reading object `object`'s stored bytes in, in the background (`MADV_WILLNEED`;
 /// `POSIX_FADV_WILLNEED` with `ZT_OPEN_NO_MMAP`), e.g. the next layers while this one
@@ -69,7 +69,7 @@ pub struct zt_batch_options {
 }
 
 /// The library request of a C one, resolved: role looked up, flags checked.
-fn request<'d>(r: &zt_reader, q: &zt_load_request) -> Result<LoadRequest<'d>> {
+fn request<'d>(r: &zt_reader, q: &zt_load_request) -> Result<Request<'d>> {
     let component = if q.role.is_null() {
         find_component(r, q.object, c"data".as_ptr())?
     } else {
@@ -87,20 +87,42 @@ fn request<'d>(r: &zt_reader, q: &zt_load_request) -> Result<LoadRequest<'d>> {
     } else {
         None
     };
-    Ok(LoadRequest {
-        object: q.object,
-        component,
-        dst: need_bytes_mut(q.dst, q.dst_size, "dst")?,
-        offset: (q.flags & ZT_LOAD_RANGE != 0).then_some(q.offset),
-        convert,
-    })
+    let dst = need_bytes_mut(q.dst, q.dst_size, "dst")?;
+    let slice = match (q.flags & ZT_LOAD_RANGE != 0, convert) {
+        (false, _) => Slice::Whole,
+        // Decoded bytes from `offset` on, as many as `dst` holds.
+        (true, None) => Slice::Range {
+            first: q.offset,
+            count: q.dst_size as u64,
+        },
+        // Values from `offset` on, as many as `dst` holds.
+        (true, Some(dtype)) => {
+            if !q.dst_size.is_multiple_of(dtype.size()) {
+                bail!(
+                    InvalidArgument,
+                    "a buffer of {} bytes is not whole {dtype} values",
+                    q.dst_size
+                );
+            }
+            Slice::Range {
+                first: q.offset,
+                count: (q.dst_size / dtype.size()) as u64,
+            }
+        }
+    };
+    let mut r = Request::host(q.object, component, dst).slice(slice);
+    r.convert = convert;
+    Ok(r)
 }
 
-/// Carries out `count` reads at once, in parallel across components on a bounded pool of
-/// threads (`options->threads`), large requests first and small neighbouring ones
-/// together, in request order (file order reads fastest): each a whole read, a range read
-/// (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its own buffer, with
-/// the same rules and results as the single calls. Every request's `status` is set, and
+/// Carries out `count` reads at once: a host load of the staged loader's engine
+/// (`zt_loader_load` with `ZT_LOAD_HOST` requests, without a device), in parallel on a
+/// bounded pool of threads (`options->threads`), in chunks claimed in request order,
+/// neighbours in the file read with one read (file order reads fastest): each a whole
+/// read, a range read (`ZT_LOAD_RANGE`) or a converted read (`ZT_LOAD_CONVERT`) into its
+/// own buffer, with the same rules and results as the single calls. The memory it holds
+/// besides the buffers is a loader's default budget (`zt_loader_options`, whose
+/// `max_bytes_in_flight` a host loader sets). Every request's `status` is set, and
 /// a failed request doesn't stop the others. Returns `ZT_OK` when all succeeded, else the
 /// status of the first failed request in array order, whose message `zt_last_error()`
 /// gives (prefixed "request <i>: "). Blocks until every request is done. Thread-safe
@@ -132,7 +154,7 @@ pub unsafe extern "C" fn zt_batch_load(
                 Err(e) => errors.push((i, e)),
             }
         }
-        let (index, mut loads): (Vec<usize>, Vec<LoadRequest<'_>>) = resolved.into_iter().unzip();
+        let (index, mut loads): (Vec<usize>, Vec<Request<'_>>) = resolved.into_iter().unzip();
         let results = r.inner().load_batch(&mut loads, threads);
         for (i, result) in index.into_iter().zip(results) {
             if let Err(e) = result {

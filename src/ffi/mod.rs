@@ -7,7 +7,10 @@
 // so the header reads by task. One declaration per group, so that rustfmt, which sorts a
 // group of `mod` lines, keeps this order.
 
-// Opening and closing: the handle, by path, memory, descriptor or URL.
+// The handles: how each opaque type is owned, and the reader handle (no functions).
+mod handles;
+
+// Opening and closing: by path, memory, descriptor or URL.
 mod open;
 
 // The settings of a remote open.
@@ -70,6 +73,7 @@ pub use device::*;
 pub use dtype::*;
 pub use file::*;
 pub use frames::*;
+pub use handles::zt_reader;
 pub use library::*;
 pub use listing::*;
 pub use load::*;
@@ -277,20 +281,6 @@ pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
         ));
         fallback
     })
-}
-
-/// A required pointer argument.
-pub(crate) fn need<'p, T>(ptr: *const T, what: &str) -> Result<&'p T> {
-    // SAFETY: the caller passes a valid pointer or NULL, per the API contract.
-    unsafe { ptr.as_ref() }
-        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
-}
-
-/// A required mutable pointer argument.
-pub(crate) fn need_mut<'p, T>(ptr: *mut T, what: &str) -> Result<&'p mut T> {
-    // SAFETY: as `need`.
-    unsafe { ptr.as_mut() }
-        .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{what} is NULL")))
 }
 
 /// A required NUL-terminated string argument whose bytes are compared, not decoded:

@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use super::open::{reader, zt_reader};
+use super::handles::{reader, zt_reader};
 use super::{guard, guard_value, need_cstr, need_out, need_str, put, zt_status};
 use crate::error::{Result, bail, err};
 

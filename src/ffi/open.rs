@@ -1,4 +1,4 @@
-//! C ABI: the reader handle, opening (a path, memory, a descriptor, a URL) and closing.
+//! C ABI: opening a reader (a path, memory, a descriptor, a URL) and closing it.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_void};
@@ -7,41 +7,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Mutex;
 
+use super::handles::{free, give, zt_reader};
 use super::remote::{remote_options, zt_remote_options};
-use super::{guard, guard_value, need, need_bytes, need_out, need_str, put, zt_status};
-use crate::error::{Error, Result, bail};
+use super::{guard, need_bytes, need_out, need_str, put, zt_status};
+use crate::error::{Result, bail};
 use crate::limits::Limits;
 use crate::reader::{OpenOptions, Reader};
-
-/// An open file. Opaque; immutable after `zt_open`, so every function taking a
-/// `const zt_reader *` may be called from many threads at once.
-pub struct zt_reader {
-    pub(super) reader: Reader<'static>,
-    /// Attribute JSON rendered on first request, by object index (the file's after the
-    /// objects'): kept until `zt_close`, and only for what was asked.
-    pub(super) json: Mutex<HashMap<usize, CString>>,
-    /// The path of each file the reader reads (`zt_shard_get_path`); None when unknown.
-    pub(super) paths: Box<[Option<CString>]>,
-    /// Every name in one block (`zt_file_get_names`), made on first request.
-    pub(super) names: super::listing::Names,
-    /// Content digests computed on first request, by `zt_digest` value
-    /// (`zt_file_get_content_digest`).
-    pub(super) content_digests: Mutex<Vec<(u32, CString)>>,
-    /// The descriptor `zt_open_fd_with` was handed with `ZT_OPEN_TAKE_FD`: closed at
-    /// `zt_close` (dropped after the reader, which reads its own duplicate).
-    _taken_fd: Option<std::os::fd::OwnedFd>,
-}
-
-impl zt_reader {
-    /// Prefixes "<path>: " to a message made here about this file, as the reader does
-    /// for its own; unchanged for a file opened from memory.
-    pub(super) fn in_file(&self, e: Error) -> Error {
-        match self.reader.origin() {
-            Some(path) => e.context(path),
-            None => e,
-        }
-    }
-}
 
 /// Do not map the file: every access is a `pread`. Nothing is zero-copy, but a file
 /// truncated or rewritten by another process while open can't crash the program (with a
@@ -164,14 +135,14 @@ fn finish_open_taking(
         .collect();
     put(
         out,
-        Box::into_raw(Box::new(zt_reader {
+        give(zt_reader {
             reader,
             json,
             paths,
             names: Default::default(),
             content_digests: Mutex::default(),
             _taken_fd: taken,
-        })),
+        }),
     );
 }
 
@@ -313,21 +284,6 @@ pub unsafe extern "C" fn zt_open_url_with(
 /// with other calls on the same reader.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_close(reader: *mut zt_reader) {
-    guard_value((), || {
-        if !reader.is_null() {
-            // SAFETY: created by Box::into_raw in finish_open, closed once per the contract.
-            drop(unsafe { Box::from_raw(reader) });
-        }
-    })
-}
-
-impl zt_reader {
-    /// The Rust reader behind the handle.
-    pub(crate) fn inner(&self) -> &Reader<'static> {
-        &self.reader
-    }
-}
-
-pub(super) fn reader<'r>(reader: *const zt_reader) -> Result<&'r zt_reader> {
-    need(reader, "reader")
+    // SAFETY: made by finish_open, closed once, per the contract.
+    unsafe { free(reader) }
 }

@@ -3,8 +3,8 @@
 
 use std::ffi::{c_char, c_void};
 
+use super::handles::{reader, zt_reader};
 use super::objects::find_component;
-use super::open::{reader, zt_reader};
 use super::{guard, need_bytes_mut, need_dtype, need_out, put, zt_status};
 
 /// A view of a component's decoded bytes.

@@ -6,16 +6,25 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::device::{CDevice, free_handle, handle_ref, read_options, zt_device};
+use super::device::{CDevice, own_cuda, read_options, zt_device};
+use super::handles::{self, Boxed, Handle, reader, zt_reader};
 use super::objects::find_component;
-use super::open::{reader, zt_reader};
 use super::{guard, need_dtype, need_out, put, zt_status};
+use crate::dtype::DType;
 use crate::error::{Error, Result, bail};
-use crate::load::{Destination, LoadEvents, Loader, LoaderOptions, Request, Slice};
+use crate::load::{
+    Destination, Device, LoadEvents, Loader, LoaderOptions, ReadMode, Request, Slice,
+};
 
 /// The loader: staging buffers (pinned), their events and the device's callbacks, kept
 /// between loads. Opaque; free with `zt_loader_free`.
 pub struct zt_loader {
+    /// Shared with the loads running on it, so that a free from inside one (a callback)
+    /// frees it only when that load returns.
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     loader: Loader,
     on_complete: Option<
         unsafe extern "C" fn(user: *mut c_void, request: usize, status: zt_status, bytes: u64),
@@ -24,11 +33,28 @@ pub struct zt_loader {
     user: *mut c_void,
 }
 
+impl Handle for zt_loader {
+    const NAME: &'static str = "loader";
+    type Owned = Boxed;
+    type Target = zt_loader;
+}
+
+impl Drop for zt_loader {
+    fn drop(&mut self) {
+        // Outside its loads, a free waits for the loads running (or queued) on it; from
+        // inside one (a callback on this thread), that load's own reference keeps the
+        // loader until it returns.
+        if !self.shared.loader.inside_on_this_thread() {
+            self.shared.loader.wait_idle();
+        }
+    }
+}
+
 // SAFETY: `user` is the caller's, passed back to its callbacks on the loader's threads, as
 // the contract of `zt_loader_options` says.
-unsafe impl Send for zt_loader {}
+unsafe impl Send for Shared {}
 // SAFETY: as above.
-unsafe impl Sync for zt_loader {}
+unsafe impl Sync for Shared {}
 
 /// `zt_loader_options.flags`: check every request's digest (as `ZT_LOAD_VERIFY` does for
 /// one).
@@ -36,6 +62,27 @@ pub const ZT_LOADER_VERIFY: u32 = 1;
 /// `zt_loader_options.flags`: register the caller's `staging` buffers with the device
 /// (`host_register`: pinned) at creation, and unregister them at `zt_loader_free`.
 pub const ZT_LOADER_REGISTER_STAGING: u32 = 2;
+/// `zt_loader_options.flags`: refuse a load while another runs on the loader
+/// (`ZT_ERR_STATE`) instead of waiting for it (the default: loads from several threads run
+/// one after the other, in the order they were called).
+pub const ZT_LOADER_NO_QUEUE: u32 = 4;
+
+/// `zt_loader_options.io`: how a load reads raw bytes from local files.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_io_mode {
+    /// Chosen per file: through the page cache when the file is mostly in it (`mincore` on
+    /// a sample) or on storage where buffered reads win; `O_DIRECT` when it is cold and on
+    /// NVMe, or larger than the memory available.
+    ZT_IO_AUTO = 0,
+    /// Copied from the reader's mapping (`pread` when the reader has none).
+    ZT_IO_MMAP = 1,
+    /// `pread` through the page cache, even from a mapped file.
+    ZT_IO_PREAD = 2,
+    /// `O_DIRECT` reads into aligned buffers, several in flight (`pread` where the
+    /// filesystem refuses `O_DIRECT`, as tmpfs does).
+    ZT_IO_DIRECT = 3,
+}
 
 /// Options of `zt_loader_create_with`; zero-filled or NULL for the defaults.
 #[repr(C)]
@@ -70,6 +117,16 @@ pub struct zt_loader_options {
     pub on_progress: Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64)>,
     /// Passed to the callbacks.
     pub user: *mut c_void,
+    /// The most bytes a load holds besides its destinations: the staging buffers, the
+    /// reader tasks' scratch (chunks converted or gathered), the aligned buffers of direct
+    /// reads, and components that can only be decoded whole (0: the staging buffers plus
+    /// 1 GiB). A task that needs more waits until others give memory back; a request that
+    /// needs more than the whole budget at once fails with `ZT_ERR_LIMIT`. Set with
+    /// `staging_size` 0, the staging size is chosen to fit; sizes that don't fit are
+    /// `ZT_ERR_INVALID_ARGUMENT`. `zt_loader_get_stats` reports the peak.
+    pub max_bytes_in_flight: u64,
+    /// A `zt_io_mode` value: how raw bytes are read from local files (0: automatic).
+    pub io: u32,
 }
 
 /// `zt_loader_request.flags`: `dst` is host memory, filled in place (no staging, no
@@ -91,6 +148,10 @@ pub enum zt_slice {
     /// Columns `[first, first + count)` of the last dimension of every row, packed in the
     /// destination (column-parallel layers): a strided read.
     ZT_SLICE_COLUMNS = 2,
+    /// `[first, first + count)` of the component in storage order: decoded bytes, or
+    /// values with `ZT_LOAD_CONVERT` (ggml blocks: whole blocks), as
+    /// `zt_component_read_range` / `zt_component_read_as_range` read them.
+    ZT_SLICE_RANGE = 3,
 }
 
 /// One request of `zt_loader_load`.
@@ -147,6 +208,15 @@ pub struct zt_loader_stats {
     /// Loads run, and bytes landed in all of them.
     pub loads: u64,
     pub bytes: u64,
+    /// The budget (`max_bytes_in_flight`, the default resolved), and the most bytes held
+    /// at once besides destinations over every load (staging, scratch, direct reads'
+    /// buffers, components decoded whole): at most the budget.
+    pub max_bytes_in_flight: u64,
+    pub peak_bytes_in_flight: u64,
+    /// File reads (or range requests) issued for raw bytes (neighbours merged into one),
+    /// and how many of them were `O_DIRECT` reads.
+    pub reads: u64,
+    pub direct_io_reads: u64,
 }
 
 /// A host-only loader with the defaults. See `zt_loader_create_with`.
@@ -174,7 +244,7 @@ pub unsafe extern "C" fn zt_loader_create_with(
         // SAFETY: NULL or a valid struct per the contract: integers, pointers, functions.
         let o = unsafe { read_options(options, "zt_loader_options") }?;
         let flags = o.map_or(0, |o| o.flags);
-        let known = ZT_LOADER_VERIFY | ZT_LOADER_REGISTER_STAGING;
+        let known = ZT_LOADER_VERIFY | ZT_LOADER_REGISTER_STAGING | ZT_LOADER_NO_QUEUE;
         if flags & !known != 0 {
             bail!(
                 InvalidArgument,
@@ -188,12 +258,21 @@ pub unsafe extern "C" fn zt_loader_create_with(
             staging_size: usize::try_from(o.map_or(0, |o| o.staging_size))
                 .map_err(|_| crate::error::err!(InvalidArgument, "staging_size is too large"))?,
             verify: flags & ZT_LOADER_VERIFY != 0,
+            max_bytes_in_flight: o.map_or(0, |o| o.max_bytes_in_flight),
+            io: match o.map_or(0, |o| o.io) {
+                0 => ReadMode::Auto,
+                1 => ReadMode::Mmap,
+                2 => ReadMode::Pread,
+                3 => ReadMode::Direct,
+                n => bail!(InvalidArgument, "unknown zt_io_mode value {n}"),
+            },
+            no_queue: flags & ZT_LOADER_NO_QUEUE != 0,
         };
         let staging = o.map_or(std::ptr::null(), |o| o.staging);
         let loader = match (device.is_null(), staging.is_null()) {
             (true, false) => bail!(InvalidArgument, "staging buffers given but no device"),
             (true, true) => Loader::new(None, &opts)?,
-            (false, true) => Loader::new(Some(Arc::new(CDevice::new(device)?)), &opts)?,
+            (false, true) => Loader::new(Some(device_of(device)?), &opts)?,
             (false, false) => {
                 let count = opts.staging_count;
                 if count == 0 {
@@ -216,39 +295,55 @@ pub unsafe extern "C" fn zt_loader_create_with(
                 let register = flags & ZT_LOADER_REGISTER_STAGING != 0;
                 // SAFETY: the caller's buffers of `staging_size` bytes, valid and theirs
                 // alone until zt_loader_free, per the contract.
-                unsafe {
-                    Loader::with_buffers(Arc::new(CDevice::new(device)?), &opts, buffers, register)?
-                }
+                unsafe { Loader::with_buffers(device_of(device)?, &opts, buffers, register)? }
             }
         };
         put(
             out,
-            Box::into_raw(Box::new(zt_loader {
-                loader,
-                on_complete: o.and_then(|o| o.on_complete),
-                on_progress: o.and_then(|o| o.on_progress),
-                user: o.map_or(std::ptr::null_mut(), |o| o.user),
-            })),
+            handles::give(zt_loader {
+                shared: Arc::new(Shared {
+                    loader,
+                    on_complete: o.and_then(|o| o.on_complete),
+                    on_progress: o.and_then(|o| o.on_progress),
+                    user: o.map_or(std::ptr::null_mut(), |o| o.user),
+                }),
+            }),
         );
         Ok(())
     })
 }
 
-/// Frees a loader: its staging buffers (yours are unregistered, not freed) and events.
-/// NULL is fine. Not while a load runs on it.
+/// The device a `zt_device` stands for: the library's own CUDA backend used directly when
+/// the struct is the one `zt_cuda_get_device` filled (nothing changed), else the caller's
+/// callbacks.
+fn device_of(device: *const zt_device) -> Result<Arc<dyn Device>> {
+    let d = CDevice::new(device)?;
+    Ok(match own_cuda(d.callbacks()) {
+        Some(cuda) => cuda,
+        None => Arc::new(d),
+    })
+}
+
+/// Frees a loader: its staging buffers (yours are unregistered, not freed; those retired
+/// after a failed event too: free the loader once the device finished the copies it
+/// accepted, e.g. after synchronizing your stream) and events. NULL is fine. While a load
+/// runs on it (or waits for its turn) on another thread, waits for those loads to end
+/// first; from inside one of its loads (a callback), the loader is freed when that load
+/// returns.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_loader_free(loader: *mut zt_loader) {
-    // SAFETY: a handle of zt_loader_create*, freed once, idle, per the contract.
-    unsafe { free_handle(loader) }
+    // SAFETY: a handle of zt_loader_create*, freed once, per the contract; `Drop for
+    // zt_loader` waits for the loads that still run on it.
+    unsafe { handles::free(loader) }
 }
 
 fn loader_of<'l>(loader: *const zt_loader) -> Result<&'l zt_loader> {
-    handle_ref(loader, "loader")
+    handles::get(loader)
 }
 
 /// The C callbacks as `LoadEvents`, with request indices mapped back to the caller's.
 struct Callbacks<'a> {
-    loader: &'a zt_loader,
+    loader: &'a Shared,
     index: &'a [usize],
 }
 
@@ -272,8 +367,9 @@ impl LoadEvents for Callbacks<'_> {
     }
 }
 
-/// The library request of a C one: role looked up, flags, slice and dtype checked.
-fn request<'d>(r: &zt_reader, q: &zt_loader_request) -> Result<Request<'d>> {
+/// What a C request asks for: the component (role looked up), the slice and the
+/// conversion (flags, slice and dtype checked).
+fn what(r: &zt_reader, q: &zt_loader_request) -> Result<(usize, Slice, Option<DType>)> {
     let component = if q.role.is_null() {
         find_component(r, q.object, c"data".as_ptr())?
     } else {
@@ -292,12 +388,20 @@ fn request<'d>(r: &zt_reader, q: &zt_loader_request) -> Result<Request<'d>> {
         s if s == zt_slice::ZT_SLICE_WHOLE as u32 => Slice::Whole,
         s if s == zt_slice::ZT_SLICE_ROWS as u32 => Slice::Rows { first, count },
         s if s == zt_slice::ZT_SLICE_COLUMNS as u32 => Slice::Columns { first, count },
+        s if s == zt_slice::ZT_SLICE_RANGE as u32 => Slice::Range { first, count },
         s => bail!(InvalidArgument, "unknown slice value {s}"),
     };
     let convert = match q.flags & super::ZT_LOAD_CONVERT {
         0 => None,
         _ => Some(need_dtype(q.dtype)?),
     };
+    Ok((component, slice, convert))
+}
+
+/// The library request of a C one: role looked up, flags, slice, dtype and destination
+/// checked.
+fn request<'d>(r: &zt_reader, q: &zt_loader_request) -> Result<Request<'d>> {
+    let (component, slice, convert) = what(r, q)?;
     let dst = if q.flags & ZT_LOAD_HOST != 0 {
         let size = usize::try_from(q.dst_size)
             .map_err(|_| crate::error::err!(InvalidArgument, "dst_size is too large"))?;
@@ -315,6 +419,14 @@ fn request<'d>(r: &zt_reader, q: &zt_loader_request) -> Result<Request<'d>> {
             bail!(
                 InvalidArgument,
                 "dst is NULL but dst_size is {}",
+                q.dst_size
+            );
+        }
+        if q.dst_offset.checked_add(q.dst_size).is_none() {
+            bail!(
+                InvalidArgument,
+                "dst_offset {} + dst_size {} overflows 64 bits",
+                q.dst_offset,
                 q.dst_size
             );
         }
@@ -352,7 +464,10 @@ pub unsafe extern "C" fn zt_loader_load(
     count: usize,
 ) -> zt_status {
     guard(|| {
-        let l = loader_of(loader)?;
+        // The load's own reference: a free from inside it (a callback) leaves the loader
+        // to it until it returns.
+        let l = loader_of(loader)?.shared.clone();
+        let l = &*l;
         let r = self::reader(reader)?;
         if count == 0 {
             return Ok(());
@@ -413,7 +528,7 @@ pub unsafe extern "C" fn zt_loader_load(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_loader_cancel(loader: *mut zt_loader) -> zt_status {
     guard(|| {
-        loader_of(loader)?.loader.cancel();
+        loader_of(loader)?.shared.loader.cancel();
         Ok(())
     })
 }
@@ -427,7 +542,7 @@ pub unsafe extern "C" fn zt_loader_get_stats(
     guard(|| {
         let l = loader_of(loader)?;
         need_out(out, "out")?;
-        let s = l.loader.stats();
+        let s = l.shared.loader.stats();
         put(
             out,
             zt_loader_stats {
@@ -441,7 +556,37 @@ pub unsafe extern "C" fn zt_loader_get_stats(
                 direct_reads: s.direct_reads,
                 loads: s.loads,
                 bytes: s.bytes,
+                max_bytes_in_flight: s.max_bytes_in_flight,
+                peak_bytes_in_flight: s.peak_bytes_in_flight,
+                reads: s.reads,
+                direct_io_reads: s.direct_io_reads,
             },
+        );
+        Ok(())
+    })
+}
+
+/// The exact `dst_size` of `request` (its object, role, `slice`, `first`, `count`, flags and
+/// `dtype`; `dst`, `dst_offset` and `dst_size` are not read) into `*size`: what a slice of
+/// rows or columns, a range, or a conversion (ggml blocks dequantized included) fills.
+/// The same checks as a load's, so a request this accepts fails a load only for its
+/// destination or its bytes. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_loader_get_request_size(
+    reader: *const zt_reader,
+    request: *const zt_loader_request,
+    size: *mut u64,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(size, "size")?;
+        // SAFETY: NULL or a valid request, per the contract.
+        let q = unsafe { request.as_ref() }
+            .ok_or_else(|| crate::error::err!(InvalidArgument, "request is NULL"))?;
+        let (component, slice, convert) = what(r, q)?;
+        put(
+            size,
+            crate::load::dst_size(r.inner(), q.object, component, slice, convert)?,
         );
         Ok(())
     })

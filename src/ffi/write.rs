@@ -4,17 +4,26 @@ use std::ffi::{CStr, c_char, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::{guard, need, need_bytes, need_dtype, need_mut, need_out, need_str, put, zt_status};
+use super::handles::{self, Boxed, Handle, zt_reader};
+use super::{guard, need_bytes, need_dtype, need_out, need_str, put, zt_status};
 use crate::codec::DigestAlgorithm;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
-use crate::writer::{CopyOptions, CreateOptions, FileVersion, WriteOptions, Writer};
+use crate::writer::{
+    CopyOptions, CreateOptions, FileVersion, OutputFormat, Placement, WriteOptions, Writer,
+};
 
 /// A file being written. Opaque; used by one thread at a time.
 pub struct zt_writer {
     /// None once `zt_writer_finish` has run (successfully or not). A single file or a
     /// set: the same writer.
     inner: Option<Writer>,
+}
+
+impl Handle for zt_writer {
+    const NAME: &'static str = "writer";
+    type Owned = Boxed;
+    type Target = zt_writer;
 }
 
 /// How a component is stored. A zero-filled struct (or a NULL pointer) means raw, no
@@ -64,7 +73,7 @@ fn optional_str<'p>(ptr: *const c_char, what: &str) -> Result<Option<&'p str>> {
 }
 
 fn writer<'w>(w: *mut zt_writer) -> Result<&'w mut Writer> {
-    need_mut(w, "writer")?
+    handles::get_mut(w)?
         .inner
         .as_mut()
         .ok_or_else(|| err!(State, "the writer has already finished"))
@@ -100,21 +109,59 @@ pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
 
 /// `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
 /// every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
-/// the library's default is written: zTensor v1.2.0 in this release.
+/// the library's default is written: zTensor v2 since this release (v1.2.0 before).
 pub const ZT_WRITER_V2: u32 = 4;
 
 /// `zt_writer_options.flags`: write zTensor v1.2.0 (64-byte aligned blobs, read by
 /// `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
 pub const ZT_WRITER_V1_2: u32 = 8;
 
+/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
+/// instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
+/// canonical form (docs/format.md says when each fits).
+pub const ZT_WRITER_COMPACT: u32 = 32;
+
+/// `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
+/// (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
+/// Not with `ZT_WRITER_COMPACT`.
+pub const ZT_WRITER_CANONICAL: u32 = 64;
+
+/// `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
+/// A program built against an earlier header passes a struct of `flags` alone and never
+/// sets this flag (that library refused unknown flags), so the field is read only when it
+/// is there. Set it whenever you set `format`: without it `format` is not read and the
+/// format goes by the path's extension (`ZT_WRITER_FORMAT_AUTO`).
+pub const ZT_WRITER_HAS_FORMAT: u32 = 16;
+
+/// The container a writer writes (`zt_writer_options.format`); values are stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zt_writer_format {
+    /// By the path's extension: `.safetensors` is safetensors, `.gguf` GGUF, anything
+    /// else zTensor (of the version the flags say). The default.
+    ZT_WRITER_FORMAT_AUTO = 0,
+    /// zTensor: v2 unless `ZT_WRITER_V1_2`.
+    ZT_WRITER_FORMAT_ZTENSOR = 1,
+    /// Hugging Face safetensors: dense tensors of its dtypes, one raw "data" component
+    /// each; the file's attributes, strings only, are its `__metadata__`. Byte for byte
+    /// what `safetensors`' own `save_file` writes for the same tensors (docs/c-api.md).
+    ZT_WRITER_FORMAT_SAFETENSORS = 2,
+    /// ggml's GGUF v3: dense f32 f16 bf16 f64 i8..i64 tensors and ggml block objects
+    /// (`ggml_q4_k` ...) as they are; the file's attributes are its typed key/values.
+    ZT_WRITER_FORMAT_GGUF = 3,
+}
+
 /// How `zt_writer_create_with` writes a file; zero-filled or NULL for the defaults
-/// (durable, the default version). The version is a flag (`ZT_WRITER_V2`,
-/// `ZT_WRITER_V1_2`), so the struct keeps the size programs were compiled with.
+/// (durable, zTensor v2 unless the path ends in `.safetensors` or `.gguf`). The struct
+/// grows only at its end: `format` is read only with `ZT_WRITER_HAS_FORMAT` set, so a
+/// program built against the earlier header (a struct of `flags` alone) keeps working.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_writer_options {
     /// `ZT_WRITER_*` flags, or-ed.
     pub flags: u32,
+    /// With `ZT_WRITER_HAS_FORMAT`: a `zt_writer_format` value (0: by the extension).
+    pub format: u32,
 }
 
 /// `zt_writer_create` with options (NULL = defaults): `ZT_WRITER_NO_SYNC` for a file that
@@ -149,14 +196,32 @@ fn create(
     // SAFETY: NUL-terminated path bytes, per the API contract.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
     let w = make(Path::new(std::ffi::OsStr::from_bytes(bytes)), &options)?;
-    put(out, Box::into_raw(Box::new(zt_writer { inner: Some(w) })));
+    put(out, handles::give(zt_writer { inner: Some(w) }));
     Ok(())
 }
 
 fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
-    // SAFETY: NULL or a valid struct, per the API contract.
-    let o = unsafe { options.as_ref() }.copied().unwrap_or_default();
-    let known = ZT_WRITER_NO_SYNC | ZT_WRITER_KEEP_ORDER | ZT_WRITER_V2 | ZT_WRITER_V1_2;
+    let o = match options.is_null() {
+        true => zt_writer_options::default(),
+        false => {
+            // SAFETY: a valid struct, per the API contract: `flags` always, `format` when
+            // the flag says the caller's struct has it (an earlier header's has not).
+            let flags = unsafe { std::ptr::addr_of!((*options).flags).read() };
+            let format = match flags & ZT_WRITER_HAS_FORMAT != 0 {
+                // SAFETY: as above.
+                true => unsafe { std::ptr::addr_of!((*options).format).read() },
+                false => 0,
+            };
+            zt_writer_options { flags, format }
+        }
+    };
+    let known = ZT_WRITER_NO_SYNC
+        | ZT_WRITER_KEEP_ORDER
+        | ZT_WRITER_V2
+        | ZT_WRITER_V1_2
+        | ZT_WRITER_HAS_FORMAT
+        | ZT_WRITER_COMPACT
+        | ZT_WRITER_CANONICAL;
     if o.flags & !known != 0 {
         bail!(
             InvalidArgument,
@@ -173,10 +238,31 @@ fn create_options(options: *const zt_writer_options) -> Result<CreateOptions> {
             "ZT_WRITER_V2 and ZT_WRITER_V1_2 together: a file has one version"
         ),
     };
+    let format = match o.format {
+        0 => OutputFormat::Auto,
+        1 => OutputFormat::Ztensor,
+        2 => OutputFormat::Safetensors,
+        3 => OutputFormat::Gguf,
+        other => bail!(InvalidArgument, "unknown writer format value {other}"),
+    };
+    let placement = match (
+        o.flags & ZT_WRITER_COMPACT != 0,
+        o.flags & ZT_WRITER_CANONICAL != 0,
+    ) {
+        (false, false) => Placement::default(),
+        (true, false) => Placement::Compact,
+        (false, true) => Placement::Canonical,
+        (true, true) => bail!(
+            InvalidArgument,
+            "ZT_WRITER_COMPACT and ZT_WRITER_CANONICAL together: blobs have one placement"
+        ),
+    };
     Ok(CreateOptions {
         durable: o.flags & ZT_WRITER_NO_SYNC == 0,
         version,
         keep_order: o.flags & ZT_WRITER_KEEP_ORDER != 0,
+        placement,
+        format,
     })
 }
 
@@ -480,13 +566,13 @@ fn copy_options(options: *const zt_copy_options) -> Result<(CopyOptions, Option<
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_copy_object(
     w: *mut zt_writer,
-    reader: *const super::zt_reader,
+    reader: *const zt_reader,
     object: usize,
     options: *const zt_copy_options,
 ) -> zt_status {
     guard(|| {
         let w = writer(w)?;
-        let r = need(reader, "reader")?.inner();
+        let r = handles::reader(reader)?.inner();
         let (copy, name) = copy_options(options)?;
         match name {
             Some(name) => w.copy_object_as(r, object, name, &copy),
@@ -504,7 +590,7 @@ pub unsafe extern "C" fn zt_writer_copy_object(
 pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
     guard(|| {
         writer(w)?.check_finishable()?;
-        let handle = need_mut(w, "writer")?;
+        let handle = handles::get_mut(w)?;
         let inner = handle
             .inner
             .take()
@@ -517,10 +603,6 @@ pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {
 /// removed). NULL is a no-op.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_free(w: *mut zt_writer) {
-    super::guard_value((), || {
-        if !w.is_null() {
-            // SAFETY: created by Box::into_raw in zt_writer_create, freed once per the contract.
-            drop(unsafe { Box::from_raw(w) });
-        }
-    })
+    // SAFETY: made by zt_writer_create*, freed once, per the contract.
+    unsafe { handles::free(w) }
 }

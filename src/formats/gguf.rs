@@ -31,7 +31,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::cbor::{Value, encode, encode_head};
+use crate::cbor::item::string_body;
+use crate::cbor::{Value, Writer};
 use crate::dtype::{DType, numel};
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
@@ -168,7 +169,7 @@ impl<'r, 's> Input<'r, 's> {
 
 /// Makes room for `n` more bytes of attributes; a `Limit` error (not an abort) when the
 /// system refuses.
-fn room(out: &mut Vec<u8>, n: usize) -> Result<()> {
+fn room(out: &mut Writer, n: usize) -> Result<()> {
     out.try_reserve(n).map_err(|_| {
         err!(
             Limit,
@@ -176,30 +177,6 @@ fn room(out: &mut Vec<u8>, n: usize) -> Result<()> {
             out.len() + n
         )
     })
-}
-
-/// The bytes of the CBOR text whose head starts `bytes` (as `encode_head` writes it).
-fn cbor_text(bytes: &[u8]) -> &[u8] {
-    let (len, head) = match bytes[0] & 0x1f {
-        n @ 0..=23 => (u64::from(n), 1),
-        24 => (u64::from(bytes[1]), 2),
-        25 => (u64::from(u16::from_be_bytes([bytes[1], bytes[2]])), 3),
-        26 => (
-            u64::from(u32::from_be_bytes(bytes[1..5].try_into().expect("4"))),
-            5,
-        ),
-        _ => (u64::from_be_bytes(bytes[1..9].try_into().expect("8")), 9),
-    };
-    &bytes[head..head + len as usize]
-}
-
-/// Appends an integer as CBOR.
-fn put_int(out: &mut Vec<u8>, v: i64) {
-    if v >= 0 {
-        encode_head(out, 0, v as u64);
-    } else {
-        encode_head(out, 1, !(v as u64));
-    }
 }
 
 /// Reads one metadata value of type `ty` and appends it as CBOR. `depth` is the CBOR
@@ -213,7 +190,7 @@ fn value(
     depth: usize,
     max_depth: usize,
     key: &str,
-    out: &mut Vec<u8>,
+    out: &mut Writer,
     widths: Option<&mut Vec<u8>>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
@@ -225,37 +202,29 @@ fn value(
         }
     }
     match ty {
-        T_U8 => encode_head(out, 0, u64::from(input.array::<1>(&what)?[0])),
-        T_I8 => put_int(out, i64::from(i8::from_le_bytes(input.array(&what)?))),
-        T_U16 => encode_head(out, 0, u64::from(u16::from_le_bytes(input.array(&what)?))),
-        T_I16 => put_int(out, i64::from(i16::from_le_bytes(input.array(&what)?))),
-        T_U32 => encode_head(out, 0, u64::from(input.u32(&what)?)),
-        T_I32 => put_int(out, i64::from(i32::from_le_bytes(input.array(&what)?))),
-        T_U64 => encode_head(out, 0, input.u64(&what)?),
-        T_I64 => put_int(out, i64::from_le_bytes(input.array(&what)?)),
-        T_F32 => encode(
-            &Value::Float(f64::from(f32::from_le_bytes(input.array(&what)?))),
-            out,
-        ),
-        T_F64 => encode(&Value::Float(f64::from_le_bytes(input.array(&what)?)), out),
+        T_U8 => out.uint(u64::from(input.array::<1>(&what)?[0])),
+        T_I8 => out.int(i64::from(i8::from_le_bytes(input.array(&what)?))),
+        T_U16 => out.uint(u64::from(u16::from_le_bytes(input.array(&what)?))),
+        T_I16 => out.int(i64::from(i16::from_le_bytes(input.array(&what)?))),
+        T_U32 => out.uint(u64::from(input.u32(&what)?)),
+        T_I32 => out.int(i64::from(i32::from_le_bytes(input.array(&what)?))),
+        T_U64 => out.uint(input.u64(&what)?),
+        T_I64 => out.int(i64::from_le_bytes(input.array(&what)?)),
+        T_F32 => out.float(f64::from(f32::from_le_bytes(input.array(&what)?))),
+        T_F64 => out.float(f64::from_le_bytes(input.array(&what)?)),
         T_BOOL => {
             let at = input.pos;
             match input.array::<1>(&what)?[0] {
-                0 => out.push(0xf4),
-                1 => out.push(0xf5),
+                0 => out.bool(false),
+                1 => out.bool(true),
                 b => bail!(Format, "GGUF bool {what} at offset {at} is {b}, not 0 or 1"),
             }
         }
         T_STRING => {
             let bytes = input.string(&what)?;
             room(out, 9 + bytes.len())?;
-            let major = if std::str::from_utf8(bytes).is_ok() {
-                3
-            } else {
-                2
-            };
-            encode_head(out, major, bytes.len() as u64);
-            out.extend_from_slice(bytes);
+            // A string that is not UTF-8 is kept as a byte string.
+            out.string(std::str::from_utf8(bytes).is_ok(), bytes);
         }
         T_ARRAY => array(input, depth, max_depth, key, out, &mut Vec::new())?,
         other => bail!(Format, "GGUF {what} has unknown value type {other}"),
@@ -291,7 +260,7 @@ fn array(
     depth: usize,
     max_depth: usize,
     key: &str,
-    out: &mut Vec<u8>,
+    out: &mut Writer,
     widths: &mut Vec<u8>,
 ) -> Result<()> {
     let what = format_args!("value of '{key}'");
@@ -317,7 +286,8 @@ fn array(
         );
     }
     widths.push(width_code(elem));
-    encode_head(out, 4, count);
+    // Bounded by the file's size above.
+    out.array(count as usize);
     for _ in 0..count {
         let nested = (elem == T_ARRAY).then_some(&mut *widths);
         value(input, elem, depth + 1, max_depth, key, out, nested)?;
@@ -333,16 +303,49 @@ struct Info<'d> {
     offset: u64,
 }
 
-/// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
-/// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
-/// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
 /// True for the first bytes of a GGUF file.
 pub(crate) fn detect(head: &[u8]) -> bool {
     head.starts_with(b"GGUF")
 }
 
+/// Parses a GGUF file into a model. Reads the header once (without a mapping, in 64 KiB
+/// pieces) and encodes the key/values as one CBOR map; memory is proportional to the
+/// header, which is bounded by `limits.max_manifest_size`. Touches no tensor data.
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let mut input = Input::new(read, size, limits)?;
+    let (version, tensor_count, kv_count) = header(&mut input, size)?;
+    let kv = key_values(&mut input, kv_count, limits)?;
+    let mut objects = tensor_infos(&mut input, tensor_count, kv.alignment, limits)?;
+    let data_start = input
+        .pos
+        .checked_next_multiple_of(kv.alignment)
+        .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
+    drop(input);
+    place(&mut objects, data_start, size)?;
+
+    let version = if version == 2 { "2" } else { "3" };
+    // The data section starts aligned and every offset in it is aligned: so is every
+    // absolute offset.
+    let traits = Traits {
+        blob_alignment: kv.alignment,
+        ..super::UNALIGNED
+    };
+    let mut model = Model::new(Container::Gguf, traits, version, kv.attributes, objects)?;
+    model.data_offset = data_start;
+    model.split = match kv.split {
+        [None, None, None] => None,
+        [Some(no), Some(count), tensors] => Some(Split { no, count, tensors }),
+        _ => bail!(
+            Format,
+            "GGUF split keys are incomplete: a split needs both split.no and split.count"
+        ),
+    };
+    Ok((model, size))
+}
+
+/// The fixed header: magic, version (2 or 3), tensor count and key/value count, the
+/// counts bounded by what the file can hold.
+fn header(input: &mut Input<'_, '_>, size: u64) -> Result<(u32, u64, u64)> {
     input.take(4, &"magic")?;
     let version = input.u32(&"version")?;
     match version {
@@ -386,10 +389,24 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             size
         );
     }
-    let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
+    Ok((version, tensor_count, kv_count))
+}
 
-    let mut attrs = Vec::new();
-    encode_head(&mut attrs, 5, kv_count);
+/// What the key/values make: the file attributes (with their widths), the data
+/// section's alignment, and llama.cpp's split keys (`split_key`).
+struct KeyValues {
+    attributes: Option<Attributes>,
+    alignment: u64,
+    split: [Option<u64>; 3],
+}
+
+/// Reads the `kv_count` key/values into one CBOR map in file order, refusing a key that
+/// repeats.
+fn key_values(input: &mut Input<'_, '_>, kv_count: u64, limits: &Limits) -> Result<KeyValues> {
+    let max_depth = limits.max_cbor_depth.min(MAX_CBOR_DEPTH);
+    let mut attrs = Writer::new();
+    // Bounded by the file's size (`header`).
+    attrs.map(kv_count as usize);
     // Where each key's CBOR text starts in `attrs`, and its file offset: repeated keys
     // are found by sorting these at the end (a set of the keys would cost several times
     // their bytes).
@@ -406,7 +423,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         // others once all are read).
         if keys
             .last()
-            .is_some_and(|&(start, _)| cbor_text(&attrs[start..]) == key.as_bytes())
+            .is_some_and(|&(start, _)| key_at(&attrs, start) == Some(key.as_bytes()))
         {
             bail!(
                 Format,
@@ -418,56 +435,68 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         keys.try_reserve(1)
             .map_err(|_| err!(Limit, "could not allocate room for {i} GGUF keys"))?;
         keys.push((attrs.len(), at));
-        encode_head(&mut attrs, 3, key.len() as u64);
-        attrs.extend_from_slice(key.as_bytes());
+        attrs.text(&key);
         if key == "general.alignment" {
-            if ty != T_U32 {
-                bail!(
-                    Format,
-                    "GGUF general.alignment must be of type uint32 (4), not type {ty}"
-                );
-            }
-            let a = input.u32(&"general.alignment")?;
-            if a == 0 || !a.is_power_of_two() {
-                bail!(Format, "GGUF general.alignment is {a}, not a power of two");
-            }
-            alignment = u64::from(a);
-            encode_head(&mut attrs, 0, alignment);
+            alignment = general_alignment(input, ty)?;
+            attrs.uint(alignment);
             widths.push(width_code(T_U32));
         } else {
             let start = attrs.len();
-            value(
-                &mut input,
-                ty,
-                1,
-                max_depth,
-                &key,
-                &mut attrs,
-                Some(&mut widths),
-            )?;
+            value(input, ty, 1, max_depth, &key, &mut attrs, Some(&mut widths))?;
             if key.starts_with("split.") {
-                split_key(&key, &attrs[start..], &mut split)?;
+                split_key(&key, &attrs.as_slice()[start..], &mut split)?;
             }
         }
     }
-    let key_at = |start: usize| cbor_text(&attrs[start..]);
-    keys.sort_unstable_by(|a, b| key_at(a.0).cmp(key_at(b.0)).then(a.1.cmp(&b.1)));
+    let key_at = |start: usize| key_at(&attrs, start);
+    keys.sort_unstable_by(|a, b| key_at(a.0).cmp(&key_at(b.0)).then(a.1.cmp(&b.1)));
     if let Some(pair) = keys.windows(2).find(|p| key_at(p[0].0) == key_at(p[1].0)) {
         bail!(
             Format,
             "GGUF key '{}' at offset {} appears more than once",
-            String::from_utf8_lossy(key_at(pair[1].0)),
+            String::from_utf8_lossy(key_at(pair[1].0).unwrap_or_default()),
             pair[1].1
         );
     }
     drop(keys);
-    let attributes = Some(Attributes::from_vec_with_widths(attrs, widths));
+    Ok(KeyValues {
+        attributes: Some(Attributes::from_vec_with_widths(attrs.into_bytes(), widths)),
+        alignment,
+        split,
+    })
+}
 
-    // Objects are built as the infos are read (offsets still relative to the data
-    // section, which starts after the last info), grown by what was read: a count the
-    // file can hold may still be absurd for memory. Names sit side by side in an arena.
-    // An info that can't become an object is reported once the infos are all read, as
-    // a truncation later in them is.
+/// The text of the key `attrs` holds at `start` (as `Writer::text` wrote it).
+fn key_at(attrs: &Writer, start: usize) -> Option<&[u8]> {
+    string_body(&attrs.as_slice()[start..])
+}
+
+/// `general.alignment` (of type `ty`): a uint32 power of two.
+fn general_alignment(input: &mut Input<'_, '_>, ty: u32) -> Result<u64> {
+    if ty != T_U32 {
+        bail!(
+            Format,
+            "GGUF general.alignment must be of type uint32 (4), not type {ty}"
+        );
+    }
+    let a = input.u32(&"general.alignment")?;
+    if a == 0 || !a.is_power_of_two() {
+        bail!(Format, "GGUF general.alignment is {a}, not a power of two");
+    }
+    Ok(u64::from(a))
+}
+
+/// Reads the `tensor_count` tensor infos into objects, built as the infos are read
+/// (offsets still relative to the data section, which starts after the last info), grown
+/// by what was read: a count the file can hold may still be absurd for memory. Names sit
+/// side by side in an arena. An info that can't become an object is reported once the
+/// infos are all read, as a truncation later in them is.
+fn tensor_infos(
+    input: &mut Input<'_, '_>,
+    tensor_count: u64,
+    alignment: u64,
+    limits: &Limits,
+) -> Result<Vec<Object>> {
     let mut build = Build::new()?;
     let mut objects = Vec::new();
     let mut deferred = None;
@@ -515,34 +544,10 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
             Err(e) => deferred = Some(e),
         }
     }
-    if let Some(e) = deferred {
-        return Err(e);
+    match deferred {
+        Some(e) => Err(e),
+        None => Ok(objects),
     }
-    let data_start = input
-        .pos
-        .checked_next_multiple_of(alignment)
-        .ok_or_else(|| err!(Format, "GGUF data section start overflows"))?;
-    drop(input);
-    place(&mut objects, data_start, size)?;
-
-    let version = if version == 2 { "2" } else { "3" };
-    // The data section starts aligned and every offset in it is aligned: so is every
-    // absolute offset.
-    let traits = Traits {
-        blob_alignment: alignment,
-        ..super::UNALIGNED
-    };
-    let mut model = Model::new(Container::Gguf, traits, version, attributes, objects)?;
-    model.data_offset = data_start;
-    model.split = match split {
-        [None, None, None] => None,
-        [Some(no), Some(count), tensors] => Some(Split { no, count, tensors }),
-        _ => bail!(
-            Format,
-            "GGUF split keys are incomplete: a split needs both split.no and split.count"
-        ),
-    };
-    Ok((model, size))
 }
 
 /// Records one of llama.cpp's split keys (`split.no`, `split.count`,

@@ -19,7 +19,9 @@ use crate::model::{
 };
 
 use super::ReadAt;
-use super::ztensor::{TRAITS, manifest::Parser, manifest_region};
+use super::ztensor::manifest::{self, Parser};
+use super::ztensor::{TRAITS, manifest_region};
+use crate::cbor::Writer;
 
 /// Magic bytes at the start of legacy v0.1 files.
 pub const MAGIC_V01: &[u8; 8] = b"ZTEN0001";
@@ -38,7 +40,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
 
 /// Parses a legacy manifest (an array of tensor maps, at file offset `base`) into a model.
 fn parse_manifest(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
-    let mut p = Parser::new(bytes, base, limits);
+    let mut p = manifest::parser(bytes, base, limits);
     let mut len = p.array(0, "a legacy manifest")?;
     let mut objects = Vec::new();
     while p.more(&mut len)? {
@@ -47,8 +49,7 @@ fn parse_manifest(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
             parse_tensor(&mut p, limits).map_err(|e| e.context(format!("legacy tensor #{i}")))?;
         objects.push(object);
     }
-    let r = p.c.finish();
-    p.cbor(r)?;
+    p.finish()?;
     Model::new(Container::ZTensor, TRAITS, "0.1.0", None, objects)
 }
 
@@ -96,7 +97,7 @@ fn parse_tensor(p: &mut Parser<'_>, limits: &Limits) -> Result<Object> {
             "size" => f.size = Some(p.uint("'size'")?),
             "dtype" => f.dtype = Some(p.text("'dtype'")?),
             "layout" => f.layout = p.optional_text("'layout'")?,
-            "shape" => f.shape = Some(p.shape(2, limits)?.to_vec()),
+            "shape" => f.shape = Some(manifest::shape(p, 2, limits)?.to_vec()),
             "encoding" => f.encoding = p.optional_text("'encoding'")?,
             "data_endianness" => f.endianness = p.optional_text("'data_endianness'")?,
             "checksum" => f.checksum = p.optional_text("'checksum'")?,
@@ -108,252 +109,277 @@ fn parse_tensor(p: &mut Parser<'_>, limits: &Limits) -> Result<Object> {
         }
     }
     let missing = |k: &str| err!(Format, "legacy tensor lacks the required key '{k}'");
-    let name_text = f.name.ok_or_else(|| missing("name"))?;
-    let name = check_name("object", &name_text, limits.max_name_length)
+    let name_text = f.name.as_deref().ok_or_else(|| missing("name"))?;
+    let name = check_name("object", name_text, limits.max_name_length)
         .map_err(|e| e.context(format!("'{name_text}'")))?;
-    build(
-        name,
-        f.offset.ok_or_else(|| missing("offset"))?,
-        f.size.ok_or_else(|| missing("size"))?,
-        {
-            let d = f.dtype.ok_or_else(|| missing("dtype"))?;
-            DType::from_legacy_name(&d).ok_or_else(|| err!(Format, "unknown dtype '{d}'"))?
-        },
-        f.shape.ok_or_else(|| missing("shape"))?,
-        f.encoding.as_deref(),
-        f.endianness.as_deref(),
-        f.checksum.as_deref(),
-        f.layout.as_deref(),
-        f.sparse_format.as_deref(),
-        &f.custom,
-    )
-    .map_err(|e| e.context(format!("'{name_text}'")))
+    let offset = f.offset.ok_or_else(|| missing("offset"))?;
+    let length = f.size.ok_or_else(|| missing("size"))?;
+    let dtype = {
+        let d = f.dtype.as_deref().ok_or_else(|| missing("dtype"))?;
+        DType::from_legacy_name(d).ok_or_else(|| err!(Format, "unknown dtype '{d}'"))?
+    };
+    let shape = f.shape.clone().ok_or_else(|| missing("shape"))?;
+    build(name, (offset, length, dtype), shape, &f).map_err(|e| e.context(format!("'{name_text}'")))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The object of one legacy tensor entry: its blob (offset, length) of `dtype` elements.
 fn build(
     name: CText,
+    (offset, length, dtype): (u64, u64, DType),
+    shape: Vec<u64>,
+    f: &Fields<'_>,
+) -> Result<Object> {
+    let parts = Parts::new(f, offset, length, dtype)?;
+    let (format, components) = match parts.layout {
+        "dense" => ("dense", parts.dense(&shape)?),
+        "sparsecoo" => ("sparse_coo", parts.sparse_coo(&shape)?),
+        "sparsecsr" => ("sparse_csr", parts.sparse_csr(&shape)?),
+        other => bail!(Unsupported, "legacy layout '{other}' is not supported"),
+    };
+    Ok(Object {
+        name,
+        format: CText::new(format)?,
+        shape: shape.into(),
+        attributes: custom_attributes(&f.custom),
+        components: components.into(),
+    })
+}
+
+/// The custom keys of a legacy entry, as the object's attribute map.
+fn custom_attributes(custom: &[(&[u8], &[u8])]) -> Option<Attributes> {
+    (!custom.is_empty()).then(|| {
+        let mut cbor = Writer::new();
+        cbor.map(custom.len());
+        for (k, v) in custom {
+            cbor.raw(k);
+            cbor.raw(v);
+        }
+        Attributes::from_cbor(cbor.as_slice())
+    })
+}
+
+/// What every component of a legacy tensor shares: its one blob, how it is encoded, the
+/// byte order of its elements, its digest, and its layout.
+struct Parts {
     offset: u64,
     length: u64,
+    encoding: Encoding,
+    big_endian: bool,
+    digest: Option<CText>,
     dtype: DType,
-    shape: Vec<u64>,
-    encoding: Option<&str>,
-    endianness: Option<&str>,
-    checksum: Option<&str>,
-    layout: Option<&str>,
-    sparse_format: Option<&str>,
-    custom: &[(&[u8], &[u8])],
-) -> Result<Object> {
-    let encoding = match encoding.unwrap_or("raw") {
-        "raw" => Encoding::Raw,
-        "zstd" => Encoding::Zstd,
-        other => bail!(Unsupported, "encoding '{other}' is not supported"),
-    };
-    let big_endian = match endianness.unwrap_or("little") {
-        "little" => false,
-        "big" => true,
-        other => bail!(
-            Format,
-            "data_endianness '{other}' is neither 'little' nor 'big'"
-        ),
-    };
-    let digest = match checksum {
-        Some(d) => {
-            digest::check_syntax(d, TRAITS.digest_kinds)?;
-            Some(CText::new(d)?)
-        }
-        None => None,
-    };
-    let layout = match layout.unwrap_or("dense") {
-        "sparse" => match sparse_format {
-            Some("coo") => "sparsecoo",
-            Some("csr") => "sparsecsr",
-            other => bail!(Unsupported, "sparse_format {other:?} is not supported"),
-        },
-        l => l,
-    };
-    let width = dtype.size() as u8;
-    let decoded_blob = |derived: Option<u64>| -> Result<u64> {
-        match encoding {
-            Encoding::Raw | Encoding::Pipeline => Ok(length),
+    /// The element width of `dtype`.
+    width: u8,
+    /// `dense`, `sparsecoo` or `sparsecsr` (or one this library doesn't read).
+    layout: &'static str,
+}
+
+impl Parts {
+    fn new(f: &Fields<'_>, offset: u64, length: u64, dtype: DType) -> Result<Parts> {
+        let encoding = match f.encoding.as_deref().unwrap_or("raw") {
+            "raw" => Encoding::Raw,
+            "zstd" => Encoding::Zstd,
+            other => bail!(Unsupported, "encoding '{other}' is not supported"),
+        };
+        let big_endian = match f.endianness.as_deref().unwrap_or("little") {
+            "little" => false,
+            "big" => true,
+            other => bail!(
+                Format,
+                "data_endianness '{other}' is neither 'little' nor 'big'"
+            ),
+        };
+        let digest = match f.checksum.as_deref() {
+            Some(d) => {
+                digest::check_syntax(d, TRAITS.digest_kinds)?;
+                Some(CText::new(d)?)
+            }
+            None => None,
+        };
+        let layout = match f.layout.as_deref().unwrap_or("dense") {
+            "dense" => "dense",
+            "sparse" => match f.sparse_format.as_deref() {
+                Some("coo") => "sparsecoo",
+                Some("csr") => "sparsecsr",
+                other => bail!(Unsupported, "sparse_format {other:?} is not supported"),
+            },
+            "sparsecoo" => "sparsecoo",
+            "sparsecsr" => "sparsecsr",
+            other => bail!(Unsupported, "legacy layout '{other}' is not supported"),
+        };
+        Ok(Parts {
+            offset,
+            length,
+            encoding,
+            big_endian,
+            digest,
+            dtype,
+            width: dtype.size() as u8,
+            layout,
+        })
+    }
+
+    /// The blob's decoded size: its length when raw; for zstd, `derived` (what the shape
+    /// says), which sparse layouts don't have.
+    fn decoded_blob(&self, derived: Option<u64>) -> Result<u64> {
+        match self.encoding {
+            Encoding::Raw | Encoding::Pipeline => Ok(self.length),
             Encoding::Zstd => derived.ok_or_else(|| {
                 err!(
                     Unsupported,
-                    "a zstd-encoded legacy {layout} tensor has no recorded decoded size"
+                    "a zstd-encoded legacy {} tensor has no recorded decoded size",
+                    self.layout
                 )
             }),
         }
-    };
-    let part = |role: &str,
-                dtype: DType,
-                decoded_length: u64,
-                blob: Blob,
-                steps: Vec<Step>|
-     -> Result<Component> {
+    }
+
+    fn blob(&self, decoded_length: u64) -> Blob {
+        Blob {
+            file: 0,
+            offset: self.offset,
+            length: self.length,
+            encoding: self.encoding,
+            decoded_length,
+        }
+    }
+
+    /// A component of the blob (decoded to `decoded` bytes), read through `steps` and,
+    /// for big-endian elements of `width` bytes, a swap after them.
+    fn part(
+        &self,
+        role: &str,
+        dtype: DType,
+        (decoded_length, blob): (u64, Blob),
+        mut steps: Vec<Step>,
+        width: u8,
+    ) -> Result<Component> {
+        if self.big_endian && width > 1 {
+            steps.push(Step::SwapBytes(width));
+        }
         Ok(Component {
             role: CText::new(role)?,
             dtype,
             logical_type: None,
             blob,
             decoded_length,
-            digest: digest.clone(),
+            digest: self.digest.clone(),
             steps: steps.into(),
         })
-    };
-    // Big-endian elements of `width` bytes: a swap step after the others.
-    let swapped = |mut steps: Vec<Step>, width: u8| {
-        if big_endian && width > 1 {
-            steps.push(Step::SwapBytes(width));
+    }
+
+    fn dense(&self, shape: &[u64]) -> Result<Vec<Component>> {
+        let dtype = self.dtype;
+        let size = dense_byte_size(shape, dtype, None).ok_or_else(|| {
+            err!(
+                Format,
+                "the byte size of shape {shape:?} of {dtype} overflows u64"
+            )
+        })?;
+        let decoded = self.decoded_blob(Some(size))?;
+        let blob = self.blob(decoded);
+        Ok(vec![self.part(
+            "data",
+            dtype,
+            (decoded, blob),
+            vec![],
+            self.width,
+        )?])
+    }
+
+    /// COO records `[ndim x u64 index][value]`: values and coordinates gathered.
+    fn sparse_coo(&self, shape: &[u64]) -> Result<Vec<Component>> {
+        let (dtype, width) = (self.dtype, self.width);
+        let decoded = self.decoded_blob(None)?;
+        let blob = self.blob(decoded);
+        let ndim = shape.len() as u64;
+        let record = ndim * 8 + width as u64;
+        if decoded % record != 0 {
+            bail!(
+                Format,
+                "COO blob of {decoded} bytes is not a whole number of {record}-byte records"
+            );
         }
-        steps
-    };
-    let (format, components) = match layout {
-        "dense" => {
-            let size = dense_byte_size(&shape, dtype, None).ok_or_else(|| {
+        let nnz = decoded / record;
+        let gather = |coords: bool| {
+            vec![Step::Format(Arc::new(CooGather {
+                ndim,
+                nnz,
+                value_size: width,
+                coords,
+            }))]
+        };
+        Ok(vec![
+            self.part(
+                "values",
+                dtype,
+                (nnz * width as u64, blob),
+                gather(false),
+                width,
+            )?,
+            self.part(
+                "coords",
+                DType::U64,
+                (nnz * ndim * 8, blob),
+                gather(true),
+                8,
+            )?,
+        ])
+    }
+
+    /// CSR: row pointers, then indices, then values, each a slice of the blob.
+    fn sparse_csr(&self, shape: &[u64]) -> Result<Vec<Component>> {
+        let (dtype, width) = (self.dtype, self.width);
+        if shape.len() != 2 {
+            bail!(Format, "a CSR tensor needs a 2-d shape, not {shape:?}");
+        }
+        let decoded = self.decoded_blob(None)?;
+        let blob = self.blob(decoded);
+        let indptr_len = shape[0]
+            .checked_add(1)
+            .and_then(|r| r.checked_mul(8))
+            .filter(|&n| n <= decoded)
+            .ok_or_else(|| {
                 err!(
                     Format,
-                    "the byte size of shape {shape:?} of {dtype} overflows u64"
+                    "CSR blob of {decoded} bytes cannot hold {} row pointers",
+                    shape[0] as u128 + 1
                 )
             })?;
-            let decoded = decoded_blob(Some(size))?;
-            let blob = Blob {
-                file: 0,
-                offset,
-                length,
-                encoding,
-                decoded_length: decoded,
-            };
-            (
-                "dense",
-                vec![part("data", dtype, decoded, blob, swapped(vec![], width))?],
-            )
+        let rest = decoded - indptr_len;
+        let per_value = 8 + width as u64;
+        if rest % per_value != 0 {
+            bail!(
+                Format,
+                "CSR blob of {decoded} bytes does not split into row pointers, indices and values"
+            );
         }
-        "sparsecoo" => {
-            let decoded = decoded_blob(None)?;
-            let blob = Blob {
-                file: 0,
-                offset,
-                length,
-                encoding,
-                decoded_length: decoded,
-            };
-            let ndim = shape.len() as u64;
-            let record = ndim * 8 + width as u64;
-            if decoded % record != 0 {
-                bail!(
-                    Format,
-                    "COO blob of {decoded} bytes is not a whole number of {record}-byte records"
-                );
-            }
-            let nnz = decoded / record;
-            let gather = |coords: bool| {
-                Step::Format(Arc::new(CooGather {
-                    ndim,
-                    nnz,
-                    value_size: width,
-                    coords,
-                }))
-            };
-            (
-                "sparse_coo",
-                vec![
-                    part(
-                        "values",
-                        dtype,
-                        nnz * width as u64,
-                        blob,
-                        swapped(vec![gather(false)], width),
-                    )?,
-                    part(
-                        "coords",
-                        DType::U64,
-                        nnz * ndim * 8,
-                        blob,
-                        swapped(vec![gather(true)], 8),
-                    )?,
-                ],
-            )
-        }
-        "sparsecsr" => {
-            if shape.len() != 2 {
-                bail!(Format, "a CSR tensor needs a 2-d shape, not {shape:?}");
-            }
-            let decoded = decoded_blob(None)?;
-            let blob = Blob {
-                file: 0,
-                offset,
-                length,
-                encoding,
-                decoded_length: decoded,
-            };
-            let indptr_len = shape[0]
-                .checked_add(1)
-                .and_then(|r| r.checked_mul(8))
-                .filter(|&n| n <= decoded)
-                .ok_or_else(|| {
-                    err!(
-                        Format,
-                        "CSR blob of {decoded} bytes cannot hold {} row pointers",
-                        shape[0] as u128 + 1
-                    )
-                })?;
-            let rest = decoded - indptr_len;
-            let per_value = 8 + width as u64;
-            if rest % per_value != 0 {
-                bail!(
-                    Format,
-                    "CSR blob of {decoded} bytes does not split into row pointers, indices and values"
-                );
-            }
-            let nnz = rest / per_value;
-            let slice =
-                |start: u64, len: u64, width: u8| swapped(vec![Step::Slice { start, len }], width);
-            let values_len = nnz * width as u64;
-            (
-                "sparse_csr",
-                vec![
-                    part(
-                        "values",
-                        dtype,
-                        values_len,
-                        blob,
-                        slice(indptr_len + nnz * 8, values_len, width),
-                    )?,
-                    part(
-                        "indices",
-                        DType::U64,
-                        nnz * 8,
-                        blob,
-                        slice(indptr_len, nnz * 8, 8),
-                    )?,
-                    part(
-                        "indptr",
-                        DType::U64,
-                        indptr_len,
-                        blob,
-                        slice(0, indptr_len, 8),
-                    )?,
-                ],
-            )
-        }
-        other => bail!(Unsupported, "legacy layout '{other}' is not supported"),
-    };
-    let attributes = (!custom.is_empty()).then(|| {
-        let mut cbor = Vec::new();
-        crate::cbor::encode_head(&mut cbor, 5, custom.len() as u64);
-        for (k, v) in custom {
-            cbor.extend_from_slice(k);
-            cbor.extend_from_slice(v);
-        }
-        Attributes::from_cbor(&cbor)
-    });
-    Ok(Object {
-        name,
-        format: CText::new(format)?,
-        shape: shape.into(),
-        attributes,
-        components: components.into(),
-    })
+        let nnz = rest / per_value;
+        let slice = |start: u64, len: u64| vec![Step::Slice { start, len }];
+        let values_len = nnz * width as u64;
+        Ok(vec![
+            self.part(
+                "values",
+                dtype,
+                (values_len, blob),
+                slice(indptr_len + nnz * 8, values_len),
+                width,
+            )?,
+            self.part(
+                "indices",
+                DType::U64,
+                (nnz * 8, blob),
+                slice(indptr_len, nnz * 8),
+                8,
+            )?,
+            self.part(
+                "indptr",
+                DType::U64,
+                (indptr_len, blob),
+                slice(0, indptr_len),
+                8,
+            )?,
+        ])
+    }
 }
 
 /// Legacy COO records `[ndim x u64 index][value]`, nnz of them: gathers either the

@@ -104,11 +104,6 @@ impl Ring {
         self.lock().retired.push(slot);
     }
 
-    /// The buffers retired so far.
-    pub(crate) fn retired_slots(&self) -> Vec<usize> {
-        self.lock().retired.clone()
-    }
-
     /// The oldest buffer in flight, for the drain at the end of a load (the caller waits
     /// for it and settles its landings, then puts it back).
     pub(crate) fn oldest_flying(&self) -> Option<(usize, Vec<Landing>)> {
@@ -204,17 +199,29 @@ impl<E: Clone> Tally<E> {
     /// landed. Call when `land`/`fail`/`skip` said last, and for every request at the end
     /// of a load.
     pub(crate) fn finish(&self, unfinished: impl FnOnce() -> E) -> Option<(Result<(), E>, u64)> {
-        if self.finished.swap(true, Ordering::AcqRel) {
+        // A plain load first: at the end of a load every request is asked again, and
+        // nearly all have finished.
+        if self.finished.load(Ordering::Acquire) || self.finished.swap(true, Ordering::AcqRel) {
             return None;
         }
+        Some(self.outcome(unfinished))
+    }
+
+    /// The request's end as `finish` computes it, whether or not it was asked for already:
+    /// for the results of a load once every request finished (nothing changes then).
+    pub(crate) fn outcome(&self, unfinished: impl FnOnce() -> E) -> (Result<(), E>, u64) {
         let landed = self.landed();
-        let error = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // `record` sets the error before `failed` (Release): no failure seen, no error.
+        let error = match self.failed.load(Ordering::Acquire) {
+            true => self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            false => None,
+        };
         let result = match error {
             Some(e) => Err(e),
             None if self.remaining.load(Ordering::Acquire) != 0 => Err(unfinished()),
             None => Ok(()),
         };
-        Some((result, landed))
+        (result, landed)
     }
 }
 

@@ -6,6 +6,7 @@ use crate::codec::digest::Hasher;
 use crate::error::{Error, Result, err};
 use crate::reader::Reader;
 
+use super::io::{Io, Scratch};
 use super::plan::{Conv, Cut, Job};
 
 /// Where a chunk's source bytes come from.
@@ -16,72 +17,89 @@ pub(crate) enum From<'s> {
     Bytes(&'s [u8]),
 }
 
-/// A task's buffer for the source bytes of a chunk that can't be read straight into its
-/// destination: at most the staging size (a chunk's span never exceeds it).
-#[derive(Default)]
-pub(crate) struct Scratch {
-    buf: Vec<u8>,
-}
-
-impl Scratch {
-    /// `len` bytes to read into (grown once, fallibly, and kept).
-    pub(crate) fn get(&mut self, len: usize) -> Result<&mut [u8]> {
-        if self.buf.len() < len {
-            self.buf
-                .try_reserve_exact(len - self.buf.len())
-                .map_err(|_| err!(Limit, "can't allocate {len} bytes of scratch memory"))?;
-            self.buf.resize(len, 0);
-        }
-        Ok(&mut self.buf[..len])
-    }
-
-    /// The bytes it holds (its high-water mark).
-    pub(crate) fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-}
-
 /// Fills `out` with destination units `[u0, u1)` of `job`; hashes the source bytes into
 /// `hasher` (a digest checked on the staged bytes: the request is raw and whole, so its
-/// source bytes are its stored bytes).
-pub(crate) fn chunk(
+/// source bytes are its stored bytes). A raw component's bytes are read the way `io`
+/// chose for its file; anything else through the reader.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn chunk<'r>(
     reader: &Reader<'_>,
-    job: &Job<'_>,
+    io: &Io<'r>,
+    job: &Job<'r>,
     (u0, u1): (u64, u64),
     from: From<'_>,
     out: &mut [u8],
-    scratch: &mut Scratch,
+    scratch: &mut Scratch<'_>,
     hasher: Option<&mut Hasher>,
 ) -> Result<()> {
     debug_assert_eq!(out.len() as u64, job.out_bytes(u0, u1));
     let (s0, s1) = job.span(u0, u1);
     let (b0, b1) = (s0 * job.in_unit, s1 * job.in_unit);
+    let way = job.raw.and_then(|(file, _, source)| io.way(file, source));
+    let base = job.raw.map_or(0, |(_, base, _)| base);
     let bytes: &[u8] = match from {
         From::Bytes(b) => b,
-        // The bytes themselves, contiguous: read (pread, or zstd frames decoded) straight
-        // into the destination.
+        // The bytes themselves, contiguous: read (pread, O_DIRECT, or zstd frames decoded)
+        // straight into the destination.
         From::Reader
             if matches!(job.conv, Conv::Copy) && matches!(job.cut, Cut::Contiguous { .. }) =>
         {
-            reader.read_range(job.object, job.component, b0, out)?;
+            match way {
+                Some(way) => io
+                    .read(way, base + b0, &mut [&mut *out], scratch)
+                    .map_err(|e| context(reader, job, e))?,
+                None => reader.read_range(job.object, job.component, b0, out)?,
+            }
             if let Some(h) = hasher {
                 h.update(out);
             }
             return Ok(());
         }
-        From::Reader => match reader.borrowed(job.object, job.component, job.c) {
-            Some(all) => &all[b0 as usize..b1 as usize],
-            None => {
-                let buf = scratch.get((b1 - b0) as usize)?;
-                reader.read_range(job.object, job.component, b0, buf)?;
-                buf
+        From::Reader => match way {
+            Some(way) => {
+                let pieces = strided_pieces(job, u0, u1, b0);
+                io.span(
+                    way,
+                    base + b0,
+                    (b1 - b0) as usize,
+                    pieces.as_deref(),
+                    scratch,
+                )
+                .map_err(|e| context(reader, job, e))?
             }
+            None => match reader.borrowed(job.object, job.component, job.c) {
+                Some(all) => &all[b0 as usize..b1 as usize],
+                None => {
+                    let buf = scratch.get((b1 - b0) as usize)?;
+                    reader.read_range(job.object, job.component, b0, buf)?;
+                    buf
+                }
+            },
         },
     };
     if let Some(h) = hasher {
         h.update(bytes);
     }
     emit(job, (u0, u1), s0, bytes, out).map_err(|e| context(reader, job, e))
+}
+
+/// The pieces (start, length in bytes, from the span's first byte `b0`) of the source
+/// span of columns `[u0, u1)` that the columns need: one per row (what a remote object
+/// fetches instead of the whole span). None for a contiguous cut.
+fn strided_pieces(job: &Job<'_>, u0: u64, u1: u64, b0: u64) -> Option<Vec<(u64, u64)>> {
+    let Cut::Strided { row, first, width } = job.cut else {
+        return None;
+    };
+    let iu = job.in_unit;
+    let mut pieces = Vec::new();
+    let mut u = u0;
+    while u < u1 {
+        let (r, col) = (u / width, u % width);
+        let n = (width - col).min(u1 - u);
+        pieces.push(((r * row + first + col) * iu - b0, n * iu));
+        u += n;
+    }
+    Some(pieces)
 }
 
 fn context(reader: &Reader<'_>, job: &Job<'_>, e: Error) -> Error {
@@ -140,7 +158,7 @@ pub(crate) fn stream(
     reader: &Reader<'_>,
     job: &Job<'_>,
     limit: u64,
-    scratch: &mut Scratch,
+    scratch: &mut Scratch<'_>,
     mut chunk: impl FnMut((u64, u64), &[u8]) -> Result<()>,
 ) -> Result<()> {
     if job.units == 0 {

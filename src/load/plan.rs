@@ -12,9 +12,10 @@ use crate::codec::digest::{self, Expected};
 use crate::convert::Plan;
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
-use crate::model::Component;
+use crate::model::{Component, Object};
 use crate::quant::BlockType;
 use crate::reader::Reader;
+use crate::source::Source;
 
 use super::{Destination, Request, Slice};
 
@@ -48,7 +49,7 @@ pub(crate) enum Check {
     None,
     /// On the bytes as they are read (a raw component read whole): the stored bytes are
     /// the decoded ones, hashed in order by the task that runs the request.
-    Staged(Expected),
+    Staged(Box<Expected>),
     /// Before the request is read: the stored bytes are hashed once (zstd, other
     /// formats' pipelines, slices: what is read is not what the digest covers).
     Before,
@@ -81,9 +82,16 @@ pub(crate) struct Job<'r> {
     pub(crate) sequential: bool,
     /// Decoded from its start as a stream (range reads would decode it again and again).
     pub(crate) stream: bool,
-    /// The file descriptor and the file offset of unit 0 when a device may read the bytes
-    /// straight from storage (raw bytes, copied as they are, contiguous, unchecked).
-    pub(crate) direct: Option<(i32, u64)>,
+    /// A device may read the bytes straight from storage (raw bytes of a file, copied as
+    /// they are, contiguous, unchecked): from `raw`'s descriptor.
+    pub(crate) direct: bool,
+    /// For a raw component: its file (index and source) and the offset of its byte 0 in
+    /// it, so the load reads its bytes the way it chose for that file (`io`).
+    pub(crate) raw: Option<(u32, u64, &'r Source<'r>)>,
+    /// A host request for a whole component that doesn't read well in ranges (one large
+    /// zstd frame, another format's pipeline): decoded straight into its destination in
+    /// one piece, holding nothing besides (`Reader::read_into`).
+    pub(crate) into_place: bool,
 }
 
 // SAFETY: `Dst::Host` points into the caller's destination, which the load borrows
@@ -126,6 +134,9 @@ impl Job<'_> {
 
     /// How many chunks the request is cut into.
     pub(crate) fn chunk_count(&self, limit: u64) -> usize {
+        if self.into_place {
+            return usize::from(self.units > 0);
+        }
         let mut n = 0;
         let mut u = 0;
         while u < self.units {
@@ -156,10 +167,17 @@ fn span(cut: Cut, u0: u64, u1: u64) -> (u64, u64) {
 
 /// The units of a component read through `conv`: (bytes of a source unit, bytes of a
 /// destination unit, values per unit, units in the component).
-fn units(c: &Component, conv: &Conv<'_>, whole_bytes: bool) -> Result<(u64, u64, u64, u64)> {
+fn units(
+    c: &Component,
+    conv: &Conv<'_>,
+    whole_bytes: bool,
+    bytes: bool,
+) -> Result<(u64, u64, u64, u64)> {
     let blocks = crate::quant::packed_of(c.dtype(), c.logical_type())
         .or_else(|| c.blocks().and_then(|b| b.known().ok()));
     let (in_unit, per) = match (conv, blocks) {
+        // A range of decoded bytes, as they are.
+        (Conv::Copy, _) if bytes => (1, 1),
         (Conv::Dequantize { t, .. }, _) => (t.type_size(), t.block_size()),
         (_, Some(t)) => (t.type_size(), t.block_size()),
         // A whole copy is bytes: no element is ever split by a byte range of whole chunks
@@ -186,6 +204,25 @@ fn units(c: &Component, conv: &Conv<'_>, whole_bytes: bool) -> Result<(u64, u64,
 fn cut(shape: &[u64], slice: Slice, per: u64, total_units: u64) -> Result<(Cut, u64)> {
     let (first, count) = match slice {
         Slice::Whole => return Ok((Cut::Contiguous { first: 0 }, total_units)),
+        Slice::Range { first, count } => {
+            let total = total_units.saturating_mul(per);
+            if first.checked_add(count).is_none_or(|end| end > total) {
+                bail!(
+                    InvalidArgument,
+                    "[{first}, {first} + {count}) is outside the component's {total} \
+                     {}",
+                    if per == 1 { "units" } else { "values" }
+                );
+            }
+            if !(first.is_multiple_of(per) && count.is_multiple_of(per)) {
+                bail!(
+                    InvalidArgument,
+                    "values [{first}, {first} + {count}) don't start and end on block \
+                     boundaries (multiples of {per} values)"
+                );
+            }
+            return Ok((Cut::Contiguous { first: first / per }, count / per));
+        }
         Slice::Rows { first, count } | Slice::Columns { first, count } => (first, count),
     };
     let numel = shape
@@ -241,8 +278,74 @@ fn cut(shape: &[u64], slice: Slice, per: u64, total_units: u64) -> Result<(Cut, 
             let units = if width == 0 { 0 } else { rows * width };
             Ok((Cut::Strided { row, first, width }, units))
         }
-        Slice::Whole => unreachable!("returned above"),
+        Slice::Whole | Slice::Range { .. } => unreachable!("returned above"),
     }
+}
+
+/// What a request's slice and conversion make of a component: the conversion, the units,
+/// the cut, and the destination bytes.
+struct Shape<'r> {
+    conv: Conv<'r>,
+    in_unit: u64,
+    out_unit: u64,
+    units: u64,
+    cut: Cut,
+    needed: u64,
+}
+
+/// Resolves the slice and conversion of a request for component `c` of `obj`.
+fn shape<'r>(
+    obj: &Object,
+    c: &'r Component,
+    slice: Slice,
+    convert: Option<DType>,
+) -> Result<Shape<'r>> {
+    let conv = match convert {
+        None => Conv::Copy,
+        Some(to) => match crate::convert::plan(c.dtype(), c.logical_type(), to)? {
+            Plan::Copy => Conv::Copy,
+            Plan::Elements => Conv::Elements {
+                from: c.dtype(),
+                logical: c.logical_type(),
+                to,
+            },
+            Plan::Dequantize(t) => {
+                t.dequantizer()?;
+                Conv::Dequantize { t, to }
+            }
+        },
+    };
+    let whole = matches!(slice, Slice::Whole);
+    // A range without a conversion counts decoded bytes; with one, values.
+    let bytes = matches!(slice, Slice::Range { .. }) && convert.is_none();
+    let (in_unit, out_unit, per, total) = units(c, &conv, whole, bytes)?;
+    let (cut, units) = cut(obj.shape(), slice, per, total)?;
+    let needed = units
+        .checked_mul(out_unit)
+        .ok_or_else(|| err!(Limit, "the destination size overflows"))?;
+    Ok(Shape {
+        conv,
+        in_unit,
+        out_unit,
+        units,
+        cut,
+        needed,
+    })
+}
+
+/// The exact destination size, in bytes, of a request for `slice` of component
+/// `component` of object `object`, converted into `convert` (see `Request`).
+pub fn dst_size(
+    reader: &Reader<'_>,
+    object: usize,
+    component: usize,
+    slice: Slice,
+    convert: Option<DType>,
+) -> Result<u64> {
+    let (obj, c) = reader.component(object, component)?;
+    Ok(shape(obj, c, slice, convert)
+        .map_err(reader.ctx(obj, c))?
+        .needed)
 }
 
 /// Resolves request `r` of a load against `reader`: checks the slice, the conversion and
@@ -254,40 +357,36 @@ pub(crate) fn job<'r>(
 ) -> Result<Job<'r>> {
     let (obj, c) = reader.component(r.object, r.component)?;
     let ctx = reader.ctx(obj, c);
-    let conv = match r.convert {
-        None => Conv::Copy,
-        Some(to) => match crate::convert::plan(c.dtype(), c.logical_type(), to).map_err(&ctx)? {
-            Plan::Copy => Conv::Copy,
-            Plan::Elements => Conv::Elements {
-                from: c.dtype(),
-                logical: c.logical_type(),
-                to,
-            },
-            Plan::Dequantize(t) => {
-                t.dequantizer().map_err(&ctx)?;
-                Conv::Dequantize { t, to }
-            }
-        },
-    };
+    let Shape {
+        conv,
+        in_unit,
+        out_unit,
+        units,
+        cut,
+        needed,
+    } = shape(obj, c, r.slice, r.convert).map_err(&ctx)?;
     let whole = matches!(r.slice, Slice::Whole);
-    let (in_unit, out_unit, per, total) = units(c, &conv, whole).map_err(&ctx)?;
-    let (cut, units) = cut(obj.shape(), r.slice, per, total).map_err(&ctx)?;
-    let needed = units
-        .checked_mul(out_unit)
-        .ok_or_else(|| ctx(err!(Limit, "the destination size overflows")))?;
     let (dst, given) = match &mut r.dst {
         Destination::Host(buf) => (Dst::Host(buf.as_mut_ptr()), buf.len() as u64),
         Destination::Device {
             address,
             offset,
             len,
-        } => (
-            Dst::Device {
-                address: *address,
-                offset: *offset,
-            },
-            *len,
-        ),
+        } => {
+            if offset.checked_add(*len).is_none() {
+                return Err(ctx(err!(
+                    InvalidArgument,
+                    "the destination's offset {offset} + size {len} overflows 64 bits"
+                )));
+            }
+            (
+                Dst::Device {
+                    address: *address,
+                    offset: *offset,
+                },
+                *len,
+            )
+        }
     };
     check_size(needed, given).map_err(&ctx)?;
     let check = match (r.verify || verify_all, c.digest()) {
@@ -298,7 +397,7 @@ pub(crate) fn job<'r>(
             let staged =
                 c.is_plain() && whole && model.digest_region(r.object, r.component) == blob;
             if staged {
-                Check::Staged(expected)
+                Check::Staged(Box::new(expected))
             } else {
                 Check::Before
             }
@@ -306,13 +405,16 @@ pub(crate) fn job<'r>(
         _ => Check::None,
     };
     let stream = !reader.range_reads_are_cheap(r.object, r.component)?;
-    let direct = match (&dst, &check, conv, cut) {
-        (Dst::Device { .. }, Check::None, Conv::Copy, Cut::Contiguous { .. }) if c.is_plain() => {
-            let source = reader.source(obj, c)?;
-            source.fd().map(|fd| (fd, c.blob.offset))
-        }
-        _ => None,
+    let raw = match c.is_plain() {
+        true => Some((c.blob.file, c.blob.offset, reader.source(obj, c)?)),
+        false => None,
     };
+    let direct = matches!(
+        (&dst, &check, conv, cut, &raw),
+        (Dst::Device { .. }, Check::None, Conv::Copy, Cut::Contiguous { .. }, Some(raw))
+            if raw.2.fd().is_some()
+    );
+    let into_place = stream && whole && matches!((dst, conv), (Dst::Host(_), Conv::Copy));
     Ok(Job {
         object: r.object,
         component: r.component,
@@ -327,6 +429,8 @@ pub(crate) fn job<'r>(
         check,
         stream,
         direct,
+        raw,
+        into_place,
     })
 }
 

@@ -1,15 +1,15 @@
 //! One load: the requests resolved and cut into chunks, the tasks that claim and run them,
 //! the drain of what is still in flight at the end, and every request's end reported once.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result, err};
 use crate::reader::Reader;
 
 use super::core::{Landing, Queue, Taken, Tally};
 use super::device::Device;
-use super::fill::Scratch;
+use super::io::{Io, Scratch};
 use super::plan::{self, Dst, Job};
 use super::{LoadEvents, Loader, Request};
 
@@ -25,6 +25,68 @@ struct Item {
 
 /// Staging offsets of chunks that don't continue the previous one's destination.
 const ALIGN: u64 = 256;
+
+/// The bookkeeping vectors of a load, emptied, kept between loads for their capacity: a
+/// load of many small requests then doesn't map, fault in and unmap megabytes of fresh
+/// memory every time (a third of the time of a batch of 50,000 small tensors went there).
+/// At most `SPARE_MAX` bytes are kept.
+#[derive(Default)]
+pub(crate) struct Spare {
+    jobs: Vec<Option<Job<'static>>>,
+    tallies: Vec<Tally<Error>>,
+    chunks: Vec<usize>,
+    items: Vec<Item>,
+}
+
+/// The most bytes of bookkeeping a loader keeps between loads (a load of about 120,000
+/// requests).
+const SPARE_MAX: usize = 32 << 20;
+
+impl Spare {
+    fn keep(
+        mut jobs: Vec<Option<Job<'_>>>,
+        mut tallies: Vec<Tally<Error>>,
+        mut chunks: Vec<usize>,
+        mut items: Vec<Item>,
+    ) -> Spare {
+        jobs.clear();
+        tallies.clear();
+        chunks.clear();
+        items.clear();
+        let bytes = jobs.capacity() * std::mem::size_of::<Option<Job<'_>>>()
+            + tallies.capacity() * std::mem::size_of::<Tally<Error>>()
+            + chunks.capacity() * std::mem::size_of::<usize>()
+            + items.capacity() * std::mem::size_of::<Item>();
+        if bytes > SPARE_MAX {
+            return Spare::default();
+        }
+        // The jobs' vector is empty: no job of the load outlives it, only its allocation,
+        // which is the same for jobs of any lifetime.
+        let mut jobs = std::mem::ManuallyDrop::new(jobs);
+        let (ptr, capacity) = (jobs.as_mut_ptr(), jobs.capacity());
+        // SAFETY: `ptr` and `capacity` are those of a vector of `Option<Job<'_>>`, which
+        // has the layout of `Option<Job<'static>>` (lifetimes don't change layouts), with
+        // no element; the vector is not used or dropped again (ManuallyDrop).
+        let jobs = unsafe { Vec::from_raw_parts(ptr.cast::<Option<Job<'static>>>(), 0, capacity) };
+        Spare {
+            jobs,
+            tallies,
+            chunks,
+            items,
+        }
+    }
+}
+
+/// The end of a request a cancelled load never finished.
+fn canceled() -> Error {
+    err!(
+        Canceled,
+        "the load was cancelled before the request was done"
+    )
+}
+
+/// The smallest chunk of a remote object's raw bytes: a request's worth.
+const REMOTE_CHUNK: u64 = 8 << 20;
 
 /// A copy out of a staging buffer: `len` bytes from `src` in the buffer to `address` at
 /// `offset`, carrying the landings `landings` (indices into the flight's list).
@@ -52,8 +114,10 @@ pub(crate) struct Run<'l, 'r, 'a> {
     chunks: Vec<usize>,
     items: Vec<Item>,
     queue: Queue<'l>,
-    results: Vec<OnceLock<(Result<()>, u64)>>,
+    io: Io<'r>,
+    /// The chunk size of raw bytes (cut for progress), and of everything else.
     limit: u64,
+    staging: u64,
     total: u64,
     done: AtomicU64,
     reported: Mutex<u64>,
@@ -64,32 +128,28 @@ pub(crate) struct Run<'l, 'r, 'a> {
 
 impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
     /// Resolves every request (a request that can't be resolved fails alone) and cuts
-    /// them into chunks.
+    /// them into chunks: of at most a staging buffer, and small enough that a load reports
+    /// its progress at least `PROGRESS_STEPS` times.
     pub(crate) fn new(
         loader: &'l Loader,
         reader: &'r Reader<'a>,
         requests: &mut [Request<'_>],
         events: &'l dyn LoadEvents,
+        spare: Spare,
     ) -> Self {
-        let limit = loader.options.staging_size as u64;
-        let mut run = Run {
-            loader,
-            reader,
-            events,
-            jobs: Vec::with_capacity(requests.len()),
-            tallies: Vec::with_capacity(requests.len()),
-            chunks: Vec::with_capacity(requests.len()),
-            items: Vec::new(),
-            queue: Queue::new(0, &loader.cancel),
-            results: (0..requests.len()).map(|_| OnceLock::new()).collect(),
-            limit,
-            total: 0,
-            done: AtomicU64::new(0),
-            reported: Mutex::new(0),
-            copies: AtomicU64::new(0),
-            direct_reads: AtomicU64::new(0),
-            peak_scratch: AtomicUsize::new(0),
-        };
+        let Spare {
+            jobs,
+            mut tallies,
+            mut chunks,
+            mut items,
+        } = spare;
+        // An empty vector of jobs of any lifetime is one of jobs of this load's.
+        let mut jobs: Vec<Option<Job<'r>>> = jobs;
+        jobs.reserve(requests.len());
+        tallies.reserve(requests.len());
+        chunks.reserve(requests.len());
+        let mut failed = Vec::new();
+        let mut total = 0u64;
         for (i, r) in requests.iter_mut().enumerate() {
             let job = match r.dst {
                 super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
@@ -99,46 +159,85 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 _ => plan::job(reader, r, loader.options.verify),
             };
             match job {
-                Ok(job) => {
-                    let n = job.chunk_count(limit);
-                    run.total += job.out_bytes(0, job.units);
-                    if job.sequential && job.units > 0 {
-                        run.items.push(Item {
-                            request: i,
-                            u0: 0,
-                            u1: job.units,
-                        });
-                    } else {
-                        let mut u = 0;
-                        while u < job.units {
-                            let end = job.chunk_end(u, limit);
-                            run.items.push(Item {
-                                request: i,
-                                u0: u,
-                                u1: end,
-                            });
-                            u = end;
-                        }
-                    }
-                    run.tallies.push(Tally::new(n));
-                    run.chunks.push(n);
-                    run.jobs.push(Some(job));
+                Ok(j) => {
+                    total = total.saturating_add(j.out_bytes(0, j.units));
+                    jobs.push(Some(j));
                 }
                 Err(e) => {
-                    let tally = Tally::new(1);
-                    tally.fail(e);
-                    run.tallies.push(tally);
-                    run.chunks.push(1);
-                    run.jobs.push(None);
+                    failed.push((i, e));
+                    jobs.push(None);
                 }
             }
         }
-        run.queue = Queue::new(run.items.len(), &loader.cancel);
-        run
+        // Raw bytes are cut for progress; anything decoded in chunks (zstd frames, a
+        // stream) keeps whole staging buffers, so a frame is decoded about once; a remote
+        // object's reads keep requests of a useful size.
+        let staging = loader.options.staging_size as u64;
+        let least = match reader.parallel_reads() {
+            Some(_) => REMOTE_CHUNK,
+            None => super::MIN_STAGING_SIZE as u64,
+        };
+        let limit = staging.min((total / super::PROGRESS_STEPS).max(least));
+        let mut failed = failed.into_iter().peekable();
+        for (i, job) in jobs.iter().enumerate() {
+            let Some(job) = job else {
+                let (_, e) = failed.next().expect("a failure for each job missing");
+                let tally = Tally::new(1);
+                tally.fail(e);
+                tallies.push(tally);
+                chunks.push(1);
+                continue;
+            };
+            let limit = match job.raw {
+                Some(_) => limit,
+                None => staging,
+            };
+            let n = job.chunk_count(limit);
+            if (job.sequential || job.into_place) && job.units > 0 {
+                items.push(Item {
+                    request: i,
+                    u0: 0,
+                    u1: job.units,
+                });
+            } else {
+                let mut u = 0;
+                while u < job.units {
+                    let end = job.chunk_end(u, limit);
+                    items.push(Item {
+                        request: i,
+                        u0: u,
+                        u1: end,
+                    });
+                    u = end;
+                }
+            }
+            tallies.push(Tally::new(n));
+            chunks.push(n);
+        }
+        Run {
+            loader,
+            reader,
+            events,
+            queue: Queue::new(items.len(), &loader.cancel),
+            jobs,
+            tallies,
+            chunks,
+            items,
+            io: Io::new(reader, loader.options.io),
+            limit,
+            staging,
+            total,
+            done: AtomicU64::new(0),
+            reported: Mutex::new(0),
+            copies: AtomicU64::new(0),
+            direct_reads: AtomicU64::new(0),
+            peak_scratch: AtomicUsize::new(0),
+        }
     }
 
-    /// Runs the load to its end and returns every request's result.
-    pub(crate) fn execute(self) -> Vec<(Result<()>, u64)> {
+    /// Runs the load to its end and returns every request's result, and the bookkeeping
+    /// emptied (its capacity, for the next load).
+    pub(crate) fn execute(self) -> (Vec<(Result<()>, u64)>, Spare) {
         // Requests that failed to resolve, and empty ones, end at once.
         for (i, job) in self.jobs.iter().enumerate() {
             if job.as_ref().is_none_or(|j| j.units == 0) {
@@ -169,9 +268,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         if !self.items.is_empty() {
             let work = |_: usize| self.task();
             match remote {
-                // A remote object's reads wait on the network: threads of their own.
+                // A remote object's reads wait on the network: the I/O helper's threads.
                 Some(_) => {
-                    crate::batch::on_own_threads((0..tasks).collect(), tasks, work);
+                    crate::pool::io_map((0..tasks).collect(), tasks, work);
                 }
                 None => {
                     crate::pool::map((0..tasks).collect(), tasks, work);
@@ -188,10 +287,21 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         }
         self.report(true);
         self.record_stats(tasks);
-        self.results
-            .into_iter()
-            .map(|r| r.into_inner().expect("every request finished"))
-            .collect()
+        // Every request finished (above): each one's end, as reported to `completed`.
+        let results = self.tallies.iter().map(|t| t.outcome(canceled)).collect();
+        (
+            results,
+            Spare::keep(self.jobs, self.tallies, self.chunks, self.items),
+        )
+    }
+
+    /// The chunk size of `job`: raw bytes cut for progress, anything decoded in whole
+    /// staging buffers.
+    pub(super) fn limit_of(&self, job: &Job<'_>) -> u64 {
+        match job.raw {
+            Some(_) => self.limit,
+            None => self.staging,
+        }
     }
 
     fn job(&self, request: usize) -> &Job<'r> {
@@ -209,7 +319,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
 
     /// One task: claims runs of chunks until none is left (or the load is cancelled).
     fn task(&self) {
-        let mut scratch = Scratch::default();
+        // Callbacks this thread calls are inside the load (see `Loader::load`).
+        let _inside = super::Inside::enter(self.loader.id());
+        let mut scratch = Scratch::new(&self.loader.budget);
         loop {
             let mut at = 0u64;
             let range = self
@@ -220,12 +332,10 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
             let first = &self.items[range.start];
             let job = self.job(first.request);
-            if job.sequential {
+            if job.sequential || job.into_place {
                 self.sequential(first.request, &mut scratch);
             } else if matches!(job.dst, Dst::Host(_)) {
-                for item in &self.items[range] {
-                    self.host(item, &mut scratch);
-                }
+                self.host_run(range, &mut scratch);
             } else if self.direct(job) {
                 self.direct_chunk(first, &mut scratch);
             } else {
@@ -233,12 +343,12 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
         }
         self.peak_scratch
-            .fetch_max(scratch.capacity(), Ordering::Relaxed);
+            .fetch_max(scratch.peak(), Ordering::Relaxed);
     }
 
     /// Whether the device reads this job's bytes itself.
     fn direct(&self, job: &Job<'_>) -> bool {
-        job.direct.is_some()
+        job.direct
             && self
                 .loader
                 .device
@@ -255,7 +365,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         if *at == 0 {
             *at = ja.out_bytes(a.u0, a.u1);
         }
-        let plain = |j: &Job<'_>| !j.sequential && !self.direct(j);
+        let plain = |j: &Job<'_>| !j.sequential && !j.into_place && !self.direct(j);
         if !plain(ja) || !plain(jb) {
             return false;
         }
@@ -270,7 +380,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             }
             (Dst::Device { .. }, Dst::Device { .. }) => {
                 let start = self.place(&self.items[next - 1], *at, b);
-                if start + len > self.limit {
+                if start + len > self.limit.max(self.limit_of(ja)) {
                     return false;
                 }
                 *at = start + len;
@@ -321,22 +431,29 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
     // --- ends of chunks and requests ------------------------------------------------------
 
     fn finish(&self, request: usize) {
-        let canceled = || {
-            err!(
-                Canceled,
-                "the load was cancelled before the request was done"
-            )
-        };
         if let Some((result, bytes)) = self.tallies[request].finish(canceled) {
             self.events.completed(request, &result, bytes);
-            let _ = self.results[request].set((result, bytes));
         }
     }
 
     fn land(&self, l: Landing) {
-        self.done.fetch_add(l.bytes, Ordering::Relaxed);
+        self.count_landed(self.settle_landing(l));
+    }
+
+    /// A chunk landed: its request's tally (finished when it was the last chunk), without
+    /// counting the bytes for progress yet (`count_landed`); returns them.
+    fn settle_landing(&self, l: Landing) -> u64 {
         if self.tallies[l.request].land(l.bytes) {
             self.finish(l.request);
+        }
+        l.bytes
+    }
+
+    /// Counts landed bytes for progress (before the bytes' requests are reported done or
+    /// after: progress and completion are separate reports).
+    fn count_landed(&self, bytes: u64) {
+        if bytes > 0 {
+            self.done.fetch_add(bytes, Ordering::AcqRel);
         }
     }
 
@@ -352,19 +469,27 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         }
     }
 
-    /// Reports progress: always at the end (`last`), else when no other thread is
-    /// reporting (the callback runs under the lock, so counts arrive in order).
+    /// Reports progress: always at the end (`last`), else unless another thread is
+    /// reporting, which then reports this thread's bytes too (it looks again after its
+    /// callback returned): the callback runs under the lock, so counts arrive in order,
+    /// and no landing goes unreported for longer than one callback.
     fn report(&self, last: bool) {
-        let done = self.done.load(Ordering::Relaxed);
-        let guard = match last {
-            true => Some(self.reported.lock().unwrap_or_else(|p| p.into_inner())),
-            false => self.reported.try_lock().ok(),
-        };
-        if let Some(mut reported) = guard
-            && done > *reported
-        {
+        loop {
+            let guard = match last {
+                true => Some(self.reported.lock().unwrap_or_else(|p| p.into_inner())),
+                false => self.reported.try_lock().ok(),
+            };
+            let Some(mut reported) = guard else { return };
+            let done = self.done.load(Ordering::Acquire);
+            if done <= *reported {
+                return;
+            }
             *reported = done;
             self.events.progress(done, self.total);
+            drop(reported);
+            if self.done.load(Ordering::Acquire) == done {
+                return;
+            }
         }
     }
 
@@ -378,6 +503,9 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         s.peak_scratch = s
             .peak_scratch
             .max(self.peak_scratch.load(Ordering::Relaxed));
+        s.peak_bytes_in_flight = s.peak_bytes_in_flight.max(self.loader.budget.take_peak());
+        s.reads += self.io.reads.load(Ordering::Relaxed);
+        s.direct_io_reads += self.io.direct.load(Ordering::Relaxed);
     }
 
     // --- staging buffers and the device -------------------------------------------------
@@ -514,6 +642,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 Ok(()) => {
                     landings.into_iter().for_each(|l| self.land(l));
                     self.loader.ring.put_back(slot);
+                    self.report(false);
                 }
                 Err(e) => {
                     self.loader.ring.retire(slot);

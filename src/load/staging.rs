@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::error::{Result, err};
 
 use super::LoaderOptions;
-use super::core::Ring;
 use super::device::{Device, Event};
 
 /// Where the buffers come from.
@@ -70,7 +69,7 @@ impl Staging {
         };
         let made = s.fill(device.as_ref(), options.staging_count, source);
         if let Err(e) = made {
-            s.release(device.as_ref(), &Ring::new(0));
+            s.release(device.as_ref());
             return Err(e);
         }
         Ok(s)
@@ -156,17 +155,14 @@ impl Staging {
         self.events[slot]
     }
 
-    /// Destroys the events and frees or unregisters the buffers, except those the ring
-    /// retired (a copy may still read them: they are left as they are).
-    pub(crate) fn release(&mut self, device: &dyn Device, ring: &Ring) {
+    /// Destroys the events and frees or unregisters the buffers, those retired after a
+    /// failed event too: the loader is freed after the device finished what it accepted
+    /// (the caller's promise, docs/c-api.md), so no copy reads them any more.
+    pub(crate) fn release(&mut self, device: &dyn Device) {
         for e in self.events.drain(..) {
             device.event_destroy(e);
         }
-        let keep = ring.retired_slots();
-        for (i, b) in self.buffers.drain(..).enumerate() {
-            if keep.contains(&i) {
-                continue;
-            }
+        for b in self.buffers.drain(..) {
             if b.registered {
                 device.host_unregister(b.ptr);
             }

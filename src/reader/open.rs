@@ -35,6 +35,7 @@ impl Reader<'static> {
             eager: options.open_all_shards,
             open_all: options.open_all_shards,
             one_file: options.one_file,
+            dir: None,
         };
         let mut reader = Reader::open_in(path, &shown, set, options)?;
         reader.origin = Some(path.display().to_string().into());
@@ -67,6 +68,7 @@ impl Reader<'static> {
             eager: true,
             open_all: options.open_all_shards,
             one_file: options.one_file,
+            dir: None,
         };
         let mut reader = Reader::open_in(Path::new(&name), &name, set, options)?;
         reader.origin = Some(name.into());

@@ -7,12 +7,13 @@ use crate::formats::check_relative;
 use crate::model::Model;
 use crate::source::Source;
 
-use super::{SetOptions, Shard, Shards};
+use super::{Held, SetOptions, Shard, Shards};
 
 /// Opens the files a model keeps some of its blobs in (ONNX external data) beside the
 /// file at `path` (parsed into `model` through `source`): each named relative to that
-/// file's directory, refused if it resolves (links followed) outside it, and every blob
-/// checked to lie inside its file. The model's own file is shard 0.
+/// file's directory and opened beneath it, once (`SetOptions::open_part`: a name or link
+/// leading out of the directory is refused, but for a link beneath the directory the
+/// model really is in), and every blob checked to lie inside the file so opened. The model's own file is shard 0.
 pub(crate) fn open_external(
     path: &Path,
     source: Source<'static>,
@@ -20,48 +21,20 @@ pub(crate) fn open_external(
     options: SetOptions,
 ) -> Result<(Model, Shards)> {
     let dir = path.parent().unwrap_or(Path::new(""));
-    let local = options.place.parallel_opens().is_none();
-    let real_dir = if local {
-        let shown = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        Some(
-            shown
-                .canonicalize()
-                .map_err(|e| crate::error::Error::io(shown.display(), e))?,
-        )
-    } else {
-        None
-    };
     let own = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
     let mut shards = vec![Shard::new(
         own,
         path.to_path_buf(),
         source.size(),
         options.mapping,
-        Some(source),
+        Held::Open(source),
     )];
     for name in model.external.iter() {
         if let Err(why) = check_relative(name) {
             bail!(Format, "external data file {name:?} is {why}");
         }
         let file = dir.join(&**name);
-        if let Some(real_dir) = &real_dir {
-            let real = file.canonicalize().map_err(|e| {
-                crate::error::Error::io(format_args!("external data file {}", file.display()), e)
-            })?;
-            if !real.starts_with(real_dir) {
-                bail!(
-                    Format,
-                    "external data file {name:?} leads to {}, outside the model's directory {}",
-                    real.display(),
-                    real_dir.display()
-                );
-            }
-        }
-        let opened = (options.open_part(&file))
+        let opened = (options.open_part(name, &file))
             .map_err(|e| e.context(format_args!("external data file {name}")))?;
         shards.push(options.shard(name, file, opened));
     }

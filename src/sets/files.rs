@@ -1,17 +1,19 @@
 //! The files a reader reads: one, or the shards of a set.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::error::{Result, bail};
+use crate::error::{Error, Result, bail};
 #[cfg(feature = "remote")]
 use crate::source::remote;
 use crate::source::{Mapping, Source};
 
 use super::Place;
+use super::dir::Dir;
 
-/// The files a reader reads: one, or the shards of a set, each opened and mapped when
-/// one of its components is first read (or at open, `Shards::open_all`). Blobs say which
+/// The files a reader reads: one, or the shards of a set, each held open from the set's
+/// open (or, for a zTensor v2 shard, opened when one of its components is first read)
+/// and mapped when first read (or at open, `Shards::open_all`). Blobs say which
 /// file holds them (`Blob::file`), so offsets stay those of their own file.
 pub(crate) enum Files<'a> {
     One(Source<'a>),
@@ -21,6 +23,20 @@ pub(crate) enum Files<'a> {
 /// The shards of a set.
 pub(crate) struct Shards {
     files: Box<[Shard]>,
+}
+
+/// How a shard's bytes are reached before its first read.
+pub(crate) enum Held {
+    /// Open and ready to read (mapped, or read with `pread`).
+    Open(Source<'static>),
+    /// Open since the set's open (its header was read through this descriptor, with
+    /// `pread`): mapped when first read, never opened by name again.
+    File(std::fs::File),
+    /// Opened when first read, beneath the set's directory (a zTensor v2 shard).
+    Beneath(Arc<Dir>, Box<str>),
+    /// Opened when first read, at a remote place.
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    At(Place),
 }
 
 /// One shard: where it is, what it was when the set was opened, and its source once open.
@@ -33,45 +49,34 @@ pub(crate) struct Shard {
     size: u64,
     mapping: Mapping,
     opened: OnceLock<Source<'static>>,
-    lock: Mutex<()>,
-    /// Where `path` is opened when first read (set with `at`; local by default).
-    place: Place,
+    /// What opens it on first read (None once open).
+    pending: Mutex<Option<Held>>,
     /// Run on the shard once opened, before its first read: what its format requires of
     /// a file in its place (a zTensor v2 shard's magic and footer, §7.3).
     check: Option<fn(&Source<'static>) -> Result<()>>,
 }
 
 impl Shard {
-    /// A shard at `path`, `size` bytes when its header was read; `opened` when the source
-    /// that read it is kept.
-    pub(crate) fn new(
-        name: &str,
-        path: PathBuf,
-        size: u64,
-        mapping: Mapping,
-        opened: Option<Source<'static>>,
-    ) -> Shard {
-        let cell = OnceLock::new();
-        if let Some(source) = opened {
-            let _ = cell.set(source);
-        }
+    /// A shard at `path`, `size` bytes when the set was opened, reached through `held`.
+    pub(crate) fn new(name: &str, path: PathBuf, size: u64, mapping: Mapping, held: Held) -> Shard {
+        let opened = OnceLock::new();
+        let pending = match held {
+            Held::Open(source) => {
+                let _ = opened.set(source);
+                None
+            }
+            other => Some(other),
+        };
         Shard {
             name: name.into(),
             shown: path.display().to_string().into(),
             path,
             size,
             mapping,
-            opened: cell,
-            lock: Mutex::new(()),
-            place: Place::Local,
+            opened,
+            pending: Mutex::new(pending),
             check: None,
         }
-    }
-
-    /// The shard opened through `place` (a remote directory) when first read.
-    pub(crate) fn at(mut self, place: &Place) -> Shard {
-        self.place = place.clone();
-        self
     }
 
     /// The shard checked by `check` once opened, before anything is read from it.
@@ -90,17 +95,32 @@ impl Shard {
         self.size
     }
 
-    /// The shard's bytes in this process: opened (and mapped) on first use, once, and
+    /// The shard's bytes in this process: mapped (or opened) on first use, once, through
+    /// the descriptor the set holds (or opened beneath the set's directory then), and
     /// checked to be the size it was when the set was opened.
     fn source(&self) -> Result<&Source<'static>> {
         if let Some(s) = self.opened.get() {
             return Ok(s);
         }
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = self.opened.get() {
             return Ok(s);
         }
-        let source = self.place.open(&self.path, self.mapping)?;
+        let source = match pending.as_ref() {
+            Some(Held::File(file)) => {
+                // A second descriptor of the same open file: the one held stays should
+                // the mapping fail, and is closed once the source has its own.
+                let file = file
+                    .try_clone()
+                    .map_err(|e| Error::io(format_args!("shard {}", self.shown), e))?;
+                Source::from_file(file, &self.shown, self.mapping)?
+            }
+            Some(Held::Beneath(dir, name)) => dir.open(name, self.mapping)?,
+            Some(Held::At(place)) => place.open(&self.path, self.mapping)?,
+            Some(Held::Open(_)) | None => {
+                bail!(Internal, "shard {} has nothing to open it", self.name)
+            }
+        };
         if source.size() != self.size {
             bail!(
                 Format,
@@ -114,6 +134,7 @@ impl Shard {
             check(&source)
                 .map_err(|e| e.context(format_args!("shard {} ({})", self.name, self.shown)))?;
         }
+        *pending = None;
         Ok(self.opened.get_or_init(|| source))
     }
 }

@@ -33,6 +33,9 @@ pub(crate) fn open_index(
     limits: &Limits,
 ) -> Result<(Model, Shards)> {
     let source = options.place.open(index, Mapping::None)?;
+    // Its shards are opened beneath its directory, held from now on.
+    let dir = super::set_dir(index, &source, options.place)?;
+    let options = options.beneath(dir.as_ref());
     let max = MAX_INDEX.min(limits.max_manifest_size);
     if source.size() > max {
         bail!(

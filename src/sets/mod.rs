@@ -10,20 +10,25 @@
 //! Every shard is parsed here, through the format that recognises it, and its model
 //! validated against its own file (in parallel: `pipeline.rs`); the merged model
 //! (`merge.rs`) lists every shard's objects under their own names, each blob saying which
-//! shard holds it (`Blob::file`). Shards are closed again after parsing unless the caller
-//! keeps them open (`Shards` reopens them when first read: `files.rs`). Whatever the index
-//! says is checked against the shards: a tensor it maps to a shard that lacks it, a shard
+//! shard holds it (`Blob::file`). A local set's files are opened beneath the directory of
+//! the file opened (or, through links, beneath the directory that file really is in,
+//! when it was opened through a link: a Hugging Face cache snapshot), once each, and read
+//! only through those descriptors (`dir.rs`: the rule, links included); a shard parsed at open stays open, mapped when first read
+//! unless the caller maps every shard at open (`files.rs`). Whatever the index says is
+//! checked against the shards: a tensor it maps to a shard that lacks it, a shard
 //! holding a tensor the index doesn't map there, a name in two shards, a file outside the
 //! index's directory, a missing file, splits that disagree on their count are all errors
 //! naming the file.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::limits::Limits;
 use crate::model::Model;
 use crate::source::{Mapping, Source};
 
+mod dir;
 mod external;
 mod files;
 mod index;
@@ -34,10 +39,11 @@ mod split;
 mod v2;
 
 pub(crate) use external::refuse_external;
-pub(crate) use files::{Files, Shard, Shards};
+pub(crate) use files::{Files, Held, Shard, Shards};
 pub(crate) use place::Place;
 
 use crate::formats::check_relative;
+use dir::Dir;
 use index::{is_index, lists_every_object_once};
 use merge::merge;
 
@@ -56,23 +62,58 @@ pub(crate) struct SetOptions<'p> {
     /// Open only the file named, even when it is an index or one split of a GGUF split
     /// set.
     pub(crate) one_file: bool,
+    /// The directory a local set's files are opened beneath (set by `open` once the
+    /// file named is open); None for a remote place.
+    pub(crate) dir: Option<&'p Arc<Dir>>,
 }
 
-impl SetOptions<'_> {
-    /// Opens a file of the set to read its header: mapped only when it stays open.
-    fn open_part(&self, path: &Path) -> Result<Source<'static>> {
+impl<'p> SetOptions<'p> {
+    /// Opens the file `name` of the set (at `path`: `name` relative to the set's
+    /// directory) to read its header: beneath the directory for a local set, at the
+    /// place for a remote one; mapped only when it is mapped at open.
+    fn open_part(&self, name: &str, path: &Path) -> Result<Source<'static>> {
         let mapping = if self.eager {
             self.mapping
         } else {
             Mapping::None
         };
-        self.place.open(path, mapping)
+        match self.dir {
+            Some(dir) => dir.open(name, mapping),
+            None => self.place.open(path, mapping),
+        }
     }
 
-    /// The shard of a file opened by `open_part`: its source kept when it stays open.
+    /// The shard of a file opened by `open_part`: its source kept as it is when it was
+    /// mapped at open or is never mapped, else its descriptor, mapped when first read.
     fn shard(&self, name: &str, path: std::path::PathBuf, source: Source<'static>) -> Shard {
         let size = source.size();
-        Shard::new(name, path, size, self.mapping, self.eager.then_some(source))
+        let held = if self.eager || self.mapping == Mapping::None {
+            Held::Open(source)
+        } else {
+            match source.into_file() {
+                Ok(file) => Held::File(file),
+                Err(source) => Held::Open(source),
+            }
+        };
+        Shard::new(name, path, size, self.mapping, held)
+    }
+
+    /// These options with `dir` as the set's directory.
+    fn beneath<'d>(self, dir: Option<&'d Arc<Dir>>) -> SetOptions<'d>
+    where
+        'p: 'd,
+    {
+        SetOptions { dir, ..self }
+    }
+}
+
+/// The directory of the local file at `path` (open as `source`) that its set's files are
+/// opened beneath; None for a remote place.
+fn set_dir(path: &Path, source: &Source<'_>, place: &Place) -> Result<Option<Arc<Dir>>> {
+    match place {
+        Place::Local => Ok(Some(Arc::new(Dir::of(path, source)?))),
+        #[cfg(feature = "remote")]
+        Place::Remote(_) => Ok(None),
     }
 }
 
@@ -92,15 +133,19 @@ pub(crate) fn open(
     }
     let source = options.place.open_named(path, options.mapping)?;
     let model = parse(&source, limits).map_err(|e| e.context(shown))?;
+    let split = model.split.is_some_and(|s| s.count > 1) && !options.one_file;
+    if model.external.is_empty() && !split && model.v2_shards.is_empty() {
+        return Ok((model, Files::One(source)));
+    }
+    let dir = set_dir(path, &source, options.place).map_err(|e| e.context(shown))?;
+    let options = options.beneath(dir.as_ref());
     Ok(if !model.external.is_empty() {
         set(external::open_external(path, source, model, options).map_err(|e| e.context(shown))?)
-    } else if model.split.is_some_and(|s| s.count > 1) && !options.one_file {
+    } else if split {
         set(split::open_split(path, source, model, options, limits)?)
-    } else if !model.v2_shards.is_empty() {
+    } else {
         let shards = v2::open_set(path, source, &model, options).map_err(|e| e.context(shown))?;
         (model, Files::Set(Box::new(shards)))
-    } else {
-        (model, Files::One(source))
     })
 }
 

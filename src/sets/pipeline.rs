@@ -1,8 +1,8 @@
 //! The shards of a set parsed in parallel: while an index is read (each shard started as
 //! its first entry is met, checked against its entries once the whole index is read), or
 //! all known at once (a GGUF split set). Local shards are parsed on the library's pool;
-//! remote ones, which wait on the network rather than on cores, on threads of their own,
-//! as many as the place's requests in flight (as `load_batch` reads them).
+//! remote ones, which wait on the network rather than on cores, on the I/O helper's threads
+//! (`pool::io_scope`), as many as the place's requests in flight.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,16 +17,6 @@ use super::{SetOptions, Shard, check_relative, lists_every_object_once};
 
 /// Work handed to a thread.
 type Job<'p> = Box<dyn FnOnce() + Send + 'p>;
-
-/// Runs `body` with a way to start work on threads of its own (for work that waits on
-/// the network, not on cores); returns when all have ended.
-fn own_threads<'p, R>(body: impl FnOnce(&mut dyn FnMut(Job<'p>)) -> R) -> R {
-    std::thread::scope(|scope| {
-        body(&mut |job: Job<'p>| {
-            scope.spawn(job);
-        })
-    })
-}
 
 /// Runs `read` (see `pipelined`), starting a worker (`spawn`) for each shard found while
 /// fewer than `most.0` run, then up to `most.1` once the index is read, then (with
@@ -111,7 +101,7 @@ pub(super) fn pipelined<'t>(
     let remote = options.place.parallel_opens();
     let metadata = match remote {
         Some(n) => {
-            own_threads(|spawn| read_while_parsing(&pipe, &mut found, read, (n, n), false, spawn))
+            crate::pool::io_scope(|spawn| read_while_parsing(&pipe, &mut found, read, (n, n), false, spawn))
         }
         None => crate::pool::scope(|spawn| {
             // While this thread reads the index, up to one fewer than the pool's threads
@@ -339,7 +329,7 @@ pub(super) fn parse_listed(
         read: OnceLock::new(),
     };
     match options.place.parallel_opens() {
-        Some(n) => own_threads(|spawn| pipe.start_workers(n, spawn)),
+        Some(n) => crate::pool::io_scope(|spawn| pipe.start_workers(n, spawn)),
         None => crate::pool::scope(|spawn| {
             pipe.start_workers(crate::pool::threads().saturating_sub(1), spawn);
             if pipe.want_worker(usize::MAX) {
@@ -367,7 +357,8 @@ pub(super) fn parse_shard(
     limits: &Limits,
 ) -> Result<(Model, Shard)> {
     // Parsing reads the header only: without a mapping unless the shard stays open.
-    let source = (options.open_part(&path)).map_err(|e| e.context(format_args!("shard {name}")))?;
+    let source =
+        (options.open_part(name, &path)).map_err(|e| e.context(format_args!("shard {name}")))?;
     let model = super::parse(&source, limits).map_err(|e| e.context(path.display()))?;
     Ok((model, options.shard(name, path, source)))
 }

@@ -9,7 +9,7 @@ use crate::model::Model;
 use crate::source::Source;
 
 use super::pipeline::{parse_listed, parse_shard};
-use super::{SetOptions, Shard, Shards, merge};
+use super::{Held, SetOptions, Shard, Shards, merge};
 
 /// The parts of a llama.cpp split file name: `<prefix>-<no>-of-<count>.gguf`, with
 /// `no` counting from 1.
@@ -91,7 +91,13 @@ pub(crate) fn open_split(
             let size = source.size();
             (
                 model,
-                Shard::new(name, file.clone(), size, options.mapping, Some(source)),
+                Shard::new(
+                    name,
+                    file.clone(),
+                    size,
+                    options.mapping,
+                    Held::Open(source),
+                ),
             )
         } else {
             match parsed.next().expect("one result per other split") {

@@ -2,15 +2,16 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{Result, bail};
 use crate::formats::ztensor_v2;
 use crate::model::Model;
 use crate::source::Source;
 
-use super::{SetOptions, Shard, Shards};
+use super::{Held, SetOptions, Shard, Shards};
 
 /// The files of a v2 root with a shard table: the root (already open) and each shard,
-/// opened now when `open_all`, else on first read.
+/// opened now when `open_all`, else on first read: beneath the root's directory for a
+/// local root (`options.dir`), at its place for a remote one.
 pub(super) fn open_set(
     root: &Path,
     source: Source<'static>,
@@ -23,26 +24,27 @@ pub(super) fn open_set(
         || root.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    files.push(
-        Shard::new(
-            &root_name,
-            root.to_path_buf(),
-            source.size(),
-            mapping,
-            Some(source),
-        )
-        .at(place),
-    );
+    files.push(Shard::new(
+        &root_name,
+        root.to_path_buf(),
+        source.size(),
+        mapping,
+        Held::Open(source),
+    ));
     for entry in &model.v2_shards {
-        let shard = Shard::new(
-            &entry.name,
-            ztensor_v2::shards::shard_path(root, &entry.name),
-            entry.size,
-            mapping,
-            None,
-        )
-        .at(place)
-        .checked_by(ztensor_v2::shards::check_shard);
+        let path = ztensor_v2::shards::shard_path(root, &entry.name);
+        let held = match (options.dir, path.file_name().and_then(|n| n.to_str())) {
+            (Some(dir), Some(name)) => Held::Beneath(dir.clone(), name.into()),
+            (Some(_), None) => bail!(
+                Internal,
+                "shard '{}' has no file name ({})",
+                entry.name,
+                path.display()
+            ),
+            (None, _) => Held::At(place.clone()),
+        };
+        let shard = Shard::new(&entry.name, path, entry.size, mapping, held)
+            .checked_by(ztensor_v2::shards::check_shard);
         files.push(shard);
     }
     let shards = Shards::new(files);

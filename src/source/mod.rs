@@ -238,7 +238,7 @@ impl Source<'static> {
 
 /// `O_NONBLOCK` only served the open; reads of a regular file ignore it, but clear it so
 /// the descriptor behaves as any other.
-fn clear_nonblocking(file: &File) {
+pub(crate) fn clear_nonblocking(file: &File) {
     use std::os::fd::AsRawFd;
     let fd = file.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own; failure leaves the flag, which is harmless.
@@ -256,6 +256,18 @@ impl<'a> Source<'a> {
         Source {
             kind: Kind::Memory(bytes),
             size: bytes.len() as u64,
+        }
+    }
+
+    /// The open file behind a local source (mapped or not), its mapping dropped; the
+    /// source itself back when it has none (memory, a remote object).
+    pub(crate) fn into_file(self) -> std::result::Result<File, Source<'a>> {
+        match self.kind {
+            Kind::Map(_, f) | Kind::File(f) => Ok(f),
+            kind => Err(Source {
+                kind,
+                size: self.size,
+            }),
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{FileVersion, Writer, vocabulary};
+use super::{FileVersion, Writer, foreign, vocabulary};
 use crate::cbor::Value;
 use crate::error::{Result, bail, err};
 use crate::formats::ztensor::manifest;
@@ -40,7 +40,7 @@ impl<W: Write> Writer<W> {
         self.check_usable()?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
         let attrs = self.file_attributes_for(attrs, &value)?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 
@@ -92,7 +92,7 @@ impl<W: Write> Writer<W> {
             return self.set_file_attributes_typed(&attributes.typed_value()?);
         }
         let attrs = self.file_attributes_for(attributes.clone(), &attributes.value())?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 
@@ -116,6 +116,15 @@ impl<W: Write> Writer<W> {
         self.replace_object_attributes(i, attrs)
     }
 
+    /// Sets the file's attributes (checked); a GGUF writer pads its spool to the
+    /// `general.alignment` they say from now on.
+    fn put_file_attributes(&mut self, attrs: Attributes) {
+        if self.format == super::OutputFormat::Gguf {
+            self.spool_align = foreign::gguf_alignment(&attrs);
+        }
+        self.file_attributes = Some(attrs);
+    }
+
     /// The index of the object `name` (begun, open or ended).
     fn object_index(&self, name: &str) -> Result<usize> {
         if let Some(&i) = self.by_name.get(name) {
@@ -135,7 +144,7 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
         let attrs = self.file_attributes_for(Attributes::from_value(&attributes), &attributes)?;
-        self.file_attributes = Some(attrs);
+        self.put_file_attributes(attrs);
         Ok(())
     }
 
@@ -143,6 +152,18 @@ impl<W: Write> Writer<W> {
     /// keeps them: for a single file as its version stores them (`typed_attributes_for`);
     /// for a set, the index's `metadata`, JSON, which keeps values but not their widths.
     fn file_attributes_for(&self, attributes: Attributes, value: &Value) -> Result<Attributes> {
+        if self.format.spools() {
+            // safetensors' __metadata__ (each file of a set's) or GGUF's key/values (a
+            // split set's first file's): typed, checked for what the format holds.
+            let attrs = self.typed_attributes_for(
+                attributes,
+                value,
+                manifest::FILE_ATTRIBUTES_DEPTH,
+                "the file's",
+            )?;
+            foreign::check_attributes(self.format, &attrs)?;
+            return Ok(attrs);
+        }
         if self.set.is_some() {
             if !value.is_map() {
                 bail!(InvalidArgument, "the set's attributes must be a map");
@@ -214,6 +235,14 @@ impl<W: Write> Writer<W> {
     /// Replaces object `i`'s attributes; a v2 object already ended must still meet its
     /// layout's profile with them (else they are not replaced).
     fn replace_object_attributes(&mut self, i: usize, attributes: Attributes) -> Result<()> {
+        if self.format.spools() {
+            bail!(
+                InvalidArgument,
+                "{} has no per-tensor attributes (object '{}')",
+                self.format.name(),
+                self.objects[i].name()
+            );
+        }
         let old = self.objects[i].attributes.replace(attributes);
         let ended = !(self.open_object && i + 1 == self.objects.len());
         if self.version == FileVersion::V2

@@ -40,8 +40,9 @@ impl CopyOptions {
     }
 
     /// How a decoded copy of `c` is written into a file of `version`.
-    fn write_options(&self, c: &Component, version: FileVersion) -> WriteOptions {
+    fn write_options(&self, c: &Component, version: FileVersion, raw: bool) -> WriteOptions {
         let encoding = self.encoding.unwrap_or(match c.encoding() {
+            _ if raw => Encoding::Raw,
             Encoding::Pipeline => Encoding::Zstd,
             other => other,
         });
@@ -52,7 +53,10 @@ impl CopyOptions {
             } else {
                 0
             },
-            digest: self.digest_for(c, version),
+            digest: match raw {
+                true => self.digest.unwrap_or(DigestAlgorithm::None),
+                false => self.digest_for(c, version),
+            },
         }
     }
 }
@@ -112,7 +116,12 @@ impl<W: Write> Writer<W> {
             (obj.components().iter()).fold(0u64, |n, c| n.saturating_add(c.decoded_length()));
         self.begin_object_sized(name, obj.format(), obj.shape(), size)?;
         let result = (|| {
-            if let Some(attributes) = obj.raw_attributes() {
+            // safetensors and GGUF have no per-tensor attributes: a ggml object's are
+            // its type's, which the GGUF tensor info says; others are not copied
+            // (`zt convert` says which).
+            if let Some(attributes) = obj.raw_attributes()
+                && !self.format.spools()
+            {
                 self.set_object_attributes_from(name, attributes)?;
             }
             let kind = crate::model::schema::ObjectKind::of(obj.format());
@@ -131,13 +140,17 @@ impl<W: Write> Writer<W> {
                 // A v2 digest covers decoded bytes and v2 zstd has its own profile: only raw
                 // bytes are copied as stored into v2.
                 let stored_ok = match version {
+                    _ if self.format.spools() => c.encoding() == Encoding::Raw,
                     FileVersion::V1_2 => matches!(c.encoding(), Encoding::Raw | Encoding::Zstd),
                     FileVersion::V2 => c.encoding() == Encoding::Raw,
                 };
                 let as_stored =
                     options.encoding.is_none() && c.steps.is_empty() && stored_ok && !widen;
                 if as_stored {
-                    let digest = options.digest_for(c, version);
+                    let digest = match self.format.spools() {
+                        true => options.digest.unwrap_or(DigestAlgorithm::None),
+                        false => options.digest_for(c, version),
+                    };
                     self.copy_stored(reader, object, ci, c, digest, progress)?;
                 } else {
                     self.copy_decoded(reader, object, ci, c, widen, options, progress)?;
@@ -164,7 +177,7 @@ impl<W: Write> Writer<W> {
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
         let dtype = if widen { DType::U64 } else { c.dtype() };
-        let opts = options.write_options(c, self.version);
+        let opts = options.write_options(c, self.version, self.format.spools());
         self.begin_component(c.role(), dtype, c.logical_type(), &opts)?;
         let mut wide = Vec::new();
         reader.for_each_piece(object, ci, |piece| {

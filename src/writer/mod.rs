@@ -1,7 +1,8 @@
 //! The append-only writer: header, aligned blobs with zero padding, manifest, footer.
-//! Writes zTensor v1.2.0 (64-byte alignment, the manifest's size before the footer magic)
-//! or v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form), as
-//! `CreateOptions::version` says. Writing to a path goes through a temporary file in the
+//! Writes zTensor v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form; the
+//! default) or v1.2.0 (64-byte alignment, the manifest's size before the footer magic),
+//! as `CreateOptions::version` says; or safetensors or GGUF (`foreign`), as
+//! `CreateOptions::format` says. Writing to a path goes through a temporary file in the
 //! same directory that is renamed into place only by `finish`. The same writer writes a
 //! sharded set (`sharded`): its destination is then a set of such files, begun one after
 //! another, and an index.
@@ -22,12 +23,14 @@ use crate::model::{Attributes, CText, Encoding, Object, check_name, schema};
 
 mod attrs;
 mod copy;
+mod foreign;
 mod output;
 mod sharded;
 mod stream;
 mod v2;
 mod vocabulary;
 pub use copy::CopyOptions;
+pub use foreign::{OutputFormat, ggml_block_type, safetensors_dtype};
 use output::{BUFFER, Output, Target, Writeback, temp_name};
 pub use sharded::ShardedWriter;
 use sharded::Shards;
@@ -90,6 +93,17 @@ pub struct Writer<W: Write = BufWriter<File>> {
     /// Where the file goes when it is finished: None for a single file (or stream); for
     /// a set, the shards finished before this one, and what begins the next (`sharded`).
     set: Option<Box<Shards<W>>>,
+    /// The container written (`Auto` resolved).
+    format: OutputFormat,
+    /// safetensors and GGUF: the temporary file the tensors are spooled to, read back
+    /// when `finish` assembles the file (`foreign`).
+    spool: Option<File>,
+    /// What spooled tensors are padded to: 1 for safetensors, GGUF's alignment (so that
+    /// the spool is the data section, copied in one piece when nothing changed).
+    spool_align: u64,
+    /// The bytes of the tensors spooled (their padding not counted): what a set's shard
+    /// holds, for its limit (as gguf-py and transformers count).
+    spool_data: u64,
 }
 
 /// The zTensor version a writer writes.
@@ -101,10 +115,34 @@ pub enum FileVersion {
     V2,
 }
 
-/// The version new files are written as unless the caller says otherwise.
+/// Where a zTensor v2 writer starts blobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// At 64 KiB boundaries: canonical form (§6.3), byte for byte what `ztensor` 2.x
+    /// writes for the same tensors.
+    #[default]
+    Canonical,
+    /// At 4 KiB boundaries, the spec's floor: a valid v2 file every v2 reader reads, much
+    /// smaller for many small tensors, but not canonical.
+    Compact,
+}
+
+impl Placement {
+    /// The blob alignment.
+    pub fn alignment(self) -> u64 {
+        match self {
+            Placement::Canonical => crate::formats::ztensor_v2::ALIGN_CANONICAL,
+            Placement::Compact => crate::formats::ztensor_v2::ALIGN_FLOOR,
+        }
+    }
+}
+
+/// The version new files are written as unless the caller says otherwise: v2, what
+/// `pip install ztensor` (2.x) reads; v1.2 stays one option away for readers pinned to
+/// 1.x.
 impl Default for FileVersion {
     fn default() -> FileVersion {
-        FileVersion::V1_2
+        FileVersion::V2
     }
 }
 
@@ -136,6 +174,13 @@ pub struct CreateOptions {
     /// in ascending name order, or components not in ascending role order). The file is
     /// then canonical only if they were added in that order.
     pub keep_order: bool,
+    /// zTensor v2: where blobs start (`Placement`).
+    pub placement: Placement,
+    /// The container to write: zTensor (of `version`), safetensors or GGUF; `Auto` (the
+    /// default) goes by the path's extension (`.safetensors`, `.gguf`, else zTensor).
+    /// safetensors and GGUF are written to a path only (their header, which lists every
+    /// tensor, comes first: see `foreign`).
+    pub format: OutputFormat,
 }
 
 impl Default for CreateOptions {
@@ -144,6 +189,8 @@ impl Default for CreateOptions {
             durable: true,
             version: FileVersion::default(),
             keep_order: false,
+            placement: Placement::default(),
+            format: OutputFormat::Auto,
         }
     }
 }
@@ -174,8 +221,20 @@ impl Writer<BufWriter<File>> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        let format = options.format.resolve(Some(&path));
+        let options = &CreateOptions {
+            format,
+            // safetensors and GGUF take the v1.2 writer's paths (plain blobs, typed
+            // attributes kept), without its framing.
+            version: match format.spools() {
+                true => FileVersion::V1_2,
+                false => options.version,
+            },
+            ..*options
+        };
         let temp = dir.join(temp_name(file_name));
-        // Readable too: a v2 writer reads blobs back (identical parts share one).
+        // Readable too: a v2 writer reads blobs back (identical parts share one), and a
+        // safetensors or GGUF writer its spooled tensors.
         let file = FsOpenOptions::new()
             .read(true)
             .write(true)
@@ -188,18 +247,19 @@ impl Writer<BufWriter<File>> {
             durable: options.durable,
             done: false,
         };
-        let writeback = (target.durable)
+        // A spool is copied out and removed: only the file assembled from it is synced.
+        let writeback = (target.durable && !format.spools())
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|file| Writeback { file, started: 0 });
-        let handle = match options.version {
-            FileVersion::V2 => Some(file.try_clone().map_err(|e| {
+        let handle = match options.version == FileVersion::V2 || format.spools() {
+            true => Some(file.try_clone().map_err(|e| {
                 Error::io(
                     format_args!("{}: a second handle", target.temp.display()),
                     e,
                 )
             })?),
-            FileVersion::V1_2 => None,
+            false => None,
         };
         let mut w = Writer::new_inner(
             BufWriter::with_capacity(BUFFER, file),
@@ -224,21 +284,42 @@ impl<W: Write> Writer<W> {
     /// `Write` that is not a file, a v2 writer keeps blobs in the order written and can't
     /// take back a streamed duplicate (see `v2`).
     pub fn new_with(out: W, options: &CreateOptions) -> Result<Self> {
+        let format = options.format.resolve(None);
+        if format.spools() {
+            bail!(
+                InvalidArgument,
+                "{} is written to a path (its header, which lists every tensor, comes first), \
+                 not to a stream",
+                format.name()
+            );
+        }
+        let options = &CreateOptions {
+            format,
+            ..*options
+        };
         let mut w = Writer::new_inner(out, None, options, None);
         w.write_header()?;
         Ok(w)
     }
 
     fn write_header(&mut self) -> Result<()> {
+        if self.format.spools() {
+            return Ok(());
+        }
         match self.version {
             FileVersion::V1_2 => self.emit(MAGIC_V1),
             FileVersion::V2 => self.emit(&MAGIC_V2),
         }
     }
 
-    /// The version this writer writes.
+    /// The zTensor version this writer writes (meaningless for safetensors and GGUF).
     pub fn version(&self) -> FileVersion {
         self.version
+    }
+
+    /// The container this writer writes.
+    pub fn format(&self) -> OutputFormat {
+        self.format
     }
 
     fn new_inner(
@@ -250,6 +331,10 @@ impl<W: Write> Writer<W> {
         let label = target
             .as_ref()
             .map_or_else(|| "stream".into(), |t| t.path.display().to_string().into());
+        let (handle, spool) = match options.format.spools() {
+            true => (None, handle),
+            false => (handle, None),
+        };
         Writer {
             output: Output {
                 out,
@@ -266,10 +351,23 @@ impl<W: Write> Writer<W> {
             target,
             version: options.version,
             v2: (options.version == FileVersion::V2)
-                .then(|| Box::new(v2::State::new(options.keep_order, handle))),
+                .then(|| {
+                    Box::new(v2::State::new(
+                        options.keep_order,
+                        options.placement.alignment(),
+                        handle,
+                    ))
+                }),
             frames: None,
             placing: None,
             set: None,
+            format: options.format,
+            spool,
+            spool_align: match options.format {
+                OutputFormat::Gguf => 32,
+                _ => 1,
+            },
+            spool_data: 0,
         }
     }
 
@@ -309,6 +407,21 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
+        if self.format.spools() {
+            // Spooled tensors lie end to end (GGUF: each padded as the file pads it);
+            // `finish` places them.
+            self.settle()?;
+            let pad = self.output.pos.next_multiple_of(self.spool_align) - self.output.pos;
+            const ZEROS: [u8; 4096] = [0; 4096];
+            let mut left = pad;
+            while left > 0 {
+                let n = left.min(ZEROS.len() as u64) as usize;
+                let r = self.output.emit(&ZEROS[..n]);
+                self.after_io(r)?;
+                left -= n as u64;
+            }
+            return Ok(());
+        }
         if self.version == FileVersion::V2 {
             return self.v2_pad();
         }
@@ -420,6 +533,7 @@ impl<W: Write> Writer<W> {
         if format.is_empty() {
             bail!(InvalidArgument, "object '{name}': the format is empty");
         }
+        foreign::check_object(self.format, name, format, shape)?;
         let format_c = CText::new(format).map_err(as_argument)?;
         check_shape(shape)?;
         self.by_name.insert(name.to_owned(), self.objects.len());
@@ -444,10 +558,12 @@ impl<W: Write> Writer<W> {
                 schema::check_sizes(self.objects.last().expect("open object")).map_err(as_argument)
             }),
             FileVersion::V1_2 => {
+                let format = self.format;
                 let obj = self.objects.last_mut().expect("open object");
                 vocabulary::v1_vocabulary(obj)
                     .and_then(|()| schema::check_writable(obj))
                     .map_err(as_argument)
+                    .and_then(|()| foreign::check_end(format, obj))
             }
         };
         if let Err(e) = checked {
@@ -455,6 +571,10 @@ impl<W: Write> Writer<W> {
             let e = e.context(format!("object '{name}'"));
             self.abandon_object();
             return Err(e);
+        }
+        if self.format.spools() {
+            let obj = self.objects.last().expect("open object");
+            self.spool_data += obj.components().iter().map(|c| c.length()).sum::<u64>();
         }
         self.open_object = false;
         Ok(())
@@ -483,7 +603,7 @@ impl<W: Write> Writer<W> {
         self.check_finishable()?;
         match self.set.take() {
             None => self.finish_file(),
-            Some(set) => (*set).finish(self),
+            Some(set) => (*set).finish(self).map(|(out, _)| out),
         }
     }
 
@@ -491,6 +611,7 @@ impl<W: Write> Writer<W> {
     fn finish_file(mut self) -> Result<W> {
         self.settle()?;
         match self.version {
+            _ if self.format.spools() => self.assemble(None)?,
             FileVersion::V1_2 => {
                 let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
                 self.emit(&manifest)?;

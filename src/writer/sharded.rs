@@ -14,8 +14,9 @@ use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use super::foreign::{self, SplitKeys};
 use super::output::TEMP_COUNTER;
-use super::{CreateOptions, Writer, temp_name};
+use super::{CreateOptions, OutputFormat, Writer, temp_name};
 use crate::error::{Error, Result, bail, err};
 use crate::model::Attributes;
 
@@ -37,6 +38,22 @@ pub(super) struct Shards<W: Write> {
     total: u64,
     /// Every temporary shard was renamed: nothing to clean up.
     named: bool,
+    /// The container the shards are (safetensors and GGUF shards are assembled at
+    /// `finish`, when their count is known).
+    format: OutputFormat,
+    /// safetensors and GGUF: each finished shard's spool, assembled at `finish`.
+    spooled: Vec<Spool>,
+}
+
+/// A safetensors or GGUF shard whose tensors are written, waiting for `finish` (its
+/// header names the set's size).
+pub(super) struct Spool {
+    /// The temporary file the tensors are in.
+    pub(super) temp: PathBuf,
+    pub(super) file: File,
+    pub(super) objects: Vec<crate::model::Object>,
+    /// What its tensors were padded to.
+    pub(super) align: u64,
 }
 
 impl Writer<BufWriter<File>> {
@@ -62,7 +79,11 @@ impl Writer<BufWriter<File>> {
             .file_name()
             .and_then(|n| n.to_str())
             .ok_or_else(|| err!(InvalidArgument, "'{}' does not name a set", base.display()))?;
-        let stem = name.strip_suffix(".zt").unwrap_or(name);
+        let format = options.format.resolve(Some(base));
+        let options = &CreateOptions { format, ..*options };
+        let stem = name
+            .strip_suffix(&format!(".{}", format.extension()))
+            .unwrap_or(name);
         if stem.is_empty() || base.to_string_lossy().ends_with('/') {
             bail!(InvalidArgument, "'{}' does not name a set", base.display());
         }
@@ -80,6 +101,8 @@ impl Writer<BufWriter<File>> {
             finished: HashMap::new(),
             total: 0,
             named: false,
+            format,
+            spooled: Vec::new(),
         };
         let mut w = set.open_next()?;
         w.set = Some(Box::new(set));
@@ -105,7 +128,10 @@ impl<W: Write> Writer<W> {
         let max = set.max_shard_bytes;
         // zstd frames still being compressed count too.
         self.settle()?;
-        let pos = self.output.pos;
+        let pos = match self.format.spools() {
+            true => self.spool_data,
+            false => self.output.pos,
+        };
         if self.objects.is_empty() || (pos.saturating_add(size) <= max && pos < max) {
             return Ok(());
         }
@@ -149,6 +175,16 @@ impl<W: Write> Shards<W> {
     /// Finishes shard `w` (a file of its own, named at the set's `finish`) and records
     /// its objects.
     fn close(&mut self, w: Writer<W>) -> Result<W> {
+        if self.format.spools() {
+            let shard = self.spooled.len();
+            let (spool, out) = w.into_spool()?;
+            for o in &spool.objects {
+                self.finished.insert(o.name().to_owned(), shard);
+                self.total += o.components()[0].decoded_length();
+            }
+            self.spooled.push(spool);
+            return Ok(out);
+        }
         let path = w.target.as_ref().expect("a path writer").path.clone();
         let shard = self.done.len();
         let names: Vec<(String, usize)> = w
@@ -179,12 +215,16 @@ impl<W: Write> Shards<W> {
     /// `Writer::finish` of a set whose last shard is `w`: finishes it, names every shard
     /// `<base>-0000k-of-0000n.zt`, then writes the index (the set's entry point) last,
     /// each durably unless the options say otherwise.
-    pub(super) fn finish(mut self, mut w: Writer<W>) -> Result<W> {
-        if self.done.is_empty() && w.objects.is_empty() {
+    pub(super) fn finish(mut self, mut w: Writer<W>) -> Result<(W, PathBuf)> {
+        if self.done.is_empty() && self.spooled.is_empty() && w.objects.is_empty() {
             bail!(State, "a set needs at least one object");
         }
         let attributes = w.file_attributes.take();
         let out = self.close(w)?;
+        if self.format.spools() {
+            let path = self.finish_spooled(attributes.as_ref())?;
+            return Ok((out, path));
+        }
         let n = self.done.len();
         let mut files = Vec::with_capacity(n);
         for (k, temp) in self.done.iter().enumerate() {
@@ -223,7 +263,109 @@ impl<W: Write> Shards<W> {
         {
             let _ = d.sync_all();
         }
-        Ok(out)
+        Ok((out, path))
+    }
+
+    /// `finish` of a safetensors or GGUF set: each shard assembled from its spool (its
+    /// header knows the set's size now), named `<base>-0000k-of-0000n.<ext>` (or
+    /// `<base>.<ext>` when there is one), and for safetensors the index
+    /// `<base>.safetensors.index.json` last, as transformers writes it. A GGUF set's
+    /// key/values go to its first file with llama.cpp's `split.*` keys in every file;
+    /// a safetensors set's `__metadata__` to every file. Returns the set's entry point:
+    /// the index, or the first file.
+    fn finish_spooled(&mut self, attributes: Option<&Attributes>) -> Result<PathBuf> {
+        let n = self.spooled.len();
+        let ext = self.format.extension();
+        let gguf = self.format == OutputFormat::Gguf;
+        let count = u16::try_from(n).ok().filter(|_| !gguf || n <= usize::from(u16::MAX));
+        let tensors: usize = self.spooled.iter().map(|s| s.objects.len()).sum();
+        let (Some(count), Ok(tensors)) = (count.or((!gguf).then_some(0)), i32::try_from(tensors))
+        else {
+            bail!(
+                InvalidArgument,
+                "a GGUF split set holds at most 65535 files and 2^31 - 1 tensors ({n} files, \
+                 {tensors} tensors)"
+            );
+        };
+        let mut files = Vec::with_capacity(n);
+        let mut made = Vec::with_capacity(n);
+        let result = (|| {
+            for (k, spool) in self.spooled.iter().enumerate() {
+                let file = match n {
+                    1 => format!("{}.{ext}", self.stem),
+                    _ => format!("{}-{:05}-of-{n:05}.{ext}", self.stem, k + 1),
+                };
+                let path = self.dir.join(&file);
+                let dest = foreign::beside(&path);
+                made.push(dest.clone());
+                let split = (gguf && n > 1).then_some(SplitKeys {
+                    no: k as u16,
+                    count,
+                    tensors,
+                });
+                let spooled = foreign::Spooled {
+                    format: self.format,
+                    spool: &spool.file,
+                    objects: &spool.objects,
+                    attributes: attributes.filter(|_| !gguf || k == 0),
+                    split,
+                    spool_align: spool.align,
+                };
+                foreign::assemble(&spooled, &dest, self.options.durable)?;
+                if self.options.durable {
+                    File::open(&dest)
+                        .and_then(|f| f.sync_all())
+                        .map_err(|e| Error::io(format_args!("syncing {}", dest.display()), e))?;
+                }
+                let _ = std::fs::remove_file(&spool.temp);
+                files.push((dest, path, file));
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            for temp in &made {
+                let _ = std::fs::remove_file(temp);
+            }
+            return Err(e);
+        }
+        for (temp, path, _) in &files {
+            std::fs::rename(temp, path).map_err(|e| {
+                Error::io(
+                    format_args!("renaming {} to {}", temp.display(), path.display()),
+                    e,
+                )
+            })?;
+        }
+        self.named = true;
+        let entry = if n > 1 && !gguf {
+            let weight_map = (self.finished.iter())
+                .map(|(name, &k)| (name.clone(), serde_json::Value::String(files[k].2.clone())))
+                .collect();
+            let index = self.index_json(None, weight_map)?;
+            let path = self.dir.join(format!("{}.safetensors.index.json", self.stem));
+            let temp = foreign::beside(&path);
+            let written = (|| {
+                let mut f = File::create(&temp)?;
+                f.write_all(index.as_bytes())?;
+                if self.options.durable {
+                    f.sync_all()?;
+                }
+                std::fs::rename(&temp, &path)
+            })();
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&temp);
+                return Err(Error::io(format_args!("writing {}", path.display()), e));
+            }
+            path
+        } else {
+            files[0].1.clone()
+        };
+        if self.options.durable
+            && let Ok(d) = File::open(&self.dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(entry)
     }
 
     /// The index as transformers writes it: two-space indents, keys sorted, a newline.
@@ -264,6 +406,9 @@ impl<W: Write> Drop for Shards<W> {
             for temp in &self.done {
                 let _ = std::fs::remove_file(temp);
             }
+            for spool in &self.spooled {
+                let _ = std::fs::remove_file(&spool.temp);
+            }
         }
     }
 }
@@ -291,10 +436,10 @@ impl ShardedWriter {
 
     /// `Writer::finish`: finishes the last shard, names every shard, writes the index
     /// last. Returns the index's path.
-    pub fn finish(self) -> Result<PathBuf> {
-        let index = self.0.set.as_ref().expect("a set").index_path();
-        self.0.finish()?;
-        Ok(index)
+    pub fn finish(mut self) -> Result<PathBuf> {
+        self.0.check_finishable()?;
+        let set = self.0.set.take().expect("a set");
+        (*set).finish(self.0).map(|(_, path)| path)
     }
 
     /// The writer itself.

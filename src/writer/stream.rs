@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use super::output::Output;
-use super::{FileVersion, WriteOptions, Writer, as_argument};
+use super::{FileVersion, WriteOptions, Writer, as_argument, foreign};
 use crate::codec::compress::{FramePipeline, Out};
 use crate::codec::digest::Hasher;
 use crate::codec::{DigestAlgorithm, seek_table, zstd_level_range};
@@ -153,6 +153,18 @@ impl<W: Write> Writer<W> {
             );
         }
         check_logical_type(dtype, logical_type).map_err(as_argument)?;
+        if self.format.spools() {
+            let digest = options.digest != DigestAlgorithm::None;
+            foreign::check_component(
+                self.format,
+                obj,
+                role,
+                dtype,
+                logical_type,
+                options.encoding,
+                digest,
+            )?;
+        }
         let v2 = self.version == FileVersion::V2;
         let digest = match (v2, options.digest) {
             (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,

@@ -26,7 +26,7 @@ use std::os::unix::fs::FileExt;
 
 use crate::error::{Error, Result, err};
 use crate::formats::ztensor_v2::profiles::{self, Part};
-use crate::formats::ztensor_v2::{ALIGN_CANONICAL, Footer, MAGIC_V2, encode};
+use crate::formats::ztensor_v2::{Footer, MAGIC_V2, encode};
 use crate::model::{Attributes, CText, Component, Encoding};
 
 use super::vocabulary::{gguf_attributes, v2_layout};
@@ -36,6 +36,8 @@ use super::{BUFFER, Writer, temp_name};
 pub(crate) struct State {
     /// Don't reorder at `finish`.
     pub(crate) keep_order: bool,
+    /// Where blobs start: multiples of 64 KiB (canonical) or 4 KiB (compact).
+    pub(crate) align: u64,
     /// A second handle on the temporary file (path writers only): reads written blobs
     /// back, leaves padding as holes, takes a duplicate back. Shares the file offset
     /// with the writer's own handle.
@@ -47,9 +49,10 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn new(keep_order: bool, file: Option<File>) -> State {
+    pub(crate) fn new(keep_order: bool, align: u64, file: Option<File>) -> State {
         State {
             keep_order,
+            align,
             file,
             by_content: HashMap::new(),
             hashes: HashMap::new(),
@@ -57,10 +60,10 @@ impl State {
     }
 }
 
-/// Rounds up to the next multiple of 64 KiB.
-pub(crate) fn align_up(n: u64) -> Result<u64> {
-    n.checked_add(ALIGN_CANONICAL - 1)
-        .map(|v| v & !(ALIGN_CANONICAL - 1))
+/// Rounds up to the next multiple of `align` (a power of two: 64 KiB or 4 KiB).
+pub(crate) fn align_up(n: u64, align: u64) -> Result<u64> {
+    n.checked_add(align - 1)
+        .map(|v| v & !(align - 1))
         .ok_or_else(|| {
             err!(
                 InvalidArgument,
@@ -92,7 +95,8 @@ impl<W: Write> Writer<W> {
     /// the gap spans a page.
     pub(super) fn v2_pad(&mut self) -> Result<()> {
         self.settle()?;
-        let target = align_up(self.output.pos)?;
+        let align = self.state().align;
+        let target = align_up(self.output.pos, align)?;
         let gap = target - self.output.pos;
         if gap >= HOLE && self.state().file.is_some() {
             self.flush_out()?;
@@ -200,6 +204,7 @@ impl<W: Write> Writer<W> {
     /// order) its new offset, and each distinct blob to copy (old offset, new offset,
     /// length) in file order.
     fn placement(&mut self) -> Result<Plan> {
+        let align = self.state().align;
         let mut order: Vec<usize> = (0..self.objects.len()).collect();
         order.sort_unstable_by(|&a, &b| {
             self.objects[a]
@@ -240,17 +245,17 @@ impl<W: Write> Writer<W> {
                         new_offsets[oi][ci] = new;
                         continue;
                     }
-                    by_content.entry(key).or_insert((align_up(cursor)?, old.0));
+                    by_content.entry(key).or_insert((align_up(cursor, align)?, old.0));
                 }
-                let new = align_up(cursor)?;
+                let new = align_up(cursor, align)?;
                 cursor = new + old.1;
                 placed.insert(old, new);
                 new_offsets[oi][ci] = new;
                 copies.push((old.0, new, old.1));
             }
         }
-        let manifest_at = align_up(cursor)?;
-        let in_place = manifest_at == align_up(self.output.pos)?
+        let manifest_at = align_up(cursor, align)?;
+        let in_place = manifest_at == align_up(self.output.pos, align)?
             && self.objects.iter().zip(&new_offsets).all(|(o, offs)| {
                 o.components
                     .iter()
@@ -267,6 +272,7 @@ impl<W: Write> Writer<W> {
     /// Copies the blobs into a new temporary file in canonical order, writes the manifest
     /// and footer there, and makes it the file `finish` renames into place.
     fn rewrite(&mut self, plan: Plan, attributes: Option<&Attributes>) -> Result<()> {
+        let align = self.state().align;
         self.flush_out()?;
         let target = self.target.as_mut().expect("a path writer");
         let dir = match target.path.parent() {
@@ -308,7 +314,7 @@ impl<W: Write> Writer<W> {
                     c.blob.offset = n;
                 }
             }
-            new.pad_to(align_up(new.pos)?)?;
+            new.pad_to(align_up(new.pos, align)?)?;
             let manifest = encode::manifest(attributes, &self.objects, &[]);
             let footer = Footer::of(new.pos, &manifest);
             new.write(&manifest)?;
@@ -421,11 +427,13 @@ impl Rewrite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::ztensor_v2::ALIGN_CANONICAL;
 
     #[test]
     fn placement_rounds_up_to_64_kib() {
-        assert_eq!(align_up(8).unwrap(), 65536);
-        assert_eq!(align_up(65536).unwrap(), 65536);
-        assert!(align_up(u64::MAX).is_err());
+        assert_eq!(align_up(8, ALIGN_CANONICAL).unwrap(), 65536);
+        assert_eq!(align_up(65536, ALIGN_CANONICAL).unwrap(), 65536);
+        assert_eq!(align_up(4097, 4096).unwrap(), 8192);
+        assert!(align_up(u64::MAX, ALIGN_CANONICAL).is_err());
     }
 }

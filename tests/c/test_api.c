@@ -579,7 +579,7 @@ static void write_all(const char *path) {
   char name[32];
   memset(&zeros, 0, sizeof zeros);
 
-  if (!CHECK_OK(zt_writer_create(path, &w))) {
+  if (!CHECK_OK(zt_test_create_v12(path, &w))) {
     return;
   }
   CHECK(!exists(path));
@@ -1384,7 +1384,7 @@ static void write_digest_file(const char *path) {
   for (i = 0; i < 1024; i++) {
     DIG_C[i] = (float)(i % 10);
   }
-  if (!CHECK_OK(zt_writer_create(path, &w))) {
+  if (!CHECK_OK(zt_test_create_v12(path, &w))) {
     return;
   }
   CHECK_OK(zt_writer_add(w, "a_sha", ZT_F32, s256, 1, DIG_A, sizeof DIG_A, &sha));
@@ -1804,16 +1804,16 @@ static void test_writer_errors(void) {
 
   /* zt_writer_create */
   w = (zt_writer *)&k;
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create(NULL, &w));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create("x.zt", NULL));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create("", &w));
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create("sub/..", &w));
-  CHECK_STATUS(ZT_ERR_IO, zt_writer_create("no_such_dir/x.zt", &w));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12(NULL, &w));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12("x.zt", NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12("", &w));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12("sub/..", &w));
+  CHECK_STATUS(ZT_ERR_IO, zt_test_create_v12("no_such_dir/x.zt", &w));
   CHECK_ERROR_MENTIONS("no_such_dir");
   CHECK(w == (zt_writer *)&k); /* untouched */
   CHECK(!exists("x.zt"));
 
-  if (!CHECK_OK(zt_writer_create("errors.zt", &w))) {
+  if (!CHECK_OK(zt_test_create_v12("errors.zt", &w))) {
     return;
   }
 
@@ -2191,7 +2191,7 @@ static void test_writer_files(void) {
 
   /* nothing at the path before finish; freeing an unfinished writer leaves no file */
   CHECK(mkdir("unfinished", 0755) == 0);
-  if (CHECK_OK(zt_writer_create("unfinished/model.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("unfinished/model.zt", &w))) {
     CHECK_OK(zt_writer_add(w, "x", ZT_F32, s2, 1, two, 8, NULL));
     CHECK(!exists("unfinished/model.zt"));
     CHECK(dir_entries("unfinished", entry, sizeof entry) == 1); /* the temporary file */
@@ -2200,7 +2200,7 @@ static void test_writer_files(void) {
     CHECK(dir_entries("unfinished", NULL, 0) == 0);
   }
   /* also in the middle of an object and of a streamed component */
-  if (CHECK_OK(zt_writer_create("unfinished/model.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("unfinished/model.zt", &w))) {
     CHECK_OK(zt_writer_begin_object(w, "x", "dense", s2, 1));
     CHECK_OK(zt_writer_begin_component(w, "data", ZT_F32, NULL, NULL));
     CHECK_OK(zt_writer_write(w, two, 4));
@@ -2208,7 +2208,7 @@ static void test_writer_files(void) {
     CHECK(dir_entries("unfinished", NULL, 0) == 0);
   }
   /* a finish refused for an open object doesn't create the file either */
-  if (CHECK_OK(zt_writer_create("unfinished/model.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("unfinished/model.zt", &w))) {
     CHECK_OK(zt_writer_begin_object(w, "x", "dense", s2, 1));
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_finish(w));
     zt_writer_free(w);
@@ -2217,12 +2217,12 @@ static void test_writer_files(void) {
   CHECK(rmdir("unfinished") == 0);
 
   /* an existing file stays intact until finish replaces it */
-  if (CHECK_OK(zt_writer_create("keep.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("keep.zt", &w))) {
     CHECK_OK(zt_writer_add(w, "old", ZT_F32, s2, 1, two, 8, NULL));
     CHECK_OK(zt_writer_finish(w));
     zt_writer_free(w);
   }
-  if (CHECK_OK(zt_writer_create("keep.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("keep.zt", &w))) {
     CHECK_OK(zt_writer_add(w, "new", ZT_F32, s2, 1, other, 8, NULL));
     if ((r = open_ok("keep.zt")) != NULL) {
       size_t i;
@@ -2237,7 +2237,7 @@ static void test_writer_files(void) {
     CHECK_OK(zt_object_find(r, "old", &i));
     zt_close(r);
   }
-  if (CHECK_OK(zt_writer_create("keep.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("keep.zt", &w))) {
     CHECK_OK(zt_writer_add(w, "new", ZT_F32, s2, 1, other, 8, NULL));
     CHECK_OK(zt_writer_finish(w));
     zt_writer_free(w);
@@ -2254,7 +2254,7 @@ static void test_writer_files(void) {
 
   /* a finish that fails (the directory vanished) is IO; then only free is valid */
   CHECK(mkdir("vanish", 0755) == 0);
-  if (CHECK_OK(zt_writer_create("vanish/x.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("vanish/x.zt", &w))) {
     char temp[600];
     CHECK_OK(zt_writer_add(w, "x", ZT_F32, s2, 1, two, 8, NULL));
     if (CHECK(dir_entries("vanish", entry, sizeof entry) == 1)) {
@@ -2273,10 +2273,10 @@ static void test_writer_files(void) {
   /* the path names an existing directory (or ends in /): refused before any data is written */
   CHECK(mkdir("a_dir", 0755) == 0);
   w = NULL;
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create("a_dir", &w));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12("a_dir", &w));
   CHECK_ERROR_MENTIONS("a_dir");
   CHECK(w == NULL);
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create("new_dir/", &w));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_test_create_v12("new_dir/", &w));
   CHECK(w == NULL);
   CHECK(rmdir("a_dir") == 0); /* still an empty directory */
   CHECK(dir_entries(".", NULL, 0) > 0);
@@ -2295,7 +2295,7 @@ static void test_writer_files(void) {
   }
 
   /* paths are bytes: a Latin-1 name that is not UTF-8 */
-  if (CHECK_OK(zt_writer_create("caf\xe9.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("caf\xe9.zt", &w))) {
     CHECK_OK(zt_writer_finish(w));
     zt_writer_free(w);
     if ((r = open_ok("caf\xe9.zt")) != NULL) {
@@ -2398,7 +2398,7 @@ static void test_error_context(const char *path) {
     CHECK_ERROR_MENTIONS("indptr");
     zt_close(r);
   }
-  if (CHECK_OK(zt_writer_create("context.zt", &w))) {
+  if (CHECK_OK(zt_test_create_v12("context.zt", &w))) {
     CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "flags", ZT_BOOL, s2, 1, bad_bool, 2, NULL));
     CHECK_ERROR_MENTIONS("flags");
     CHECK_OK(zt_writer_begin_object(w, "obj", "dense", s2, 1));
@@ -3591,6 +3591,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_loader_load", /* test_device_load.c */
     "zt_loader_cancel", /* test_device_load.c */
     "zt_loader_get_stats", /* test_device_load.c */
+    "zt_loader_get_request_size", /* test_loader.c */
     "zt_pool_set_threads",      /* test_pool.c */
     "zt_pool_thread_count",     /* test_pool.c */
     "zt_shard_get_path",            /* test_shards.c */

@@ -41,7 +41,7 @@ static void write_file(const char *path, int file_levels, zt_status file_status,
   float one = 1.0f;
   char *file_json = nested(file_levels);
   char *object_json = nested(object_levels);
-  if (!CHECK(file_json != NULL && object_json != NULL) || !CHECK_OK(zt_writer_create(path, &w))) {
+  if (!CHECK(file_json != NULL && object_json != NULL) || !CHECK_OK(zt_test_create_v12(path, &w))) {
     free(file_json);
     free(object_json);
     return;
@@ -99,7 +99,7 @@ int main(void) {
   {
     zt_writer *w = NULL;
     char *deep = nested(200);
-    if (CHECK(deep != NULL) && CHECK_OK(zt_writer_create("deep.zt", &w))) {
+    if (CHECK(deep != NULL) && CHECK_OK(zt_test_create_v12("deep.zt", &w))) {
       CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, deep));
       CHECK_ERROR_MENTIONS("nesting deeper than 128 levels");
       zt_writer_free(w);

@@ -637,7 +637,7 @@ static void test_large_and_hostile(void) {
     float one = 1.0f;
     size_t items = 300000, at, i;
     char *json = (char *)malloc(items * 5 + 16);
-    if (CHECK(json != NULL) && CHECK_OK(zt_writer_create("wide.zt", &w))) {
+    if (CHECK(json != NULL) && CHECK_OK(zt_test_create_v12("wide.zt", &w))) {
       at = (size_t)sprintf(json, "{\"a\":[");
       for (i = 0; i < items; i++) {
         at += (size_t)sprintf(json + at, i % 2 ? "null," : "0,");
@@ -671,7 +671,7 @@ static void test_large_and_hostile(void) {
     uint64_t shape[1] = {1};
     float one = 1.0f;
     char *json = (char *)malloc(2 * 126 + 16);
-    if (CHECK(json != NULL) && CHECK_OK(zt_writer_create("deep.zt", &w))) {
+    if (CHECK(json != NULL) && CHECK_OK(zt_test_create_v12("deep.zt", &w))) {
       size_t at = (size_t)sprintf(json, "{\"a\":");
       memset(json + at, '[', 126);
       memset(json + at + 126, ']', 126);

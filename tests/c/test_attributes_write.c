@@ -254,7 +254,7 @@ static void test_errors(const char *vectors) {
   CHECK(v == (zt_value *)1);
   zt_value_free(NULL); /* no-op */
 
-  CHECK_OK(zt_writer_create("errors.zt", &w));
+  CHECK_OK(zt_test_create_v12("errors.zt", &w));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attribute(NULL, "k", one));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attribute(w, NULL, one));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attribute(w, "k", NULL));
@@ -298,7 +298,7 @@ static void test_gguf_to_zt(const char *vectors) {
   CHECK_OK(zt_value_get_count(map, &n));
   CHECK(n >= 20);
 
-  CHECK_OK(zt_writer_create("all.zt", &w));
+  CHECK_OK(zt_test_create_v12("all.zt", &w));
   CHECK_OK(zt_writer_set_file_attributes(w, map));
   for (i = 0; i < zt_object_count(g); i++) CHECK_OK(zt_writer_copy_object(w, g, i, NULL));
   {
@@ -311,7 +311,7 @@ static void test_gguf_to_zt(const char *vectors) {
   CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
 
-  CHECK_OK(zt_writer_create("each.zt", &w));
+  CHECK_OK(zt_test_create_v12("each.zt", &w));
   for (i = 0; i < n; i++) {
     const zt_value *key = NULL, *value = NULL;
     const char *k = NULL;
@@ -351,7 +351,7 @@ static void test_gguf_to_zt(const char *vectors) {
   /* A quantized GGUF's object attributes through zt_writer_copy_object. */
   snprintf(path, sizeof path, "%s/gguf/quant_v3.gguf", vectors);
   if (CHECK_OK(zt_open(path, &g))) {
-    CHECK_OK(zt_writer_create("quant.zt", &w));
+    CHECK_OK(zt_test_create_v12("quant.zt", &w));
     for (i = 0; i < zt_object_count(g); i++) CHECK_OK(zt_writer_copy_object(w, g, i, NULL));
     CHECK_OK(zt_writer_finish(w));
     zt_writer_free(w);

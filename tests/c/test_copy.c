@@ -22,7 +22,7 @@ static void write_source(const char *path) {
   uint64_t indptr[3] = {0, 1, 2};
   size_t i;
   for (i = 0; i < N; i++) values[i] = (float)i * 0.25f - 7.0f;
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   CHECK_OK(zt_writer_add(w, "raw", ZT_F32, shape, 1, values, sizeof values, &raw));
   CHECK_OK(zt_writer_add(w, "packed", ZT_F32, shape, 1, values, sizeof values, &zstd));
   CHECK_OK(zt_writer_set_attributes_json(w, "packed", "{\"scale\":2,\"tag\":\"x\"}"));
@@ -60,7 +60,7 @@ static void test_default_copy(const zt_reader *src) {
   float back[N];
   const char *json = NULL;
   size_t i, k;
-  CHECK_OK(zt_writer_create("copy_default.zt", &w));
+  CHECK_OK(zt_test_create_v12("copy_default.zt", &w));
   for (i = 0; i < zt_object_count(src); i++) CHECK_OK(zt_writer_copy_object(w, src, i, NULL));
   CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
@@ -92,7 +92,7 @@ static void test_options(const zt_reader *src) {
   zt_copy_options o;
   float back[N];
   memset(&o, 0, sizeof o);
-  CHECK_OK(zt_writer_create("copy_options.zt", &w));
+  CHECK_OK(zt_test_create_v12("copy_options.zt", &w));
   o.flags = ZT_COPY_ENCODING | ZT_COPY_DIGEST;
   o.encoding = ZT_ENCODING_RAW;
   o.digest = ZT_DIGEST_NONE;
@@ -131,7 +131,7 @@ static void test_refusals(const zt_reader *src) {
   uint64_t shape[1] = {1};
   float one = 1.0f;
   memset(&o, 0, sizeof o);
-  CHECK_OK(zt_writer_create("copy_refused.zt", &w));
+  CHECK_OK(zt_test_create_v12("copy_refused.zt", &w));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_copy_object(NULL, src, 0, NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_copy_object(w, NULL, 0, NULL));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_copy_object(w, src, 3, NULL));
@@ -177,7 +177,7 @@ static void test_corrupt_source(void) {
   zt_close(src);
   bytes[ci.offset + 5] ^= 0x10;
   CHECK_OK(zt_open_memory(bytes, size, &src));
-  CHECK_OK(zt_writer_create("copy_corrupt.zt", &w));
+  CHECK_OK(zt_test_create_v12("copy_corrupt.zt", &w));
   CHECK_STATUS(ZT_ERR_CHECKSUM, zt_writer_copy_object(w, src, 0, NULL));
   CHECK_ERROR_MENTIONS("object 'raw' component 'data': the stored bytes do not match their digest crc32c:0x");
   CHECK_OK(zt_writer_copy_object(w, src, 2, NULL));

@@ -335,7 +335,7 @@ static int write_model(const char *path, int v, control *c) {
   } while (0)
 
   step(c, &n); /* 0: before anything (the random-delay kills start here) */
-  ZT_STEP(zt_writer_create(path, &w));
+  ZT_STEP(zt_test_create_v12(path, &w));
   ZT_STEP(zt_writer_add(w, v ? "embed" : "old.embed", ZT_F32, shape_embed, 2, m->embed, m->embed_size, &raw_crc));
   ZT_STEP(zt_writer_add(w, "w_zstd", ZT_I16, shape_zw, 1, m->zw, m->zw_size, &zstd_crc));
   ZT_STEP(zt_writer_begin_object(w, "stream_raw", "dense", shape_sr, 1));
@@ -680,7 +680,7 @@ static void test_unfinished(void) {
   int status = 0;
 
   /* freed unfinished: the temporary file goes, model.zt is untouched */
-  if (CHECK_OK(zt_writer_create(FINAL, &w))) {
+  if (CHECK_OK(zt_test_create_v12(FINAL, &w))) {
     CHECK_OK(zt_writer_add(w, "a", ZT_U8, shape, 1, data, sizeof data, NULL));
     zt_writer_free(w);
   }
@@ -692,7 +692,7 @@ static void test_unfinished(void) {
 
   /* an object still open at free, mid-stream */
   w = NULL;
-  if (CHECK_OK(zt_writer_create(FINAL, &w))) {
+  if (CHECK_OK(zt_test_create_v12(FINAL, &w))) {
     CHECK_OK(zt_writer_begin_object(w, "s", "dense", shape, 1));
     CHECK_OK(zt_writer_begin_component(w, "data", ZT_U8, NULL, NULL));
     CHECK_OK(zt_writer_write(w, data, 100));
@@ -709,7 +709,7 @@ static void test_unfinished(void) {
     if (pid == 0) {
       zt_writer *cw = NULL;
       close(p[0]);
-      if (zt_writer_create(FINAL, &cw) == ZT_OK && zt_writer_add(cw, "a", ZT_U8, shape, 1, data, sizeof data, NULL) == ZT_OK) {
+      if (zt_test_create_v12(FINAL, &cw) == ZT_OK && zt_writer_add(cw, "a", ZT_U8, shape, 1, data, sizeof data, NULL) == ZT_OK) {
         unsigned char ok = 1;
         if (write(p[1], &ok, 1) != 1) {
           _exit(5);
@@ -747,7 +747,7 @@ static uint64_t small_file_size(void) {
   uint64_t shape[1] = {sizeof data};
   struct stat st;
   uint64_t size = 0;
-  if (zt_writer_create("size_probe.zt", &w) == ZT_OK &&
+  if (zt_test_create_v12("size_probe.zt", &w) == ZT_OK &&
       zt_writer_add(w, "x", ZT_U8, shape, 1, data, sizeof data, NULL) == ZT_OK && zt_writer_finish(w) == ZT_OK &&
       stat("size_probe.zt", &st) == 0) {
     size = (uint64_t)st.st_size;
@@ -790,7 +790,7 @@ static void fsize_child(uint64_t exact) {
   rl.rlim_cur = 256 * 1024;
 
   /* (a) one add over the limit: the bytes go straight to the file, the add fails */
-  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create(FINAL, &w))) {
+  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_test_create_v12(FINAL, &w))) {
     CHECK_STATUS(ZT_ERR_IO, zt_writer_add(w, "big", ZT_U8, shape_big, 1, big, sizeof big, NULL));
     CHECK_ERROR_MENTIONS("File too large");
     CHECK_ERROR_MENTIONS(FINAL); /* which file (zt_last_error promises the file as context) */
@@ -806,7 +806,7 @@ static void fsize_child(uint64_t exact) {
   /* (b) small adds that stay in the writer's buffer: finish's flush fails */
   w = NULL;
   rl.rlim_cur = 64 * 1024;
-  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create(FINAL, &w))) {
+  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_test_create_v12(FINAL, &w))) {
     char name[16];
     for (k = 0; k < 3; k++) {
       snprintf(name, sizeof name, "m%d", k);
@@ -824,7 +824,7 @@ static void fsize_child(uint64_t exact) {
   /* (c) streaming: the chunk that crosses the limit fails */
   w = NULL;
   rl.rlim_cur = 3 * 1024 * 1024;
-  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create(FINAL, &w))) {
+  if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_test_create_v12(FINAL, &w))) {
     uint64_t shape[1] = {16 * (uint64_t)sizeof big};
     zt_status s = ZT_OK;
     CHECK_OK(zt_writer_begin_object(w, "stream", "dense", shape, 1));
@@ -847,7 +847,7 @@ static void fsize_child(uint64_t exact) {
     for (ok = 1; ok >= 0; ok--) {
       w = NULL;
       rl.rlim_cur = exact - (ok ? 0 : 1);
-      if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_writer_create("exact.zt", &w))) {
+      if (CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0) && CHECK_OK(zt_test_create_v12("exact.zt", &w))) {
         CHECK_OK(zt_writer_add(w, "x", ZT_U8, shape_mid, 1, mid, sizeof mid, NULL));
         CHECK_STATUS(ok ? ZT_OK : ZT_ERR_IO, zt_writer_finish(w));
         zt_writer_free(w);
@@ -929,7 +929,7 @@ static int enospc_child(void) {
     mid[i] = (unsigned char)(i * 7 + 3);
   }
   /* a previous file that fits */
-  if (CHECK_OK(zt_writer_create(path, &w))) {
+  if (CHECK_OK(zt_test_create_v12(path, &w))) {
     CHECK_OK(zt_writer_add(w, "prev", ZT_U8, shape_mid, 1, mid, sizeof mid, NULL));
     CHECK_OK(zt_writer_finish(w));
   }
@@ -940,7 +940,7 @@ static int enospc_child(void) {
 
   /* (a) a 4 MiB add: the direct write runs out of space */
   w = NULL;
-  if (CHECK_OK(zt_writer_create(path, &w))) {
+  if (CHECK_OK(zt_test_create_v12(path, &w))) {
     CHECK_STATUS(ZT_ERR_IO, zt_writer_add(w, "big", ZT_U8, shape_big, 1, big, sizeof big, NULL));
     CHECK_ERROR_MENTIONS("No space left on device");
     CHECK_ERROR_MENTIONS(FINAL);
@@ -954,7 +954,7 @@ static int enospc_child(void) {
 
   /* (b) adds that fit in the writer's buffer but not on the disk: finish fails */
   w = NULL;
-  if (CHECK_OK(zt_writer_create(path, &w))) {
+  if (CHECK_OK(zt_test_create_v12(path, &w))) {
     for (k = 0; k < 5; k++) { /* 1 MB, all in the 1 MiB buffer; ~850 kB free */
       snprintf(name, sizeof name, "m%d", k);
       CHECK_OK(zt_writer_add(w, name, ZT_U8, shape_mid, 1, mid, sizeof mid, NULL));
@@ -970,7 +970,7 @@ static int enospc_child(void) {
 
   /* (c) streamed chunks until the disk is full */
   w = NULL;
-  if (CHECK_OK(zt_writer_create(path, &w))) {
+  if (CHECK_OK(zt_test_create_v12(path, &w))) {
     uint64_t shape[1] = {8 * (uint64_t)sizeof mid};
     zt_status s = ZT_OK;
     CHECK_OK(zt_writer_begin_object(w, "stream", "dense", shape, 1));

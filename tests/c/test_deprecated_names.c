@@ -36,7 +36,7 @@ static void write_file(const char *path) {
   zt_write_options z = {ZT_ENCODING_ZSTD, 1, ZT_DIGEST_CRC32C};
   size_t i;
   for (i = 0; i < 1024; i++) data[i] = (float)i * 0.25f;
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   CHECK_OK(zt_writer_add(w, "w", ZT_F32, shape, 1, data, sizeof data, &z));
   CHECK_OK(zt_writer_set_attributes_json(
       w, NULL, "{\"n\": 3, \"s\": \"text\", \"b\": {\"$bytes\": \"0102\"}, \"a\": [1, 2, 3], \"t\": [\"x\", \"yz\"]}"));
@@ -243,7 +243,7 @@ static void test_sets(void) {
   uint64_t shape[1] = {256};
   const void *base = NULL;
   uint64_t size = 0;
-  zt_writer_options o = {ZT_WRITER_NO_SYNC};
+  zt_writer_options o = {ZT_WRITER_NO_SYNC | ZT_WRITER_V1_2, 0};
   int i;
   if (!CHECK_OK(zt_writer_create_sharded("set", 1500, &o, &w))) return;
   for (i = 0; i < 2; i++) {

@@ -459,7 +459,7 @@ static void write_model(const char *path, int digest) {
   static const uint32_t dtypes[] = {ZT_F64, ZT_F32, ZT_F16, ZT_BF16, ZT_I8, ZT_U16, ZT_I32, ZT_U64};
   zt_writer *w = NULL;
   size_t i, k, b;
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   for (i = 0; i < 8; i++) {
     uint64_t shape[2] = {41 + 13 * i, 97 + 7 * i};
     size_t width, size;

@@ -28,7 +28,7 @@ static void write_file(const char *path) {
     x = x * 1103515245u + 12345u;
     data[i] = (unsigned char)((x >> 16) & 0x0f);
   }
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   CHECK_OK(zt_writer_add(w, "z", ZT_U8, shape, 1, data, LEN, &zstd));
   CHECK_OK(zt_writer_add(w, "raw", ZT_U8, raw_shape, 1, raw, sizeof raw, NULL));
   CHECK_OK(zt_writer_finish(w));

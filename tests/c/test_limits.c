@@ -265,7 +265,7 @@ static int write_small(const char *path, const char *attrs) {
   zt_writer *w = NULL;
   uint8_t data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   uint64_t shape[1] = {16};
-  int ok = CHECK_OK(zt_writer_create(path, &w)) && CHECK_OK(zt_writer_add(w, "w", ZT_U8, shape, 1, data, 16, NULL));
+  int ok = CHECK_OK(zt_test_create_v12(path, &w)) && CHECK_OK(zt_writer_add(w, "w", ZT_U8, shape, 1, data, 16, NULL));
   if (ok && attrs != NULL) {
     ok = CHECK_OK(zt_writer_set_attributes_json(w, NULL, attrs));
   }
@@ -395,7 +395,7 @@ static int write_rank(const char *path, size_t rank) {
   for (i = 0; i < rank; i++) {
     shape[i] = i < 2 ? 2 : 1;
   }
-  ok = CHECK_OK(zt_writer_create(path, &w)) &&
+  ok = CHECK_OK(zt_test_create_v12(path, &w)) &&
        CHECK_OK(zt_writer_add(w, "low", ZT_F32, shape, 1, data, 8, NULL)) && /* rank 1 */
        CHECK_OK(zt_writer_add(w, "t", ZT_F32, shape, rank, data, sizeof data, NULL)) && CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
@@ -437,7 +437,7 @@ static void test_rank(void) {
     for (i = 0; i < 65; i++) {
       shape[i] = 1;
     }
-    if (CHECK_OK(zt_writer_create("rank_refused.zt", &w))) {
+    if (CHECK_OK(zt_test_create_v12("rank_refused.zt", &w))) {
       CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "t", ZT_F32, shape, 65, &one, 4, NULL));
       CHECK_ERROR_MENTIONS("64");
     }
@@ -459,7 +459,7 @@ static int write_names(const char *path, size_t object_len, size_t role_len) {
   name[object_len] = '\0';
   memset(role, 'r', role_len);
   role[role_len] = '\0';
-  ok = CHECK_OK(zt_writer_create(path, &w)) && CHECK_OK(zt_writer_add(w, "a", ZT_U8, shape, 1, data, 4, NULL)) &&
+  ok = CHECK_OK(zt_test_create_v12(path, &w)) && CHECK_OK(zt_writer_add(w, "a", ZT_U8, shape, 1, data, 4, NULL)) &&
        CHECK_OK(zt_writer_begin_object(w, name, "custom", shape, 1)) &&
        CHECK_OK(zt_writer_add_component(w, role, ZT_U8, NULL, data, 4, NULL)) && CHECK_OK(zt_writer_end_object(w)) &&
        CHECK_OK(zt_writer_finish(w));
@@ -495,7 +495,7 @@ static void test_name_length(void) {
     }
     memset(name, 'n', 65537);
     name[65537] = '\0';
-    if (CHECK_OK(zt_writer_create("name_refused.zt", &w))) {
+    if (CHECK_OK(zt_test_create_v12("name_refused.zt", &w))) {
       uint64_t shape[1] = {1};
       uint8_t one = 1;
       CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, name, ZT_U8, shape, 1, &one, 1, NULL));
@@ -522,7 +522,7 @@ static void test_decoded_size(void) {
     big[i] = (uint8_t)(i % 10);
   }
   /* raw only: the raw component's length counts */
-  ok = CHECK_OK(zt_writer_create("decoded_raw.zt", &w)) &&
+  ok = CHECK_OK(zt_test_create_v12("decoded_raw.zt", &w)) &&
        CHECK_OK(zt_writer_add(w, "raw", ZT_U8, s_raw, 1, raw, sizeof raw, NULL)) && CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
   if (ok) {
@@ -530,7 +530,7 @@ static void test_decoded_size(void) {
   }
   /* a zstd component decoding to 5000 bytes (stored in far fewer) */
   w = NULL;
-  ok = CHECK_OK(zt_writer_create("decoded_zstd.zt", &w)) &&
+  ok = CHECK_OK(zt_test_create_v12("decoded_zstd.zt", &w)) &&
        CHECK_OK(zt_writer_add(w, "raw", ZT_U8, s_raw, 1, raw, sizeof raw, NULL)) &&
        CHECK_OK(zt_writer_add(w, "big", ZT_U8, s_big, 1, big, sizeof big, &z)) && CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
@@ -602,7 +602,7 @@ static int write_cache_file(void) {
   for (i = 0; i < R_N; i++) {
     R[i] = (uint8_t)(i * 11);
   }
-  ok = CHECK_OK(zt_writer_create("cache.zt", &w)) && CHECK_OK(zt_writer_add(w, "A", ZT_F32, sa, 1, A, sizeof A, &z)) &&
+  ok = CHECK_OK(zt_test_create_v12("cache.zt", &w)) && CHECK_OK(zt_writer_add(w, "A", ZT_F32, sa, 1, A, sizeof A, &z)) &&
        CHECK_OK(zt_writer_add(w, "B", ZT_I16, sb, 1, B, sizeof B, &z)) &&
        CHECK_OK(zt_writer_add(w, "C", ZT_U8, sc, 1, Csmall, sizeof Csmall, &z)) &&
        CHECK_OK(zt_writer_add(w, "R", ZT_U8, sr, 1, R, sizeof R, NULL)) && CHECK_OK(zt_writer_finish(w));

@@ -27,7 +27,7 @@ static void write_file(const char *path, size_t count) {
   uint64_t shape[1] = {2};
   uint8_t data[2] = {1, 2};
   size_t i;
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   for (i = 0; i < count; i++) {
     CHECK_OK(zt_writer_add(w, NAMES[i], ZT_U8, shape, 1, data, sizeof data, NULL));
   }
@@ -281,7 +281,7 @@ static void test_objects(const char *vectors) {
   zt_write_options zstd = {0};
   zstd.encoding = ZT_ENCODING_ZSTD;
   zstd.digest = ZT_DIGEST_CRC32C;
-  CHECK_OK(zt_writer_create("objects.zt", &w));
+  CHECK_OK(zt_test_create_v12("objects.zt", &w));
   CHECK_OK(zt_writer_add(w, "m", ZT_F32, shape, 2, values, sizeof values, NULL));
   CHECK_OK(zt_writer_add(w, "z", ZT_F32, shape, 2, values, sizeof values, &zstd));
   CHECK_OK(zt_writer_add(w, "s", ZT_F32, NULL, 0, values, sizeof values[0], NULL));
@@ -400,7 +400,7 @@ static void test_runs(const char *vectors) {
   zt_object_run runs[4], untouched;
   size_t found = 0, layer, k;
   zstd.encoding = ZT_ENCODING_ZSTD;
-  CHECK_OK(zt_writer_create("runs.zt", &w));
+  CHECK_OK(zt_test_create_v12("runs.zt", &w));
   CHECK_OK(zt_writer_add(w, "embed", ZT_F32, embed, 2, values, sizeof values, NULL));
   for (layer = 0; layer < 4; layer++) {
     char name[32];

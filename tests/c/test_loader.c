@@ -40,7 +40,7 @@ static void write_model(const char *path) {
   for (i = 0; i < SMALL; i++)
     for (k = 0; k < 64; k++) small[i][k] = (float)(i * 64 + k) * 0.5f;
   for (i = 0; i < (size_t)1 << 20; i++) big_values[i] = (float)(i % 1000) - 500.0f;
-  CHECK_OK(zt_writer_create(path, &w));
+  CHECK_OK(zt_test_create_v12(path, &w));
   for (i = 0; i < SMALL; i++) {
     snprintf(name, sizeof name, "layer.%zu", i);
     CHECK_OK(zt_writer_add(w, name, ZT_F32, shape, 1, small[i], sizeof small[i], NULL));
@@ -271,7 +271,7 @@ static void test_resident(void) {
   int fd;
   shape[0] = per;
   for (i = 0; i < per; i++) chunk[i] = (unsigned char)(i * 13 + 1);
-  CHECK_OK(zt_writer_create("resident.zt", &w));
+  CHECK_OK(zt_test_create_v12("resident.zt", &w));
   for (k = 0; k < 4; k++) {
     char name[16];
     snprintf(name, sizeof name, "w%zu", k);

@@ -81,7 +81,7 @@ static int write_version(const char *path, int v) {
   zt_write_options zcrc = {ZT_ENCODING_ZSTD, 0, ZT_DIGEST_CRC32C};
   zt_write_options sha = {ZT_ENCODING_RAW, 0, ZT_DIGEST_SHA256};
   uint64_t s_a[1] = {RAW_A_SIZE}, s_big[2] = {BIG_N / 256, 256}, s_z[1] = {Z_N}, s_tail[1] = {TAIL_SIZE};
-  int ok = CHECK_OK(zt_writer_create(path, &w)) &&
+  int ok = CHECK_OK(zt_test_create_v12(path, &w)) &&
            CHECK_OK(zt_writer_add(w, "raw_a", ZT_U8, s_a, 1, c->raw_a, sizeof c->raw_a, &crc)) &&
            CHECK_OK(zt_writer_add(w, "raw_big", ZT_F32, s_big, 2, c->big, sizeof c->big, &crc)) &&
            CHECK_OK(zt_writer_add(w, "zstd_c", ZT_F32, s_z, 1, c->z, sizeof c->z, &zcrc)) &&

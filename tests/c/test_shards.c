@@ -318,7 +318,7 @@ static void test_shard_layouts(void) {
 static void test_sharded_writer(void) {
   zt_writer *w = NULL;
   zt_reader *r = NULL;
-  zt_writer_options no_sync = {ZT_WRITER_NO_SYNC};
+  zt_writer_options no_sync = {ZT_WRITER_NO_SYNC | ZT_WRITER_V1_2, 0};
   static float data[4][1000];
   uint64_t shape[1] = {1000};
   char name[16];
@@ -430,7 +430,7 @@ static void test_refused(void) {
     uint64_t shape[1] = {1};
     const void *base = NULL;
     uint64_t size = 0;
-    CHECK_OK(zt_writer_create("one.zt", &w));
+    CHECK_OK(zt_test_create_v12("one.zt", &w));
     CHECK_OK(zt_writer_add(w, "b", ZT_U8, shape, 1, &b, 1, NULL));
     CHECK_OK(zt_writer_finish(w));
     zt_writer_free(w);

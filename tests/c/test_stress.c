@@ -235,7 +235,7 @@ static void make_converted(void) {
 static int write_file(const char *path) {
   zt_writer *w = NULL;
   int k, ok;
-  ok = CHECK_OK(zt_writer_create(path, &w));
+  ok = CHECK_OK(zt_test_create_v12(path, &w));
   for (k = 0; ok && k < N_COMP; k++) {
     zt_write_options o;
     uint64_t shape[1];
@@ -644,7 +644,7 @@ static void test_failed_decode_budget(void) {
   for (i = 0; i < bad_n; i++) {
     bad[i] = (float)((i * 7) % 3000);
   }
-  if (!(CHECK_OK(zt_writer_create("budget.zt", &w)) &&
+  if (!(CHECK_OK(zt_test_create_v12("budget.zt", &w)) &&
         CHECK_OK(zt_writer_add(w, "good", ZT_F32, s_good, 1, good, good_n * 4, &z)) &&
         CHECK_OK(zt_writer_add(w, "bad", ZT_F32, s_bad, 1, bad, bad_n * 4, &z)) && CHECK_OK(zt_writer_finish(w)))) {
     zt_writer_free(w);

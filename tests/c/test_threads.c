@@ -92,7 +92,7 @@ static void make_objects(void) {
 static int write_file(const char *path) {
   zt_writer *w = NULL;
   int i, ok = 1;
-  if (!CHECK_OK(zt_writer_create(path, &w))) {
+  if (!CHECK_OK(zt_test_create_v12(path, &w))) {
     return 0;
   }
   for (i = 0; i < N_OBJECTS; i++) {

@@ -192,6 +192,103 @@ static void test_options_are_checked(const char *dir) {
   unlink(path);
 }
 
+/* Writes "x" (two f32) at `path` with `opts` (NULL: the defaults) and reopens it; the
+ * reader, or NULL. */
+static zt_reader *write_one(const char *path, const zt_writer_options *opts) {
+  zt_writer *w = NULL;
+  zt_reader *r = NULL;
+  uint64_t shape[1] = {2};
+  float v[2] = {1.0f, 2.0f};
+  if (!CHECK_OK(zt_writer_create_with(path, opts, &w))) return NULL;
+  CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, v, sizeof v, NULL));
+  CHECK_OK(zt_writer_finish(w));
+  zt_writer_free(w);
+  if (!CHECK_OK(zt_open(path, &r))) return NULL;
+  return r;
+}
+
+/* New files are zTensor v2 unless asked otherwise; the format goes by the options
+ * (with ZT_WRITER_HAS_FORMAT) or the path's extension; a program built against the
+ * earlier header (a struct of flags alone) keeps working; v2's placement is a flag. */
+static void test_defaults_formats_and_placement(const char *dir) {
+  char path[4096];
+  zt_reader *r;
+  zt_writer *w = NULL;
+  zt_writer_options opts = {0};
+  uint32_t old_struct = ZT_WRITER_NO_SYNC; /* what an earlier header's zt_writer_options was */
+  zt_component_info ci;
+  snprintf(path, sizeof path, "%s/default.zt", dir);
+  if ((r = write_one(path, NULL)) != NULL) {
+    CHECK_STR(zt_file_version(r), "2");
+    CHECK_STR(zt_file_format(r), "zt");
+    zt_close(r);
+  }
+  unlink(path);
+  /* The earlier struct: 4 bytes, no format field read. */
+  if ((r = write_one(path, (const zt_writer_options *)(const void *)&old_struct)) != NULL) {
+    CHECK_STR(zt_file_version(r), "2");
+    zt_close(r);
+  }
+  unlink(path);
+  /* By extension. */
+  snprintf(path, sizeof path, "%s/by_name.safetensors", dir);
+  if ((r = write_one(path, NULL)) != NULL) {
+    CHECK_STR(zt_file_format(r), "safetensors");
+    zt_close(r);
+  }
+  unlink(path);
+  snprintf(path, sizeof path, "%s/by_name.gguf", dir);
+  if ((r = write_one(path, NULL)) != NULL) {
+    CHECK_STR(zt_file_format(r), "gguf");
+    CHECK_STR(zt_file_version(r), "3");
+    zt_close(r);
+  }
+  unlink(path);
+  /* By the options, whatever the name; without ZT_WRITER_HAS_FORMAT the field is not read. */
+  snprintf(path, sizeof path, "%s/weights.bin", dir);
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_HAS_FORMAT;
+  opts.format = ZT_WRITER_FORMAT_SAFETENSORS;
+  if ((r = write_one(path, &opts)) != NULL) {
+    CHECK_STR(zt_file_format(r), "safetensors");
+    zt_close(r);
+  }
+  unlink(path);
+  opts.format = ZT_WRITER_FORMAT_GGUF;
+  if ((r = write_one(path, &opts)) != NULL) {
+    CHECK_STR(zt_file_format(r), "gguf");
+    zt_close(r);
+  }
+  unlink(path);
+  opts.flags = ZT_WRITER_NO_SYNC;
+  if ((r = write_one(path, &opts)) != NULL) {
+    CHECK_STR(zt_file_format(r), "zt");
+    zt_close(r);
+  }
+  unlink(path);
+  opts.flags = ZT_WRITER_HAS_FORMAT;
+  opts.format = 4;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
+  CHECK_ERROR_MENTIONS("unknown writer format value 4");
+  /* Placement: 4 KiB with ZT_WRITER_COMPACT, 64 KiB with ZT_WRITER_CANONICAL. */
+  snprintf(path, sizeof path, "%s/placed.zt", dir);
+  opts.format = 0;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_COMPACT;
+  if ((r = write_one(path, &opts)) != NULL) {
+    if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 4096);
+    zt_close(r);
+  }
+  unlink(path);
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_CANONICAL;
+  if ((r = write_one(path, &opts)) != NULL) {
+    if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 65536);
+    zt_close(r);
+  }
+  unlink(path);
+  opts.flags = ZT_WRITER_COMPACT | ZT_WRITER_CANONICAL;
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
+  CHECK_ERROR_MENTIONS("one placement");
+}
+
 /* One walk over every call of a reader; returns the first failing status. */
 static zt_status walk(const zt_reader *r) {
   zt_status first = ZT_OK, s;
@@ -287,6 +384,7 @@ int main(int argc, char **argv) {
   if (!CHECK(mkdtemp(dir) != NULL)) return zt_test_summary();
   test_write_and_read(dir);
   test_options_are_checked(dir);
+  test_defaults_formats_and_placement(dir);
   rmdir(dir);
   if (corpus != NULL && corpus[0] != '\0') {
     run_corpus(corpus);

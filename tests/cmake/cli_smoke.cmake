@@ -54,7 +54,7 @@ decoded: 0 ok, 0 failed
 values:  1 ok, 0 failed
 OK
 ]=] verify v12_digest_sha256.zt)
-_zt("" convert v12_digest_sha256.zt converted.zt --zstd 3 --digest crc32c)
+_zt("" convert v12_digest_sha256.zt converted.zt --to v1.2 --zstd 3 --digest crc32c)
 _zt([=[converted.zt: version 1.2.0, 1 object, no file attributes
 
 name  format  shape  role  dtype  encoding  stored  decoded  digest

@@ -179,15 +179,16 @@ pub fn pinned_python(requirements: &str, name: &str) -> std::path::PathBuf {
 
 /// One batch request per buffer: object i's first component, whole, converted to
 /// `convert` when given.
-pub fn whole_loads(bufs: &mut [Vec<u8>], convert: Option<DType>) -> Vec<ztensor::LoadRequest<'_>> {
+pub fn whole_loads(
+    bufs: &mut [Vec<u8>],
+    convert: Option<DType>,
+) -> Vec<ztensor::load::Request<'_>> {
     bufs.iter_mut()
         .enumerate()
-        .map(|(object, dst)| ztensor::LoadRequest {
-            object,
-            component: 0,
-            dst,
-            offset: None,
-            convert,
+        .map(|(object, dst)| {
+            let mut q = ztensor::load::Request::host(object, 0, dst);
+            q.convert = convert;
+            q
         })
         .collect()
 }
@@ -219,4 +220,14 @@ pub fn replace_manifest_value(file: &[u8], key: &str, value: &ztensor::cbor::Val
     out.extend((manifest.len() as u64).to_le_bytes());
     out.extend(&file[n - 8..]);
     out
+}
+
+/// Writer options for zTensor v1.2.0 (the default is v2): for tests of what v1.2 has and
+/// v2 has not (64-byte alignment, crc32c digests, unregistered object formats, a zstd
+/// component of one frame without a seek table ...).
+pub fn v12() -> ztensor::CreateOptions {
+    ztensor::CreateOptions {
+        version: ztensor::FileVersion::V1_2,
+        ..ztensor::CreateOptions::default()
+    }
 }

@@ -18,6 +18,15 @@
 #include <string_view>
 #include <vector>
 
+// zTensor v1.2.0 (the library writes v2 by default): these tests check what v1.2 keeps
+// (objects in the order written, 64-byte alignment, typed attributes with their widths).
+static zt::writer_options v12(bool durable = true) {
+  zt::writer_options o;
+  o.durable = durable;
+  o.version = zt::writer_options::file_version::v1_2;
+  return o;
+}
+
 namespace {
 
 std::string vector_path(const std::string& rel) { return zt_test::vectors_dir() + "/" + rel; }
@@ -157,7 +166,7 @@ TEST(Loader, FramesOfAZstdComponent) {
   std::vector<float> values(3 << 20);  // 12 MiB: three 4 MiB frames and a seek table
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000);
   {
-    zt::Writer w = zt::Writer::create(path, zt::writer_options{false});
+    zt::Writer w = zt::Writer::create(path, v12(false));
     w.add("big", values, {values.size()}, zt::write_options::zstd(1));
     w.add("raw", std::vector<float>{1, 2}, {2});
     w.finish();
@@ -217,7 +226,7 @@ TEST(Loader, CopyObjectWithOptions) {
   const std::string path = zt_test::temp_path("copy");
   zt::Reader in = zt::Reader::open(vector_path("gguf/llama_tiny.gguf"));
   {
-    zt::Writer w = zt::Writer::create(path, zt::writer_options{false});
+    zt::Writer w = zt::Writer::create(path, v12(false));
     w.copy_object(in, "blk.0.ffn_down.weight");  // as stored
     zt::copy_options o;
     o.encoding = zt::encoding::zstd;
@@ -280,7 +289,7 @@ TEST(Loader, TypedAttributeWriting) {
   const std::vector<std::string> tokens = {"<s>", "</s>", "hello"};
   zt::Reader in = zt::Reader::open(vector_path("gguf/llama_tiny.gguf"));
   {
-    zt::Writer w = zt::Writer::create(path, zt::writer_options{false});
+    zt::Writer w = zt::Writer::create(path, v12(false));
     w.set_attribute("llama.context_length", std::uint32_t{4096});
     w.set_attribute("llama.attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_attribute("general.name", "tiny");
@@ -360,7 +369,7 @@ TEST(Docs, ReadmeCopyExample) {
   const std::string path = zt_test::temp_path("readme");
   {
     zt::Reader gguf = zt::Reader::open(vector_path("gguf/llama_tiny.gguf"));
-    zt::Writer out = zt::Writer::create(path);
+    zt::Writer out = zt::Writer::create(path, v12());
     out.set_attributes(gguf.attributes());  // u32 stays u32, f32 arrays stay f32
     out.set_attribute("general.quantized_by", "me");
     for (const zt::Object& o : gguf) out.copy_object(gguf, o.index());

@@ -12,6 +12,15 @@
 
 #include "support.hpp"
 
+// zTensor v1.2.0 (the library writes v2 by default): these tests check what v1.2 keeps
+// (objects in the order written, 64-byte alignment, typed attributes with their widths).
+static zt::writer_options v12(bool durable = true) {
+  zt::writer_options o;
+  o.durable = durable;
+  o.version = zt::writer_options::file_version::v1_2;
+  return o;
+}
+
 namespace {
 
 static_assert(ZT_CPP_EXCEPTIONS == 1, "this file tests the exceptions mode");
@@ -52,7 +61,7 @@ std::string status_of(F&& f, zt_status status) {
 
 std::string sample(const std::string& stem) {
   const std::string path = zt_test::temp_path(stem);
-  zt::Writer w = zt::Writer::create(path);
+  zt::Writer w = zt::Writer::create(path, v12());
   w.add("t", std::vector<float>{1, 2, 3, 4}, {2, 2}, zt::write_options::raw(zt::digest::sha256));
   w.add("m", std::vector<float>(64, 1.0f), {8, 8});
   w.finish();
@@ -128,7 +137,7 @@ TEST(Errors, LibraryStatusesBecomeTheirExceptions) {
   status_of([&] { r["t"].read_into(small); }, ZT_ERR_BUFFER_TOO_SMALL);
   // state
   const std::string finished = zt_test::temp_path("state");
-  zt::Writer w = zt::Writer::create(finished);
+  zt::Writer w = zt::Writer::create(finished, v12());
   w.finish();
   status_of([&] { w.finish(); }, ZT_ERR_STATE);
   zt_test::remove(finished);

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -196,6 +198,88 @@ TEST(Loader, HostDestinationsAndACallbackThatThrows) {
   EXPECT_THROW(loader.load(r, q), zt::invalid_argument);
   moved.load(r, q);
   EXPECT_EQ(done.load(), 5);  // 2, the refused request, and 2 more
+}
+
+TEST(Loader, RequestsByObjectSizedRangesBudgetsAndCancel) {
+  model_file f;
+  zt::Reader r = zt::Reader::open(f.path);
+  zt::Object a = r["a"];
+  std::vector<float> all = a.read<float>();
+  // The exact size of a slice converted, without a buffer yet.
+  EXPECT_EQ(zt::load_request(a, nullptr, 0).host().columns(10, 20).convert(zt::dtype::f64).size(r), 300u * 20 * 8);
+  EXPECT_EQ(zt::load_request(1, nullptr, 0).host().rows(2, 3).size(r), 3u * 96 * 2);
+  EXPECT_THROW(zt::load_request(a, nullptr, 0).rows(299, 2).size(r), zt::invalid_argument);
+  std::vector<double> cols(300 * 20);
+  std::vector<float> part(100);
+  std::vector<zt_loader_request> q = {
+      zt::load_request(a, cols.data(), 0).host().columns(10, 20).convert(zt::dtype::f64).sized(r),
+      // Bytes 1000.. of the component: floats 250..350.
+      zt::load_request(a, part.data(), 400).host().range(1000, 400),
+  };
+  zt::loader_options o;
+  o.max_bytes_in_flight = 4 << 20;
+  o.io = zt::io_mode::pread;
+  zt::Loader loader = zt::Loader::create(nullptr, o);
+  loader.load(r, q);
+  for (std::size_t row = 0; row < 300; row++)
+    for (std::size_t c = 0; c < 20; c++) EXPECT_EQ(cols[row * 20 + c], static_cast<double>(all[row * 200 + 10 + c]));
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 250));
+  zt_loader_stats st = loader.stats();
+  EXPECT_EQ(st.max_bytes_in_flight, 4u << 20);
+  EXPECT_LE(st.peak_bytes_in_flight, st.max_bytes_in_flight);
+  // A cancel while nothing runs stops the next load: zt::canceled.
+  loader.cancel();
+  EXPECT_THROW(loader.load(r, q), zt::canceled);
+  loader.load(r, q);  // and only that one
+}
+
+TEST(Loader, LoadsFromTwoThreadsTakeTurns) {
+  model_file f;
+  zt::Reader r = zt::Reader::open(f.path);
+  std::vector<float> all = r["a"].read<float>();
+  for (bool queue : {true, false}) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool inside = false, release = false;
+    zt::loader_options o;
+    o.queue = queue;
+    o.readers = 1;
+    o.on_complete = [&](std::size_t, zt_status, std::uint64_t) {
+      std::unique_lock<std::mutex> g(m);
+      if (inside) return;  // only the first load's first request waits
+      inside = true;
+      cv.notify_all();
+      cv.wait(g, [&] { return release; });
+    };
+    zt::Loader loader = zt::Loader::create(nullptr, o);
+    std::vector<float> first(300 * 200), second(300 * 200);
+    std::vector<zt_loader_request> q1 = {zt::load_request(0, first.data(), first.size() * 4).host()};
+    std::vector<zt_loader_request> q2 = {zt::load_request(0, second.data(), second.size() * 4).host()};
+    std::thread t([&] { loader.load(r, q1); });
+    {
+      std::unique_lock<std::mutex> g(m);
+      cv.wait(g, [&] { return inside; });
+    }
+    if (queue) {
+      // Waits for the first, then loads.
+      std::thread release_soon([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        std::lock_guard<std::mutex> g(m);
+        release = true;
+        cv.notify_all();
+      });
+      loader.load(r, q2);
+      release_soon.join();
+      EXPECT_EQ(second, all);
+    } else {
+      EXPECT_THROW(loader.load(r, q2), zt::state_error);
+      std::lock_guard<std::mutex> g(m);
+      release = true;
+      cv.notify_all();
+    }
+    t.join();
+    EXPECT_EQ(first, all);
+  }
 }
 
 TEST(Loader, TheCudaBackendRefusesCleanlyWithoutADriver) {

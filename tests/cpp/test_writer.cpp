@@ -13,6 +13,15 @@
 
 #include "support.hpp"
 
+// zTensor v1.2.0 (the library writes v2 by default): these tests check what v1.2 keeps
+// (objects in the order written, 64-byte alignment, typed attributes with their widths).
+static zt::writer_options v12(bool durable = true) {
+  zt::writer_options o;
+  o.durable = durable;
+  o.version = zt::writer_options::file_version::v1_2;
+  return o;
+}
+
 namespace {
 
 static_assert(ZT_CPP_EXCEPTIONS == 1, "this file tests the exceptions mode");
@@ -47,7 +56,7 @@ TEST(Writer, EveryDeducedDtypeRoundTrips) {
   const std::array<bool, 3> bools = {true, false, true};   // bool
   const double c_array[2] = {7.0, 8.0};
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     add_and_check(w, "f64", f64);
     add_and_check(w, "f32", f32);
     add_and_check(w, "i64", i64);
@@ -98,7 +107,7 @@ TEST(Writer, ExplicitDtypeAndShapes) {
   const std::array<std::uint64_t, 2> shape_arr = {1, 2};
   const std::uint64_t shape_ptr[3] = {1, 1, 2};
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("f16", zt::dtype::f16, halves, {2});
     w.add("bf16", zt::dtype::bf16, bhalves, {2}, zt::write_options::zstd(1));
     w.add("bytes_as_f32", zt::dtype::f32, raw, {2});
@@ -129,7 +138,7 @@ TEST(Writer, OptionsReachTheFile) {
   std::vector<float> big(10000);
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 7);
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("raw", big, {10000});
     w.add("zstd_sha", big, {100, 100}, zt::write_options::zstd(19, zt::digest::sha256));
     w.add("zstd_fast", big, {10000}, zt::write_options::zstd(-5));
@@ -156,7 +165,7 @@ TEST(Writer, OptionsReachTheFile) {
   EXPECT_EQ(r["zstd_sha"].read<float>(), big);
   r.verify();
 
-  zt::Writer w = zt::Writer::create(f.path + ".2");
+  zt::Writer w = zt::Writer::create(f.path + ".2", v12());
   EXPECT_THROW(w.add("bad_level", big, {10000}, zt::write_options::zstd(1000)), zt::invalid_argument);
   zt::write_options bogus;
   bogus.encoding = static_cast<zt::encoding>(7);
@@ -169,7 +178,7 @@ TEST(Writer, OptionsReachTheFile) {
 
 TEST(Writer, RefusedAddsLeaveTheWriterUsable) {
   scratch_file f("refused");
-  zt::Writer w = zt::Writer::create(f.path);
+  zt::Writer w = zt::Writer::create(f.path, v12());
   const std::vector<float> six(6, 1.0f);
   EXPECT_THROW(w.add("short", six, {2, 4}), zt::invalid_argument);
   try {
@@ -194,7 +203,7 @@ TEST(Writer, CompositeObjectsThroughBuilders) {
   const std::vector<std::uint8_t> codes = {1, 2, 3, 4};
   const std::vector<std::uint16_t> scales = {0x3c00};
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     zt::object_builder coo = w.begin_object("coo", "sparse_coo", {3, 3});
     EXPECT_TRUE(coo.is_open());
     EXPECT_EQ(coo.name(), "coo");
@@ -238,7 +247,7 @@ TEST(Writer, StreamingComponents) {
   std::vector<double> big(5000);
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i) * 0.5;
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     auto obj = w.begin_object("streamed", "dense", {5000});
     {
       zt::component_builder c = obj.begin_component<double>("data", zt::write_options::zstd(3, zt::digest::sha256));
@@ -295,7 +304,7 @@ TEST(Writer, StreamingComponents) {
 
 TEST(Writer, BuilderStateErrors) {
   scratch_file f("state");
-  zt::Writer w = zt::Writer::create(f.path);
+  zt::Writer w = zt::Writer::create(f.path, v12());
   auto obj = w.begin_object("a", "dense", {2});
   EXPECT_THROW((void)w.begin_object("b", "dense", {2}), zt::state_error);  // one open object at a time
   EXPECT_THROW(w.add("c", std::vector<float>{1}, {1}), zt::state_error);
@@ -320,7 +329,7 @@ TEST(Writer, BuilderStateErrors) {
 
 TEST(Writer, RefusedObjectIsDroppedAndBuilderCloses) {
   scratch_file f("refusedobj");
-  zt::Writer w = zt::Writer::create(f.path);
+  zt::Writer w = zt::Writer::create(f.path, v12());
   auto obj = w.begin_object("short", "dense", {4});
   obj.add_component("data", std::vector<float>{1, 2});
   EXPECT_THROW(obj.end(), zt::invalid_argument);
@@ -343,7 +352,7 @@ TEST(Writer, RefusedObjectIsDroppedAndBuilderCloses) {
 TEST(Writer, Attributes) {
   scratch_file f("attrs");
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("t", std::vector<float>{1}, {1});
     w.set_attributes_json(R"({"first":1})");
     w.set_attributes_json(std::string(R"({"second":"x","bytes":{"$bytes":"00ff"}})"));  // replaces
@@ -363,7 +372,7 @@ TEST(Writer, Attributes) {
 TEST(Writer, UnfinishedWriterLeavesNoFile) {
   scratch_file f("unfinished");
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("t", std::vector<float>(1000, 1.0f), {1000});
     EXPECT_EQ(zt_test::leftover_temps(f.path), 1);  // the bytes go to a temporary file
     EXPECT_FALSE(zt_test::exists(f.path));
@@ -373,13 +382,13 @@ TEST(Writer, UnfinishedWriterLeavesNoFile) {
 
   // an existing file stays intact until finish
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("old", std::vector<float>{1}, {1});
     w.finish();
   }
   const auto before = zt_test::slurp(f.path);
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     w.add("new", std::vector<float>{2}, {1});
   }
   EXPECT_EQ(zt_test::slurp(f.path), before);
@@ -388,7 +397,7 @@ TEST(Writer, UnfinishedWriterLeavesNoFile) {
   // an exception unwinding through an open writer and builder
   zt_test::remove(f.path);
   try {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     auto obj = w.begin_object("o", "dense", {1});
     obj.add_component("data", std::vector<float>{1});
     throw std::runtime_error("boom");
@@ -400,7 +409,7 @@ TEST(Writer, UnfinishedWriterLeavesNoFile) {
 
 TEST(Writer, BuilderDestroyedDuringAnException) {
   scratch_file f("unwind");
-  zt::Writer w = zt::Writer::create(f.path);
+  zt::Writer w = zt::Writer::create(f.path, v12());
   // complete components: the destructor's end() keeps the object
   try {
     auto obj = w.begin_object("kept", "dense", {2});
@@ -445,7 +454,7 @@ TEST(Writer, BuilderDestroyedDuringAnException) {
 
 TEST(Writer, Moves) {
   scratch_file f("moves"), g("moves_other");
-  zt::Writer a = zt::Writer::create(f.path);
+  zt::Writer a = zt::Writer::create(f.path, v12());
   EXPECT_TRUE(a.is_open());
   EXPECT_TRUE(static_cast<bool>(a));
   EXPECT_NE(a.handle(), nullptr);
@@ -458,7 +467,7 @@ TEST(Writer, Moves) {
   EXPECT_THROW((void)a.begin_object("y", "dense"), zt::invalid_argument);
   EXPECT_THROW(a.set_attributes_json("{}"), zt::invalid_argument);
 
-  zt::Writer other = zt::Writer::create(g.path);
+  zt::Writer other = zt::Writer::create(g.path, v12());
   other.add("lost", std::vector<float>{1}, {1});
   other = std::move(b);  // discards other's unfinished file
   EXPECT_EQ(zt_test::leftover_temps(g.path), 0);
@@ -508,10 +517,10 @@ TEST(Writer, Moves) {
 }
 
 TEST(Writer, CreateErrors) {
-  EXPECT_THROW((void)zt::Writer::create("/nonexistent-dir-zt/x.zt"), zt::io_error);
-  EXPECT_THROW((void)zt::Writer::create(""), zt::invalid_argument);
-  EXPECT_THROW((void)zt::Writer::create(nullptr), zt::invalid_argument);
-  EXPECT_THROW((void)zt::Writer::create(std::string("a\0b.zt", 6)), zt::invalid_argument);
+  EXPECT_THROW((void)zt::Writer::create("/nonexistent-dir-zt/x.zt", v12()), zt::io_error);
+  EXPECT_THROW((void)zt::Writer::create("", v12()), zt::invalid_argument);
+  EXPECT_THROW((void)zt::Writer::create(nullptr, v12()), zt::invalid_argument);
+  EXPECT_THROW((void)zt::Writer::create(std::string("a\0b.zt", 6), v12()), zt::invalid_argument);
   EXPECT_FALSE(zt_test::exists("a"));
 }
 
@@ -521,7 +530,7 @@ TEST(Writer, AnyDestructionOrderIsSafe) {
   try {
     zt::object_builder obj;
     zt::component_builder stream;
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     obj = w.begin_object("o", "dense", {2});
     stream = obj.begin_component<float>("data");
     stream.write(std::vector<float>{1});
@@ -535,7 +544,7 @@ TEST(Writer, AnyDestructionOrderIsSafe) {
   zt::object_builder obj;
   zt::component_builder stream;
   {
-    zt::Writer w = zt::Writer::create(f.path);
+    zt::Writer w = zt::Writer::create(f.path, v12());
     obj = w.begin_object("o", "dense", {2});
     stream = obj.begin_component<float>("data");
   }
@@ -547,7 +556,7 @@ TEST(Writer, AnyDestructionOrderIsSafe) {
   EXPECT_THROW(obj.end(), zt::state_error);
 
   // an object builder destroyed before its component builder ends the stream first
-  zt::Writer w = zt::Writer::create(g.path);
+  zt::Writer w = zt::Writer::create(g.path, v12());
   {
     zt::component_builder orphan;
     {
@@ -568,7 +577,7 @@ TEST(Writer, AnyDestructionOrderIsSafe) {
   moved_builder.end();
   EXPECT_FALSE(moved_builder.is_open());
   // move-assigning a writer with an open object over another one closes that object
-  zt::Writer other = zt::Writer::create(f.path);
+  zt::Writer other = zt::Writer::create(f.path, v12());
   zt::object_builder stale = other.begin_object("stale", "dense", {1});
   other = zt::Writer();
   EXPECT_FALSE(stale.is_open());
@@ -587,7 +596,7 @@ TEST(Docs, UsageExamples) {
   std::ostringstream cout;
   {
     std::vector<float> w = {1, 2, 3, 4, 5, 6};
-    zt::Writer out = zt::Writer::create(f.path);
+    zt::Writer out = zt::Writer::create(f.path, v12());
     out.add("layer0.weight", w, {2, 3}, zt::write_options::zstd(3, zt::digest::sha256));
     out.finish();
 
@@ -605,7 +614,7 @@ TEST(Docs, UsageExamples) {
     const std::vector<std::uint16_t> bf16_bits(32, 0x3f80);
     const std::vector<float> values = {1, 2};
     const std::vector<std::uint64_t> indices = {0, 1}, indptr = {0, 1, 2};
-    zt::Writer w = zt::Writer::create(g.path);  // nothing at the path until finish()
+    zt::Writer w = zt::Writer::create(g.path, v12());  // nothing at the path until finish()
     w.add("ids", std::vector<int64_t>{1, 2, 3}, {3});  // dtype from the element type
     w.add("emb", zt::dtype::bf16, bf16_bits, {4, 8});  // half types: explicit dtype
     {
@@ -627,3 +636,48 @@ TEST(Docs, UsageExamples) {
 }
 
 }  // namespace
+
+// The library writes zTensor v2 by default, and safetensors or GGUF when the options (or
+// the path's extension) say so.
+TEST(Writer, FormatsAndTheDefaultVersion) {
+  const std::vector<float> v = {1.0f, 2.0f};
+  {
+    scratch_file f("default");
+    zt::Writer w = zt::Writer::create(f.path);
+    w.add("x", v, {2});
+    w.finish();
+    EXPECT_EQ(zt::Reader::open(f.path).version(), "2");
+  }
+  for (auto [format, name] : {std::pair{zt::writer_options::file_format::safetensors, "safetensors"},
+                              std::pair{zt::writer_options::file_format::gguf, "gguf"}}) {
+    scratch_file f(std::string("as_") + name);
+    zt::writer_options o;
+    o.durable = false;
+    o.format = format;
+    zt::Writer w = zt::Writer::create(f.path, o);
+    w.add("x", v, {2});
+    w.finish();
+    zt::Reader r = zt::Reader::open(f.path);
+    EXPECT_EQ(r.file_format(), name);
+  }
+  {
+    // safetensors holds dense tensors only: a sparse object is refused; the writer stays usable.
+    scratch_file f("st_refused");
+    zt::writer_options o;
+    o.format = zt::writer_options::file_format::safetensors;
+    zt::Writer w = zt::Writer::create(f.path, o);
+    EXPECT_THROW(w.begin_object("s", "sparse_csr", {2, 2}), zt::invalid_argument);
+    w.add("x", v, {2});
+    w.finish();
+  }
+  {
+    scratch_file f("compact");
+    zt::writer_options o;
+    o.placement = zt::writer_options::blob_placement::compact;
+    zt::Writer w = zt::Writer::create(f.path, o);
+    w.add("x", v, {2});
+    w.finish();
+    zt::Reader r = zt::Reader::open(f.path);
+    EXPECT_EQ(r.version(), "2");
+  }
+}

@@ -203,6 +203,8 @@ class Checker:
             f.write(code)
         env = dict(os.environ, ZTENSOR_LIBRARY=ENV["ZT_LIBRARY"],
                    PYTHONPATH=os.path.join(self.source, "c_examples", "python"))
+        # The build tree's `zt` first on PATH, as for sh blocks.
+        env["PATH"] = os.path.join(ENV["ZT_BUILD_DIR"], "bin") + os.pathsep + env.get("PATH", "")
         run([sys.executable, "block.py"], d, env=env, what="python")
 
     def check_sh(self, code, options, label):

@@ -75,7 +75,9 @@ def main(argv):
     cuda = ztloader.Cuda(lib, stream=stream)
     loader = ztloader.Loader(lib, cuda)
 
-    def ours(file, columns=False):
+    direct_loader = ztloader.Loader(lib, cuda, io=ztloader.ZT_IO_DIRECT)
+
+    def ours(file, columns=False, loader=loader):
         """Opens `file`, allocates the tensors, loads them; returns {name: tensor}, bytes."""
         reader = ztloader.Reader(lib, file)
         tensors, requests, landed = {}, [], 0
@@ -146,6 +148,11 @@ def main(argv):
     how = drop_cache(path)
     row("safetensors_cold", "`safetensors.torch.load_file`, cold", timed(st_load, repeats, path)[0])
     row("ours_cold", "ours: `zt_loader_load`, cold", timed(lambda: ours(path), repeats, path)[0])
+    row(
+        "ours_cold_direct",
+        "ours: `zt_loader_load`, cold, O_DIRECT forced (`ZT_IO_DIRECT`)",
+        timed(lambda: ours(path, loader=direct_loader), repeats, path)[0],
+    )
     zt_size = os.path.getsize(zt_path)
     row(
         "ours_zstd_cold",
@@ -167,6 +174,7 @@ def main(argv):
     results["ratios"] = {
         "warm_vs_safetensors": by["ours_warm"]["gbps"] / st_warm,
         "cold_vs_fastest_read": by["ours_cold"]["gbps"] / fastest_read,
+        "cold_direct_vs_fastest_read": by["ours_cold_direct"]["gbps"] / fastest_read,
         "columns8_vs_whole_per_byte": by["ours_columns8_warm"]["gbps"] / by["ours_warm"]["gbps"],
         "zstd_cold_vs_raw_cold": by["ours_zstd_cold"]["gbps"] / by["ours_cold"]["gbps"],
     }
@@ -182,6 +190,7 @@ def main(argv):
     with open(os.path.join(out, "gpu-results.json"), "w") as f:
         json.dump(results, f, indent=1)
     loader.close()
+    direct_loader.close()
     cuda.close()
     return 0
 

@@ -19,7 +19,8 @@
  *   gpu_load layout                       the C structs' sizes and field offsets, one JSON
  *                                         line (ztloader.py checks its ctypes copies)
  *
- * Environment: ZT_READERS, ZT_STAGING_COUNT, ZT_STAGING_SIZE (loader options), ZT_CUDA_LIB
+ * Environment: ZT_READERS, ZT_STAGING_COUNT, ZT_STAGING_SIZE, ZT_MAX_BYTES_IN_FLIGHT, ZT_IO
+ * (loader options; ZT_IO a zt_io_mode: 0 auto, 1 mmap, 2 pread, 3 O_DIRECT), ZT_CUDA_LIB
  * (the driver library to load). Exit 3 when a command needs a GPU and there is none.
  */
 #define _GNU_SOURCE 1
@@ -105,6 +106,8 @@ static zt_loader *make_loader(const zt_device *device) {
   o.readers = (uint32_t)env_u64("ZT_READERS", 0);
   o.staging_count = (uint32_t)env_u64("ZT_STAGING_COUNT", 0);
   o.staging_size = env_u64("ZT_STAGING_SIZE", 0);
+  o.max_bytes_in_flight = env_u64("ZT_MAX_BYTES_IN_FLIGHT", 0);
+  o.io = (uint32_t)env_u64("ZT_IO", 0);
   if (zt_loader_create_with(device, &o, &l) != ZT_OK) {
     fail("creating the loader");
     return NULL;
@@ -471,8 +474,13 @@ static int layout(void) {
   FIELD(zt_cuda_options, device);
   FIELD(zt_cuda_options, stream);
   FIELD(zt_cuda_options, library);
-  printf("\"sizeof.zt_loader_request\": %zu, \"sizeof.zt_device\": %zu, \"sizeof.zt_cuda_options\": %zu}\n",
-         sizeof(zt_loader_request), sizeof(zt_device), sizeof(zt_cuda_options));
+  FIELD(zt_loader_options, flags);
+  FIELD(zt_loader_options, user);
+  FIELD(zt_loader_options, max_bytes_in_flight);
+  FIELD(zt_loader_options, io);
+  printf("\"sizeof.zt_loader_request\": %zu, \"sizeof.zt_device\": %zu, \"sizeof.zt_cuda_options\": %zu, "
+         "\"sizeof.zt_loader_options\": %zu}\n",
+         sizeof(zt_loader_request), sizeof(zt_device), sizeof(zt_cuda_options), sizeof(zt_loader_options));
   return 0;
 }
 

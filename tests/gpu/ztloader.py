@@ -80,6 +80,27 @@ class CudaOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("device", c_int32), ("stream", c_void_p), ("library", c_char_p)]
 
 
+class LoaderOptions(ctypes.Structure):
+    """zt_loader_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("readers", c_uint32),
+        ("staging_count", c_uint32),
+        ("staging_size", c_uint64),
+        ("staging", c_void_p),
+        ("on_complete", c_void_p),
+        ("on_progress", c_void_p),
+        ("user", c_void_p),
+        ("max_bytes_in_flight", c_uint64),
+        ("io", c_uint32),
+    ]
+
+
+ZT_IO_AUTO, ZT_IO_MMAP, ZT_IO_PREAD, ZT_IO_DIRECT = 0, 1, 2, 3
+
+
 class Error(Exception):
     def __init__(self, status, message):
         super().__init__(f"{message} (status {status})")
@@ -145,12 +166,15 @@ class Cuda:
 
 
 class Loader:
-    """A zt_loader with the default options: for `cuda`'s device, or host-only (None)."""
+    """A zt_loader for `cuda`'s device, or host-only (None); `io` a ZT_IO_* read mode."""
 
-    def __init__(self, lib, cuda=None):
+    def __init__(self, lib, cuda=None, io=ZT_IO_AUTO):
         self.lib, self.handle = lib, c_void_p()
         device = byref(cuda.device) if cuda is not None else None
-        check(lib, lib.zt_loader_create_with(device, None, byref(self.handle)), "creating the loader")
+        options = LoaderOptions()
+        options.struct_size = ctypes.sizeof(LoaderOptions)
+        options.io = io
+        check(lib, lib.zt_loader_create_with(device, byref(options), byref(self.handle)), "creating the loader")
 
     def load(self, reader, requests):
         """Loads a list of Request; raises on the first failure."""
@@ -229,7 +253,12 @@ def host_check(path, other=None):
 def layout_check(gpu_load):
     c = json.loads(subprocess.run([gpu_load, "layout"], check=True, capture_output=True, text=True).stdout)
     ours = {}
-    for struct_name, cls in (("zt_loader_request", Request), ("zt_device", Device), ("zt_cuda_options", CudaOptions)):
+    for struct_name, cls in (
+        ("zt_loader_request", Request),
+        ("zt_device", Device),
+        ("zt_cuda_options", CudaOptions),
+        ("zt_loader_options", LoaderOptions),
+    ):
         ours[f"sizeof.{struct_name}"] = ctypes.sizeof(cls)
         for field, _ in cls._fields_:
             ours[f"{struct_name}.{field}"] = getattr(cls, field).offset

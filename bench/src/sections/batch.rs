@@ -52,16 +52,10 @@ pub(super) fn batch_into(
     bufs: &mut [Vec<u8>],
     order: &[usize],
 ) -> Res<()> {
-    let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
+    let mut requests: Vec<ztensor::load::Request<'_>> = bufs
         .iter_mut()
         .enumerate()
-        .map(|(i, dst)| ztensor::LoadRequest {
-            object: order[i],
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        })
+        .map(|(i, dst)| ztensor::load::Request::host(order[i], 0, dst))
         .collect();
     for result in r.load_batch(&mut requests, 0) {
         result?;

@@ -4,6 +4,7 @@
 pub mod attrs;
 pub mod batch;
 pub mod dequant;
+pub mod host_cold;
 pub mod list;
 pub mod load;
 pub mod memory;

@@ -189,13 +189,7 @@ fn load_all(
         let object = r
             .find(&w.tensors[i].name)
             .ok_or_else(|| format!("no tensor '{}'", w.tensors[i].name))?;
-        requests.push(ztensor::LoadRequest {
-            object,
-            component: 0,
-            dst,
-            offset: None,
-            convert: None,
-        });
+        requests.push(ztensor::load::Request::host(object, 0, dst));
     }
     for result in r.load_batch(&mut requests, 0) {
         result?;
@@ -228,14 +222,12 @@ fn slice(
         bufs.push((i, vec![0u8; want as usize]));
     }
     let wanted: u64 = bufs.iter().map(|(_, b)| b.len() as u64).sum();
-    let mut requests: Vec<ztensor::LoadRequest<'_>> = bufs
+    let mut requests: Vec<ztensor::load::Request<'_>> = bufs
         .iter_mut()
-        .map(|(i, dst)| ztensor::LoadRequest {
-            object: *i,
-            component: 0,
-            dst,
-            offset: Some(0),
-            convert: None,
+        .map(|(i, dst)| {
+            let n = dst.len() as u64;
+            ztensor::load::Request::host(*i, 0, dst)
+                .slice(ztensor::load::Slice::Range { first: 0, count: n })
         })
         .collect();
     for result in r.load_batch(&mut requests, 0) {

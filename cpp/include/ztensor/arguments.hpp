@@ -125,16 +125,33 @@ struct writer_options {
   /// false: finish() neither fsyncs the file nor its directory (ZT_WRITER_NO_SYNC), for
   /// scratch files that need not survive a crash. The rename is atomic either way.
   bool durable = true;
-  /// The zTensor version to write: the library's default (v1.2.0 in this release), v2
+  /// The zTensor version to write: the library's default (v2 since this release), v2
   /// (ZT_WRITER_V2) or v1.2.0 whatever the default (ZT_WRITER_V1_2).
   enum class file_version { library_default, v1_2, v2 };
   file_version version = file_version::library_default;
   /// v2: keep the blobs in the order written instead of canonical order (ZT_WRITER_KEEP_ORDER).
   bool keep_order = false;
+  /// The container to write (zt_writer_format): by the path's extension (auto:
+  /// .safetensors, .gguf, else zTensor), zTensor, safetensors or GGUF.
+  enum class file_format : std::uint32_t {
+    auto_detect = ZT_WRITER_FORMAT_AUTO,
+    ztensor = ZT_WRITER_FORMAT_ZTENSOR,
+    safetensors = ZT_WRITER_FORMAT_SAFETENSORS,
+    gguf = ZT_WRITER_FORMAT_GGUF,
+  };
+  file_format format = file_format::auto_detect;
+  /// zTensor v2: where blobs start: the library's default, 64 KiB (canonical,
+  /// ZT_WRITER_CANONICAL) or 4 KiB (ZT_WRITER_COMPACT).
+  enum class blob_placement { library_default, canonical, compact };
+  blob_placement placement = blob_placement::library_default;
 
   zt_writer_options to_c() const noexcept {
     zt_writer_options o{};
     o.flags = durable ? 0u : static_cast<std::uint32_t>(ZT_WRITER_NO_SYNC);
+    o.flags |= static_cast<std::uint32_t>(ZT_WRITER_HAS_FORMAT);
+    o.format = static_cast<std::uint32_t>(format);
+    if (placement == blob_placement::canonical) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_CANONICAL);
+    if (placement == blob_placement::compact) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_COMPACT);
     if (version == file_version::v2) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_V2);
     if (version == file_version::v1_2) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_V1_2);
     if (keep_order) o.flags |= static_cast<std::uint32_t>(ZT_WRITER_KEEP_ORDER);

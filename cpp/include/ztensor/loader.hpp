@@ -35,6 +35,11 @@ class load_request {
     r_.dst = dst;
     r_.dst_size = dst_size;
   }
+  /// The same, for an Object of the reader (its index).
+  load_request(const Object& object, void* dst, std::uint64_t dst_size, const char* role = nullptr) noexcept
+      : load_request(object.index(), dst, dst_size, role) {}
+  /// [first, first + count) in storage order: decoded bytes, or values with convert().
+  load_request& range(std::uint64_t first, std::uint64_t count) noexcept { return slice(ZT_SLICE_RANGE, first, count); }
   /// Rows [first, first + count) of the first dimension.
   load_request& rows(std::uint64_t first, std::uint64_t count) noexcept { return slice(ZT_SLICE_ROWS, first, count); }
   /// Columns [first, first + count) of the last dimension of every row (packed).
@@ -59,6 +64,24 @@ class load_request {
   load_request& offset(std::uint64_t bytes) noexcept {
     r_.dst_offset = bytes;
     return *this;
+  }
+  /// The exact dst_size this request fills in `reader` (slices, conversions, ggml blocks
+  /// dequantized): zt_loader_get_request_size.
+  ret<std::uint64_t> size(const Reader& reader) const { return detail::unwrap(try_size(reader)); }
+  result<std::uint64_t> try_size(const Reader& reader) const {
+    std::uint64_t n = 0;
+    zt_status st = zt_loader_get_request_size(reader.handle(), &r_, &n);
+    if (st != ZT_OK) return detail::last_failure(st);
+    return n;
+  }
+  /// A copy with dst_size set to size(reader).
+  ret<load_request> sized(const Reader& reader) const { return detail::unwrap(try_sized(reader)); }
+  result<load_request> try_sized(const Reader& reader) const {
+    result<std::uint64_t> n = try_size(reader);
+    if (!n) return failure{n.status(), n.message()};
+    load_request q = *this;
+    q.r_.dst_size = n.value();
+    return q;
   }
   operator zt_loader_request() const noexcept { return r_; }
 
@@ -185,11 +208,22 @@ class Cuda {
 /// once (on_complete) and never concurrently with themselves (on_progress); they may call
 /// reader functions and Loader::cancel, not another load on the same loader. An exception
 /// thrown by one cancels the load and is rethrown by load() (with exceptions enabled).
+/// How a load reads raw bytes from local files (zt_io_mode).
+enum class io_mode : std::uint32_t {
+  automatic = ZT_IO_AUTO,  // per file: cached or buffered-friendly storage: pread; cold on NVMe: O_DIRECT
+  mmap = ZT_IO_MMAP,       // copied from the reader's mapping
+  pread = ZT_IO_PREAD,     // pread through the page cache
+  direct = ZT_IO_DIRECT,   // O_DIRECT into aligned buffers (pread where refused)
+};
+
 struct loader_options {
   std::uint32_t readers = 0;        // 0: the pool's size
   std::uint32_t staging_count = 0;  // 0: readers + 2
-  std::uint64_t staging_size = 0;   // 0: 16 MiB
+  std::uint64_t staging_size = 0;   // 0: 16 MiB (with max_bytes_in_flight: what fits)
   bool verify = false;              // check every request's digest
+  std::uint64_t max_bytes_in_flight = 0;  // memory a load holds besides destinations (0: staging + 1 GiB)
+  io_mode io = io_mode::automatic;
+  bool queue = true;  // a load while another runs waits its turn; false: state_error
   std::function<void(std::size_t request, zt_status status, std::uint64_t bytes)> on_complete;
   std::function<void(std::uint64_t done, std::uint64_t total)> on_progress;
 };
@@ -202,10 +236,12 @@ class Loader {
     return detail::unwrap(try_create(device, std::move(o)));
   }
   static result<Loader> try_create(const zt_device* device, loader_options o = {}) {
-    std::unique_ptr<state> s(new state{std::move(o), nullptr, {}, nullptr});
+    std::unique_ptr<state> s(new state{std::move(o), nullptr, {}, {}, nullptr});
     zt_loader_options c{};
     c.struct_size = sizeof c;
-    c.flags = s->options.verify ? ZT_LOADER_VERIFY : 0u;
+    c.flags = (s->options.verify ? ZT_LOADER_VERIFY : 0u) | (s->options.queue ? 0u : ZT_LOADER_NO_QUEUE);
+    c.max_bytes_in_flight = s->options.max_bytes_in_flight;
+    c.io = static_cast<std::uint32_t>(s->options.io);
     c.readers = s->options.readers;
     c.staging_count = s->options.staging_count;
     c.staging_size = s->options.staging_size;
@@ -225,14 +261,30 @@ class Loader {
   zt_loader* handle() const noexcept { return s_ ? s_->handle : nullptr; }
 
   /// Loads every request (each one's status and bytes are set); returns the first
-  /// failure in request order.
+  /// failure in request order (canceled after cancel()). From several threads, loads run
+  /// one after the other (queue = false: state_error while one runs); from a callback of
+  /// this loader, state_error.
   ret<void> load(const Reader& reader, span<zt_loader_request> requests) {
-    if (s_) s_->thrown = nullptr;
-    // A moved-from Loader has no handle: the C call refuses it (invalid argument).
+    if (!s_ || state::inside() == s_.get()) {
+      // No handle (moved from), or inside one of its own callbacks: the C call refuses.
+      return detail::unwrap(detail::check(zt_loader_load(handle(), reader.handle(), requests.data(), requests.size())));
+    }
+    // One load at a time here too, so a load's exception is its own.
+    std::unique_lock<std::mutex> turn(s_->turn, std::defer_lock);
+    if (s_->options.queue) {
+      turn.lock();
+    } else if (!turn.try_lock()) {
+      return detail::unwrap(result<void>(failure{ZT_ERR_STATE, "another load is running on this loader (queue is off)"}));
+    }
+    s_->thrown = nullptr;
     zt_status st = zt_loader_load(handle(), reader.handle(), requests.data(), requests.size());
     result<void> r = detail::check(st);
 #if ZT_CPP_EXCEPTIONS
-    if (s_ && s_->thrown) std::rethrow_exception(s_->thrown);
+    if (s_->thrown) {
+      std::exception_ptr e = s_->thrown;
+      s_->thrown = nullptr;
+      std::rethrow_exception(e);
+    }
 #endif
     return detail::unwrap(std::move(r));
   }
@@ -252,13 +304,27 @@ class Loader {
     loader_options options;
     zt_loader* handle;
     std::mutex lock;
+    std::mutex turn;  // held by the load running
 #if ZT_CPP_EXCEPTIONS
     std::exception_ptr thrown;
 #else
     void* thrown;
 #endif
+    /// The loader whose callback this thread is running, if any.
+    static state*& inside() noexcept {
+      static thread_local state* current = nullptr;
+      return current;
+    }
+    struct in_callback {
+      state* saved;
+      explicit in_callback(state* s) noexcept : saved(inside()) { inside() = s; }
+      ~in_callback() { inside() = saved; }
+      in_callback(const in_callback&) = delete;
+      in_callback& operator=(const in_callback&) = delete;
+    };
     static void complete(void* user, std::size_t request, zt_status status, std::uint64_t bytes) {
       auto* s = static_cast<state*>(user);
+      in_callback mark(s);
 #if ZT_CPP_EXCEPTIONS
       try {
         s->options.on_complete(request, status, bytes);
@@ -271,6 +337,7 @@ class Loader {
     }
     static void progress(void* user, std::uint64_t done, std::uint64_t total) {
       auto* s = static_cast<state*>(user);
+      in_callback mark(s);
 #if ZT_CPP_EXCEPTIONS
       try {
         s->options.on_progress(done, total);

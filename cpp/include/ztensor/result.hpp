@@ -115,6 +115,8 @@ class limit_error      : public error { public: explicit limit_error(const std::
 class buffer_too_small : public error { public: explicit buffer_too_small(const std::string& m) : error(ZT_ERR_BUFFER_TOO_SMALL, m) {} };
 class state_error      : public error { public: explicit state_error(const std::string& m)      : error(ZT_ERR_STATE, m) {} };
 class internal_error   : public error { public: explicit internal_error(const std::string& m)   : error(ZT_ERR_INTERNAL, m) {} };
+/// A load stopped by Loader::cancel() (ZT_ERR_CANCELED).
+class canceled         : public error { public: explicit canceled(const std::string& m)         : error(ZT_ERR_CANCELED, m) {} };
 // clang-format on
 
 /// Throws the zt::error subclass for `f.status`.
@@ -130,6 +132,7 @@ class internal_error   : public error { public: explicit internal_error(const st
     case ZT_ERR_BUFFER_TOO_SMALL: throw buffer_too_small(f.message);
     case ZT_ERR_STATE: throw state_error(f.message);
     case ZT_ERR_INTERNAL: throw internal_error(f.message);
+    case ZT_ERR_CANCELED: throw canceled(f.message);
     case ZT_OK: break;  // not a failure: a plain zt::error, as for unknown values
     default: break;
   }

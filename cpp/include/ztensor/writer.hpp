@@ -243,7 +243,8 @@ class object_builder {
   std::string name_;
 };
 
-/// Writes a .zt file (always format 1.2.0). Move-only. The bytes go to a temporary file
+/// Writes a zTensor file (v2 by default, v1.2.0 when asked), a safetensors file or a GGUF
+/// file (writer_options::format, or the path's extension). Move-only. The bytes go to a temporary file
 /// beside the path; finish() renames it into place, and destroying an unfinished Writer
 /// removes it, so nothing appears at the path unless finish() succeeds.
 class Writer {

@@ -7,14 +7,14 @@ use std::sync::LazyLock;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use ztensor::{DigestAlgorithm, FileVersion, zstd_level_range};
+use ztensor::{DigestAlgorithm, FileVersion, OutputFormat, zstd_level_range};
 
 use crate::{CliResult, Failure, emit};
 
-/// "0.1.0 (writes zTensor 1.2.0 and 2)"; clap prints it after the name.
+/// "0.1.0 (writes zTensor 2 and 1.2.0, safetensors, GGUF)"; clap prints it after the name.
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} (writes zTensor {} and 2)",
+        "{} (writes zTensor 2 and {}, safetensors, GGUF)",
         env!("CARGO_PKG_VERSION"),
         ztensor::WRITE_VERSION
     )
@@ -50,7 +50,7 @@ pub enum Command {
     /// Print the first values of a tensor
     #[command(long_about = CAT_ABOUT)]
     Cat(CatArgs),
-    /// Copy any readable file into a zTensor file (v1.2.0 or v2)
+    /// Copy any readable file into a zTensor, safetensors or GGUF file
     #[command(long_about = CONVERT_ABOUT)]
     Convert(ConvertArgs),
     /// Combine the objects of several files into one zTensor file
@@ -134,11 +134,21 @@ pub struct CatArgs {
 }
 
 const CONVERT_ABOUT: &str = "\
-Copy any readable file into a zTensor file (v1.2.0 or v2).
+Copy any readable file into a zTensor, safetensors or GGUF file.
 
 Copies every object of IN (any file zt reads: zTensor 2, 1.2.0, 1.1.0, legacy 0.1.0,
-safetensors, GGUF, Tensogram) into a new zTensor file OUT, of the version --to names
-(1.2.0 by default): file and object attributes, and every component of every object with
+safetensors, GGUF, Tensogram, PyTorch, NumPy, ONNX) into a new file OUT of the format --to
+names (by default OUT's extension: .safetensors, .gguf, else zTensor v2).
+
+safetensors holds dense tensors of its dtypes and a string-to-string __metadata__; GGUF
+holds f32 f16 bf16 f64 i8..i64 tensors, ggml block types (copied as they are, never
+re-quantized) and typed key/values. What the target can't hold is said: a file attribute
+it can't hold is left out with a note; an object it can't hold stops the conversion,
+naming it, unless --dequantize writes ggml blocks (and other values zt can convert) as
+dense tensors of that dtype. Object attributes have no place in either and are left out
+with a note.
+
+For zTensor: file and object attributes, and every component of every object with
 its role, dtype and logical type, under the names of that version (sparse_csr is
 zt.sparse_csr/1 in v2, a GGUF q4_k tensor gguf.q4_k/1 ...). Components are streamed, so
 memory stays bounded for large ones. OUT appears only when complete (it is written to a
@@ -155,12 +165,17 @@ pub struct ConvertArgs {
     /// The file to read
     #[arg(value_name = "IN")]
     pub input: PathBuf,
-    /// The zTensor file to write (a set's base path with --shard-size)
+    /// The file to write (a set's base path with --shard-size)
     #[arg(value_name = "OUT")]
     pub output: PathBuf,
     /// Write a set: OUT-0000k-of-0000n.zt of about BYTES each, OUT.zt.index.json
+    /// (safetensors: .safetensors shards and OUT.safetensors.index.json; GGUF: split files)
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub shard_size: Option<u64>,
+    /// safetensors or GGUF: write objects the target can't hold as they are (ggml blocks
+    /// into safetensors ...) as dense tensors of DTYPE (f32, f16, bf16), values decoded
+    #[arg(long, value_name = "DTYPE")]
+    pub dequantize: Option<Dequantize>,
     #[command(flatten)]
     pub storage: StorageArgs,
     #[command(flatten)]
@@ -208,9 +223,21 @@ pub struct StorageArgs {
     /// Record a digest of every component, or none
     #[arg(long, value_name = "ALGO")]
     pub digest: Option<Digest>,
-    /// The zTensor version to write [default: v1.2]
-    #[arg(long, value_name = "VERSION")]
+    /// The format to write [default: by OUT's extension, else v2]
+    #[arg(long, value_name = "FORMAT")]
     pub to: Option<Version>,
+    /// zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries
+    #[arg(long, value_name = "PLACEMENT")]
+    pub placement: Option<PlacementArg>,
+}
+
+/// The values of `--placement`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    #[value(name = "canonical")]
+    Canonical,
+    #[value(name = "compact")]
+    Compact,
 }
 
 /// The values of `--to`.
@@ -220,13 +247,41 @@ pub enum Version {
     V1_2,
     #[value(name = "v2", alias = "2")]
     V2,
+    #[value(name = "safetensors")]
+    Safetensors,
+    #[value(name = "gguf")]
+    Gguf,
 }
 
-impl From<Version> for FileVersion {
-    fn from(v: Version) -> FileVersion {
-        match v {
-            Version::V1_2 => FileVersion::V1_2,
-            Version::V2 => FileVersion::V2,
+impl Version {
+    /// The writer's format and zTensor version for this value.
+    pub fn target(self) -> (OutputFormat, FileVersion) {
+        match self {
+            Version::V1_2 => (OutputFormat::Ztensor, FileVersion::V1_2),
+            Version::V2 => (OutputFormat::Ztensor, FileVersion::V2),
+            Version::Safetensors => (OutputFormat::Safetensors, FileVersion::V2),
+            Version::Gguf => (OutputFormat::Gguf, FileVersion::V2),
+        }
+    }
+}
+
+/// The values of `--dequantize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Dequantize {
+    #[value(name = "f32")]
+    F32,
+    #[value(name = "f16")]
+    F16,
+    #[value(name = "bf16")]
+    Bf16,
+}
+
+impl From<Dequantize> for ztensor::DType {
+    fn from(d: Dequantize) -> ztensor::DType {
+        match d {
+            Dequantize::F32 => ztensor::DType::F32,
+            Dequantize::F16 => ztensor::DType::F16,
+            Dequantize::Bf16 => ztensor::DType::BF16,
         }
     }
 }

@@ -1,11 +1,13 @@
-//! `zt convert IN OUT` and `zt merge OUT IN...`: stream objects into a new zTensor file.
+//! `zt convert IN OUT` and `zt merge OUT IN...`: stream objects into a new zTensor,
+//! safetensors or GGUF file.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use ztensor::typed::TypedValue;
 use ztensor::{
-    Component, CopyOptions, CreateOptions, DigestAlgorithm, Encoding, Error, FileVersion, Reader,
-    Writer,
+    Component, CopyOptions, CreateOptions, DType, DigestAlgorithm, Encoding, Error, FileVersion,
+    OutputFormat, Reader, WriteOptions, Writer,
 };
 
 use crate::args::{ConvertArgs, MergeArgs, StorageArgs};
@@ -27,10 +29,18 @@ fn copy_options(args: &StorageArgs) -> CopyOptions {
     }
 }
 
-/// How the output is created: the version `--to` names.
-fn create_options(args: &StorageArgs) -> CreateOptions {
+/// How the output is created: the format and version `--to` names (else OUT's
+/// extension, else zTensor v2).
+fn create_options(args: &StorageArgs, output: &Path) -> CreateOptions {
+    let (format, version) = args.to.map_or((OutputFormat::Auto, FileVersion::V2), |t| t.target());
     CreateOptions {
-        version: args.to.map(FileVersion::from).unwrap_or_default(),
+        version,
+        format: format.resolve(Some(output)),
+        placement: match args.placement {
+            Some(crate::args::PlacementArg::Compact) => ztensor::Placement::Compact,
+            Some(crate::args::PlacementArg::Canonical) => ztensor::Placement::Canonical,
+            None => ztensor::Placement::default(),
+        },
         ..CreateOptions::default()
     }
 }
@@ -44,6 +54,7 @@ pub fn run_convert(args: &ConvertArgs) -> CliResult {
         &[(args.input.clone(), reader)],
         &args.storage,
         args.progress.quiet,
+        args.dequantize.map(DType::from),
     )
 }
 
@@ -72,6 +83,7 @@ pub fn run_merge(args: &MergeArgs) -> CliResult {
         &inputs,
         &args.storage,
         args.progress.quiet,
+        None,
     )
 }
 
@@ -85,9 +97,11 @@ fn write_file(
     inputs: &[(PathBuf, Reader<'static>)],
     storage: &StorageArgs,
     quiet: bool,
+    dequantize: Option<DType>,
 ) -> CliResult {
     let options = copy_options(storage);
-    let create = create_options(storage);
+    let create = create_options(storage, output);
+    let foreign = create.format != OutputFormat::Ztensor;
     let total = inputs
         .iter()
         .flat_map(|(_, r)| r.objects())
@@ -110,10 +124,26 @@ fn write_file(
     if let Some((_, first)) = inputs.first()
         && let Some(attributes) = first.raw_attributes()
     {
-        // With their types (a GGUF's u32 and f32 key/values stay u32 and f32).
-        writer
-            .set_file_attributes_from(attributes)
-            .map_err(cannot_write)?;
+        if foreign {
+            // Key by key, so that one the target can't hold is left out, and said.
+            let typed = first.typed_attributes(None).and_then(TypedValue::from_attr);
+            if let Ok(TypedValue::Map(pairs)) = typed {
+                for (k, v) in pairs {
+                    let key = match &k {
+                        TypedValue::String(k) => String::from_utf8_lossy(k).into_owned(),
+                        other => format!("{other:?}"),
+                    };
+                    if let Err(e) = writer.set_file_attribute(&key, &v) {
+                        eprintln!("zt: note: file attribute '{key}' is not kept: {}", e.message());
+                    }
+                }
+            }
+        } else {
+            // With their types (a GGUF's u32 and f32 key/values stay u32 and f32).
+            writer
+                .set_file_attributes_from(attributes)
+                .map_err(cannot_write)?;
+        }
     }
     // A v2 file's blobs are in name order (canonical form): copied in that order, they
     // are written where they belong, with no reordering at the end.
@@ -130,7 +160,31 @@ fn write_file(
     }
     for (k, i) in order {
         let (path, reader) = &inputs[k];
-        copy_object(reader, i, &mut writer, &options, &mut progress).map_err(|e| {
+        let obj = &reader.objects()[i];
+        if foreign && obj.attributes().is_some() && !obj.format().starts_with("ggml_") {
+            eprintln!(
+                "zt: note: object '{}': its attributes are not kept ({} has no per-tensor \
+                 attributes)",
+                obj.name(),
+                create.format.name()
+            );
+        }
+        let copied = match dequantize {
+            Some(dtype) if foreign && !holds(create.format, obj) => {
+                write_dequantized(reader, i, &mut writer, dtype, &mut progress)
+            }
+            _ => copy_object(reader, i, &mut writer, &options, &mut progress).map_err(|e| {
+                match foreign && dequantize.is_none() && e.kind() == ztensor::ErrorKind::InvalidArgument {
+                    true => e.context(format!(
+                        "{} can't hold it as it is (--dequantize f32 writes its values as a \
+                         dense tensor)",
+                        create.format.name()
+                    )),
+                    false => e,
+                }
+            }),
+        };
+        copied.map_err(|e| {
             Failure::Failed(format!(
                 "cannot copy '{}' to '{}': {}",
                 display(path),
@@ -141,6 +195,55 @@ fn write_file(
     }
     writer.finish().map_err(cannot_write)?;
     Ok(())
+}
+
+/// Whether a safetensors or GGUF file holds object `o` as it is.
+fn holds(format: OutputFormat, o: &ztensor::Object) -> bool {
+    let [c] = o.components() else {
+        return false;
+    };
+    match format {
+        OutputFormat::Safetensors => o.format() == "dense" && ztensor::safetensors_dtype(c.dtype(), c.logical_type()).is_ok(),
+        OutputFormat::Gguf => {
+            (o.format() == "dense"
+                && c.logical_type().is_none()
+                && !matches!(c.dtype(), DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::Bool))
+                || ztensor::ggml_block_type(o.format()).is_some()
+        }
+        _ => true,
+    }
+}
+
+/// Writes object `i`'s first component's values as a dense tensor of `dtype`, decoded
+/// (ggml blocks dequantized) a piece at a time.
+fn write_dequantized(
+    reader: &Reader<'_>,
+    i: usize,
+    writer: &mut Writer,
+    dtype: DType,
+    progress: &mut Progress,
+) -> ztensor::Result<()> {
+    let obj = &reader.objects()[i];
+    let count = obj.shape().iter().product::<u64>();
+    writer.begin_object(obj.name(), "dense", obj.shape())?;
+    let result = (|| {
+        writer.begin_component("data", dtype, None, &WriteOptions::default())?;
+        // Whole blocks of every ggml type (256 divides 1 Mi).
+        const PIECE: u64 = 1 << 20;
+        let mut buf = vec![0u8; (count.min(PIECE) as usize) * dtype.size()];
+        let mut first = 0u64;
+        while first < count {
+            let n = (count - first).min(PIECE) as usize;
+            let dst = &mut buf[..n * dtype.size()];
+            reader.read_as_range(i, 0, dtype, first, dst)?;
+            writer.write(dst)?;
+            progress.add((n * dtype.size()) as u64);
+            first += n as u64;
+        }
+        writer.end_component()?;
+        writer.end_object()
+    })();
+    result
 }
 
 /// Copies object `i` of `reader` (see `Writer::copy_object`).

@@ -1,11 +1,10 @@
-//! The safetensors header turned into objects: `State`, the sink the streamed header
-//! (`json::safetensors`) hands each entry and the metadata to, and the one function that
-//! turns an entry into an object.
+//! The safetensors header turned into objects: `State`, where the streamed header
+//! (`stream`) puts each entry and the metadata, the entry's fields as read (`Entry`), and
+//! the one function that turns an entry into an object.
 
 use crate::dtype::dense_byte_size;
 use crate::error::{Result, bail, err};
 use crate::json::Item;
-use crate::json::safetensors::{Dims, Entry, HeaderSink};
 use crate::limits::Limits;
 use crate::model::{Attributes, CText, Component, Components, Object, TextArena, check_name_text};
 
@@ -24,19 +23,19 @@ pub(super) struct State<'l> {
     pub(super) error: Option<crate::error::Error>,
 }
 
-impl HeaderSink for State<'_> {
-    fn failed(&self) -> bool {
-        self.error.is_some()
-    }
-    fn fail(&mut self, e: crate::error::Error) {
+impl State<'_> {
+    /// Records an error in what the header says (the first one is kept).
+    pub(super) fn fail(&mut self, e: crate::error::Error) {
         if self.error.is_none() {
             self.error = Some(e);
         }
     }
-    fn metadata(&mut self, map: Option<Vec<u8>>) {
+    /// `__metadata__`: the bytes of a CBOR map of text, or None for `null`.
+    pub(super) fn metadata(&mut self, map: Option<Vec<u8>>) {
         self.attributes = map.map(Attributes::from_vec);
     }
-    fn entry(&mut self, name: &str, entry: Entry<'_>) {
+    /// One tensor entry, in header order.
+    pub(super) fn entry(&mut self, name: &str, entry: Entry<'_>) {
         match tensor(name, entry, self)
             .map_err(|e| e.context(format!("safetensors tensor '{name}'")))
         {
@@ -44,6 +43,28 @@ impl HeaderSink for State<'_> {
             Err(e) => self.fail(e),
         }
     }
+}
+
+/// A tensor entry's fields as read (each checked by `tensor`, in a fixed order), or the
+/// type of an entry that is not an object.
+pub(super) enum Entry<'de> {
+    Fields {
+        dtype: Option<Item<'de>>,
+        shape: Option<std::result::Result<Dims, &'static str>>,
+        offsets: Option<std::result::Result<Dims, &'static str>>,
+        /// The first key met twice.
+        repeated: Option<&'static str>,
+    },
+    NotObject(&'static str),
+}
+
+/// A shape or data_offsets array as skimmed: how many items, the first ones that are
+/// unsigned (up to the most any rank limit lets through), and the type of the first item
+/// that is not an unsigned integer.
+pub(super) struct Dims {
+    pub(super) count: usize,
+    pub(super) items: Vec<u64>,
+    pub(super) bad: Option<&'static str>,
 }
 
 /// Texts shared by every object, allocated once.
@@ -93,7 +114,6 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
     if let Some(key) = repeated {
         bail!(Format, "the entry has the key '{key}' more than once");
     }
-    let missing = |key: &str| err!(Format, "the entry lacks the required key '{key}'");
     let dtype = match dtype.ok_or_else(|| missing("dtype"))? {
         Item::Text(t) => t,
         other => bail!(
@@ -104,43 +124,8 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
     };
     let dtype = dtype.as_ref();
     let (storage, logical) = dtype_of(dtype)?;
-    let dims = match shape.ok_or_else(|| missing("shape"))? {
-        Ok(d) => d,
-        Err(type_name) => bail!(Format, "'shape' must be an array, not {type_name}"),
-    };
-    if dims.count > limits.max_rank {
-        bail!(
-            Limit,
-            "shape has {} dimensions, over the limit of {}",
-            dims.count,
-            limits.max_rank
-        );
-    }
-    if let Some(type_name) = dims.bad {
-        bail!(
-            Format,
-            "a shape dimension must be a non-negative integer, not {type_name}"
-        );
-    }
-    let shape = dims.items;
-    let offsets = offsets.ok_or_else(|| missing("data_offsets"))?;
-    let (begin, end) = match offsets {
-        Ok(Dims {
-            count: 2,
-            items,
-            bad: None,
-        }) => (items[0], items[1]),
-        Ok(Dims { count: 2, .. }) => {
-            bail!(Format, "'data_offsets' must be two non-negative integers")
-        }
-        _ => bail!(
-            Format,
-            "'data_offsets' must be an array of two integers [begin, end]"
-        ),
-    };
-    if begin > end {
-        bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
-    }
+    let shape = shape_of(shape, limits)?;
+    let (begin, end) = offsets_of(offsets)?;
     let length = end - begin;
     let expected = dense_byte_size(&shape, storage, logical).ok_or_else(|| match logical {
         Some(t) if crate::dtype::numel(&shape).is_some() => err!(
@@ -183,4 +168,56 @@ fn tensor(name: &str, entry: Entry<'_>, state: &mut State<'_>) -> Result<Object>
         attributes: None,
         components: Components::One(component),
     })
+}
+
+#[cold]
+fn missing(key: &str) -> crate::error::Error {
+    err!(Format, "the entry lacks the required key '{key}'")
+}
+
+/// An entry's `shape`: an array of non-negative integers, no longer than the rank limit.
+#[inline]
+fn shape_of(shape: Option<std::result::Result<Dims, &str>>, limits: &Limits) -> Result<Vec<u64>> {
+    let dims = match shape.ok_or_else(|| missing("shape"))? {
+        Ok(d) => d,
+        Err(type_name) => bail!(Format, "'shape' must be an array, not {type_name}"),
+    };
+    if dims.count > limits.max_rank {
+        bail!(
+            Limit,
+            "shape has {} dimensions, over the limit of {}",
+            dims.count,
+            limits.max_rank
+        );
+    }
+    if let Some(type_name) = dims.bad {
+        bail!(
+            Format,
+            "a shape dimension must be a non-negative integer, not {type_name}"
+        );
+    }
+    Ok(dims.items)
+}
+
+/// An entry's `data_offsets`: [begin, end], begin not after end.
+#[inline]
+fn offsets_of(offsets: Option<std::result::Result<Dims, &str>>) -> Result<(u64, u64)> {
+    let (begin, end) = match offsets.ok_or_else(|| missing("data_offsets"))? {
+        Ok(Dims {
+            count: 2,
+            items,
+            bad: None,
+        }) => (items[0], items[1]),
+        Ok(Dims { count: 2, .. }) => {
+            bail!(Format, "'data_offsets' must be two non-negative integers")
+        }
+        _ => bail!(
+            Format,
+            "'data_offsets' must be an array of two integers [begin, end]"
+        ),
+    };
+    if begin > end {
+        bail!(Format, "data_offsets [{begin}, {end}) begin after they end");
+    }
+    Ok((begin, end))
 }

@@ -22,9 +22,9 @@
 //!   `Unsupported`, naming the dtype and the tensor.
 
 mod header;
+mod stream;
 
 use header::{Names, State};
-use serde::de::Deserializer;
 
 use crate::dtype::DType;
 use crate::error::{ErrorKind, Result, bail, err};
@@ -71,9 +71,6 @@ fn dtype_of(name: &str) -> Result<(DType, Option<&'static str>)> {
     })
 }
 
-/// Parses a safetensors file into a model. Reads (and, without a mapping, allocates) the
-/// JSON header once and builds its JSON tree, both bounded by `limits.max_manifest_size`;
-/// touches no tensor data. Returns the model and the end of the data region (the file).
 /// True for the first bytes of a safetensors file: a u64 little-endian header length,
 /// then a JSON object, which may begin with JSON whitespace (writers pad headers so the
 /// data is page-aligned; safetensors itself accepts it). When all the bytes shown are
@@ -91,6 +88,10 @@ pub(crate) fn detect(head: &[u8]) -> bool {
     n >= 2 && first.is_none_or(|&b| b == b'{')
 }
 
+/// Parses a safetensors file into a model. Reads (and, without a mapping, allocates) the
+/// JSON header once, bounded by `limits.max_manifest_size`, and streams it into objects
+/// without a JSON tree; touches no tensor data. Returns the model and the end of the data
+/// region (the file).
 pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
     let head = read(0, 8)?;
     let header_len = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
@@ -128,27 +129,10 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
     };
     // The header is streamed straight into objects: no JSON tree is built, so memory is
     // the objects' (and the header's own pages), whatever the header holds.
-    let parsed = json::stream(text, depth, |level, de| {
-        de.deserialize_any(json::safetensors::Root {
-            level,
-            sink: &mut state,
-        })
-    });
-    parsed.map_err(|e| {
-        let kind = if e.message.starts_with("nesting deeper") {
-            ErrorKind::Limit
-        } else {
-            ErrorKind::Format
-        };
-        crate::error::Error::new(
-            kind,
-            format!(
-                "safetensors header: JSON error at file offset {}: {}",
-                8 + e.offset,
-                e.message
-            ),
-        )
-    })?;
+    json::stream(text, depth, |level, de| {
+        stream::header(level, de, &mut state)
+    })
+    .map_err(json_error)?;
     drop(header);
     if let Some(e) = state.error {
         return Err(e);
@@ -168,8 +152,33 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         objects,
     )
     .map_err(|e| e.context("safetensors header"))?;
+    check_overlaps(&model.objects, data_start)?;
+    model.data_offset = data_start;
+    Ok((model, size))
+}
+
+/// The header's JSON error, positioned in the file: nesting too deep is a `Limit`.
+fn json_error(e: json::JsonError) -> crate::error::Error {
+    let kind = if e.message.starts_with("nesting deeper") {
+        ErrorKind::Limit
+    } else {
+        ErrorKind::Format
+    };
+    crate::error::Error::new(
+        kind,
+        format!(
+            "safetensors header: JSON error at file offset {}: {}",
+            8 + e.offset,
+            e.message
+        ),
+    )
+}
+
+/// Refuses tensors (in data order, the data section starting at `data_start`) whose
+/// bytes overlap.
+fn check_overlaps(objects: &[Object], data_start: u64) -> Result<()> {
     let mut last: Option<(u64, &str)> = None;
-    for obj in &model.objects {
+    for obj in objects {
         let c = &obj.components()[0];
         let (begin, end) = (
             c.offset() - data_start,
@@ -191,8 +200,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         }
         last = Some((end, obj.name()));
     }
-    model.data_offset = data_start;
-    Ok((model, size))
+    Ok(())
 }
 
 /// Orders objects by data offset, ties (zero-length tensors) in header order, through a

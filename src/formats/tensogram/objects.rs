@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cbor::{self, Value, encode_head};
+use crate::cbor::{self, Value, Writer};
 use crate::error::{Error, Result, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
@@ -38,7 +38,7 @@ pub(super) struct Objects<'l> {
     /// The (offset, length) of the region each data digest covers.
     regions: DigestRegions,
     /// The attributes being written.
-    scratch: Vec<u8>,
+    scratch: Writer,
 }
 
 impl<'l> Objects<'l> {
@@ -53,7 +53,7 @@ impl<'l> Objects<'l> {
             logical: Vec::new(),
             objects: Vec::new(),
             regions: DigestRegions::default(),
-            scratch: Vec::new(),
+            scratch: Writer::new(),
         })
     }
 
@@ -195,17 +195,17 @@ impl<'l> Objects<'l> {
         };
         let out = &mut self.scratch;
         out.clear();
-        encode_head(out, 5, kept().count() as u64 + 2);
+        out.map(kept().count() + 2);
         for (key, value) in kept() {
-            out.extend_from_slice(key);
-            out.extend_from_slice(value);
+            out.raw(key);
+            out.raw(value);
         }
-        cbor::encode(&Value::Text("_tensogram_descriptor".into()), out);
-        cbor::encode(desc, out);
-        cbor::encode(&Value::Text("_tensogram_message".into()), out);
-        encode_head(out, 0, message as u64);
-        check_attribute_depth(out)?;
-        Ok(Attributes::in_arena(&mut self.arena, out))
+        out.text("_tensogram_descriptor");
+        out.value(desc);
+        out.text("_tensogram_message");
+        out.uint(message as u64);
+        check_attribute_depth(out.as_slice())?;
+        Ok(Attributes::in_arena(&mut self.arena, out.as_slice()))
     }
 
     /// The blob of a frame's data and how it is decoded: the payload itself when no stage
@@ -298,14 +298,14 @@ fn make_unique(objects: &mut [Object], arena: &mut TextArena, limits: &Limits) -
 /// `{"messages": [map, ...]}` (each a deterministic CBOR map).
 pub(super) fn file_attributes(messages: Vec<Message<'_>>) -> Result<Option<Attributes>> {
     if messages.len() > 1 {
-        let mut out = Vec::new();
-        encode_head(&mut out, 5, 1);
-        cbor::encode(&Value::Text("messages".into()), &mut out);
-        encode_head(&mut out, 4, messages.len() as u64);
+        let mut out = Writer::new();
+        out.map(1);
+        out.text("messages");
+        out.array(messages.len());
         for m in messages {
-            out.extend_from_slice(m.metadata());
+            out.raw(m.metadata());
         }
-        return attributes_of(out).map(Some);
+        return attributes_of(out.into_bytes()).map(Some);
     }
     // Kept without a copy when it was read into memory of its own.
     messages

@@ -5,9 +5,10 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::cbor::{Cursor, DecodeError, Len};
+use crate::cbor::schema::{Keys, Report, Schema};
+use crate::cbor::{DecodeError, Len, Writer};
 use crate::codec::digest;
-use crate::dtype::{check_logical_type, dense_byte_size, parse_v11_dtype};
+use crate::dtype::{DType, check_logical_type, dense_byte_size, parse_v11_dtype};
 use crate::error::{Error, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::{
@@ -30,251 +31,96 @@ pub(crate) fn cbor_error(e: DecodeError, base: u64) -> Error {
     e.positioned("manifest", base)
 }
 
-/// Schema-level reading helpers over a cursor; `base` is the manifest's file offset.
-pub(crate) struct Parser<'a> {
-    pub(crate) c: Cursor<'a>,
+/// How a v1.x or v0.1 manifest (whose bytes start at file offset `base`) reports its
+/// errors: `Format`, positioned in the file.
+pub(crate) struct V1Errors {
     base: u64,
 }
 
-impl<'a> Parser<'a> {
-    pub(crate) fn new(bytes: &'a [u8], base: u64, limits: &Limits) -> Self {
-        let depth = limits.max_cbor_depth.min(crate::limits::MAX_CBOR_DEPTH);
-        Parser {
-            c: Cursor::new(bytes, depth),
-            base,
-        }
+impl Report for V1Errors {
+    fn malformed(&self, e: DecodeError) -> Error {
+        cbor_error(e, self.base)
     }
-
-    pub(crate) fn cbor<T>(&self, r: std::result::Result<T, DecodeError>) -> Result<T> {
-        r.map_err(|e| cbor_error(e, self.base))
+    fn mismatch(&self, what: &str, expected: &str, found: &str, at: usize) -> Error {
+        err!(
+            Format,
+            "{what} must be {expected}, not {found} (file offset {})",
+            self.base + at as u64
+        )
     }
+}
 
-    /// The error for an item of the wrong type: malformed CBOR is reported as such (it
-    /// explains more than the type it happens to start with), else the type mismatch.
-    fn mismatch(&mut self, what: &str, expected: &str, found: &str) -> Error {
-        let start = self.c.position();
-        match self.c.skip(0) {
-            Err(e) => cbor_error(e, self.base),
-            Ok(()) => err!(
-                Format,
-                "{what} must be {expected}, not {found} (file offset {})",
-                self.base + start as u64
-            ),
-        }
+/// The schema reader of v1.x and v0.1 manifests.
+pub(crate) type Parser<'a> = Schema<'a, V1Errors>;
+
+/// A manifest's schema reader at file offset `base`, nested no deeper than the limits allow.
+pub(crate) fn parser<'a>(bytes: &'a [u8], base: u64, limits: &Limits) -> Parser<'a> {
+    let depth = limits.max_cbor_depth.min(crate::limits::MAX_CBOR_DEPTH);
+    Schema::new(bytes, depth, V1Errors { base })
+}
+
+/// Attributes: null means none; anything else must be a map, kept as its bytes.
+pub(crate) fn attributes_of(
+    p: &mut Parser<'_>,
+    depth: usize,
+    what: &str,
+) -> Result<Option<Attributes>> {
+    if p.c.take_null() {
+        return Ok(None);
     }
-
-    /// A map's length, or a Format error naming `what`.
-    #[inline]
-    pub(crate) fn map(&mut self, depth: usize, what: &str) -> Result<Len> {
-        match self.c.take_short_container(5, depth) {
-            Some(len) => Ok(len),
-            None => self.map_general(depth, what),
-        }
+    if p.c.peek_type() != "map" {
+        return Err(p.mismatch(&format!("{what} attributes"), "a map"));
     }
+    Ok(Some(Attributes::from_cbor(p.capture(depth)?)))
+}
 
-    #[inline(never)]
-    fn map_general(&mut self, depth: usize, what: &str) -> Result<Len> {
-        let r = self.c.map(depth);
-        match self.cbor(r)? {
-            Some(len) => Ok(len),
-            None => {
-                let found = self.c.peek_type();
-                Err(self.mismatch(what, "a map", found))
-            }
-        }
+/// A width record of attributes (`attribute_types`): a map, kept as its bytes.
+fn record_of<'a>(p: &mut Parser<'a>, depth: usize, what: &str) -> Result<&'a [u8]> {
+    if p.c.peek_type() != "map" {
+        return Err(p.mismatch(&format!("{what} attribute_types"), "a map"));
     }
+    p.capture(depth)
+}
 
-    /// An array's length, or a Format error naming `what`.
-    #[inline]
-    pub(crate) fn array(&mut self, depth: usize, what: &str) -> Result<Len> {
-        match self.c.take_short_container(4, depth) {
-            Some(len) => Ok(len),
-            None => self.array_general(depth, what),
-        }
+/// A shape array, bounded by the rank limit; no allocation up to rank 4.
+pub(crate) fn shape(p: &mut Parser<'_>, depth: usize, limits: &Limits) -> Result<Shape> {
+    let mut len = p.array(depth, "shape")?;
+    if let Len::Definite(n) = len
+        && n > limits.max_rank as u64
+    {
+        bail!(
+            Limit,
+            "shape has {n} dimensions, over the limit of {}",
+            limits.max_rank
+        );
     }
-
-    #[inline(never)]
-    fn array_general(&mut self, depth: usize, what: &str) -> Result<Len> {
-        let r = self.c.array(depth);
-        match self.cbor(r)? {
-            Some(len) => Ok(len),
-            None => {
-                let found = self.c.peek_type();
-                Err(self.mismatch(what, "an array", found))
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn more(&mut self, len: &mut Len) -> Result<bool> {
-        match len {
-            Len::Definite(0) => Ok(false),
-            Len::Definite(n) => {
-                *n -= 1;
-                Ok(true)
-            }
-            Len::Indefinite => {
-                let r = self.c.more(len);
-                self.cbor(r)
-            }
-        }
-    }
-
-    pub(crate) fn skip(&mut self, depth: usize) -> Result<()> {
-        let r = self.c.skip(depth);
-        self.cbor(r)
-    }
-
-    #[inline]
-    pub(crate) fn text(&mut self, what: &str) -> Result<Cow<'a, str>> {
-        match self.c.take_short_text() {
-            Some(t) => Ok(Cow::Borrowed(t)),
-            None => self.text_general(what),
-        }
-    }
-
-    #[inline(never)]
-    fn text_general(&mut self, what: &str) -> Result<Cow<'a, str>> {
-        let r = self.c.text();
-        match self.cbor(r)? {
-            Some(t) => Ok(t),
-            None => {
-                let found = self.c.peek_type();
-                Err(self.mismatch(what, "text", found))
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn uint(&mut self, what: &str) -> Result<u64> {
-        match self.c.take_unsigned() {
-            Some(n) => Ok(n),
-            None => self.uint_general(what),
-        }
-    }
-
-    #[inline(never)]
-    fn uint_general(&mut self, what: &str) -> Result<u64> {
-        let r = self.c.unsigned();
-        match self.cbor(r)? {
-            Some(n) => Ok(n),
-            None => {
-                let found = self.c.peek_type();
-                Err(self.mismatch(what, "an unsigned integer", found))
-            }
-        }
-    }
-
-    /// Text, or None for null / undefined.
-    pub(crate) fn optional_text(&mut self, what: &str) -> Result<Option<Cow<'a, str>>> {
-        if self.c.take_null() {
-            Ok(None)
-        } else {
-            self.text(what).map(Some)
-        }
-    }
-
-    /// Attributes: null means none; anything else must be a map, kept as its bytes.
-    pub(crate) fn attributes(&mut self, depth: usize, what: &str) -> Result<Option<Attributes>> {
-        if self.c.take_null() {
-            return Ok(None);
-        }
-        let found = self.c.peek_type();
-        if found != "map" {
-            return Err(self.mismatch(&format!("{what} attributes"), "a map", found));
-        }
-        let r = self.c.capture(depth);
-        Ok(Some(Attributes::from_cbor(self.cbor(r)?)))
-    }
-
-    /// A width record of attributes (`attribute_types`): a map, kept as its bytes.
-    pub(crate) fn record(&mut self, depth: usize, what: &str) -> Result<&'a [u8]> {
-        let found = self.c.peek_type();
-        if found != "map" {
-            return Err(self.mismatch(&format!("{what} attribute_types"), "a map", found));
-        }
-        let r = self.c.capture(depth);
-        self.cbor(r)
-    }
-
-    /// Captures the next item as bytes (validated), for parsing later.
-    pub(crate) fn capture(&mut self, depth: usize) -> Result<&'a [u8]> {
-        let r = self.c.capture(depth);
-        self.cbor(r)
-    }
-
-    /// A shape array, bounded by the rank limit; no allocation up to rank 4.
-    pub(crate) fn shape(&mut self, depth: usize, limits: &Limits) -> Result<Shape> {
-        let mut len = self.array(depth, "shape")?;
-        if let Len::Definite(n) = len
-            && n > limits.max_rank as u64
-        {
+    let mut small = [0u64; 4];
+    let mut rank = 0usize;
+    let mut dims = Vec::new();
+    while p.more(&mut len)? {
+        if rank == limits.max_rank {
             bail!(
                 Limit,
-                "shape has {n} dimensions, over the limit of {}",
+                "shape has more than {} dimensions, the limit",
                 limits.max_rank
             );
         }
-        let mut small = [0u64; 4];
-        let mut rank = 0usize;
-        let mut dims = Vec::new();
-        while self.more(&mut len)? {
-            if rank == limits.max_rank {
-                bail!(
-                    Limit,
-                    "shape has more than {} dimensions, the limit",
-                    limits.max_rank
-                );
-            }
-            let d = self.uint("a shape dimension")?;
-            if rank < small.len() {
-                small[rank] = d;
-            } else {
-                if dims.is_empty() {
-                    dims.extend_from_slice(&small);
-                }
-                dims.push(d);
-            }
-            rank += 1;
-        }
-        Ok(if rank <= small.len() {
-            Shape::from(&small[..rank])
+        let d = p.uint("a shape dimension")?;
+        if rank < small.len() {
+            small[rank] = d;
         } else {
-            Shape::from(dims)
-        })
-    }
-}
-
-/// Duplicate-key detection for one map: a bit per schema key, a set only for the rare
-/// unknown ones (so a map of a million unknown keys stays linear).
-#[derive(Default)]
-struct Keys<'a> {
-    known: u32,
-    /// The schema slot after the last key seen: where the next key most likely is.
-    next: usize,
-    unknown: Option<HashSet<Cow<'a, str>>>,
-}
-
-impl<'a> Keys<'a> {
-    /// Records `key` (whose index in the schema's key list is `slot`, if any).
-    #[allow(clippy::ptr_arg)] // the Cow is cloned into the set, staying borrowed when it is
-    fn note(&mut self, key: &Cow<'a, str>, slot: Option<usize>, what: &str) -> Result<()> {
-        let fresh = match slot {
-            Some(bit) => {
-                let fresh = self.known & (1 << bit) == 0;
-                self.known |= 1 << bit;
-                fresh
+            if dims.is_empty() {
+                dims.extend_from_slice(&small);
             }
-            None => self
-                .unknown
-                .get_or_insert_with(HashSet::new)
-                .insert(key.clone()),
-        };
-        if !fresh {
-            bail!(Format, "{what} has the key '{key}' more than once");
+            dims.push(d);
         }
-        Ok(())
+        rank += 1;
     }
+    Ok(if rank <= small.len() {
+        Shape::from(&small[..rank])
+    } else {
+        Shape::from(dims)
+    })
 }
 
 /// Strings that repeat across objects (formats, roles, logical types) are stored once;
@@ -303,62 +149,11 @@ impl Interner {
     }
 }
 
-/// The next text key of a map with the given schema keys: Some(slot) (None for a key
-/// outside the schema), or None for a non-text key (skipped with its value). Only the slot
-/// is returned (callers match on it; a small value is cheap to return for the 6 keys of
-/// every object of a large manifest). Inlined into its three callers, each a loop over
-/// one kind of map.
-#[inline(always)]
-fn next_key<'a>(
-    p: &mut Parser<'a>,
-    depth: usize,
-    schema: &[&'static str],
-    keys: &mut Keys<'a>,
-    what: &str,
-) -> Result<Option<Option<usize>>> {
-    // Fast path: a short definite text key spelling one of the schema's keys, matched on
-    // its bytes without decoding it (every key of a canonical manifest). Keys usually
-    // come in schema order: looked for from after the last one first.
-    if let Some(slot) = p.c.take_schema_key(schema, keys.next) {
-        if keys.known & (1 << slot) != 0 {
-            bail!(
-                Format,
-                "{what} has the key '{}' more than once",
-                schema[slot]
-            );
-        }
-        keys.known |= 1 << slot;
-        keys.next = slot + 1;
-        return Ok(Some(Some(slot)));
-    }
-    next_key_decoded(p, depth, schema, keys, what)
-}
-
-/// `next_key` for a key the fast path didn't match: decoded, then looked up.
-#[inline(never)]
-fn next_key_decoded<'a>(
-    p: &mut Parser<'a>,
-    depth: usize,
-    schema: &[&'static str],
-    keys: &mut Keys<'a>,
-    what: &str,
-) -> Result<Option<Option<usize>>> {
-    let r = p.c.text();
-    let Some(key) = p.cbor(r)? else {
-        p.skip(depth)?;
-        p.skip(depth)?;
-        return Ok(None);
-    };
-    let slot = schema.iter().position(|k| *k == key);
-    keys.note(&key, slot, what)?;
-    Ok(Some(slot))
-}
-
 /// Parses a v1.x manifest (whose bytes start at file offset `base`) into a model, not
 /// yet validated against the file. One pass over the bytes.
 pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     const SCHEMA: [&str; 4] = ["version", "attributes", "objects", "attribute_types"];
-    let mut p = Parser::new(bytes, base, limits);
+    let mut p = parser(bytes, base, limits);
     let mut len = p.map(0, "the manifest")?;
     let mut keys = Keys::default();
     let mut interner = Interner::default();
@@ -366,20 +161,19 @@ pub(crate) fn parse(bytes: &[u8], base: u64, limits: &Limits) -> Result<Model> {
     // The first component whose decoded size had to come from its shape (v1.1 only).
     let mut derived: Option<String> = None;
     while p.more(&mut len)? {
-        let Some(slot) = next_key(&mut p, 1, &SCHEMA, &mut keys, "the manifest")? else {
+        let Some(slot) = p.schema_key(1, &SCHEMA, &mut keys, "the manifest")? else {
             continue;
         };
         match slot {
             Some(0) => version = Some(p.text("version")?),
-            Some(1) => attributes = p.attributes(FILE_ATTRIBUTES_DEPTH, "file")?,
+            Some(1) => attributes = attributes_of(&mut p, FILE_ATTRIBUTES_DEPTH, "file")?,
             Some(2) => objects = Some(parse_objects(&mut p, limits, &mut interner, &mut derived)?),
-            Some(3) => record = Some(p.record(FILE_ATTRIBUTES_DEPTH, "file")?),
+            Some(3) => record = Some(record_of(&mut p, FILE_ATTRIBUTES_DEPTH, "file")?),
             _ => p.skip(1)?,
         }
     }
     let attributes = with_record(attributes, record);
-    let r = p.c.finish();
-    p.cbor(r)?;
+    p.finish()?;
     let version =
         version.ok_or_else(|| err!(Format, "the manifest lacks the required key 'version'"))?;
     let major = version.split('.').next().unwrap_or("");
@@ -500,15 +294,15 @@ fn parse_object(
     let (mut shape, mut format, mut attributes, mut components) = (None, None, None, None);
     let mut record = None;
     while p.more(&mut len)? {
-        let Some(slot) = next_key(p, 3, &SCHEMA, &mut keys, "the object")? else {
+        let Some(slot) = p.schema_key(3, &SCHEMA, &mut keys, "the object")? else {
             continue;
         };
         match slot {
-            Some(0) => shape = Some(p.shape(3, limits)?),
+            Some(0) => shape = Some(self::shape(p, 3, limits)?),
             Some(1) => format = Some(p.text("format")?),
-            Some(2) => attributes = p.attributes(OBJECT_ATTRIBUTES_DEPTH, "object")?,
+            Some(2) => attributes = attributes_of(p, OBJECT_ATTRIBUTES_DEPTH, "object")?,
             Some(3) => components = Some(parse_components(p, limits, interner)?),
-            Some(4) => record = Some(p.record(OBJECT_ATTRIBUTES_DEPTH, "object")?),
+            Some(4) => record = Some(record_of(p, OBJECT_ATTRIBUTES_DEPTH, "object")?),
             _ => p.skip(3)?,
         }
     }
@@ -598,7 +392,7 @@ fn parse_component(
     let (mut dtype_name, mut ty, mut offset, mut length, mut encoding, mut stated, mut digest) =
         (None, None, None, None, None, None, None);
     while p.more(&mut len)? {
-        let Some(slot) = next_key(p, 5, &SCHEMA, &mut keys, "the component")? else {
+        let Some(slot) = p.schema_key(5, &SCHEMA, &mut keys, "the component")? else {
             continue;
         };
         match slot {
@@ -620,37 +414,10 @@ fn parse_component(
     }
     let missing = |k: &str| err!(Format, "a component lacks the required key '{k}'");
     let dtype_name = dtype_name.ok_or_else(|| missing("dtype"))?;
-    let (dtype, implied_type) =
-        parse_v11_dtype(&dtype_name).ok_or_else(|| err!(Format, "unknown dtype '{dtype_name}'"))?;
-    let logical_type = match (ty, implied_type) {
-        (Some(t), Some(implied)) if t != implied => {
-            bail!(
-                Format,
-                "dtype '{dtype_name}' implies type '{implied}', but type is '{t}'"
-            )
-        }
-        (Some(t), _) => Some(t),
-        (None, implied) => implied.map(Cow::Borrowed),
-    };
-    check_logical_type(dtype, logical_type.as_deref())?;
+    let (dtype, logical_type) = component_types(&dtype_name, ty)?;
     let offset = offset.ok_or_else(|| missing("offset"))?;
     let length = length.ok_or_else(|| missing("length"))?;
-    let encoding = match encoding.as_deref() {
-        None | Some("raw") => Encoding::Raw,
-        Some("zstd") => Encoding::Zstd,
-        Some(other) => bail!(Unsupported, "encoding '{other}' is not supported"),
-    };
-    let (decoded_length, unknown) = match (encoding, stated) {
-        (Encoding::Raw, Some(n)) if n != length => {
-            bail!(
-                Format,
-                "raw component of length {length} states uncompressed_length {n}"
-            )
-        }
-        (Encoding::Raw | Encoding::Pipeline, _) => (length, false),
-        (Encoding::Zstd, Some(n)) => (n, false),
-        (Encoding::Zstd, None) => (0, true),
-    };
+    let (encoding, decoded_length, unknown) = component_sizes(encoding.as_deref(), length, stated)?;
     let digest = match digest {
         Some(d) => {
             digest::check_syntax(&d, TRAITS.digest_kinds)?;
@@ -679,27 +446,66 @@ fn parse_component(
     Ok((component, unknown))
 }
 
-/// Appends CBOR for the manifest, byte by byte, in the reference writer's key order with
-/// defaults omitted.
-struct Out(Vec<u8>);
-
-impl Out {
-    fn head(&mut self, major: u8, n: u64) {
-        crate::cbor::encode_head(&mut self.0, major, n);
-    }
-    fn text(&mut self, s: &str) {
-        self.head(3, s.len() as u64);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    fn uint(&mut self, n: u64) {
-        self.head(0, n);
-    }
+/// A component's storage dtype (v1.2 and v1.1 names) and logical type: its `type`, or
+/// the one a v1.1 dtype name implies (they must agree when both are given).
+#[inline]
+fn component_types<'a>(
+    dtype_name: &str,
+    ty: Option<Cow<'a, str>>,
+) -> Result<(DType, Option<Cow<'a, str>>)> {
+    let (dtype, implied_type) =
+        parse_v11_dtype(dtype_name).ok_or_else(|| err!(Format, "unknown dtype '{dtype_name}'"))?;
+    let logical_type = match (ty, implied_type) {
+        (Some(t), Some(implied)) if t != implied => {
+            bail!(
+                Format,
+                "dtype '{dtype_name}' implies type '{implied}', but type is '{t}'"
+            )
+        }
+        (Some(t), _) => Some(t),
+        (None, implied) => implied.map(Cow::Borrowed),
+    };
+    check_logical_type(dtype, logical_type.as_deref())?;
+    Ok((dtype, logical_type))
 }
 
-fn encode_component(out: &mut Out, c: &Component) {
+/// A component's encoding and decoded length (`stated`: its uncompressed_length), and
+/// whether that length is still unknown (a v1.1 zstd component that omits it).
+#[inline]
+fn component_sizes(
+    encoding: Option<&str>,
+    length: u64,
+    stated: Option<u64>,
+) -> Result<(Encoding, u64, bool)> {
+    let encoding = match encoding {
+        None | Some("raw") => Encoding::Raw,
+        Some("zstd") => Encoding::Zstd,
+        Some(other) => bail!(Unsupported, "encoding '{other}' is not supported"),
+    };
+    let (decoded_length, unknown) = match (encoding, stated) {
+        (Encoding::Raw, Some(n)) if n != length => {
+            bail!(
+                Format,
+                "raw component of length {length} states uncompressed_length {n}"
+            )
+        }
+        (Encoding::Raw | Encoding::Pipeline, _) => (length, false),
+        (Encoding::Zstd, Some(n)) => (n, false),
+        (Encoding::Zstd, None) => (0, true),
+    };
+    Ok((encoding, decoded_length, unknown))
+}
+
+// The manifest is written byte by byte, in the reference writer's key order with defaults
+// omitted.
+
+fn encode_component(out: &mut Writer, c: &Component) {
     let zstd = c.blob.encoding == Encoding::Zstd;
-    let fields = 3 + c.logical_type.is_some() as u64 + 2 * zstd as u64 + c.digest.is_some() as u64;
-    out.head(5, fields);
+    let fields = 3
+        + usize::from(c.logical_type.is_some())
+        + 2 * usize::from(zstd)
+        + usize::from(c.digest.is_some());
+    out.map(fields);
     out.text("dtype");
     out.text(c.dtype.name());
     if let Some(t) = c.logical_type() {
@@ -724,24 +530,24 @@ fn encode_component(out: &mut Out, c: &Component) {
 
 /// The entries of attributes: `attributes`, and `attribute_types` when they have a width
 /// record (what makes a typed read give back u32, f32 ... instead of CBOR's u64, f64).
-fn encode_attributes(out: &mut Out, attributes: &Attributes) {
+fn encode_attributes(out: &mut Writer, attributes: &Attributes) {
     out.text("attributes");
-    out.0.extend_from_slice(attributes.as_cbor());
+    out.raw(attributes.as_cbor());
     if let Some(r) = attributes.record() {
         out.text("attribute_types");
-        out.0.extend_from_slice(r);
+        out.raw(r);
     }
 }
 
 /// How many map entries `encode_attributes` writes.
-fn attribute_entries(attributes: Option<&Attributes>) -> u64 {
-    attributes.map_or(0, |a| 1 + a.record().is_some() as u64)
+fn attribute_entries(attributes: Option<&Attributes>) -> usize {
+    attributes.map_or(0, |a| 1 + usize::from(a.record().is_some()))
 }
 
-fn encode_object(out: &mut Out, o: &Object) {
-    out.head(5, 3 + attribute_entries(o.attributes.as_ref()));
+fn encode_object(out: &mut Writer, o: &Object) {
+    out.map(3 + attribute_entries(o.attributes.as_ref()));
     out.text("shape");
-    out.head(4, o.shape.len() as u64);
+    out.array(o.shape.len());
     o.shape.iter().for_each(|&d| out.uint(d));
     out.text("format");
     out.text(o.format());
@@ -749,7 +555,7 @@ fn encode_object(out: &mut Out, o: &Object) {
         encode_attributes(out, a);
     }
     out.text("components");
-    out.head(5, o.components.len() as u64);
+    out.map(o.components.len());
     for c in &o.components {
         out.text(c.role());
         encode_component(out, c);
@@ -758,18 +564,18 @@ fn encode_object(out: &mut Out, o: &Object) {
 
 /// The whole manifest as written by this library (version 1.2.0).
 pub(crate) fn encode(attributes: Option<&Attributes>, objects: &[Object]) -> Vec<u8> {
-    let mut out = Out(Vec::new());
-    out.head(5, 2 + attribute_entries(attributes));
+    let mut out = Writer::new();
+    out.map(2 + attribute_entries(attributes));
     out.text("version");
     out.text(WRITE_VERSION);
     if let Some(a) = attributes {
         encode_attributes(&mut out, a);
     }
     out.text("objects");
-    out.head(5, objects.len() as u64);
+    out.map(objects.len());
     for o in objects {
         out.text(o.name());
         encode_object(&mut out, o);
     }
-    out.0
+    out.into_bytes()
 }

@@ -8,7 +8,7 @@
 
 use std::cmp::Ordering;
 
-use crate::cbor::encode_head;
+use crate::cbor::Writer;
 use crate::codec::DigestAlgorithm;
 use crate::codec::digest::Hasher;
 use crate::error::{Result, bail};
@@ -21,28 +21,6 @@ pub(crate) fn key_order(a: &str, b: &str) -> Ordering {
     a.len()
         .cmp(&b.len())
         .then_with(|| a.as_bytes().cmp(b.as_bytes()))
-}
-
-/// The manifest under construction.
-struct Out(Vec<u8>);
-
-impl Out {
-    fn text(&mut self, s: &str) {
-        encode_head(&mut self.0, 3, s.len() as u64);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-    fn uint(&mut self, n: u64) {
-        encode_head(&mut self.0, 0, n);
-    }
-    fn map(&mut self, n: usize) {
-        encode_head(&mut self.0, 5, n as u64);
-    }
-    fn array(&mut self, n: usize) {
-        encode_head(&mut self.0, 4, n as u64);
-    }
-    fn raw(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
-    }
 }
 
 /// Indices of `items` sorted by `name` in deterministic key order.
@@ -60,7 +38,7 @@ pub(crate) fn manifest(
     objects: &[Object],
     shards: &[ShardEntry],
 ) -> Vec<u8> {
-    let mut out = Out(Vec::with_capacity(64 + objects.len() * 160));
+    let mut out = Writer::with_capacity(64 + objects.len() * 160);
     out.map(1 + usize::from(!shards.is_empty()) + usize::from(attributes.is_some()));
     if !shards.is_empty() {
         out.text("shards");
@@ -86,10 +64,10 @@ pub(crate) fn manifest(
         out.text("attributes");
         out.raw(a.as_cbor());
     }
-    out.0
+    out.into_bytes()
 }
 
-fn object(out: &mut Out, o: &Object, shards: &[ShardEntry]) {
+fn object(out: &mut Writer, o: &Object, shards: &[ShardEntry]) {
     out.map(3 + usize::from(o.attributes.is_some()));
     out.text("parts");
     out.map(o.components.len());
@@ -134,7 +112,7 @@ fn object(out: &mut Out, o: &Object, shards: &[ShardEntry]) {
 }
 
 /// What follows an object's parts in both encodings: its shape, layout and attributes.
-fn object_tail(out: &mut Out, o: &Object) {
+fn object_tail(out: &mut Writer, o: &Object) {
     out.text("shape");
     out.array(o.shape.len());
     o.shape.iter().for_each(|&d| out.uint(d));
@@ -164,7 +142,7 @@ pub(crate) fn content_digest(model: &Model, algorithm: DigestAlgorithm) -> Resul
              convert this file with `zt convert --to v2` first"
         );
     }
-    let mut out = Out(Vec::with_capacity(64 + model.objects.len() * 96));
+    let mut out = Writer::with_capacity(64 + model.objects.len() * 96);
     out.array(2);
     out.text("zt.content/1");
     out.map(model.objects.len());
@@ -200,6 +178,6 @@ pub(crate) fn content_digest(model: &Model, algorithm: DigestAlgorithm) -> Resul
         object_tail(&mut out, o);
     }
     let mut hasher = Hasher::new(algorithm);
-    hasher.update(&out.0);
+    hasher.update(out.as_slice());
     Ok(hasher.finish().expect("xxh3 or sha256"))
 }

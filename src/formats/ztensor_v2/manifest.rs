@@ -6,7 +6,8 @@
 
 use std::borrow::Cow;
 
-use crate::cbor::{Cursor, DecodeError};
+use crate::cbor::schema::{Report, Schema};
+use crate::cbor::{DecodeError, Len};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::limits::Limits;
@@ -21,110 +22,53 @@ use super::{
 };
 use crate::formats::ztensor::manifest::Interner;
 
-/// Items read from a manifest that passed `deterministic::check`: every length is
-/// definite and every item well-formed, so only types can disappoint.
-struct P<'a> {
-    c: Cursor<'a>,
+/// How the v2 manifest (at file offset `base`) reports its errors: the rule each breaks.
+struct V2Errors {
     base: u64,
 }
 
-impl<'a> P<'a> {
-    fn cbor<T>(&self, r: std::result::Result<T, DecodeError>) -> Result<T> {
-        r.map_err(|e| {
-            reject(
-                Rule::CborSyntax,
-                format_args!(
-                    "{} (file offset {})",
-                    e.message,
-                    self.base + e.offset as u64
-                ),
-            )
-        })
-    }
-
-    fn wrong(&self, what: &str, expected: &str) -> Error {
+impl Report for V2Errors {
+    /// The manifest passed `deterministic::check`: every length is definite and every
+    /// item well-formed, so only types can disappoint.
+    const CHECKED: bool = true;
+    fn malformed(&self, e: DecodeError) -> Error {
         reject(
-            Rule::Schema,
+            Rule::CborSyntax,
             format_args!(
-                "{what} must be {expected}, not {} (file offset {})",
-                self.c.peek_type(),
-                self.base + self.c.position() as u64
+                "{} (file offset {})",
+                e.message,
+                self.base + e.offset as u64
             ),
         )
     }
-
-    /// A map's entry count.
-    fn map(&mut self, depth: usize, what: &str) -> Result<u64> {
-        let r = self.c.map(depth);
-        match self.cbor(r)? {
-            Some(len) => Ok(count(len)),
-            None => Err(self.wrong(what, "a map")),
-        }
-    }
-
-    fn array(&mut self, depth: usize, what: &str) -> Result<u64> {
-        let r = self.c.array(depth);
-        match self.cbor(r)? {
-            Some(len) => Ok(count(len)),
-            None => Err(self.wrong(what, "an array")),
-        }
-    }
-
-    #[inline]
-    fn text(&mut self, what: &str) -> Result<Cow<'a, str>> {
-        if let Some(t) = self.c.take_short_text() {
-            return Ok(Cow::Borrowed(t));
-        }
-        let r = self.c.text();
-        match self.cbor(r)? {
-            Some(t) => Ok(t),
-            None => Err(self.wrong(what, "text")),
-        }
-    }
-
-    #[inline]
-    fn uint(&mut self, what: &str) -> Result<u64> {
-        if let Some(n) = self.c.take_unsigned() {
-            return Ok(n);
-        }
-        let r = self.c.unsigned();
-        match self.cbor(r)? {
-            Some(n) => Ok(n),
-            None => Err(self.wrong(what, "an unsigned integer")),
-        }
-    }
-
-    /// The next map key if it is text; a key of another type is skipped with its value
-    /// (unknown keys are ignored, §3.1), and None returned.
-    #[inline]
-    fn key(&mut self, depth: usize) -> Result<Option<Cow<'a, str>>> {
-        if let Some(t) = self.c.take_short_text() {
-            return Ok(Some(Cow::Borrowed(t)));
-        }
-        if self.c.peek_type() == "text" {
-            return self.text("a key").map(Some);
-        }
-        self.skip(depth)?;
-        self.skip(depth)?;
-        Ok(None)
-    }
-
-    fn skip(&mut self, depth: usize) -> Result<()> {
-        let r = self.c.skip(depth);
-        self.cbor(r)
-    }
-
-    fn capture(&mut self, depth: usize) -> Result<&'a [u8]> {
-        let r = self.c.capture(depth);
-        self.cbor(r)
+    fn mismatch(&self, what: &str, expected: &str, found: &str, at: usize) -> Error {
+        reject(
+            Rule::Schema,
+            format_args!(
+                "{what} must be {expected}, not {found} (file offset {})",
+                self.base + at as u64
+            ),
+        )
     }
 }
 
-fn count(len: crate::cbor::Len) -> u64 {
+/// The schema reader of a v2 manifest.
+type P<'a> = Schema<'a, V2Errors>;
+
+/// A map's entry count (definite: the deterministic check refused indefinite lengths).
+fn map(p: &mut P<'_>, depth: usize, what: &str) -> Result<u64> {
+    p.map(depth, what).map(count)
+}
+
+fn array(p: &mut P<'_>, depth: usize, what: &str) -> Result<u64> {
+    p.array(depth, what).map(count)
+}
+
+fn count(len: Len) -> u64 {
     match len {
-        crate::cbor::Len::Definite(n) => n,
+        Len::Definite(n) => n,
         // The deterministic check refused indefinite lengths.
-        crate::cbor::Len::Indefinite => 0,
+        Len::Indefinite => 0,
     }
 }
 
@@ -211,11 +155,14 @@ pub(crate) fn parse(
     limits: &Limits,
 ) -> Result<Model> {
     let depth_limit = limits.max_cbor_depth.min(crate::limits::MAX_CBOR_DEPTH);
-    let mut p = P {
-        c: Cursor::new(bytes, depth_limit),
-        base: footer.manifest_offset,
-    };
-    let mut n = p.map(0, "the manifest")?;
+    let mut p = Schema::new(
+        bytes,
+        depth_limit,
+        V2Errors {
+            base: footer.manifest_offset,
+        },
+    );
+    let mut n = map(&mut p, 0, "the manifest")?;
     let (mut shards, mut objects, mut attributes) = (Vec::new(), None, None);
     let mut ctx_arena = None;
     while n > 0 {
@@ -260,12 +207,15 @@ pub(crate) fn parse(
 fn attributes_at<'a>(p: &mut P<'a>, depth: usize, whose: &str) -> Result<&'a [u8]> {
     let start = p.c.position();
     let bytes = p.capture(depth)?;
-    let mut q = P {
-        c: Cursor::new(bytes, usize::MAX),
-        base: p.base + start as u64,
-    };
+    let mut q = Schema::new(
+        bytes,
+        usize::MAX,
+        V2Errors {
+            base: p.report.base + start as u64,
+        },
+    );
     let what = format!("{whose} attributes");
-    let mut n = q.map(0, &what)?;
+    let mut n = map(&mut q, 0, &what)?;
     while n > 0 {
         n -= 1;
         if q.c.peek_type() != "text" {
@@ -283,7 +233,7 @@ fn attributes_at<'a>(p: &mut P<'a>, depth: usize, whose: &str) -> Result<&'a [u8
 }
 
 fn parse_shards(p: &mut P<'_>) -> Result<Vec<ShardEntry>> {
-    let mut n = p.map(1, "shards")?;
+    let mut n = map(p, 1, "shards")?;
     let mut shards = Vec::new();
     while n > 0 {
         n -= 1;
@@ -292,7 +242,7 @@ fn parse_shards(p: &mut P<'_>) -> Result<Vec<ShardEntry>> {
         }
         let name = p.text("a shard name")?;
         check_shard_name(&name)?;
-        let mut fields = p.map(2, "a shard table entry")?;
+        let mut fields = map(p, 2, "a shard table entry")?;
         let (mut size, mut digest) = (None, None);
         while fields > 0 {
             fields -= 1;
@@ -352,7 +302,7 @@ fn reserve(list: &mut Vec<Object>, declared: u64, read: usize, left: usize) -> R
 }
 
 fn parse_objects<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<Vec<Object>> {
-    let n = p.map(1, "objects")?;
+    let n = map(p, 1, "objects")?;
     let start = p.c.position();
     let mut list = Vec::new();
     for _ in 0..n {
@@ -376,7 +326,7 @@ fn parse_objects<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<Vec<Object>
 }
 
 fn parse_object<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>, name: &str) -> Result<Object> {
-    let mut n = p.map(2, "an object")?;
+    let mut n = map(p, 2, "an object")?;
     let (mut shape, mut layout, mut attributes, mut have_parts) = (None, None, None, false);
     ctx.parts.clear();
     while n > 0 {
@@ -426,7 +376,7 @@ fn parse_object<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>, name: &str) -> Result<
 /// A shape (§3.3): unsigned dimensions, rank at most 64, a product that doesn't overflow
 /// as it is accumulated (as the reference reader computes it).
 fn parse_shape(p: &mut P<'_>) -> Result<Shape> {
-    let n = p.array(3, "shape")?;
+    let n = array(p, 3, "shape")?;
     if n as usize > MAX_RANK {
         refuse!(Shape, "rank {n} is over {MAX_RANK}");
     }
@@ -446,7 +396,7 @@ fn parse_shape(p: &mut P<'_>) -> Result<Shape> {
 }
 
 fn parse_parts<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<()> {
-    let n = p.map(3, "parts")?;
+    let n = map(p, 3, "parts")?;
     for _ in 0..n {
         if p.c.peek_type() != "text" {
             refuse!(Schema, "a part name is {}, not text", p.c.peek_type());
@@ -461,7 +411,7 @@ fn parse_parts<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>) -> Result<()> {
 }
 
 fn parse_part<'m>(p: &mut P<'m>, name: Cow<'m, str>) -> Result<Part<'m>> {
-    let mut n = p.map(4, "a part")?;
+    let mut n = map(p, 4, "a part")?;
     let mut part = Part {
         name,
         dtype: DType::U8,
@@ -480,7 +430,7 @@ fn parse_part<'m>(p: &mut P<'m>, name: Cow<'m, str>) -> Result<Part<'m>> {
         let Some(key) = p.key(5)? else { continue };
         match &*key {
             "blob" => {
-                let len = p.array(5, "blob")?;
+                let len = array(p, 5, "blob")?;
                 if len != 2 {
                     refuse!(Schema, "'blob' has {len} elements, not [offset, length]");
                 }

@@ -237,6 +237,13 @@ pub(crate) fn read_footer(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Resu
         }
         return Ok(None);
     }
+    check_manifest_placement(&footer, size, limits)?;
+    Ok(Some(footer))
+}
+
+/// A footer's manifest (of a file of `size` bytes): no larger than the limits, aligned,
+/// inside the data region.
+fn check_manifest_placement(footer: &Footer, size: u64, limits: &Limits) -> Result<()> {
     if footer.manifest_length > MAX_MANIFEST {
         refuse!(
             ManifestTooLarge,
@@ -270,7 +277,7 @@ pub(crate) fn read_footer(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Resu
             footer.manifest_length
         );
     }
-    Ok(Some(footer))
+    Ok(())
 }
 
 /// Reads a v2 file: footer, manifest (hash, deterministic encoding, schema, every rule of

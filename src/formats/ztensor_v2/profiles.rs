@@ -309,8 +309,10 @@ fn unsigned_of(d: DType) -> Option<DType> {
     })
 }
 
+const QUANT_GROUP: &str = "zt.quant_group/1";
+
 fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result<()> {
-    const L: &str = "zt.quant_group/1";
+    const L: &str = QUANT_GROUP;
     let bits = attr_uint(L, attrs, "bits")?;
     let group_size = attr_uint(L, attrs, "group_size")?;
     let axis = attr_uint(L, attrs, "axis")?;
@@ -324,6 +326,36 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
     let order = attr_text(L, packing, "order")?;
     let per_word = attr_uint(L, packing, "per_word")?;
     let form = attr_text(L, zero_point, "form")?;
+    let word = packing_word(word_name, order, bits, per_word)?;
+    let (data, scales, zeros) = if zeros_in_a_part(form, zero_point)? {
+        let [data, scales, zeros] = exact(L, parts, ["data", "scales", "zeros"])?;
+        (data, scales, Some(zeros))
+    } else {
+        let [data, scales] = exact(L, parts, ["data", "scales"])?;
+        (data, scales, None)
+    };
+    if data.logical.is_some() || unsigned_of(data.dtype) != Some(word) {
+        refuse!(
+            LayoutRule,
+            "{L}: 'data' is {}, but the packing word is {word_name}",
+            type_text(data)
+        );
+    }
+    check_scales_type(scales, scale_form)?;
+    let group = Grouping {
+        axis,
+        group_size,
+        per_word,
+        word: word.size() as u64,
+    };
+    let plain_zeros = zero_point.get("packing").and_then(Value::as_text) == Some("plain");
+    check_quant_sizes(shape, &group, data, scales, zeros.map(|z| (z, plain_zeros)))
+}
+
+/// The packing word of `zt.quant_group/1`: its name, bit order, and `per_word` codes of
+/// `bits` filling it.
+fn packing_word(word_name: &str, order: &str, bits: u64, per_word: u64) -> Result<DType> {
+    const L: &str = QUANT_GROUP;
     let Some(word) = word_dtype(word_name) else {
         refuse!(
             LayoutRule,
@@ -350,7 +382,13 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
             word_bits / bits
         );
     }
-    let tensor_zeros = match form {
+    Ok(word)
+}
+
+/// Whether `zt.quant_group/1`'s zero points (of `form`) are a part of their own.
+fn zeros_in_a_part(form: &str, zero_point: &Value) -> Result<bool> {
+    const L: &str = QUANT_GROUP;
+    Ok(match form {
         "none" => false,
         "implied" => {
             if !matches!(
@@ -378,21 +416,12 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
             LayoutRule,
             "{L}: zero_point form '{other}' is not none, implied or tensor"
         ),
-    };
-    let (data, scales, zeros) = if tensor_zeros {
-        let [data, scales, zeros] = exact(L, parts, ["data", "scales", "zeros"])?;
-        (data, scales, Some(zeros))
-    } else {
-        let [data, scales] = exact(L, parts, ["data", "scales"])?;
-        (data, scales, None)
-    };
-    if data.logical.is_some() || unsigned_of(data.dtype) != Some(word) {
-        refuse!(
-            LayoutRule,
-            "{L}: 'data' is {}, but the packing word is {word_name}",
-            type_text(data)
-        );
-    }
+    })
+}
+
+/// The scales' type against `scale_form`.
+fn check_scales_type(scales: &Part<'_>, scale_form: &str) -> Result<()> {
+    const L: &str = QUANT_GROUP;
     let scales_ok = match scale_form {
         "f32_factors" | "f16_factors" => scales.dtype.is_float() && scales.logical.is_none(),
         "e8m0_exponent" => {
@@ -410,6 +439,34 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
             type_text(scales)
         );
     }
+    Ok(())
+}
+
+/// How `zt.quant_group/1` groups its codes: along `axis`, `group_size` at a time (0: the
+/// whole axis), `per_word` codes in a packing word of `word` bytes.
+struct Grouping {
+    axis: u64,
+    group_size: u64,
+    per_word: u64,
+    word: u64,
+}
+
+/// The sizes of the data, scales and zero points (with whether they are `plain`, one
+/// element each, rather than packed as the data) of a `zt.quant_group/1` of `shape`.
+fn check_quant_sizes(
+    shape: &[u64],
+    g: &Grouping,
+    data: &Part<'_>,
+    scales: &Part<'_>,
+    zeros: Option<(&Part<'_>, bool)>,
+) -> Result<()> {
+    const L: &str = QUANT_GROUP;
+    let Grouping {
+        axis,
+        group_size,
+        per_word,
+        word: w,
+    } = *g;
     let rank = shape.len() as u64;
     if axis >= rank {
         refuse!(LayoutRule, "{L}: axis {axis} is not below the rank {rank}");
@@ -424,7 +481,6 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
     let codes = elements(shape);
     let groups = along.checked_div(group_size).unwrap_or(along);
     let lanes = codes.checked_div(along).unwrap_or(0);
-    let w = word.size() as u64;
     check_size(L, data, Some(Some(codes / per_word * w)), || {
         format!("{codes} codes")
     })?;
@@ -433,10 +489,11 @@ fn check_quant_group(shape: &[u64], attrs: &Value, parts: &[Part<'_>]) -> Result
     check_size(L, scales, Some(scale_bytes), || {
         format!("{groups} x {lanes} scales")
     })?;
-    if let Some(zeros) = zeros {
-        let expected = match zero_point.get("packing").and_then(Value::as_text) {
-            Some("plain") => cells.and_then(|c| c.checked_mul(zeros.dtype.size() as u64)),
-            _ => cells.map(|c| c / per_word * w),
+    if let Some((zeros, plain)) = zeros {
+        let expected = if plain {
+            cells.and_then(|c| c.checked_mul(zeros.dtype.size() as u64))
+        } else {
+            cells.map(|c| c / per_word * w)
         };
         check_size(L, zeros, Some(expected), || {
             format!("{groups} x {lanes} zero points")

@@ -8,16 +8,18 @@ use crate::codec::digest::Hasher;
 use crate::error::{Error, Result, err};
 
 use super::super::core::Landing;
-use super::super::fill::{self, From, Scratch};
-use super::super::plan::{Check, Dst, Job};
+use super::super::fill::{self, From};
+use super::super::io::{Scratch, Way};
+use super::super::plan::{Check, Conv, Cut, Dst, Job};
 use super::{CopyOut, Flight, Item, Run};
 
 impl Run<'_, '_, '_> {
     /// Reads (and decodes, converts, gathers) chunk `item` from the reader into `out`.
-    fn fill_item(&self, item: &Item, out: &mut [u8], scratch: &mut Scratch) -> Result<()> {
+    fn fill_item(&self, item: &Item, out: &mut [u8], scratch: &mut Scratch<'_>) -> Result<()> {
         let job = self.job(item.request);
         fill::chunk(
             self.reader,
+            &self.io,
             job,
             (item.u0, item.u1),
             From::Reader,
@@ -27,21 +29,114 @@ impl Run<'_, '_, '_> {
         )
     }
 
-    /// A host chunk, read straight into its destination.
-    pub(super) fn host(&self, item: &Item, scratch: &mut Scratch) {
+    /// Where chunk `item`'s bytes lie when they are a raw component's, read as they are:
+    /// the way its file is read and the file offset of its first byte.
+    fn raw_bytes(&self, item: &Item) -> Option<(&Way<'_>, u64)> {
+        let job = self.job(item.request);
+        if !matches!(job.conv, Conv::Copy) || self.tallies[item.request].failed() {
+            return None;
+        }
+        let Cut::Contiguous { .. } = job.cut else {
+            return None;
+        };
+        let (file, base, source) = job.raw?;
+        let (s0, _) = job.span(item.u0, item.u1);
+        Some((self.io.way(file, source)?, base + s0 * job.in_unit))
+    }
+
+    /// How many chunks of `items` from the first on are raw bytes that follow each other
+    /// in one file (one read fills them all); 0 when the first isn't raw.
+    fn neighbours(&self, items: &[Item]) -> usize {
+        let Some((way, mut end)) = self.raw_bytes(&items[0]) else {
+            return 0;
+        };
+        end += self
+            .job(items[0].request)
+            .out_bytes(items[0].u0, items[0].u1);
+        let mut n = 1;
+        for item in &items[1..] {
+            match self.raw_bytes(item) {
+                Some((w, at)) if std::ptr::eq(w, way) && at == end => {
+                    end += self.job(item.request).out_bytes(item.u0, item.u1);
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        n
+    }
+
+    /// Host chunks claimed together: each read straight into its destination, those whose
+    /// bytes follow each other in a file read with one read.
+    /// The bytes landed are counted for progress once per run (the load's shared count
+    /// is touched once, not once per chunk: a run of small tensors is many chunks).
+    pub(super) fn host_run(&self, range: std::ops::Range<usize>, scratch: &mut Scratch<'_>) {
+        let items = &self.items[range];
+        let mut landed = 0u64;
+        let mut k = 0;
+        while k < items.len() {
+            let n = self.neighbours(&items[k..]);
+            if n > 1 {
+                landed += self.host_neighbours(&items[k..k + n], scratch);
+                k += n;
+            } else {
+                landed += self.host(&items[k], scratch);
+                k += 1;
+            }
+        }
+        self.count_landed(landed);
+        self.report(false);
+    }
+
+    /// Raw host chunks that follow each other in one file: one read into all of their
+    /// destinations. The bytes landed (not yet counted for progress).
+    fn host_neighbours(&self, items: &[Item], scratch: &mut Scratch<'_>) -> u64 {
+        let (way, offset) = self.raw_bytes(&items[0]).expect("raw chunks");
+        let mut outs: Vec<&mut [u8]> = items
+            .iter()
+            .map(|it| self.host_out(self.job(it.request), it.u0, it.u1))
+            .collect();
+        match self.io.read(way, offset, &mut outs, scratch) {
+            Ok(()) => items
+                .iter()
+                .map(|it| {
+                    self.settle_landing(Landing {
+                        request: it.request,
+                        bytes: self.job(it.request).out_bytes(it.u0, it.u1),
+                    })
+                })
+                .sum(),
+            Err(e) => {
+                for it in items {
+                    self.fail(
+                        it.request,
+                        self.chunk_context(self.job(it.request), e.clone()),
+                    );
+                }
+                0
+            }
+        }
+    }
+
+    /// A host chunk, read straight into its destination. The bytes landed (not yet
+    /// counted for progress).
+    fn host(&self, item: &Item, scratch: &mut Scratch<'_>) -> u64 {
         let job = self.job(item.request);
         if self.tallies[item.request].failed() {
-            return self.skip(item.request);
+            self.skip(item.request);
+            return 0;
         }
         let out = self.host_out(job, item.u0, item.u1);
         match self.fill_item(item, out, scratch) {
-            Ok(()) => self.land(Landing {
+            Ok(()) => self.settle_landing(Landing {
                 request: item.request,
                 bytes: job.out_bytes(item.u0, item.u1),
             }),
-            Err(e) => self.fail(item.request, e),
+            Err(e) => {
+                self.fail(item.request, e);
+                0
+            }
         }
-        self.report(false);
     }
 
     /// Destination units `[u0, u1)` of a host job.
@@ -60,32 +155,70 @@ impl Run<'_, '_, '_> {
         }
     }
 
-    /// A run of device chunks packed into one staging buffer.
-    pub(super) fn device_run(&self, range: std::ops::Range<usize>, scratch: &mut Scratch) {
+    /// A run of device chunks packed into one staging buffer; chunks whose bytes follow
+    /// each other in a file are read with one read into their places.
+    pub(super) fn device_run(&self, range: std::ops::Range<usize>, scratch: &mut Scratch<'_>) {
         let Some(slot) = self.take_slot() else {
             return self.no_buffer(&self.items[range]);
         };
         // SAFETY: this task holds `slot` (taken above) until `issue`.
         let buf = unsafe { self.loader.staging.buffer(slot) };
-        let mut flight = Flight::default();
+        let items = &self.items[range];
+        // The placements the claim computed, whatever is skipped.
+        let mut starts = Vec::with_capacity(items.len());
         let mut at = 0u64;
-        let mut prev: Option<&Item> = None;
-        for item in &self.items[range] {
+        for (k, item) in items.iter().enumerate() {
+            let start = if k == 0 {
+                0
+            } else {
+                self.place(&items[k - 1], at, item)
+            };
+            at = start + self.job(item.request).out_bytes(item.u0, item.u1);
+            starts.push(start);
+        }
+        let mut flight = Flight::default();
+        let mut k = 0;
+        while k < items.len() {
+            let item = &items[k];
             let job = self.job(item.request);
-            // The placement the claim computed, whatever is skipped.
-            let start = prev.map_or(0, |p| self.place(p, at, item));
             let len = job.out_bytes(item.u0, item.u1);
-            at = start + len;
-            prev = Some(item);
             if self.tallies[item.request].failed() {
                 self.skip(item.request);
+                k += 1;
                 continue;
             }
+            let n = self.neighbours(&items[k..]);
+            if n > 1 {
+                let (way, offset) = self.raw_bytes(item).expect("raw chunks");
+                let group = &items[k..k + n];
+                let mut outs = split_places(buf, group, &starts[k..k + n], |it| {
+                    self.job(it.request).out_bytes(it.u0, it.u1)
+                });
+                match self.io.read(way, offset, &mut outs, scratch) {
+                    Ok(()) => {
+                        for (it, &start) in group.iter().zip(&starts[k..k + n]) {
+                            self.add(&mut flight, it, start);
+                        }
+                    }
+                    Err(e) => {
+                        for it in group {
+                            self.fail(
+                                it.request,
+                                self.chunk_context(self.job(it.request), e.clone()),
+                            );
+                        }
+                    }
+                }
+                k += n;
+                continue;
+            }
+            let start = starts[k];
             let out = &mut buf[start as usize..(start + len) as usize];
             match self.fill_item(item, out, scratch) {
                 Ok(()) => self.add(&mut flight, item, start),
                 Err(e) => self.fail(item.request, e),
             }
+            k += 1;
         }
         self.issue(slot, flight);
     }
@@ -135,7 +268,7 @@ impl Run<'_, '_, '_> {
     }
 
     /// A chunk the device reads from the file itself; through staging when it declines.
-    pub(super) fn direct_chunk(&self, item: &Item, scratch: &mut Scratch) {
+    pub(super) fn direct_chunk(&self, item: &Item, scratch: &mut Scratch<'_>) {
         let job = self.job(item.request);
         if self.tallies[item.request].failed() {
             return self.skip(item.request);
@@ -143,7 +276,8 @@ impl Run<'_, '_, '_> {
         let Some(slot) = self.take_slot() else {
             return self.no_buffer(std::slice::from_ref(item));
         };
-        let (fd, base) = job.direct.expect("a direct job");
+        let (_, base, source) = job.raw.expect("a direct job is raw");
+        let fd = source.fd().expect("a direct job has a descriptor");
         let (s0, _) = job.span(item.u0, item.u1);
         let (address, offset, end) = self.dst_range(item);
         let device = self.device();
@@ -195,7 +329,7 @@ impl Run<'_, '_, '_> {
 
     /// A request run in order by this task: its digest checked before or hashed on the
     /// way, or its component decoded once as a stream.
-    pub(super) fn sequential(&self, request: usize, scratch: &mut Scratch) {
+    pub(super) fn sequential(&self, request: usize, scratch: &mut Scratch<'_>) {
         let job = self.job(request);
         let count = self.chunks[request];
         let mut settled = 0usize;
@@ -208,7 +342,7 @@ impl Run<'_, '_, '_> {
         {
             return self.fail_rest(request, e, count, 0);
         }
-        let mut step = |u: (u64, u64), from: From<'_>, scratch: &mut Scratch| -> Result<()> {
+        let mut step = |u: (u64, u64), from: From<'_>, scratch: &mut Scratch<'_>| -> Result<()> {
             if self.queue.cancelled() {
                 return Err(err!(Canceled, "cancelled"));
             }
@@ -219,11 +353,47 @@ impl Run<'_, '_, '_> {
             settled += 1;
             r
         };
-        let outcome = if job.stream {
-            let mut none = Scratch::default();
-            fill::stream(self.reader, job, self.limit, scratch, |u, bytes| {
-                step(u, From::Bytes(bytes), &mut none)
-            })
+        let outcome = if job.into_place {
+            // Decoded straight into the destination, holding nothing besides.
+            let out = self.host_out(job, 0, job.units);
+            match self.reader.read_into(job.object, job.component, out) {
+                Ok(()) => {
+                    settled += 1;
+                    self.land(Landing {
+                        request,
+                        bytes: job.out_bytes(0, job.units),
+                    });
+                    self.report(false);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        } else if job.stream {
+            let mut none = Scratch::new(&self.loader.budget);
+            // A component that can only be decoded whole (another format's pipeline) is
+            // held whole while it streams: its decoded and stored bytes are taken from the
+            // budget, with the stream's chunk buffer, in one piece (a task waits for
+            // memory only while it holds none).
+            let whole = (!crate::decode::has_frames(job.c))
+                .then(|| job.c.decoded_length.saturating_add(job.c.blob.length));
+            let held = match whole {
+                Some(bytes) => {
+                    let what = format!(
+                        "a component decoded whole ({} bytes, {} stored)",
+                        job.c.decoded_length, job.c.blob.length
+                    );
+                    scratch
+                        .hold_with(self.limit as usize, bytes, &what)
+                        .map(Some)
+                }
+                None => Ok(None),
+            };
+            match held {
+                Err(e) => Err(self.chunk_context(job, e)),
+                Ok(_held) => fill::stream(self.reader, job, self.limit, scratch, |u, bytes| {
+                    step(u, From::Bytes(bytes), &mut none)
+                }),
+            }
         } else {
             let mut u = 0;
             let mut r = Ok(());
@@ -271,7 +441,7 @@ impl Run<'_, '_, '_> {
         request: usize,
         (u0, u1): (u64, u64),
         from: From<'_>,
-        scratch: &mut Scratch,
+        scratch: &mut Scratch<'_>,
         hasher: &mut Option<Hasher>,
     ) -> Result<()> {
         let job = self.job(request);
@@ -295,9 +465,10 @@ impl Run<'_, '_, '_> {
             Err(e)
         };
         // Fills `out` with the chunk and, on the last, checks the digest.
-        let fill_into = |out: &mut [u8], scratch: &mut Scratch, hasher: &mut Option<Hasher>| {
+        let fill_into = |out: &mut [u8], scratch: &mut Scratch<'_>, hasher: &mut Option<Hasher>| {
             fill::chunk(
                 self.reader,
+                &self.io,
                 job,
                 (u0, u1),
                 from,
@@ -343,4 +514,25 @@ impl Run<'_, '_, '_> {
             Err(_) => e,
         }
     }
+}
+
+/// The places `starts` (offsets in `buf`) of `items`, each as long as `len` says, as
+/// separate slices of the staging buffer (increasing and disjoint: the claim placed them).
+fn split_places<'b>(
+    buf: &'b mut [u8],
+    items: &[Item],
+    starts: &[u64],
+    len: impl Fn(&Item) -> u64,
+) -> Vec<&'b mut [u8]> {
+    let mut outs = Vec::with_capacity(items.len());
+    let mut rest = buf;
+    let mut at = 0u64;
+    for (item, &start) in items.iter().zip(starts) {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut((start - at) as usize);
+        let (out, tail) = tail.split_at_mut(len(item) as usize);
+        outs.push(out);
+        rest = tail;
+        at = start + len(item);
+    }
+    outs
 }

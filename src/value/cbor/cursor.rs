@@ -6,31 +6,13 @@ use std::borrow::Cow;
 use ciborium_ll::Header;
 
 use super::DecodeError;
-use super::pull::{Pull, RESERVE_AT_MOST, argument, fail, short_head};
+use super::pull::{Len, Pull, argument, fail, short_head};
 
 /// A pull reader for parsing a known schema straight from CBOR bytes, so that no tree of
 /// the whole document is ever built: memory stays proportional to what the caller keeps.
 /// Subtrees the caller doesn't interpret are validated and skipped, or captured as bytes.
 pub(crate) struct Cursor<'a> {
     pull: Pull<'a>,
-}
-
-/// The length of a container being read: a count, or "until a break".
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Len {
-    Definite(u64),
-    Indefinite,
-}
-
-impl Len {
-    /// How many items to reserve room for before reading any: a declared count is a
-    /// claim, so only a few (the count was checked against the input's length already).
-    pub(crate) fn reserve(self) -> usize {
-        match self {
-            Len::Definite(n) => (n as usize).min(RESERVE_AT_MOST),
-            Len::Indefinite => 0,
-        }
-    }
 }
 
 impl<'a> Cursor<'a> {

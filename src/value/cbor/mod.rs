@@ -19,15 +19,17 @@
 
 use std::fmt;
 
-use ciborium_ll::{Encoder, Header};
-
 mod cursor;
 pub(crate) mod deterministic;
+pub(crate) mod item;
 mod pull;
+pub(crate) mod schema;
+mod write;
 
-pub(crate) use cursor::{Cursor, Len};
-pub(crate) use pull::simple;
+pub(crate) use cursor::Cursor;
+pub(crate) use pull::{Len, simple};
 use pull::{Pull, fail};
+pub(crate) use write::Writer;
 
 /// A CBOR data item.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,72 +141,21 @@ pub(crate) fn validate_prefix(input: &[u8], max_depth: usize) -> Result<usize, D
     Ok(pull.pos)
 }
 
-/// Appends one head. Writing into a `Vec` cannot fail.
-fn put(out: &mut Vec<u8>, header: Header) {
-    let _ = Encoder::from(out).push(header);
-}
-
-/// Appends the head of major type `major` (0..=6) with argument `n`, shortest form.
-pub(crate) fn encode_head(out: &mut Vec<u8>, major: u8, n: u64) {
-    let len = Some(n as usize);
-    put(
-        out,
-        match major {
-            0 => Header::Positive(n),
-            1 => Header::Negative(n),
-            2 => Header::Bytes(len),
-            3 => Header::Text(len),
-            4 => Header::Array(len),
-            5 => Header::Map(len),
-            _ => Header::Tag(n),
-        },
-    );
-}
-
 /// Appends the deterministic encoding: definite lengths, shortest heads and floats (NaN
 /// as f97e00), maps in stored order.
 ///
 /// `Simple(n)` is only meaningful for n in 0..=19 or 32..=255; other values produce other items or invalid bytes.
 pub fn encode(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Unsigned(n) => put(out, Header::Positive(*n)),
-        Value::Negative(n) => put(out, Header::Negative(*n)),
-        Value::Float(f) => put(out, Header::Float(if f.is_nan() { f64::NAN } else { *f })),
-        Value::Bytes(b) => {
-            put(out, Header::Bytes(Some(b.len())));
-            out.extend_from_slice(b);
-        }
-        Value::Text(s) => {
-            put(out, Header::Text(Some(s.len())));
-            out.extend_from_slice(s.as_bytes());
-        }
-        Value::Array(items) => {
-            put(out, Header::Array(Some(items.len())));
-            items.iter().for_each(|item| encode(item, out));
-        }
-        Value::Map(pairs) => {
-            put(out, Header::Map(Some(pairs.len())));
-            for (key, val) in pairs {
-                encode(key, out);
-                encode(val, out);
-            }
-        }
-        Value::Tag(tag, inner) => {
-            put(out, Header::Tag(*tag));
-            encode(inner, out);
-        }
-        Value::Bool(b) => put(out, Header::Simple(if *b { 21 } else { 20 })),
-        Value::Null => put(out, Header::Simple(22)),
-        Value::Undefined => put(out, Header::Simple(23)),
-        Value::Simple(n) => put(out, Header::Simple(*n)),
-    }
+    let mut w = Writer::over(std::mem::take(out));
+    w.value(value);
+    *out = w.into_bytes();
 }
 
 /// Encodes a value into a new buffer (see [`encode`]).
 pub fn to_vec(value: &Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode(value, &mut out);
-    out
+    let mut w = Writer::new();
+    w.value(value);
+    w.into_bytes()
 }
 
 impl Value {

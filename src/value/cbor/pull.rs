@@ -5,14 +5,31 @@ use std::borrow::Cow;
 
 use ciborium_ll::{Decoder, Header};
 
-use super::cursor::Len;
 use super::{DecodeError, Value};
 
 const BREAK: u8 = 0xff;
 
 /// Containers reserve at most this many items up front, whatever count they declare;
 /// beyond it they grow by the items actually read.
-pub(super) const RESERVE_AT_MOST: usize = 64;
+const RESERVE_AT_MOST: usize = 64;
+
+/// The length of a container being read: a count, or "until a break".
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Len {
+    Definite(u64),
+    Indefinite,
+}
+
+impl Len {
+    /// How many items to reserve room for before reading any: a declared count is a
+    /// claim, so only a few (the count was checked against the input's length already).
+    pub(crate) fn reserve(self) -> usize {
+        match self {
+            Len::Definite(n) => (n as usize).min(RESERVE_AT_MOST),
+            Len::Indefinite => 0,
+        }
+    }
+}
 
 pub(super) fn fail<T>(offset: usize, message: impl Into<String>) -> Result<T, DecodeError> {
     Err(DecodeError {

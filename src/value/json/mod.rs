@@ -22,7 +22,6 @@ use crate::cbor::{Cursor, DecodeError, Len, Value};
 
 /// A set's index (`*.index.json`), read in one pass.
 pub(crate) mod index;
-pub(crate) mod safetensors;
 
 /// Renders a value as compact JSON (see [`write_json`] for the mapping).
 pub fn to_json(value: &Value) -> String {
