@@ -26,6 +26,12 @@ for _logical, _spec in _dtypes.LOGICAL.items():
         _BY_NAME[_spec[4]] = (_spec[0], _logical)
 _BY_NAME["float4_e2m1fn_x2"] = (_dtypes.U8, "f4_e2m1fn_x2")
 
+# the dtype names TensorSpec takes (torch's, as safetensors' TensorSpec), in the order its
+# error lists them
+_SPEC_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+               "float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+               "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "complex64")
+
 
 def safetensors_dtype(code, logical):
     """safetensors' name of a stored dtype ("F32", "BF16", "F8_E4M3" ...)."""
@@ -35,16 +41,15 @@ def safetensors_dtype(code, logical):
 
 
 class TensorSpec:
-    """One tensor to serialize: its dtype (torch's name, "float32", or safetensors',
-    "F32"), shape, and where its bytes are (data_ptr, data_len): the caller keeps them
+    """One tensor to serialize: its dtype (torch's name, "float32", as safetensors'
+    TensorSpec takes it), shape, and where its bytes are (data_ptr, data_len): the caller keeps them
     alive until the call returns, as with safetensors."""
 
     __slots__ = ("dtype", "shape", "data_ptr", "data_len")
 
     def __init__(self, dtype, shape, data_ptr, data_len):
-        if dtype not in _BY_NAME:
-            raise SafetensorError(f'Unknown dtype "{dtype}". Supported dtypes: '
-                                  + ", ".join(n for n in _BY_NAME if not n[0].isupper()))
+        if dtype not in _SPEC_NAMES:
+            raise SafetensorError(f'Unknown dtype "{dtype}". Supported dtypes: ' + ", ".join(_SPEC_NAMES))
         self.dtype = safetensors_dtype(*_BY_NAME[dtype])
         self.shape = [int(d) for d in shape]
         self.data_ptr = int(data_ptr)
@@ -76,7 +81,7 @@ def serialize_file(tensor_dict, filename, metadata=None):
         for name, spec in tensor_dict.items():
             code, logical, shape, data = _parts(spec)
             w.add_bytes(name, data, code, shape, logical)
-        if metadata:
+        if metadata is not None:
             w.set_attributes(metadata)
 
 
@@ -90,7 +95,7 @@ def serialize(tensor_dict, metadata=None):
             for name, spec in tensor_dict.items():
                 code, logical, shape, data = _parts(spec)
                 w.add_bytes(name, data, code, shape, logical)
-            if metadata:
+            if metadata is not None:
                 w.set_attributes(metadata)
         with open(path, "rb") as f:
             return f.read()

@@ -1,4 +1,5 @@
-"""Writer: zTensor files (format 1.2.0) from NumPy arrays, torch tensors and SciPy matrices."""
+"""Writer: zTensor (v2 by default, or 1.2), safetensors and GGUF files from NumPy arrays,
+torch tensors and SciPy matrices, through the library's writer."""
 
 import json
 import threading
@@ -6,7 +7,7 @@ import threading
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import StateError, UnsupportedError, ffi, lib
+from ._lib import StateError, ffi, lib
 
 _DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
             "crc32c": lib.ZT_DIGEST_CRC32C, "xxh3": lib.ZT_DIGEST_XXH3}
@@ -59,21 +60,10 @@ def _jsonable(value):
 # zTensor v2 by default (what ztensor 2.x reads); "1.2" for readers of 1.x
 _VERSIONS = {"2": lib.ZT_WRITER_V2, "1.2": lib.ZT_WRITER_V1_2}
 
-_FORMAT_NAMES = {"zt": "ZT_WRITER_FORMAT_ZTENSOR", "safetensors": "ZT_WRITER_FORMAT_SAFETENSORS",
-                 "gguf": "ZT_WRITER_FORMAT_GGUF"}
-
-
-def _formats():
-    """{format name: zt_writer_format value} of the formats this library writes by
-    name (none before zt_writer_options.format)."""
-    if not hasattr(lib, "ZT_WRITER_HAS_FORMAT"):
-        return {}
-    return {name: getattr(lib, c) for name, c in _FORMAT_NAMES.items() if hasattr(lib, c)}
-
-
-def writes_safetensors():
-    """Whether this library writes safetensors files."""
-    return "safetensors" in _formats()
+# Writer(format=...): the container, by name; None goes by the path's extension
+# (".safetensors" safetensors, ".gguf" GGUF, anything else zTensor)
+_FORMATS = {None: lib.ZT_WRITER_FORMAT_AUTO, "zt": lib.ZT_WRITER_FORMAT_ZTENSOR,
+            "safetensors": lib.ZT_WRITER_FORMAT_SAFETENSORS, "gguf": lib.ZT_WRITER_FORMAT_GGUF}
 
 
 def check_metadata(metadata):
@@ -107,28 +97,26 @@ class Writer:
     file appears at its path only when `finish` succeeds (the bytes go to a temporary
     file beside it until then, and are fsynced unless `sync=False`).
     `max_shard_size=N` writes a sharded set instead: `<path>-0000k-of-0000n.zt` and
-    `<path>.zt.index.json`. `format="safetensors"` (or "gguf") writes that format where
-    the library can.
+    `<path>.zt.index.json`. `format="safetensors"` (or "gguf", or "zt") writes that
+    format whatever the path; by default a path ending in ".safetensors" is written as
+    safetensors (byte for byte what safetensors' save_file writes for the same tensors),
+    ".gguf" as GGUF, anything else as zTensor.
     """
 
     def __init__(self, path, *, sync=True, max_shard_size=None, format=None, version="2", extra_flags=0):
+        if version not in _VERSIONS:
+            raise ValueError(f"version is '2' or '1.2', not {version!r}")
+        try:
+            code = _FORMATS[format]
+        except (KeyError, TypeError):
+            known = ", ".join(sorted(k for k in _FORMATS if k))
+            raise ValueError(f"format is one of {known} or None (by the extension), not {format!r}") from None
         options = ffi.new("zt_writer_options *")
-        options.flags = (0 if sync else lib.ZT_WRITER_NO_SYNC) | extra_flags
-        if format in (None, "zt"):
-            if version not in _VERSIONS:
-                raise ValueError(f"version is '2' or '1.2', not {version!r}")
-            options.flags |= _VERSIONS[version]
+        # the version counts only where the file is zTensor
+        options.flags = ((0 if sync else lib.ZT_WRITER_NO_SYNC) | extra_flags | _VERSIONS[version]
+                         | lib.ZT_WRITER_HAS_FORMAT)
+        options.format = code
         self._version = version
-        if format is not None:
-            code = _formats().get(format)
-            if code is None:
-                known = ", ".join(sorted(_FORMAT_NAMES))
-                if format in _FORMAT_NAMES:
-                    raise UnsupportedError(lib.ZT_ERR_UNSUPPORTED, f"writing {format} needs a library "
-                                           "with zt_writer_options.format (ZT_WRITER_HAS_FORMAT); this one has none")
-                raise ValueError(f"format is one of {known}, not {format!r}")
-            options.flags |= lib.ZT_WRITER_HAS_FORMAT
-            options.format = code
         out = ffi.new("zt_writer **")
         if max_shard_size is None:
             _lib.check(lib.zt_writer_create_with(_lib.fspath(path), options, out))

@@ -19,7 +19,7 @@ import tempfile
 import numpy as np
 
 from ._handle import Handle
-from ._writer import Writer, check_metadata, writes_safetensors
+from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -47,9 +47,10 @@ def _check(tensors):
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
-    """Writes {name: array} as safetensors.numpy.save_file does: a safetensors file where
-    the library writes safetensors, else (and with `compress`, True or a zstd level, or
-    `checksum`, "crc32c" or "sha256") a zTensor file. `metadata`: {str: str}."""
+    """Writes {name: array} as safetensors.numpy.save_file does: a safetensors file, byte
+    for byte safetensors' own, whatever the extension; with `compress` (True or a zstd
+    level) or `checksum` ("xxh3" or "sha256"), ours, a zTensor file, which holds them.
+    `metadata`: {str: str}."""
     _check(tensors)
     check_metadata(metadata)
     _write(tensors, filename, metadata, compress, checksum)
@@ -70,10 +71,9 @@ def save(tensors, metadata=None, *, compress=None, checksum="none"):
 
 
 def _write(tensors, path, metadata, compress, checksum, sync=True):
-    fmt = "safetensors" if (compress in (None, False, 0) and checksum in ("none", None)
-                            and writes_safetensors()) else None
+    fmt = "safetensors" if compress in (None, False, 0) and checksum in ("none", None) else "zt"
     with Writer(path, sync=sync, format=fmt) as w:
         for name, value in tensors.items():
             w.add(name, value, compress=compress, checksum=checksum)
-        if metadata:
+        if metadata is not None:
             w.set_attributes(metadata)

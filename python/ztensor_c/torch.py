@@ -21,7 +21,7 @@ from . import _torch
 from ._handle import Handle
 from ._lib import SafetensorError  # noqa: F401  (safetensors.torch has it too)
 from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
-from ._writer import Writer, check_metadata, writes_safetensors
+from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr",
            "storage_size", "serialize", "serialize_file", "deserialize", "TensorSpec", "SafetensorError"]
@@ -89,25 +89,26 @@ def _check(tensors, shared_error=RuntimeError):
 
 
 def _output_format(compress, checksum):
-    """safetensors, as safetensors.torch writes, where the library writes it and no
-    zTensor option (compress, checksum) was asked for; else zTensor."""
-    if (compress in (None, False, 0) and checksum in ("none", None)) and writes_safetensors():
+    """safetensors, as safetensors.torch writes, unless a zTensor option (compress,
+    checksum) was asked for: then zTensor (v2), which holds them."""
+    if compress in (None, False, 0) and checksum in ("none", None):
         return "safetensors"
-    return None
+    return "zt"
 
 
 def _write(tensors, path, metadata, compress, checksum, sync=True):
     with Writer(path, sync=sync, format=_output_format(compress, checksum)) as w:
         for name, value in tensors.items():
             w.add(name, value, compress=compress, checksum=checksum)
-        if metadata:
+        if metadata is not None:
             w.set_attributes(metadata)
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
     """Writes {name: tensor} as safetensors.torch.save_file does (tensors on any device;
-    refused when two share memory, see save_model): a safetensors file where the library
-    writes safetensors, else (and with `compress` or `checksum`) a zTensor file."""
+    refused when two share memory, see save_model): a safetensors file, byte for byte
+    safetensors' own, whatever the extension; with `compress` or `checksum` (ours) a
+    zTensor file, which holds them."""
     _check(tensors)
     check_metadata(metadata)
     _write(tensors, filename, metadata, compress, checksum)
