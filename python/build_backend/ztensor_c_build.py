@@ -15,6 +15,7 @@ and then calls maturin. Every other hook is maturin's own.
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -80,9 +81,50 @@ def _write_cffi_header():
     os.replace(tmp, path)
 
 
+def _pyproject_value(key):
+    """A string value of pyproject.toml's [tool.maturin] (a line `key = "value"`)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(here, "pyproject.toml"), "rb") as f:
+        text = f.read().decode("utf-8")
+    section = None
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[tool.maturin]" and line.partition("=")[0].strip() == key:
+            return line.partition("=")[2].strip().strip('"')
+    return None
+
+
+def _manylinux(config_settings):
+    """maturin's PEP 517 hook builds with `--compatibility off` (a wheel tagged
+    linux_<arch>, linked against the build machine's glibc, neither zig nor pyproject's
+    compatibility used) unless its build arguments name one: so `pip wheel ./python` would
+    make a wheel PyPI refuses. On Linux this passes pyproject's compatibility and zig
+    along with the arguments given (config settings, else MATURIN_PEP517_ARGS, which a
+    config setting would otherwise hide); the caller's own --compatibility wins."""
+    settings = dict(config_settings or {})
+    key = "maturin.build-args" if "maturin.build-args" in settings else "build-args"
+    given = settings.get(key)
+    if given is None:
+        args = shlex.split(os.environ.get("MATURIN_PEP517_ARGS", ""))
+    elif isinstance(given, str):
+        args = shlex.split(given)
+    else:
+        args = list(given)
+    named = any(a.split("=", 1)[0] in ("--compatibility", "--manylinux") for a in args)
+    compatibility = _pyproject_value("compatibility")
+    if sys.platform.startswith("linux") and not named and compatibility:
+        args += ["--compatibility", compatibility]
+        if _pyproject_value("zig") == "true" and "--zig" not in args:
+            args.append("--zig")
+    settings[key] = args
+    return settings
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _write_cffi_header()
-    return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+    return maturin.build_wheel(wheel_directory, _manylinux(config_settings), metadata_directory)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
