@@ -10,6 +10,7 @@ import safetensors
 import safetensors.numpy as st_numpy
 
 import ztensor_c
+import ztensor_c.numpy
 
 PUBLIC = ["safe_open", "SafetensorError", "serialize", "serialize_file", "deserialize", "TensorSpec",
           "__version__"]
@@ -17,9 +18,18 @@ PUBLIC_TORCH = ["storage_ptr", "storage_size", "save_file", "load_file", "save",
                 "load_model"]
 
 
+def public(module):
+    """A module's names a user reaches (typing's aliases and `sys`, which safetensors'
+    modules import at their top, left out)."""
+    return {n for n in dir(module) if not n.startswith("_")} - {
+        "Any", "Dict", "List", "Optional", "Set", "Tuple", "Union", "sys", "os", "np", "torch"}
+
+
 def test_every_public_name_is_there():
     for name in PUBLIC:
         assert hasattr(safetensors, name) and hasattr(ztensor_c, name), name
+    assert public(safetensors) - public(ztensor_c) == set()
+    assert public(st_numpy) - public(ztensor_c.numpy) == set()
     torch = pytest.importorskip("torch", reason="torch is not installed: safetensors.torch's names skip")
     import safetensors.torch as st_torch
 
@@ -28,6 +38,7 @@ def test_every_public_name_is_there():
     assert torch
     for name in PUBLIC_TORCH:
         assert hasattr(st_torch, name) and callable(getattr(zt_torch, name)), name
+    assert public(st_torch) - public(zt_torch) == set()
 
 
 def test_storage_ptr_and_size_as_safetensors(torch):

@@ -85,7 +85,12 @@ def test_safe_open_matches_safetensors(tmp_path):
     with safetensors.safe_open(path, framework="np") as theirs, \
             ztensor_c.safe_open(path, framework="np") as ours:
         assert ours.keys() == theirs.keys()
+        assert ours.offset_keys() == theirs.offset_keys()
         assert ours.metadata() == theirs.metadata()
+        every, every_theirs = ours.get_tensors(), theirs.get_tensors()
+        assert list(every) == list(every_theirs)  # the same names, in the same order
+        assert all(every[k].tobytes() == every_theirs[k].tobytes() for k in every)
+        assert set(n for n in dir(theirs) if not n.startswith("_")) <= set(dir(ours))
         for k in theirs.keys():
             a, b = ours.get_tensor(k), theirs.get_tensor(k)
             assert a.dtype == b.dtype and a.shape == b.shape

@@ -114,6 +114,11 @@ class safe_open:
 
         return _torch.load(h, [name], self._device, storages=self._storages)[name]
 
+    def get_tensors(self):
+        """{name: tensor} of every tensor, in offset_keys() order (safetensors'
+        get_tensors, which safetensors.numpy.load_file calls): get_tensor of each."""
+        return {name: self.get_tensor(name) for name in self.offset_keys()}
+
     def get_slice(self, name):
         h = self._handle()
         return _Slice(h, h.object(h.index_of(name)), self._framework, self._device, self._storages)

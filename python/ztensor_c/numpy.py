@@ -19,6 +19,9 @@ import tempfile
 import numpy as np
 
 from ._handle import Handle
+from ._lib import SafetensorError  # noqa: F401  (the names safetensors.numpy has too)
+from ._safe_open import safe_open  # noqa: F401
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
 from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save"]

@@ -2,7 +2,8 @@ from typing import Any
 
 import numpy.typing as npt
 
-from . import PathLike
+from . import PathLike, SafetensorError as SafetensorError, TensorSpec as TensorSpec, safe_open as safe_open
+from . import deserialize as deserialize, serialize as serialize, serialize_file as serialize_file
 
 def load_file(filename: PathLike, *, copy: bool = ...) -> dict[str, npt.NDArray[Any]]: ...
 def load(data: bytes | bytearray | memoryview, *, copy: bool = ...) -> dict[str, npt.NDArray[Any]]: ...

@@ -20,6 +20,7 @@ import torch
 from . import _torch
 from ._handle import Handle
 from ._lib import SafetensorError  # noqa: F401  (safetensors.torch has it too)
+from ._safe_open import safe_open  # noqa: F401  (as safetensors.torch has it)
 from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
 from ._writer import Writer, check_metadata
 

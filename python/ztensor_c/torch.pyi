@@ -2,7 +2,7 @@ from typing import Any
 
 import torch
 
-from . import PathLike, SafetensorError as SafetensorError, TensorSpec as TensorSpec
+from . import PathLike, SafetensorError as SafetensorError, TensorSpec as TensorSpec, safe_open as safe_open
 from . import deserialize as deserialize, serialize as serialize, serialize_file as serialize_file
 
 def storage_ptr(tensor: torch.Tensor) -> int: ...
