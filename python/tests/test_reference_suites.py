@@ -56,6 +56,11 @@ LEFT = {
 if sys.version_info >= (3, 12):
     LEFT["2.1.2"] = {k: v for k, v in LEFT["2.1.2"].items() if "memoryview" not in v}
 
+# Files of a suite that can't be collected without torch: 1.2.3's test_cross_validation.py
+# names torch.float32 in a class body (a parametrize list) unguarded, so where torch is
+# missing (the free-threaded venv) collecting it is a NameError, not a skip. Left out there.
+NEED_TORCH = {"1.2.3": ["test_cross_validation.py"]}
+
 SUITES = [
     ("1.2.3", "ztensor_c.v1", None, 110),
     ("1.2.2", "ztensor_c.v1", "test_memory_safety.py", 19),
@@ -110,6 +115,8 @@ def test_reference_suite(tmp_path, version, module, only, expected):
         f.write(CONFTEST.format(module=module))
     deselect = [arg for case in LEFT.get(version, {}) for arg in ("--deselect", case)]
     files = [os.path.basename(m.name) for m in members]  # node ids relative to tests/, as LEFT names them
+    if not _importable("torch"):
+        files = [f for f in files if f not in NEED_TORCH.get(version, [])]
     child = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
                             "--tb=short", "-W", "ignore::DeprecationWarning", *deselect, *files],
                            cwd=tests, capture_output=True, text=True, timeout=1200)
