@@ -457,7 +457,10 @@ class Handle:
         views = self.views and not copy
         bases = self.shard_arrays(set(p.shard)) if views else None
         if bases is not None and p.all_dense_raw:
-            return dict(zip(p.names, _views(p, bases)))
+            out = dict(zip(p.names, _views(p, bases)))
+            for k in _plan.aliases(p):
+                out[p.names[k]] = out[p.names[k]].copy()
+            return out
         out = dict.fromkeys(p.names)
         pending = []  # (index, array) decoded by one batch load
         for k, name in enumerate(p.names):
@@ -476,6 +479,10 @@ class Handle:
                 pending.append((i, arr))
         if pending:
             self.batch_read(pending)
+        if views:
+            for k in _plan.aliases(p):
+                if isinstance(out[p.names[k]], np.ndarray):
+                    out[p.names[k]] = out[p.names[k]].copy()
         return out
 
     def batch_read(self, pending, role=None):

@@ -213,6 +213,26 @@ def plan(handle, indices, resolve):
     return p
 
 
+def aliases(p):
+    """Positions (plan order) of raw dense objects whose bytes an earlier one of the plan
+    also has: zTensor v2 stores equal blobs once, so their views would share memory and a
+    write through one name would show through another (safetensors' never alias). Those
+    get copies of their own. Empty for other formats, which give each object its bytes."""
+    h = p._handle
+    if len(p.names) < 2 or h.format != "zt" or not h.version.startswith("2"):
+        return ()
+    places = list(zip(p.shard, p.offset))
+    if len(set(places)) == len(places):
+        return ()
+    seen, out = set(), []
+    for k, place in enumerate(places):
+        if p.dense[k] and p.raw[k] and math.prod(p.shape[k]):
+            if place in seen:
+                out.append(k)
+            seen.add(place)
+    return out
+
+
 # Repeats shorter than this are made as objects that don't repeat: a strided view and
 # its cut cost about as much as two views.
 _STACK_MIN = 3

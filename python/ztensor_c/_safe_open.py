@@ -61,6 +61,9 @@ class safe_open:
         self._fast = None
         self._calls = 0
         self._fast_after = max(8, self._h.count() // 32)
+        # zTensor v2 stores equal blobs once: {address: name} of the views given, so a
+        # second name of one blob gets a copy (a write must not show through another name)
+        self._owners = {} if self._h.format == "zt" and self._h.version.startswith("2") else None
 
     def _handle(self):
         if self._h is None:
@@ -97,6 +100,25 @@ class safe_open:
     def get_tensor(self, name):
         """The tensor `name`: raw data of a mapped file a view of its (copy-on-write)
         mapping, anything else decoded into memory of its own."""
+        t = self._get_tensor(name)
+        if self._owners is not None:
+            t = self._unshared(name, t)
+        return t
+
+    def _unshared(self, name, t):
+        """`t`, or a copy where another name's view has its bytes (one blob of a v2 file)."""
+        if isinstance(t, np.ndarray):
+            if not t.size:
+                return t
+            address = t.__array_interface__["data"][0]
+            owner = self._owners.setdefault(address, name)
+            return t if owner == name else t.copy()
+        if getattr(t, "device", None) is not None and str(t.device) == "cpu" and t.numel():
+            owner = self._owners.setdefault(t.data_ptr(), name)
+            return t if owner == name else t.clone()
+        return t
+
+    def _get_tensor(self, name):
         fast = self._fast
         if fast is None:
             self._calls += 1

@@ -120,7 +120,10 @@ def load(handle, names, device="cpu", copy=False, storages=None):
     if paths is not None and p.all_dense_raw and on_cpu:
         tensors = _cut(p, paths, storages, strides)
         if tensors is not None:
-            return dict(zip(p.names, tensors))
+            out = dict(zip(p.names, tensors))
+            for k in _plan.aliases(p):
+                out[p.names[k]] = out[p.names[k]].clone()
+            return out
     # other mapped files: a plain component is at its file's offset (the plan's offset and
     # shard) when the library's view of it is zero-copy
     files = paths if paths is not None else (
@@ -145,6 +148,9 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         if not on_cpu:
             for i, t in pending:
                 out[handle.names()[i]] = t.to(device)
+    if files is not None and on_cpu:
+        for k in _plan.aliases(p):
+            out[p.names[k]] = out[p.names[k]].clone()
     return out
 
 
