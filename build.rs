@@ -1,7 +1,13 @@
-//! Link arguments, and the C header.
+//! Link arguments, the C header, and the version macros.
 //!
-//! - The shared library gets a SONAME so that programs record `libztensor.so.<major>` and a
-//!   future incompatible release can live beside it.
+//! - The shared library's SONAME is what the CMake build passes in `ZTENSOR_SONAME`
+//!   (`libztensor.so.<major>.<minor>` while the version is 0.x, `libztensor.so.<major>`
+//!   from 1.0: the soname policy, kept in CMakeLists.txt). CMake installs the library under
+//!   its real name with that SONAME as a symlink beside it. A plain `cargo build` has no
+//!   such symlink in `target/`, and build scripts can't make one after the link, so its
+//!   library is named `libztensor.so` inside too: a program linked against
+//!   `target/<profile>/libztensor.so` records that name and starts with that directory on
+//!   its run path (a versioned SONAME there named a file that didn't exist).
 //! - The C header is generated from the sources with the cbindgen crate (the version is
 //!   pinned in Cargo.toml; the committed `include/ztensor.h` is its output) into
 //!   `$OUT_DIR/ztensor.h`, and also to the path in `ZTENSOR_HEADER_OUT` when that is set
@@ -14,14 +20,15 @@
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets it");
-    let minor = std::env::var("CARGO_PKG_VERSION_MINOR").expect("cargo sets it");
-    // Before 1.0 every minor release may break the ABI, so it is part of the SONAME.
-    let soname = if major == "0" {
-        format!("libztensor.so.0.{minor}")
-    } else {
-        format!("libztensor.so.{major}")
-    };
+    // The SONAME: the CMake build's, else the library's file name (see above).
+    let soname = std::env::var("ZTENSOR_SONAME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "libztensor.so".to_owned());
+    assert!(
+        soname.starts_with("libztensor.so") && !soname.contains(char::is_whitespace),
+        "ZTENSOR_SONAME={soname:?}: expected libztensor.so[.<version>]"
+    );
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
         // Dependencies may define C symbols of their own (crc-fast, under object_store,
@@ -50,6 +57,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-env-changed=ZTENSOR_HEADER_OUT");
     println!("cargo:rerun-if-env-changed=ZTENSOR_CFFI_OUT");
+    println!("cargo:rerun-if-env-changed=ZTENSOR_SONAME");
 }
 
 /// Runs cbindgen as `cbindgen --config cbindgen.toml --crate ztensor` does, but from
@@ -58,8 +66,12 @@ fn main() {
 fn generate_header() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
-    let config = cbindgen::Config::from_file(root.join("cbindgen.toml"))
+    let mut config = cbindgen::Config::from_file(root.join("cbindgen.toml"))
         .unwrap_or_else(|e| panic!("cbindgen.toml: {e}"));
+    config
+        .after_includes
+        .get_or_insert_with(String::new)
+        .push_str(&version_macros());
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(root.join("src").join("lib.rs"))
@@ -113,6 +125,41 @@ fn generate_cffi_declarations() {
     if let Some(path) = std::env::var_os("ZTENSOR_CFFI_OUT").filter(|p| !p.is_empty()) {
         write_if_changed(&root.join(path), &text);
     }
+
+/// The header's version macros, from Cargo.toml's version (the one place it is written):
+/// what cbindgen would write for src/ffi/mod.rs's ZT_VERSION_* constants if it could
+/// evaluate them.
+fn version_macros() -> String {
+    let part = |name: &str| {
+        let text = std::env::var(name).expect("cargo sets it");
+        assert!(
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()),
+            "{name}={text:?}: not a number"
+        );
+        text
+    };
+    format!(
+        "
+
+/**
+ * Major version of this header. Compare with `zt_version()` at run time to catch a
+ * header/library mismatch.
+ */
+#define ZT_VERSION_MAJOR {}
+
+/**
+ * Minor version of this header.
+ */
+#define ZT_VERSION_MINOR {}
+
+/**
+ * Patch version of this header.
+ */
+#define ZT_VERSION_PATCH {}",
+        part("CARGO_PKG_VERSION_MAJOR"),
+        part("CARGO_PKG_VERSION_MINOR"),
+        part("CARGO_PKG_VERSION_PATCH")
+    )
 }
 
 /// Leaves an identical file untouched, so nothing that depends on it rebuilds.

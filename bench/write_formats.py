@@ -16,6 +16,12 @@ Rows (median of --runs, each run writing a new file, the file removed after):
                doesn't sync), ours durable (the default: fsync + rename) beside it.
   GGUF:        ours non-durable vs gguf-py's GGUFWriter (header, key/values, tensors;
                doesn't sync), ours durable beside it.
+  "ours" declares every tensor first (zt_writer_declare), then adds them in the order
+  zt_writer_declared_order gives: the file written in one pass, front to back, as a
+  save_file does. "declare_data": each tensor declared with its bytes
+  (zt_writer_declare_data), finish writes them: one call per tensor. Beside it, non-durable: declared but added in the dict's order (tensors
+  away from the cursor written to their place with pwrite), and not declared (spooled to
+  a temporary file and copied into place at finish: two passes).
   Ratio = theirs / ours (above 1: ours is faster).
   rss:         a child process writes 4 GiB (quick: 256 MiB) of one tensor streamed in
                8 MiB pieces (zt_writer_begin_component / zt_writer_write), as safetensors
@@ -58,11 +64,14 @@ class WriterOptions(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint32), ("format", ctypes.c_uint32)]
 
 
-NO_SYNC, HAS_FORMAT, COMPACT = 1, 16, 32
+NO_SYNC, HAS_FORMAT, COMPACT, CANONICAL = 1, 16, 32, 64
 FMT_ZTENSOR, FMT_SAFETENSORS, FMT_GGUF = 1, 2, 3
 DTYPES = {np.dtype("float32"): 1, np.dtype("float16"): 2, np.dtype("int32"): 5, np.dtype("int8"): 7}
 
 lib.zt_writer_create_with.argtypes = [ctypes.c_char_p, ctypes.POINTER(WriterOptions), ctypes.POINTER(ctypes.c_void_p)]
+lib.zt_writer_declare.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p, c_u64p, ctypes.c_size_t]
+lib.zt_writer_declare_data.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p, c_u64p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
+lib.zt_writer_declared_order.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
 lib.zt_writer_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, c_u64p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 lib.zt_writer_begin_object.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, c_u64p, ctypes.c_size_t]
 lib.zt_writer_begin_component.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_void_p]
@@ -89,12 +98,27 @@ def create(path, flags, fmt):
     return w
 
 
-def ours(path, tensors, flags, fmt):
+def ours(path, tensors, flags, fmt, declare=True, file_order=True, with_data=False):
+    """Writes `tensors`: declared first (in the dict's order) and added in the file's
+    order, or in the dict's; or not declared (spooled); or declared with their data
+    (zt_writer_declare_data: finish writes them)."""
     w = create(path, flags, fmt)
-    for name, a in tensors.items():
-        shape = (ctypes.c_uint64 * a.ndim)(*a.shape)
-        ok(lib.zt_writer_add(w, name.encode(), DTYPES[a.dtype], shape, a.ndim,
-                             a.ctypes.data, a.nbytes, None), name)
+    items = [(name.encode(), a, (ctypes.c_uint64 * a.ndim)(*a.shape)) for name, a in tensors.items()]
+    if with_data:
+        for name, a, shape in items:
+            ok(lib.zt_writer_declare_data(w, name, None, DTYPES[a.dtype], None, shape, a.ndim,
+                                          a.ctypes.data, a.nbytes), "declare_data")
+        items, declare = [], False
+    if declare:
+        for name, a, shape in items:
+            ok(lib.zt_writer_declare(w, name, None, DTYPES[a.dtype], None, shape, a.ndim), "declare")
+        if file_order:
+            order = (ctypes.c_size_t * len(items))()
+            n = ctypes.c_size_t()
+            ok(lib.zt_writer_declared_order(w, order, len(items), ctypes.byref(n)), "order")
+            items = [items[i] for i in order]
+    for name, a, shape in items:
+        ok(lib.zt_writer_add(w, name, DTYPES[a.dtype], shape, a.ndim, a.ctypes.data, a.nbytes, None), "add")
     ok(lib.zt_writer_finish(w), "finish")
     lib.zt_writer_free(w)
 
@@ -164,16 +188,24 @@ def speed(wid, tensors, results):
         (FMT_GGUF, "gguf", "gguf-py GGUFWriter", gguf_theirs),
     ):
         path = os.path.join(args.dir, f"{wid.lower()}.out.{ext}")
-        t = median_of([
+        cases = [
             ("ours, non-durable", lambda p: ours(p, tensors, NO_SYNC, fmt)),
             ("ours, durable", lambda p: ours(p, tensors, 0, fmt)),
             (theirs_name, lambda p: theirs(p, tensors)),
-        ], path)
+            ("ours, dict order, non-dur.", lambda p: ours(p, tensors, NO_SYNC, fmt, file_order=False)),
+            ("ours, spooled, non-durable", lambda p: ours(p, tensors, NO_SYNC, fmt, declare=False)),
+            ("ours, declare_data, non-d.", lambda p: ours(p, tensors, NO_SYNC, fmt, with_data=True)),
+        ]
+        if fmt == FMT_GGUF:
+            # GGUF's order is the order declared: the dict's.
+            del cases[3]
+        t = median_of(cases, path)
         theirs_t = t[theirs_name]
         for k, v in t.items():
             print(f"{wid} {ext:11s} {k:28s} {v * 1000:9.1f} ms  {size / v / 1e9:6.2f} GB/s"
-                  + (f"  ratio {theirs_t / v:4.2f}x" if k.startswith("ours") else ""))
+                  + (f"  ratio {theirs_t / v:4.2f}x" if k.startswith("ours") else ""), flush=True)
         results.append({"workload": wid, "format": ext, "times_s": t, "bytes": size,
+                        "load": os.getloadavg(),
                         "ratio_non_durable": theirs_t / t["ours, non-durable"],
                         "ratio_durable": theirs_t / t["ours, durable"]})
 
@@ -189,13 +221,15 @@ def peak_kib():
 
 
 def child(spec):
-    fmt, path, total = spec.split(":")
-    fmt, total = int(fmt), int(total)
+    fmt, path, total, declare = spec.split(":")
+    fmt, total, declare = int(fmt), int(total), declare == "1"
     piece = np.ones(8 << 20, dtype=np.uint8)
     before = peak_kib()
     w = create(path, NO_SYNC, fmt)
     n = total // 2
     shape = (ctypes.c_uint64 * 1)(n)
+    if declare:
+        ok(lib.zt_writer_declare(w, b"big", None, 2, None, shape, 1), "declare")
     ok(lib.zt_writer_begin_object(w, b"big", b"dense", shape, 1), "begin")
     ok(lib.zt_writer_begin_component(w, b"data", 2, None, None), "component")
     done = 0
@@ -213,22 +247,24 @@ def child(spec):
 
 def rss(results):
     total = (256 << 20) if args.quick else (4 << 30)
-    for fmt, ext in ((FMT_SAFETENSORS, "safetensors"), (FMT_GGUF, "gguf")):
+    for fmt, ext, declare in ((FMT_SAFETENSORS, "safetensors", 1), (FMT_GGUF, "gguf", 1),
+                              (FMT_SAFETENSORS, "safetensors", 0), (FMT_GGUF, "gguf", 0)):
         path = os.path.join(args.dir, f"big.out.{ext}")
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, __file__, "--lib", args.lib, "--child", f"{fmt}:{path}:{total}"],
+        out = subprocess.run([sys.executable, __file__, "--lib", args.lib, "--child", f"{fmt}:{path}:{total}:{declare}"],
                              check=True, capture_output=True, text=True).stdout
         dt = time.perf_counter() - t
         r = json.loads(out)
         os.remove(path)
-        print(f"rss {ext:11s} {total / (1 << 30):.2f} GiB streamed in {dt:5.1f} s: peak RSS "
+        how = "declared" if declare else "spooled"
+        print(f"rss {ext:11s} {how:8s} {total / (1 << 30):.2f} GiB streamed in {dt:5.1f} s: peak RSS "
               f"{r['peak_kib'] / 1024:6.1f} MiB (before writing {r['before_kib'] / 1024:6.1f} MiB), "
-              f"file {r['size'] / (1 << 30):.2f} GiB")
-        results.append({"rss": ext, "bytes": total, "seconds": dt, **r})
+              f"file {r['size'] / (1 << 30):.2f} GiB", flush=True)
+        results.append({"rss": ext, "declared": bool(declare), "bytes": total, "seconds": dt, **r})
 
 
 def placement(wid, tensors, results):
-    for label, flags in (("64 KiB (canonical)", 0), ("4 KiB (compact)", COMPACT)):
+    for label, flags in (("64 KiB (canonical)", CANONICAL), ("4 KiB (compact)", COMPACT), ("default (no flag)", 0)):
         path = os.path.join(args.dir, f"{wid.lower()}.place.zt")
         times = []
         for _ in range(args.runs):
@@ -273,6 +309,7 @@ if args.child:
 scale = 16 if args.quick else 1
 only = set(args.only.split(","))
 results = []
+print(f"load average {os.getloadavg()} on {os.cpu_count()} CPUs", flush=True)
 if "w1" in only or "placement" in only:
     W1 = w1(scale)
 if "w2" in only or "placement" in only:

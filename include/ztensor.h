@@ -40,6 +40,24 @@
  *   ZT_ERR_BUFFER_TOO_SMALL, larger ZT_ERR_INVALID_ARGUMENT; a refused call leaves it
  *   untouched.
  *
+ * ABI and struct growth (from 0.2.0; each release's ABI is checked against the last
+ * one's baseline, abi/, by tests/release/abi.py):
+ * - The SONAME names the ABI: libztensor.so.0.<minor> while the version is 0.x,
+ *   libztensor.so.<major> from 1.0. Within one SONAME nothing is removed or changed:
+ *   functions, struct layouts, enumerator and macro values stay; new ones are added.
+ * - A struct whose first member is struct_size (zt_cuda_options, zt_device,
+ *   zt_loader_options) may gain members at its end in any release. Set struct_size to
+ *   sizeof(the struct) as your header has it (0 also means this header's size): the
+ *   library reads that many bytes and takes every member past them as zero, so a program
+ *   built against an older header keeps working with a newer library. A size larger than
+ *   the library's struct is accepted when the bytes past its members are zero, else
+ *   refused with ZT_ERR_UNSUPPORTED (a newer header than the library, with new members
+ *   set).
+ * - Every other struct keeps its size and layout under one SONAME: it changes only in a
+ *   release with a new SONAME. Options structs without struct_size grow through flags.
+ * - Enums gain values and never reuse one: a status or dtype value a program doesn't
+ *   know (from a newer library) is to be handled as an unknown error or type.
+ *
  * Default limits (adjust with zt_open_with): manifest 1 GiB, decoded component 64 GiB,
  * decoded cache unlimited, rank 64, name length 65536 bytes, CBOR depth 128.
  */
@@ -98,7 +116,7 @@
 /**
  * Minor version of this header.
  */
-#define ZT_VERSION_MINOR 1
+#define ZT_VERSION_MINOR 2
 
 /**
  * Patch version of this header.
@@ -106,8 +124,8 @@
 #define ZT_VERSION_PATCH 0
 
 /**
- * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
- * 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+ * This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is
+ * 10203), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
  * run time.
  */
 #define ZT_VERSION_NUMBER (((ZT_VERSION_MAJOR * 10000) + (ZT_VERSION_MINOR * 100)) + ZT_VERSION_PATCH)
@@ -268,8 +286,9 @@
 #define ZT_WRITER_KEEP_ORDER 2
 
 /**
- * `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
- * every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+ * `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs in
+ * name order, at 4 KiB boundaries unless `ZT_WRITER_CANONICAL` asks for 64 KiB), what
+ * `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
  * the library's default is written: zTensor v2 since this release (v1.2.0 before).
  */
 #define ZT_WRITER_V2 4
@@ -281,16 +300,17 @@
 #define ZT_WRITER_V1_2 8
 
 /**
- * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
- * instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
- * canonical form (docs/format.md says when each fits).
+ * `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor),
+ * the library's default placement since this release (64 KiB before): a valid v2 file,
+ * much smaller for many small tensors, but not in canonical form (docs/format.md,
+ * "Placement", has the measurement). Set it to keep 4 KiB whatever a later default.
  */
 #define ZT_WRITER_COMPACT 32
 
 /**
  * `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
- * (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
- * Not with `ZT_WRITER_COMPACT`.
+ * (byte for byte what `ztensor` 2.x writes for the same tensors), instead of the
+ * default 4 KiB. Not with `ZT_WRITER_COMPACT`.
  */
 #define ZT_WRITER_CANONICAL 64
 
@@ -504,13 +524,16 @@ typedef enum zt_slice {
    */
   ZT_SLICE_WHOLE = 0,
   /**
-   * Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
-   * layers).
+   * Rows `[first, first + count)` of the first dimension: one contiguous range. With
+   * weights stored `[out, in]` (PyTorch, Hugging Face, and GGUF as this library shows
+   * it), a rank's shard of a column-parallel layer (q/k/v, gate/up: a slice of the
+   * outputs).
    */
   ZT_SLICE_ROWS = 1,
   /**
    * Columns `[first, first + count)` of the last dimension of every row, packed in the
-   * destination (column-parallel layers): a strided read.
+   * destination: a strided read. With `[out, in]` weights, a rank's shard of a
+   * row-parallel layer (o, down: a slice of the inputs; the ranks' outputs are summed).
    */
   ZT_SLICE_COLUMNS = 2,
   /**
@@ -1605,6 +1628,24 @@ enum zt_status zt_object_get_quant_info(const struct zt_reader *reader,
                                         struct zt_quant_info *out);
 
 /**
+ * The ggml type of an object, as `gguf_get_tensor_type` gives it for a GGUF tensor:
+ * `*out_type` = its `enum ggml_type` id (`GGML_TYPE_F32` = 0, `F16` = 1, `Q4_0` = 2 ...
+ * `BF16` = 30), `*out_name` (optional: NULL skips it) = the name after `GGML_TYPE_`
+ * ("F32", "Q4_K"; static), or NULL for an id this build doesn't know. Dense tensors too:
+ * a dense object of one `f32`, `f16`, `bf16`, `f64`, `i8`, `i16`, `i32` or `i64`
+ * component without a logical type has that type, whatever its file's format; a
+ * block-quantized object (see `zt_object_get_quant_info`) its block type, including an
+ * id this build doesn't know. `ZT_ERR_NOT_FOUND` for an object ggml has no type for
+ * (other dtypes, logical types such as fp8 or complex, sparse and other composite
+ * objects). O(components), no allocation. Thread-safe.
+ */
+ZT_API
+enum zt_status zt_object_get_ggml_type(const struct zt_reader *reader,
+                                       size_t object,
+                                       uint32_t *out_type,
+                                       const char **out_name);
+
+/**
  * Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
  */
 ZT_API
@@ -1798,8 +1839,8 @@ enum zt_status zt_component_read_range(const struct zt_reader *reader,
 
 /**
  * `zt_component_read_as` of the values `[first_element, first_element + dst_size /
- * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
- * dequantized or converted. Values are counted as `zt_component_read_as` counts them
+ * size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs (its shard
+ * of a column-parallel layer's `[out, in]` weight), dequantized or converted. Values are counted as `zt_component_read_as` counts them
  * (a block-quantized object's elements; a plain component's storage elements). For
  * block-quantized components the range must start and end on block boundaries
  * (multiples of `block_size`; whole rows always are). Only the bytes the range needs
@@ -2392,6 +2433,85 @@ enum zt_status zt_writer_create_sharded_with(const char *base,
                                              struct zt_writer **out);
 
 /**
+ * Declares a tensor before any data, so that a safetensors or GGUF file is written in
+ * one pass: its header when the first tensor's data comes, then each tensor's bytes
+ * straight to their place in the file (without declarations those formats are spooled
+ * to a temporary file and copied into place at `zt_writer_finish`: every byte written
+ * twice). `format` is "dense" (or NULL) or a ggml block format ("ggml_q4_k", or v2's
+ * "gguf.q4_k/1"), whose data is `ZT_DTYPE_U8` of its logical type (`type` NULL says
+ * so); `type` is the data's logical type or NULL; `shape` may be NULL when `ndim` is 0.
+ *
+ * Declare every tensor before the first object begins, and set a GGUF's key/values or a
+ * safetensors file's metadata before the first tensor's data (the header holds them;
+ * later calls are `ZT_ERR_STATE`). Then add exactly the tensors declared, with any of
+ * the adding calls (`zt_writer_add`, `zt_writer_begin_object` ..., streamed or whole,
+ * `zt_writer_copy_object`), in any order: `zt_writer_declared_order` gives the one that
+ * writes the file front to back (the cheapest; others write the bytes of a tensor that
+ * is not next with `pwrite`, small ones gathered). A tensor not declared, or of another
+ * format, shape, dtype or type, is `ZT_ERR_INVALID_ARGUMENT`, as are data bytes beyond
+ * the declared size (refused before they are written) or short of it (at
+ * `zt_writer_end_component`); the object is left out and may be added again.
+ * `zt_writer_finish` is `ZT_ERR_STATE` while a declared tensor is missing (the writer
+ * stays usable). The file is byte for byte what an undeclared writer makes of the same
+ * calls.
+ *
+ * What the format can't hold is refused here as when added (`ZT_ERR_INVALID_ARGUMENT`):
+ * names (empty, NUL bytes, too long), shapes (overflow), dtypes, sizes that are not
+ * whole elements or blocks; a name declared twice. `ZT_ERR_STATE` after an object has
+ * begun, and for a set (`zt_writer_create_sharded_with`), whose shards are planned as
+ * tensors come. A zTensor writer takes declarations too and holds its objects to them
+ * the same way (its manifest comes last, so its bytes don't change): one program can
+ * write every format alike.
+ */
+ZT_API
+enum zt_status zt_writer_declare(struct zt_writer *w,
+                                 const char *name,
+                                 const char *format,
+                                 uint32_t dtype,
+                                 const char *type,
+                                 const uint64_t *shape,
+                                 size_t ndim);
+
+/**
+ * `zt_writer_declare` with the tensor's bytes, `size` of them at `data` (NULL when
+ * `size` is 0), which the writer does not copy: `zt_writer_finish` writes them, in the
+ * file's order, after any tensors added with the adding calls, so the whole file is
+ * written by `zt_writer_finish` in one pass. The tensor is then not added otherwise
+ * (`ZT_ERR_INVALID_ARGUMENT`). For tensors already in memory (a `save_file` of a dict of
+ * tensors): one call per tensor, then `zt_writer_finish`. `size` must be the declared
+ * size and bool bytes 0 or 1 (`ZT_ERR_INVALID_ARGUMENT`, nothing declared).
+ *
+ * `data` must stay valid and unchanged until `zt_writer_finish` returns `ZT_OK` or the
+ * writer is freed: the writer keeps its address, not a copy (a finish refused with the
+ * writer still usable, such as a declared tensor missing, reads them again later).
+ */
+ZT_API
+enum zt_status zt_writer_declare_data(struct zt_writer *w,
+                                      const char *name,
+                                      const char *format,
+                                      uint32_t dtype,
+                                      const char *type,
+                                      const uint64_t *shape,
+                                      size_t ndim,
+                                      const void *data,
+                                      size_t size);
+
+/**
+ * The declared tensors in the order the file holds them: `order[k]` is the index (0 for
+ * the first declared, in the order of the `zt_writer_declare` calls) of the file's
+ * k-th tensor. safetensors' order is its dtypes' (largest first) then the names';
+ * GGUF's and zTensor v1.2's the order declared; zTensor v2's by name. Adding the
+ * tensors in this order writes the file front to back. `*out_count` is set to the
+ * number declared; when `order` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and
+ * nothing else is written (`order` may be NULL with `capacity` 0 to ask).
+ */
+ZT_API
+enum zt_status zt_writer_declared_order(struct zt_writer *w,
+                                        size_t *order,
+                                        size_t capacity,
+                                        size_t *out_count);
+
+/**
  * Adds a dense object with one "data" component. `size` must be the element count of
  * `shape` times the dtype size; `shape` may be NULL when `ndim` is 0 (a scalar), `data`
  * NULL when `size` is 0; `options` NULL means raw, no digest. Writes the bytes now.
@@ -2537,9 +2657,10 @@ enum zt_status zt_writer_copy_object(struct zt_writer *w,
 
 /**
  * Writes the manifest and footer, flushes, syncs, and renames the temporary file into
- * place. With an object still open it
- * returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
- * its result) the writer only accepts `zt_writer_free`; other calls return
+ * place. With an object still open, or a declared tensor not yet written
+ * (`zt_writer_declare`), it returns `ZT_ERR_STATE` and the writer stays usable.
+ * Otherwise, after this call (whatever its result) the writer only accepts
+ * `zt_writer_free`; other calls return
  * `ZT_ERR_STATE`. On failure nothing appears at the path.
  */
 ZT_API enum zt_status zt_writer_finish(struct zt_writer *w);

@@ -97,7 +97,8 @@ pub struct LogicalTypeInfo {
     /// Logical values per unit.
     pub values: u64,
     /// The last unit may be partly filled (zTensor v2's `f4_e2m1`: ⌈n/2⌉ bytes for n
-    /// values, the unused nibble zero); otherwise the values fill whole units.
+    /// values, the unused nibble zero; ONNX's packed `int4_x2` and `int2_x4`, the last
+    /// byte padded); otherwise the values fill whole units.
     pub partial: bool,
 }
 
@@ -110,15 +111,22 @@ pub fn logical_type_info(name: &str) -> Option<LogicalTypeInfo> {
         }
         "f4_e2m1fn_x2" | "f4_e2m1" => (DType::U8, 1, 2),
         "f6_e2m3fn_x4" | "f6_e3m2fn_x4" => (DType::U8, 3, 4),
+        "complex32" => (DType::F16, 2, 1),
         "complex64" => (DType::F32, 2, 1),
         "complex128" => (DType::F64, 2, 1),
+        // ONNX's packed integers, low bits first, the last byte padded.
+        "int4_x2" | "uint4_x2" => (DType::U8, 1, 2),
+        "int2_x4" | "uint2_x4" => (DType::U8, 1, 4),
         _ => return None,
     };
     Some(LogicalTypeInfo {
         storage,
         ratio,
         values,
-        partial: name == "f4_e2m1",
+        partial: matches!(
+            name,
+            "f4_e2m1" | "int4_x2" | "uint4_x2" | "int2_x4" | "uint2_x4"
+        ),
     })
 }
 

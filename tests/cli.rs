@@ -1189,7 +1189,7 @@ Options:
       --raw                    Store every component uncompressed
       --digest <ALGO>          Record a digest of every component, or none [possible values: sha256, crc32c, xxh3, none]
       --to <FORMAT>            The format to write [default: by OUT's extension, else v2] [possible values: v1.2, v2, safetensors, gguf]
-      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [possible values: canonical, compact]
+      --placement <PLACEMENT>  zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [default: compact] [possible values: canonical, compact]
   -q, --quiet                  No progress bar (it is shown only when stderr is a terminal)
   -h, --help                   Print help (see more with '--help')
 "
@@ -1554,11 +1554,12 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
     let dir = temp_dir("cli_convert_foreign");
     let gguf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/gguf/llama_tiny.gguf");
     std::fs::copy(&gguf, dir.join("tiny.gguf")).unwrap();
-    // Q8_0 blocks: safetensors can't hold them as they are; nothing is written.
+    // Q4_0 blocks (the first tensor): safetensors can't hold them as they are; nothing is
+    // written.
     let run = zt(&dir, &["convert", "-q", "tiny.gguf", "tiny.safetensors"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr.contains("object 'blk.0.attn_q.weight' is ggml_q8_0")
+        run.stderr.contains("object 'token_embd.weight' is ggml_q4_0")
             && run.stderr.contains("--dequantize f32"),
         "{}",
         run.stderr
@@ -1596,4 +1597,21 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
     assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "back.gguf"]), "");
     let c = Reader::open(dir.join("back.gguf")).unwrap();
     assert_eq!((c.container().name(), c.objects().len()), ("gguf", a.objects().len()));
+    // convert declares every tensor first (one pass): the same bytes as a writer that
+    // spools them, the GGUF's tensors in their order; safetensors into safetensors is the
+    // file itself.
+    assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "again.safetensors"]), "");
+    let same = |x: &str, y: &str| std::fs::read(dir.join(x)).unwrap() == std::fs::read(dir.join(y)).unwrap();
+    assert!(same("tiny.safetensors", "again.safetensors"));
+    assert_eq!(ok(&dir, &["convert", "-q", "tiny.gguf", "copy.gguf"]), "");
+    let options = ztensor::CreateOptions { durable: false, ..Default::default() };
+    let mut w = ztensor::Writer::create_with(dir.join("spooled.gguf"), &options).unwrap();
+    w.set_file_attributes_from(a.raw_attributes().unwrap()).unwrap();
+    for i in 0..a.objects().len() {
+        w.copy_object(&a, i, &Default::default()).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(same("copy.gguf", "spooled.gguf"));
+    // gguf-py wrote the vector: ours is its bytes again.
+    assert!(same("copy.gguf", "tiny.gguf"));
 }

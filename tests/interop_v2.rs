@@ -6,8 +6,8 @@
 //! - our canonical file is byte-identical to the one `ztensor.Writer` writes for the same
 //!   tensors and attributes (ours added in a shuffled order, theirs sorted);
 //! - every file it writes reads bit-exactly through our reader, and verifies;
-//! - every file we write (canonical, and zstd-encoded) reads bit-exactly with it and
-//!   passes its `verify`.
+//! - every file we write (canonical, at the default 4 KiB placement, and zstd-encoded)
+//!   reads bit-exactly with it and passes its `verify`.
 //!
 //! The test makes its own venv (pinned by tests/interop/v2-requirements.txt) under the
 //! cargo target directory and reuses it while the pins are unchanged; ZT_PYTHON chooses
@@ -20,7 +20,9 @@ use std::process::Command;
 
 use ztensor::cbor::Value;
 use ztensor::json::{from_json, to_json};
-use ztensor::{CreateOptions, DType, DigestAlgorithm, FileVersion, Reader, WriteOptions, Writer};
+use ztensor::{
+    CreateOptions, DType, DigestAlgorithm, FileVersion, Placement, Reader, WriteOptions, Writer,
+};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -480,10 +482,11 @@ fn shuffled<T>(items: &[T], seed: u64) -> Vec<&T> {
 }
 
 /// Writes a case with our writer (v2), objects and parts in a shuffled order.
-fn write_ours(case: &Case, path: &Path, options: &WriteOptions) {
+fn write_ours(case: &Case, path: &Path, options: &WriteOptions, placement: Placement) {
     let create = CreateOptions {
         durable: false,
         version: FileVersion::V2,
+        placement,
         ..CreateOptions::default()
     };
     let mut w = Writer::create_with(path, &create).unwrap();
@@ -715,7 +718,7 @@ fn canonical_files_are_the_references_bytes_and_read_both_ways() {
     for case in cases() {
         let reference = write_reference(&python, &case, &dir);
         let ours = dir.join(format!("{}.ours.zt", case.name));
-        write_ours(&case, &ours, &WriteOptions::default());
+        write_ours(&case, &ours, &WriteOptions::default(), Placement::Canonical);
         let (a, b) = (
             std::fs::read(&ours).unwrap(),
             std::fs::read(&reference).unwrap(),
@@ -723,6 +726,18 @@ fn canonical_files_are_the_references_bytes_and_read_both_ways() {
         assert!(a == b, "{}: {}", case.name, first_difference(&a, &b));
         check_we_read(&case, &reference);
         check_reference_reads(&python, &case, &ours);
+        // The default placement, 4 KiB: not the reference's bytes, but read by it as they
+        // are (every blob on a 4 KiB boundary, the first at 4096).
+        let compact = dir.join(format!("{}.compact.zt", case.name));
+        write_ours(&case, &compact, &WriteOptions::default(), Placement::default());
+        let r = Reader::open(&compact).unwrap();
+        for o in r.objects() {
+            for c in o.components() {
+                assert_eq!(c.offset() % 4096, 0, "{}: {}", case.name, o.name());
+            }
+        }
+        check_we_read(&case, &compact);
+        check_reference_reads(&python, &case, &compact);
     }
 }
 
@@ -733,7 +748,7 @@ fn zstd_files_we_write_read_exactly_with_the_reference() {
     let zstd = WriteOptions::zstd(3);
     for case in cases() {
         let ours = dir.join(format!("{}.zstd.zt", case.name));
-        write_ours(&case, &ours, &zstd);
+        write_ours(&case, &ours, &zstd, Placement::default());
         check_reference_reads(&python, &case, &ours);
         check_we_read(&case, &ours);
         // sha256 part digests are v2 too.
@@ -742,6 +757,7 @@ fn zstd_files_we_write_read_exactly_with_the_reference() {
             &case,
             &sha,
             &WriteOptions::default().with_digest(DigestAlgorithm::Sha256),
+            Placement::default(),
         );
         let r = Reader::open(&sha).unwrap();
         assert!(
@@ -756,8 +772,8 @@ fn zstd_files_we_write_read_exactly_with_the_reference() {
 }
 
 /// A safetensors file converted to v2 by `ztensor.convert` and by ours (what `zt convert
-/// --to v2` does: every object copied, in name order, into a canonical v2 writer): the
-/// same bytes. (The reference can't convert the other safetensors vectors: it has no
+/// --to v2 --placement canonical` does: every object copied, in name order, into a
+/// canonical v2 writer): the same bytes. (The reference can't convert the other safetensors vectors: it has no
 /// projection of C64 or F4; ours does, and reads them back.)
 #[test]
 fn safetensors_converts_to_the_references_bytes() {
@@ -771,6 +787,7 @@ fn safetensors_converts_to_the_references_bytes() {
         let create = CreateOptions {
             durable: false,
             version: FileVersion::V2,
+            placement: Placement::Canonical,
             ..CreateOptions::default()
         };
         let mut w = Writer::create_with(&ours, &create).unwrap();

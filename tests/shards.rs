@@ -271,6 +271,38 @@ fn an_index_by_descriptor_says_how_to_open_a_set() {
     assert!(e.message().contains("a set is opened by the path"), "{e}");
 }
 
+/// A JSON file opened by path that is no index (a model directory's config.json) gets a
+/// message about what to open by path, not about descriptors and memory.
+#[test]
+fn a_json_file_by_path_says_what_to_open() {
+    let dir = common::temp_dir("shards_config_json");
+    let config = dir.join("config.json");
+    std::fs::write(&config, "{\"architectures\": [\"LlamaForCausalLM\"]}\n").unwrap();
+    let e = Reader::open(&config).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Format);
+    assert_eq!(
+        e.message(),
+        format!(
+            "{}: a JSON file, not a tensor file (it starts \"{{\\\"archit\"): a model's \
+             configuration (config.json, tokenizer.json ...) holds no tensors; open its \
+             weights (*.safetensors, *.gguf, *.bin ...) by their paths, or a sharded set by \
+             the path of its *.index.json",
+            config.display()
+        )
+    );
+    // Leading white space is JSON too; a file that isn't JSON keeps the general message.
+    std::fs::write(&config, "\n  {}\n\n\n\n\n").unwrap();
+    let e = Reader::open(&config).unwrap_err();
+    assert!(
+        e.message().contains("a JSON file, not a tensor file"),
+        "{e}"
+    );
+    std::fs::write(&config, "architectures = 1\n").unwrap();
+    let e = Reader::open(&config).unwrap_err();
+    assert!(e.message().contains("not a zTensor, safetensors"), "{e}");
+    assert!(!e.message().contains("JSON"), "{e}");
+}
+
 /// Each shard of a set has its own layout: its data section is where the shard's own
 /// header ends, so a component's `offset - data_offset` is computed with its shard's
 /// layout (with the first shard's, a tensor of split 2 underflowed).

@@ -542,6 +542,13 @@ fn crash_child() {
         let _ = lines.next();
     };
     let mut w = Writer::create_with(&path, &quick()).unwrap();
+    if std::env::var_os("ZT_CRASH_DECLARED").is_some() {
+        // Written in one pass, to the file itself (no spool): the header comes with the
+        // first tensor.
+        for i in 0..3 {
+            w.declare(&format!("t{i}"), DType::F32, None, &[1 << 20]).unwrap();
+        }
+    }
     step("created");
     let big = common::bytes(1, 4 << 20);
     for i in 0..3 {
@@ -558,7 +565,13 @@ fn sigkill_mid_write_leaves_no_file() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     let dir = common::temp_dir("writers_crash");
-    for ext in ["safetensors", "gguf"] {
+    // Spooled, and declared (written in one pass).
+    for (ext, declared) in [("safetensors", false), ("gguf", false), ("safetensors", true), ("gguf", true)] {
+        let declared = |c: &mut Command| {
+            if declared {
+                c.env("ZT_CRASH_DECLARED", "1");
+            }
+        };
         // Killed after each step in turn (4: while finish is waiting to begin).
         for at in 0..5 {
             let path = dir.join(format!("m{at}.{ext}"));
@@ -568,6 +581,7 @@ fn sigkill_mid_write_leaves_no_file() {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
+                .tap(declared)
                 .spawn()
                 .unwrap();
             let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -605,6 +619,7 @@ fn sigkill_mid_write_leaves_no_file() {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
+                .tap(declared)
                 .spawn()
                 .unwrap();
             let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -639,6 +654,7 @@ fn sigkill_mid_write_leaves_no_file() {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .tap(declared)
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(b"\n\n\n\n\n\n").unwrap();
@@ -653,6 +669,18 @@ fn sigkill_mid_write_leaves_no_file() {
 }
 
 /// Writer options for one of the four formats.
+/// A closure applied to a command being built.
+trait Tap {
+    fn tap(&mut self, f: impl Fn(&mut Self)) -> &mut Self;
+}
+
+impl Tap for Command {
+    fn tap(&mut self, f: impl Fn(&mut Self)) -> &mut Self {
+        f(self);
+        self
+    }
+}
+
 fn format_options(name: &str) -> CreateOptions {
     let (format, version) = match name {
         "v1.2" => (OutputFormat::Ztensor, ztensor::FileVersion::V1_2),
@@ -850,5 +878,352 @@ fn ggml_gguf_h_reads_what_we_write() {
         let split = "kv split.no 2\nkv split.count 2\nkv split.tensors.count 5\n";
         assert!(text.contains(split), "{}: {text}", path.display());
         assert_eq!(text.contains("kv general.architecture 8"), k == 1, "{text}");
+    }
+}
+
+/// A tensor of the one-pass tests: (name, object format, shape, dtype, logical type,
+/// bytes).
+type Tensor = (String, String, Vec<u64>, DType, Option<&'static str>, Vec<u8>);
+
+/// How the one-pass tests add their tensors.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Adding {
+    /// Not declared: spooled and assembled at `finish`.
+    Spooled,
+    /// Declared, then added in the order declared.
+    Declared,
+    /// Declared, then added in `declared_order` (the file front to back).
+    InFileOrder,
+    /// Declared, then added in the reverse of `declared_order` (every one away from the
+    /// cursor).
+    Reversed,
+    /// Declared, then added in an order of pairs swapped, each tensor streamed in chunks
+    /// of 1000 bytes.
+    Streamed,
+    /// Declared with their bytes (`declare_data`), written by `finish`.
+    WithData,
+}
+
+/// Writes `tensors` (file attributes `kvs` set first) as `adding` says.
+fn write_tensors(path: &Path, options: &CreateOptions, kvs: &[(&str, TypedValue)], tensors: &[Tensor], adding: Adding) {
+    let mut w = Writer::create_with(path, options).unwrap();
+    for (k, v) in kvs {
+        w.set_file_attribute(k, v).unwrap();
+    }
+    if adding == Adding::WithData {
+        for (name, format, shape, dtype, logical, data) in tensors {
+            // SAFETY: `tensors` outlives `finish` below and is not changed.
+            unsafe { w.declare_data(name, format, shape, *dtype, *logical, data) }.unwrap();
+        }
+        w.finish().unwrap();
+        return;
+    }
+    if adding != Adding::Spooled {
+        for (name, format, shape, dtype, logical, _) in tensors {
+            w.declare_object(name, format, shape, *dtype, *logical).unwrap();
+        }
+        assert_eq!(w.declared_count(), tensors.len());
+    }
+    let mut order: Vec<usize> = match adding {
+        Adding::InFileOrder | Adding::Reversed => w.declared_order(),
+        _ => (0..tensors.len()).collect(),
+    };
+    match adding {
+        Adding::Reversed => order.reverse(),
+        Adding::Streamed => order.chunks_mut(2).for_each(|c| c.reverse()),
+        _ => {}
+    }
+    for i in order {
+        let (name, format, shape, dtype, logical, data) = &tensors[i];
+        w.begin_object(name, format, shape).unwrap();
+        let logical = logical.or((format != "dense").then_some(format.as_str()));
+        if adding == Adding::Streamed {
+            w.begin_component("data", *dtype, logical, &WriteOptions::default()).unwrap();
+            for piece in data.chunks(1000) {
+                w.write(piece).unwrap();
+            }
+            w.end_component().unwrap();
+        } else {
+            w.add_component("data", *dtype, logical, data, &WriteOptions::default()).unwrap();
+        }
+        w.end_object().unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// `st_tensors`' tensors with their bytes.
+fn st_tensor_data() -> Vec<Tensor> {
+    (st_tensors().into_iter().enumerate())
+        .map(|(i, (name, dtype, logical, shape))| {
+            let n = ztensor::dtype::dense_byte_size(&shape, dtype, logical).unwrap() as usize;
+            let data = common::data_for(dtype, n / dtype.size(), i as u64 + 1);
+            (name.to_owned(), "dense".to_owned(), shape, dtype, logical, data)
+        })
+        .collect()
+}
+
+/// `gguf_tensors`' tensors with their bytes.
+fn gguf_tensor_data() -> Vec<Tensor> {
+    (gguf_tensors().into_iter().enumerate())
+        .map(|(i, (name, format, shape, dtype))| {
+            let numel: u64 = shape.iter().product();
+            let data = if format == "dense" {
+                common::data_for(dtype, numel as usize, i as u64 + 7)
+            } else {
+                let (block, size) = if format == "ggml_q4_0" { (32, 18) } else { (256, 144) };
+                common::bytes(i as u64 + 7, (numel / block * size) as usize)
+            };
+            (name.to_owned(), format.to_owned(), shape, dtype, None, data)
+        })
+        .collect()
+}
+
+/// Many small tensors of four dtypes (a W2 in little: added in an order far from
+/// safetensors', so the gathered bytes are written several times) and a few large ones
+/// (written to their place at once when away from the cursor).
+fn many_tensors(gguf: bool) -> Vec<Tensor> {
+    let dtypes = [DType::F32, DType::F16, DType::I32, DType::I8];
+    let mut out: Vec<Tensor> = (0..3000)
+        .map(|i| {
+            let dtype = dtypes[i % 4];
+            let n = (1024 + (i * 769) % 3072) / dtype.size();
+            let name = format!("t.{i:05}");
+            (name, "dense".into(), vec![n as u64], dtype, None, common::data_for(dtype, n, i as u64))
+        })
+        .collect();
+    for (k, at) in [(0u64, 10usize), (1, 1500), (2, 2999)] {
+        let n = (3 << 19) + 8 * k as usize;
+        let t = (format!("big.{k}"), "dense".into(), vec![n as u64], DType::F16, None, common::bytes(k + 99, n * 2));
+        out.insert(at, t);
+    }
+    if gguf {
+        // GGUF: i8 tensors of odd sizes leave padding between tensors.
+        out.push(("odd".into(), "dense".into(), vec![7], DType::I8, None, common::bytes(5, 7)));
+    }
+    out
+}
+
+#[test]
+fn declared_tensors_are_written_in_one_pass_with_the_same_bytes() {
+    let dir = common::temp_dir("writers_declared");
+    let st_kvs = [("format", TypedValue::text("pt"))];
+    let cases: Vec<(&str, Vec<(&str, TypedValue)>, Vec<Tensor>)> = vec![
+        ("safetensors", st_kvs.to_vec(), st_tensor_data()),
+        ("gguf", gguf_kvs(None), gguf_tensor_data()),
+        ("gguf", gguf_kvs(Some(64)), gguf_tensor_data()),
+        ("safetensors", vec![], many_tensors(false)),
+        ("gguf", vec![], many_tensors(true)),
+    ];
+    for (k, (ext, kvs, tensors)) in cases.iter().enumerate() {
+        let spooled = dir.join(format!("{k}.spooled.{ext}"));
+        write_tensors(&spooled, &quick(), kvs, tensors, Adding::Spooled);
+        let want = std::fs::read(&spooled).unwrap();
+        let all = [Adding::Declared, Adding::InFileOrder, Adding::Reversed, Adding::Streamed, Adding::WithData];
+        for adding in all {
+            for durable in [false, true] {
+                if durable && !matches!(adding, Adding::InFileOrder | Adding::WithData) {
+                    continue;
+                }
+                let path = dir.join(format!("{k}.{adding:?}.{durable}.{ext}"));
+                let options = CreateOptions { durable, ..quick() };
+                write_tensors(&path, &options, kvs, tensors, adding);
+                let got = std::fs::read(&path).unwrap();
+                assert!(
+                    got == want,
+                    "case {k} ({ext}), {adding:?}: {} bytes, the spooled file {} (first \
+                     difference at {:?})",
+                    got.len(),
+                    want.len(),
+                    got.iter().zip(&want).position(|(a, b)| a != b)
+                );
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        if k < 3 {
+            // And byte for byte the formats' own writers' (the spooled file is, by
+            // `safetensors_is_what_safetensors_writes` and `gguf_is_what_gguf_py_writes`).
+            let path = dir.join(format!("{k}.declared.{ext}"));
+            write_tensors(&path, &quick(), kvs, tensors, Adding::Reversed);
+            let theirs = dir.join(format!("{k}.theirs.{ext}"));
+            let how = if *ext == "gguf" { "gguf-resave" } else { "st-resave" };
+            run_peer(&[&how, &path, &theirs]);
+            assert!(std::fs::read(&theirs).unwrap() == want, "case {k}: the peer's bytes");
+        }
+    }
+}
+
+#[test]
+fn declarations_are_kept_or_refused() {
+    let dir = common::temp_dir("writers_declared_refused");
+    let raw = WriteOptions::default();
+    let f32s = |n: usize| common::data_for(DType::F32, n, n as u64);
+    for ext in ["safetensors", "gguf"] {
+        let path = dir.join(format!("m.{ext}"));
+        let mut w = Writer::create_with(&path, &quick()).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        // What the format can't hold is refused when declared, as when added.
+        refused(w.declare("a\0b", DType::F32, None, &[1]), "NUL");
+        refused(w.declare(&"n".repeat(70_000), DType::F32, None, &[1]), "65536");
+        refused(w.declare("big", DType::F32, None, &[u64::MAX, 2]), "more elements than");
+        refused(w.declare_object("s", "sparse_csr", &[2, 2], DType::F32, None), "sparse_csr");
+        if ext == "safetensors" {
+            refused(w.declare("c", DType::F64, Some("complex128"), &[1]), "safetensors has no dtype");
+            refused(w.declare("f4", DType::U8, Some("f4_e2m1"), &[3]), "odd count of f4");
+            refused(w.declare("__metadata__", DType::F32, None, &[1]), "'__metadata__'");
+        } else {
+            refused(w.declare("u", DType::U8, None, &[1]), "GGUF has no u8 tensors");
+            refused(w.declare(&"n".repeat(64), DType::F32, None, &[1]), "64 bytes or more");
+            refused(w.declare_object("q", "ggml_q4_k", &[100], DType::U8, None), "whole Q4_K blocks");
+            refused(
+                w.declare_object("q", "ggml_q4_0", &[32], DType::U8, Some("ggml_q8_0")),
+                "logical type 'ggml_q4_0'",
+            );
+        }
+        w.declare("a", DType::F32, None, &[2, 3]).unwrap();
+        w.declare("b", DType::F32, None, &[4]).unwrap();
+        w.declare("c", DType::F32, None, &[5]).unwrap();
+        refused(w.declare("a", DType::F32, None, &[1]), "already declared");
+        // Added as declared, or refused with the writer still usable.
+        refused(w.add("x", DType::F32, &[1], &f32s(1), &raw), "'x' was not declared");
+        refused(w.add("a", DType::F32, &[6], &f32s(6), &raw), "declared dense of shape [2, 3]");
+        refused(w.add("a", DType::I32, &[2, 3], &f32s(6), &raw), "declared f32, not i32");
+        // The header is written now: the key/values and the declarations are fixed.
+        w.add("b", DType::F32, &[4], &f32s(4), &raw).unwrap();
+        let e = w.set_file_attribute("late", &TypedValue::text("x")).unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        assert!(e.message().contains("before the first tensor's data"), "{e}");
+        let e = w.declare("d", DType::F32, None, &[1]).unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        refused(w.add("b", DType::F32, &[4], &f32s(4), &raw), "already added");
+        // More bytes than declared are refused before they are written (they would
+        // reach the next tensor's place), fewer when the component ends; the object is
+        // then left out, to be added again.
+        w.begin_object("a", "dense", &[2, 3]).unwrap();
+        w.begin_component("data", DType::F32, None, &raw).unwrap();
+        w.write(&[7; 20]).unwrap();
+        refused(w.write(&[7; 8]), "declared 24 bytes");
+        refused(w.end_component(), "declared 24 bytes, but 20 were written");
+        w.end_object().map(drop).unwrap_err();
+        w.begin_object("c", "dense", &[5]).unwrap();
+        refused(w.add_component("data", DType::F32, None, &f32s(4), &raw), "declared 20 bytes");
+        let _ = w.end_object();
+        // finish refuses a file with a declared tensor missing (check_finishable says so
+        // first, the writer usable), and leaves no file.
+        let e = w.check_finishable().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        assert!(e.message().contains("'a' was declared but not written (1 of 3"), "{e}");
+        w.add("c", DType::F32, &[5], &f32s(5), &raw).unwrap();
+        let e = w.finish().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        assert!(e.message().contains("'a' was declared but not written (2 of 3"), "{e}");
+        assert!(!path.exists());
+        // Written in full after the failures: the file the spool makes.
+        let mut w = Writer::create_with(&path, &quick()).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        for (name, n) in [("a", 6u64), ("b", 4), ("c", 5)] {
+            let shape = if name == "a" { vec![2, 3] } else { vec![n] };
+            w.declare(name, DType::F32, None, &shape).unwrap();
+        }
+        // "c" first, a failed "a" at the cursor, "b", then "a" again.
+        w.add("c", DType::F32, &[5], &f32s(5), &raw).unwrap();
+        w.begin_object("a", "dense", &[2, 3]).unwrap();
+        w.begin_component("data", DType::F32, None, &raw).unwrap();
+        w.write(&[0xee; 12]).unwrap();
+        w.end_component().unwrap_err();
+        w.end_object().unwrap_err();
+        w.add("b", DType::F32, &[4], &f32s(4), &raw).unwrap();
+        w.add("a", DType::F32, &[2, 3], &f32s(6), &raw).unwrap();
+        w.finish().unwrap();
+        let spooled = dir.join(format!("spooled.{ext}"));
+        let mut w = Writer::create_with(&spooled, &quick()).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        w.add("a", DType::F32, &[2, 3], &f32s(6), &raw).unwrap();
+        w.add("b", DType::F32, &[4], &f32s(4), &raw).unwrap();
+        w.add("c", DType::F32, &[5], &f32s(5), &raw).unwrap();
+        w.finish().unwrap();
+        assert!(std::fs::read(&path).unwrap() == std::fs::read(&spooled).unwrap(), "{ext}");
+        // Declarations come first, and not for sets.
+        let late = dir.join(format!("late.{ext}"));
+        let mut w = Writer::create_with(&late, &quick()).unwrap();
+        w.add("a", DType::F32, &[1], &f32s(1), &raw).unwrap();
+        let e = w.declare("b", DType::F32, None, &[1]).unwrap_err();
+        assert!(e.message().contains("before the first one's data"), "{e}");
+        let mut set = ztensor::ShardedWriter::create_with(dir.join(format!("set.{ext}")), 100, &quick()).unwrap();
+        let e = set.declare("b", DType::F32, None, &[1]).unwrap_err();
+        assert!(e.message().contains("declarations are for single files"), "{e}");
+    }
+    // No tensors declared: the header alone, as spooled.
+    for ext in ["safetensors", "gguf"] {
+        let (a, b) = (dir.join(format!("e1.{ext}")), dir.join(format!("e2.{ext}")));
+        Writer::create_with(&a, &quick()).unwrap().finish().unwrap();
+        let mut w = Writer::create_with(&b, &quick()).unwrap();
+        w.declare("z", DType::F32, None, &[0]).unwrap();
+        w.add("z", DType::F32, &[0], &[], &raw).unwrap();
+        w.finish().unwrap();
+        let mut w = Writer::create_with(&a, &quick()).unwrap();
+        w.add("z", DType::F32, &[0], &[], &raw).unwrap();
+        w.finish().unwrap();
+        assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{ext}");
+    }
+    // zTensor: declarations checked the same way; v2's order is by name.
+    let path = dir.join("m.zt");
+    let mut w = Writer::create_with(&path, &quick()).unwrap();
+    for name in ["b", "c", "a"] {
+        w.declare(name, DType::F32, None, &[1]).unwrap();
+    }
+    assert_eq!(w.declared_order(), [2, 0, 1]);
+    refused(w.add("x", DType::F32, &[1], &f32s(1), &raw), "'x' was not declared");
+    refused(w.add("a", DType::I32, &[1], &f32s(1), &raw), "declared f32, not i32");
+    for name in ["a", "b"] {
+        w.add(name, DType::F32, &[1], &f32s(1), &raw).unwrap();
+    }
+    assert_eq!(w.finish().unwrap_err().kind(), ztensor::ErrorKind::State);
+}
+
+#[test]
+fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
+    let dir = common::temp_dir("writers_declared_data");
+    let raw = WriteOptions::default();
+    let f32s = |n: usize| common::data_for(DType::F32, n, n as u64);
+    let (a, b, c) = (f32s(6), f32s(4), f32s(5));
+    for ext in ["safetensors", "gguf", "zt"] {
+        let path = dir.join(format!("m.{ext}"));
+        let mut w = Writer::create_with(&path, &quick()).unwrap();
+        // SAFETY (every declare_data below): the bytes outlive `finish` and are unchanged.
+        unsafe {
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a[..20]), "20 bytes given");
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &[a.as_slice(), &[0; 4]].concat()), "needs 24");
+            let bool_refusal = if ext == "gguf" { "GGUF has no bool tensors" } else { "bool byte 2 at index 1" };
+            refused(w.declare_data("t", "dense", &[3], DType::Bool, None, &[0, 2, 1]), bool_refusal);
+            refused(w.declare_data("a\0", "dense", &[2, 3], DType::F32, None, &a), "NUL");
+            w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a).unwrap();
+            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a), "already declared");
+        }
+        w.declare("b", DType::F32, None, &[4]).unwrap();
+        // SAFETY: as above.
+        unsafe { w.declare_data("c", "dense", &[5], DType::F32, None, &c) }.unwrap();
+        // What finish writes is not added again; the ones declared without data are.
+        refused(w.add("a", DType::F32, &[2, 3], &a, &raw), "declared with its data");
+        let e = w.check_finishable().unwrap_err();
+        assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
+        assert!(e.message().contains("'b' was declared but not written (2 of 3"), "{e}");
+        w.add("b", DType::F32, &[4], &b, &raw).unwrap();
+        w.finish().unwrap();
+        // The file the same tensors added make.
+        let added = dir.join(format!("added.{ext}"));
+        let mut w = Writer::create_with(&added, &quick()).unwrap();
+        w.add("a", DType::F32, &[2, 3], &a, &raw).unwrap();
+        w.add("b", DType::F32, &[4], &b, &raw).unwrap();
+        w.add("c", DType::F32, &[5], &c, &raw).unwrap();
+        w.finish().unwrap();
+        assert!(std::fs::read(&path).unwrap() == std::fs::read(&added).unwrap(), "{ext}");
+        // A missing one still leaves no file.
+        let gone = dir.join(format!("gone.{ext}"));
+        let mut w = Writer::create_with(&gone, &quick()).unwrap();
+        // SAFETY: as above.
+        unsafe { w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a) }.unwrap();
+        w.declare("b", DType::F32, None, &[4]).unwrap();
+        assert_eq!(w.finish().unwrap_err().kind(), ztensor::ErrorKind::State);
+        assert!(!gone.exists());
     }
 }

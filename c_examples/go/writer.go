@@ -18,7 +18,8 @@ type Digest uint32
 const (
 	NoDigest Digest = C.ZT_DIGEST_NONE
 	SHA256   Digest = C.ZT_DIGEST_SHA256
-	CRC32C   Digest = C.ZT_DIGEST_CRC32C
+	CRC32C   Digest = C.ZT_DIGEST_CRC32C // zTensor 1.x only
+	XXH3     Digest = C.ZT_DIGEST_XXH3
 )
 
 // WriteOptions say how a component is stored. The zero value (or nil) is raw, no digest.
@@ -28,7 +29,7 @@ type WriteOptions struct {
 	Digest   Digest
 }
 
-// Writer writes a .zt file (format 1.2.0). Nothing appears at the path until Finish
+// Writer writes a .zt file (zTensor v2). Nothing appears at the path until Finish
 // succeeds. Calls are serialized, so a Writer may be shared, but one goroutine at a
 // time is the normal use.
 type Writer struct {

@@ -48,6 +48,13 @@ import (
 // Version is the C library's version, "MAJOR.MINOR.PATCH".
 func Version() string { return C.GoString(C.zt_version()) }
 
+// HeaderVersion is the version of the ztensor.h this package was compiled against,
+// "MAJOR.MINOR.PATCH". While the version is 0.x, a library of another MAJOR.MINOR has
+// another ABI (and another SONAME).
+func HeaderVersion() string {
+	return fmt.Sprintf("%d.%d.%d", C.ZT_VERSION_MAJOR, C.ZT_VERSION_MINOR, C.ZT_VERSION_PATCH)
+}
+
 // Status is a zt_status value. It implements error so that errors.Is can match it.
 type Status uint32
 
@@ -297,7 +304,7 @@ func (r *Reader) FileFormat() string {
 	return C.GoString(C.zt_file_format(h))
 }
 
-// FileVersion is the file's format version: "1.2.0", "1.1.0" or "0.1.0" for zTensor,
+// FileVersion is the file's format version: "2", "1.2.0", "1.1.0" or "0.1.0" for zTensor,
 // the container's own for other formats ("3" for GGUF v3).
 func (r *Reader) FileVersion() string {
 	h, err := r.acquire()
@@ -336,7 +343,7 @@ type Component struct {
 	Offset        uint64 // absolute file offset of the stored bytes
 	Length        uint64 // stored bytes
 	DecodedLength uint64 // bytes after decoding
-	Digest        string // "sha256:...", "crc32c:0x...", or ""
+	Digest        string // "sha256:...", "xxh3:...", "crc32c:0x..." (1.x), or ""
 }
 
 // Component returns the component with that role.

@@ -1,6 +1,6 @@
 # ztensor.jl: read zTensor (.zt) files from Julia through the C API, with ccall.
 #
-#   ZTENSOR_LIBRARY=/opt/ztensor/lib/libztensor.so.0.1 julia ztensor.jl model.zt NAME
+#   ZTENSOR_LIBRARY=/opt/ztensor/lib/libztensor.so.0.2 julia ztensor.jl model.zt NAME
 #
 # NOT TESTED: no Julia runs on this project's test machines. It is kept small, and each
 # struct below mirrors include/ztensor.h field by field (Julia lays out immutable structs
@@ -8,7 +8,7 @@
 
 module ZTensor
 
-const libztensor = get(ENV, "ZTENSOR_LIBRARY", "libztensor.so.0.1")
+const libztensor = get(ENV, "ZTENSOR_LIBRARY", "libztensor.so.0.2")
 
 # typedef struct zt_object_info
 struct ObjectInfo

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of ztensor_ctypes.py (run by ctest as lang_python).
 
-    ZTENSOR_LIBRARY=build/lib/libztensor.so.0.1 ZT_TEST_VECTORS=tests/vectors \
+    ZTENSOR_LIBRARY=build/lib/libztensor.so.0.2 ZT_TEST_VECTORS=tests/vectors \
         python test_ztensor_ctypes.py
 
 Reads the reference implementation's vectors: exact values, and views that share memory

@@ -8,7 +8,7 @@ FILE is any file zt_open reads: zTensor (.zt), safetensors, GGUF or Tensogram.
 
 The library is found, in this order: the `library` argument of load_library(), the
 ZTENSOR_LIBRARY environment variable (a path to libztensor.so), the build tree of this
-repository (build/lib), then the system's library path (SONAME libztensor.so.0.1).
+repository (build/lib), then the system's library path (SONAME libztensor.so.0.2).
 
 Views are zero-copy: Reader.view() wraps the pointer the C library returns in a
 read-only NumPy array without copying. For a raw component of a mapped file that pointer
@@ -28,7 +28,7 @@ from collections import namedtuple
 
 import numpy as np
 
-SONAME = "libztensor.so.0.1"  # while 0.x every minor release may break the ABI
+SONAME = "libztensor.so.0.2"  # while 0.x every minor release may break the ABI
 
 # zt_status values
 ZT_OK = 0

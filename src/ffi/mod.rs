@@ -86,15 +86,31 @@ pub use staged::*;
 pub use values::*;
 pub use write::*;
 
+// The version is Cargo.toml's, in one place: these come from cargo's environment, and
+// build.rs writes the header's ZT_VERSION_MAJOR/MINOR/PATCH from the same values (cbindgen
+// can't translate these expressions, and cbindgen.toml excludes them).
 /// Major version of this header. Compare with `zt_version()` at run time to catch a
 /// header/library mismatch.
-pub const ZT_VERSION_MAJOR: u32 = 0;
+pub const ZT_VERSION_MAJOR: u32 = version_part(env!("CARGO_PKG_VERSION_MAJOR"));
 /// Minor version of this header.
-pub const ZT_VERSION_MINOR: u32 = 1;
+pub const ZT_VERSION_MINOR: u32 = version_part(env!("CARGO_PKG_VERSION_MINOR"));
 /// Patch version of this header.
-pub const ZT_VERSION_PATCH: u32 = 0;
-/// This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is
-/// 100), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
+pub const ZT_VERSION_PATCH: u32 = version_part(env!("CARGO_PKG_VERSION_PATCH"));
+
+/// A part of cargo's version ("12"), at compile time.
+const fn version_part(text: &str) -> u32 {
+    let bytes = text.as_bytes();
+    let mut value = 0u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i].is_ascii_digit(), "a version part is decimal");
+        value = value * 10 + (bytes[i] - b'0') as u32;
+        i += 1;
+    }
+    value
+}
+/// This header's version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is
+/// 10203), for `#if ZT_VERSION_NUMBER >= ...` tests. Compare with `zt_version_number()` at
 /// run time.
 pub const ZT_VERSION_NUMBER: u32 =
     ZT_VERSION_MAJOR * 10000 + ZT_VERSION_MINOR * 100 + ZT_VERSION_PATCH;

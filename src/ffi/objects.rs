@@ -148,6 +148,80 @@ pub unsafe extern "C" fn zt_object_get_quant_info(
     })
 }
 
+/// The ggml type of a plain storage dtype (ggml.h's `enum ggml_type` id, and the name after
+/// `GGML_TYPE_`): the types `quant::ggml_type` maps to dense objects, the other way round.
+fn plain_ggml_type(d: crate::dtype::DType) -> Option<(u32, &'static std::ffi::CStr)> {
+    use crate::dtype::DType;
+    Some(match d {
+        DType::F32 => (0, c"F32"),
+        DType::F16 => (1, c"F16"),
+        DType::I8 => (24, c"I8"),
+        DType::I16 => (25, c"I16"),
+        DType::I32 => (26, c"I32"),
+        DType::I64 => (27, c"I64"),
+        DType::F64 => (28, c"F64"),
+        DType::BF16 => (30, c"BF16"),
+        _ => return None,
+    })
+}
+
+/// The ggml type of an object, as `gguf_get_tensor_type` gives it for a GGUF tensor:
+/// `*out_type` = its `enum ggml_type` id (`GGML_TYPE_F32` = 0, `F16` = 1, `Q4_0` = 2 ...
+/// `BF16` = 30), `*out_name` (optional: NULL skips it) = the name after `GGML_TYPE_`
+/// ("F32", "Q4_K"; static), or NULL for an id this build doesn't know. Dense tensors too:
+/// a dense object of one `f32`, `f16`, `bf16`, `f64`, `i8`, `i16`, `i32` or `i64`
+/// component without a logical type has that type, whatever its file's format; a
+/// block-quantized object (see `zt_object_get_quant_info`) its block type, including an
+/// id this build doesn't know. `ZT_ERR_NOT_FOUND` for an object ggml has no type for
+/// (other dtypes, logical types such as fp8 or complex, sparse and other composite
+/// objects). O(components), no allocation. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_object_get_ggml_type(
+    reader: *const zt_reader,
+    object: usize,
+    out_type: *mut u32,
+    out_name: *mut *const c_char,
+) -> zt_status {
+    guard(|| {
+        let r = self::reader(reader)?;
+        need_out(out_type, "out_type")?;
+        let obj = r.inner().object(object)?;
+        let (id, name) = if let Some((_, blocks)) = obj.block_component() {
+            match blocks {
+                crate::quant::Blocks::Known(t) => (t.id(), t.c_name().as_ptr()),
+                crate::quant::Blocks::Unknown(id) => (id, std::ptr::null()),
+            }
+        } else if let Some((id, name)) = obj
+            .single_dense()
+            .filter(|c| c.logical_type().is_none())
+            .and_then(|c| plain_ggml_type(c.dtype()))
+        {
+            (id, name.as_ptr())
+        } else {
+            let what = match obj.single_dense() {
+                Some(c) => match c.logical_type() {
+                    Some(logical) => {
+                        format!("dense {} of logical type {logical}", c.dtype().name())
+                    }
+                    None => format!("dense {}", c.dtype().name()),
+                },
+                None => obj.format().to_owned(),
+            };
+            return Err(r.in_file(err!(
+                NotFound,
+                "object '{}' ({what}) has no ggml type: ggml holds f32, f16, bf16, f64, i8, \
+                 i16, i32, i64 and its block types",
+                obj.name()
+            )));
+        };
+        put(out_type, id);
+        if !out_name.is_null() {
+            put(out_name, name);
+        }
+        Ok(())
+    })
+}
+
 /// Finds a component of an object by role. `ZT_ERR_NOT_FOUND` when absent.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_component_find(
@@ -325,4 +399,31 @@ unsafe fn equals(s: *const c_char, text: &crate::model::CText) -> bool {
     }
     // SAFETY: as above, byte t.len() is within `s`.
     unsafe { *s.add(t.len()) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_ggml_type;
+    use crate::dtype::ALL_DTYPES;
+    use crate::quant::{GgmlType, ggml_type};
+
+    /// Every dtype `plain_ggml_type` names is the one `ggml_type` maps that id to, and every
+    /// plain id `ggml_type` knows has its dtype here: the two tables can't drift apart.
+    #[test]
+    fn plain_ggml_types_are_the_inverse_of_ggml_type() {
+        for d in ALL_DTYPES {
+            if let Some((id, name)) = plain_ggml_type(d) {
+                assert!(
+                    matches!(ggml_type(id), GgmlType::Plain(p) if p == d),
+                    "{d:?}"
+                );
+                assert_eq!(name.to_str().unwrap(), d.name().to_uppercase());
+            }
+        }
+        for id in 0..64 {
+            if let GgmlType::Plain(d) = ggml_type(id) {
+                assert_eq!(plain_ggml_type(d).map(|(i, _)| i), Some(id));
+            }
+        }
+    }
 }

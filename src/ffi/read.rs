@@ -130,8 +130,8 @@ pub unsafe extern "C" fn zt_component_read_range(
 }
 
 /// `zt_component_read_as` of the values `[first_element, first_element + dst_size /
-/// size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs,
-/// dequantized or converted. Values are counted as `zt_component_read_as` counts them
+/// size of dtype)`: e.g. the rows of a weight one tensor-parallel rank needs (its shard
+/// of a column-parallel layer's `[out, in]` weight), dequantized or converted. Values are counted as `zt_component_read_as` counts them
 /// (a block-quantized object's elements; a plain component's storage elements). For
 /// block-quantized components the range must start and end on block boundaries
 /// (multiples of `block_size`; whole rows always are). Only the bytes the range needs

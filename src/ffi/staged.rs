@@ -142,11 +142,14 @@ pub const ZT_LOAD_VERIFY: u32 = 8;
 pub enum zt_slice {
     /// All of it.
     ZT_SLICE_WHOLE = 0,
-    /// Rows `[first, first + count)` of the first dimension: contiguous (row-parallel
-    /// layers).
+    /// Rows `[first, first + count)` of the first dimension: one contiguous range. With
+    /// weights stored `[out, in]` (PyTorch, Hugging Face, and GGUF as this library shows
+    /// it), a rank's shard of a column-parallel layer (q/k/v, gate/up: a slice of the
+    /// outputs).
     ZT_SLICE_ROWS = 1,
     /// Columns `[first, first + count)` of the last dimension of every row, packed in the
-    /// destination (column-parallel layers): a strided read.
+    /// destination: a strided read. With `[out, in]` weights, a rank's shard of a
+    /// row-parallel layer (o, down: a slice of the inputs; the ranks' outputs are summed).
     ZT_SLICE_COLUMNS = 2,
     /// `[first, first + count)` of the component in storage order: decoded bytes, or
     /// values with `ZT_LOAD_CONVERT` (ggml blocks: whole blocks), as

@@ -107,8 +107,9 @@ pub const ZT_WRITER_NO_SYNC: u32 = 1;
 /// written in that order.
 pub const ZT_WRITER_KEEP_ORDER: u32 = 2;
 
-/// `zt_writer_options.flags`: write zTensor v2 (64 KiB placement, an xxh3 digest of
-/// every part, canonical form), what `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
+/// `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs in
+/// name order, at 4 KiB boundaries unless `ZT_WRITER_CANONICAL` asks for 64 KiB), what
+/// `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
 /// the library's default is written: zTensor v2 since this release (v1.2.0 before).
 pub const ZT_WRITER_V2: u32 = 4;
 
@@ -116,14 +117,15 @@ pub const ZT_WRITER_V2: u32 = 4;
 /// `ztensor` 1.x) whatever a later release's default is. Not with `ZT_WRITER_V2`.
 pub const ZT_WRITER_V1_2: u32 = 8;
 
-/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor)
-/// instead of 64 KiB: a valid v2 file, much smaller for many small tensors, but not in
-/// canonical form (docs/format.md says when each fits).
+/// `zt_writer_options.flags`, zTensor v2: blobs at 4 KiB boundaries (the spec's floor),
+/// the library's default placement since this release (64 KiB before): a valid v2 file,
+/// much smaller for many small tensors, but not in canonical form (docs/format.md,
+/// "Placement", has the measurement). Set it to keep 4 KiB whatever a later default.
 pub const ZT_WRITER_COMPACT: u32 = 32;
 
 /// `zt_writer_options.flags`, zTensor v2: blobs at 64 KiB boundaries, canonical form
-/// (byte for byte what `ztensor` 2.x writes), whatever the library's default placement.
-/// Not with `ZT_WRITER_COMPACT`.
+/// (byte for byte what `ztensor` 2.x writes for the same tensors), instead of the
+/// default 4 KiB. Not with `ZT_WRITER_COMPACT`.
 pub const ZT_WRITER_CANONICAL: u32 = 64;
 
 /// `zt_writer_options.flags`: the struct has its `format` field (this header's struct).
@@ -290,6 +292,135 @@ pub unsafe extern "C" fn zt_writer_create_sharded_with(
         create(base, "base", options, out, |base, options| {
             Writer::create_sharded_with(base, max_shard_bytes, options)
         })
+    })
+}
+
+/// Declares a tensor before any data, so that a safetensors or GGUF file is written in
+/// one pass: its header when the first tensor's data comes, then each tensor's bytes
+/// straight to their place in the file (without declarations those formats are spooled
+/// to a temporary file and copied into place at `zt_writer_finish`: every byte written
+/// twice). `format` is "dense" (or NULL) or a ggml block format ("ggml_q4_k", or v2's
+/// "gguf.q4_k/1"), whose data is `ZT_DTYPE_U8` of its logical type (`type` NULL says
+/// so); `type` is the data's logical type or NULL; `shape` may be NULL when `ndim` is 0.
+///
+/// Declare every tensor before the first object begins, and set a GGUF's key/values or a
+/// safetensors file's metadata before the first tensor's data (the header holds them;
+/// later calls are `ZT_ERR_STATE`). Then add exactly the tensors declared, with any of
+/// the adding calls (`zt_writer_add`, `zt_writer_begin_object` ..., streamed or whole,
+/// `zt_writer_copy_object`), in any order: `zt_writer_declared_order` gives the one that
+/// writes the file front to back (the cheapest; others write the bytes of a tensor that
+/// is not next with `pwrite`, small ones gathered). A tensor not declared, or of another
+/// format, shape, dtype or type, is `ZT_ERR_INVALID_ARGUMENT`, as are data bytes beyond
+/// the declared size (refused before they are written) or short of it (at
+/// `zt_writer_end_component`); the object is left out and may be added again.
+/// `zt_writer_finish` is `ZT_ERR_STATE` while a declared tensor is missing (the writer
+/// stays usable). The file is byte for byte what an undeclared writer makes of the same
+/// calls.
+///
+/// What the format can't hold is refused here as when added (`ZT_ERR_INVALID_ARGUMENT`):
+/// names (empty, NUL bytes, too long), shapes (overflow), dtypes, sizes that are not
+/// whole elements or blocks; a name declared twice. `ZT_ERR_STATE` after an object has
+/// begun, and for a set (`zt_writer_create_sharded_with`), whose shards are planned as
+/// tensors come. A zTensor writer takes declarations too and holds its objects to them
+/// the same way (its manifest comes last, so its bytes don't change): one program can
+/// write every format alike.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declare(
+    w: *mut zt_writer,
+    name: *const c_char,
+    format: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    shape: *const u64,
+    ndim: usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let format = optional_str(format, "format")?.unwrap_or("dense");
+        let dtype = need_dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        w.declare_object(name, format, self::shape(shape, ndim)?, dtype, logical)
+    })
+}
+
+/// `zt_writer_declare` with the tensor's bytes, `size` of them at `data` (NULL when
+/// `size` is 0), which the writer does not copy: `zt_writer_finish` writes them, in the
+/// file's order, after any tensors added with the adding calls, so the whole file is
+/// written by `zt_writer_finish` in one pass. The tensor is then not added otherwise
+/// (`ZT_ERR_INVALID_ARGUMENT`). For tensors already in memory (a `save_file` of a dict of
+/// tensors): one call per tensor, then `zt_writer_finish`. `size` must be the declared
+/// size and bool bytes 0 or 1 (`ZT_ERR_INVALID_ARGUMENT`, nothing declared).
+///
+/// `data` must stay valid and unchanged until `zt_writer_finish` returns `ZT_OK` or the
+/// writer is freed: the writer keeps its address, not a copy (a finish refused with the
+/// writer still usable, such as a declared tensor missing, reads them again later).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declare_data(
+    w: *mut zt_writer,
+    name: *const c_char,
+    format: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+    shape: *const u64,
+    ndim: usize,
+    data: *const c_void,
+    size: usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let name = need_str(name, "name")?;
+        let format = optional_str(format, "format")?.unwrap_or("dense");
+        let dtype = need_dtype(dtype)?;
+        let logical = optional_str(r#type, "type")?;
+        let data = need_bytes(data, size, "data")?;
+        // SAFETY: the caller keeps `data` valid and unchanged until zt_writer_finish
+        // returns or the writer is freed, per the API contract above.
+        unsafe {
+            w.declare_data(
+                name,
+                format,
+                self::shape(shape, ndim)?,
+                dtype,
+                logical,
+                data,
+            )
+        }
+    })
+}
+
+/// The declared tensors in the order the file holds them: `order[k]` is the index (0 for
+/// the first declared, in the order of the `zt_writer_declare` calls) of the file's
+/// k-th tensor. safetensors' order is its dtypes' (largest first) then the names';
+/// GGUF's and zTensor v1.2's the order declared; zTensor v2's by name. Adding the
+/// tensors in this order writes the file front to back. `*out_count` is set to the
+/// number declared; when `order` holds fewer (`capacity`), `ZT_ERR_BUFFER_TOO_SMALL` and
+/// nothing else is written (`order` may be NULL with `capacity` 0 to ask).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_declared_order(
+    w: *mut zt_writer,
+    order: *mut usize,
+    capacity: usize,
+    out_count: *mut usize,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        need_out(out_count, "out_count")?;
+        let found = w.declared_order();
+        put(out_count, found.len());
+        if capacity < found.len() {
+            bail!(
+                BufferTooSmall,
+                "order holds {capacity} entries; {} tensors were declared",
+                found.len()
+            );
+        }
+        if !found.is_empty() {
+            need_out(order, "order")?;
+            // SAFETY: `order` holds `capacity` >= found.len() entries per the API contract.
+            unsafe { std::ptr::copy_nonoverlapping(found.as_ptr(), order, found.len()) };
+        }
+        Ok(())
     })
 }
 
@@ -582,9 +713,10 @@ pub unsafe extern "C" fn zt_writer_copy_object(
 }
 
 /// Writes the manifest and footer, flushes, syncs, and renames the temporary file into
-/// place. With an object still open it
-/// returns `ZT_ERR_STATE` and the writer stays usable. Otherwise, after this call (whatever
-/// its result) the writer only accepts `zt_writer_free`; other calls return
+/// place. With an object still open, or a declared tensor not yet written
+/// (`zt_writer_declare`), it returns `ZT_ERR_STATE` and the writer stays usable.
+/// Otherwise, after this call (whatever its result) the writer only accepts
+/// `zt_writer_free`; other calls return
 /// `ZT_ERR_STATE`. On failure nothing appears at the path.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_writer_finish(w: *mut zt_writer) -> zt_status {

@@ -90,7 +90,7 @@ const FORMATS: [Format; 10] = [
     Format {
         containers: &[Container::PyTorch, Container::NumPy],
         detect: zip::detect,
-        parse: zip::parse,
+        parse: parse_zip,
     },
     Format {
         containers: &[Container::PyTorch],
@@ -108,6 +108,25 @@ const FORMATS: [Format; 10] = [
         parse: safetensors::parse,
     },
 ];
+
+/// A zip archive: a PyTorch checkpoint when it holds `<dir>/data.pkl`, an `.npz` when
+/// every member is an `.npy` array (an empty archive is an empty `.npz`). The zip reader
+/// knows archives, not their contents: the two formats are above it and use it.
+fn parse_zip(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Model, u64)> {
+    let archive = zip::read_archive(read, size, limits)?;
+    if pytorch::prefix_of(&archive).is_some() {
+        return pytorch::parse(read, &archive, limits);
+    }
+    match archive.entries.iter().find(|e| !e.name.ends_with(".npy")) {
+        None => npy::parse_npz(read, &archive, limits),
+        Some(e) => bail!(
+            Unsupported,
+            "a zip archive that is neither a PyTorch checkpoint (no <dir>/data.pkl) nor a \
+             NumPy .npz (its entry '{}' is not an .npy array)",
+            e.name
+        ),
+    }
+}
 
 /// How many first bytes `detect` needs at most.
 const HEAD: u64 = 16;

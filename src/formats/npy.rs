@@ -22,7 +22,10 @@
 //! - Fortran-ordered arrays keep their shape and are read as a copy transposed into
 //!   row-major order, so element `[i, j]` is `a[i, j]` whatever the order on disk.
 //! - Stored arrays aligned to their element size are zero-copy; deflated npz members are
-//!   inflated once (a copy) and their CRC-32 checked.
+//!   inflated once (a copy of the array only, the header dropped as it is inflated) and
+//!   their CRC-32 checked.
+//! - Sizes are checked arithmetic: the array's byte size (shape times item size) must
+//!   not overflow and must fit after the header, in the file or the member.
 
 use std::sync::Arc;
 
@@ -83,7 +86,8 @@ impl Header {
             steps.push(Step::SwapBytes(self.swap));
         }
         if self.fortran && self.array_shape.iter().filter(|&&d| d != 1).count() > 1 {
-            let n = crate::dtype::numel(&self.array_shape).unwrap_or(0);
+            let n = crate::dtype::numel(&self.array_shape)
+                .ok_or_else(|| err!(Format, "shape {:?} overflows", self.array_shape))?;
             let strides = fortran_strides(&self.array_shape);
             steps.push(Step::Format(Arc::new(Strided::new(
                 self.item,
@@ -248,7 +252,8 @@ fn descr_of(descr: &str) -> Result<Descr> {
                 (DType::U8, 1, 1)
             };
             Descr {
-                item: n as usize * unit,
+                item: usize::try_from(n * unit)
+                    .map_err(|_| err!(Limit, ".npy dtype {descr:?} does not fit in memory"))?,
                 extra: Some(n),
                 keep: true,
                 ..simple(dtype, None, swap)
@@ -499,14 +504,9 @@ pub(crate) fn parse_npz(
                 e.size
             )));
         }
-        let (mut blob, mut steps) = archive.blob(read, e).map_err(ctx)?;
-        if steps.is_empty() {
-            blob.offset += h.len;
-            blob.length = len;
-            blob.decoded_length = len;
-        } else {
-            steps.push(Step::Slice { start: h.len, len });
-        }
+        // Only the array's bytes: in place when stored, inflated without a second copy
+        // of the member when deflated.
+        let (blob, mut steps) = archive.blob_range(read, e, h.len, len).map_err(ctx)?;
         steps.extend(h.steps().map_err(ctx)?);
         objects.push(array_object(name, &h, blob, steps, limits).map_err(ctx)?);
     }

@@ -9,12 +9,16 @@
 //!   aligned to the element size (protobuf aligns nothing, so it is often a copy).
 //!   Typed fields are decoded into the dtype's bytes on read (a copy), except a single
 //!   packed run of `float_data`/`double_data` of f32/f64/complex, which is read in place.
-//!   A typed field whose value count disagrees with the shape is a `Format` error when
-//!   read.
+//!   A typed field's value count is checked against the shape at open, from the field's
+//!   length: exactly for `float_data` and `double_data` (4 and 8 bytes a value), as an
+//!   upper bound for the varint fields (a value takes at least a byte), so a shape never
+//!   commits more memory than its bytes can fill (8 bytes of output per byte of field at
+//!   most); the exact count of a varint field is checked when it is decoded.
 //! - External data (`data_location: EXTERNAL`): the file `location` names, relative to the
 //!   model's directory, at `offset` for `length` bytes. Absolute paths, `..` and links
 //!   that lead outside the model's directory are refused. The model must be opened by
-//!   path (from memory or a descriptor there is no directory to look in).
+//!   path (from memory or a descriptor there is no directory to look in). At most 65,536
+//!   files, found in a hash map (linear in the initializers).
 //! - dtypes: every ONNX type with a plain layout: FLOAT DOUBLE FLOAT16 BFLOAT16, the ints
 //!   and uints, BOOL, COMPLEX64/128 (f32/f64 + complex logical type), the FLOAT8 types
 //!   (u8 + fp8 logical type), FLOAT4E2M1 (u8 + `f4_e2m1fn_x2`), FLOAT6E2M3/E3M2 (u8 +
@@ -27,6 +31,7 @@
 //!   `onnx.domain`, `onnx.model_version`, `onnx.opset_import` (domain to version) and the
 //!   model's `metadata_props`, where present. The version reported is the IR version.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::cbor::Value;
@@ -82,6 +87,9 @@ pub(crate) fn detect(head: &[u8]) -> bool {
 
 /// Longest text field read into an attribute.
 const MAX_TEXT: u64 = 1 << 20;
+
+/// The most files external data may be in.
+const MAX_EXTERNAL: usize = 1 << 16;
 
 /// How a dtype's values are laid out.
 #[derive(Clone, Copy, Debug)]
@@ -165,22 +173,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
                 }
             }
             (7, Wire::Bytes { at, len }) => graph = Some((at, at + len)),
-            (8, Wire::Bytes { at, len }) => {
-                let (mut domain, mut version) = (String::new(), 0u64);
-                let b = read(at, len.min(MAX_TEXT))?;
-                each_field(&b, |n, w| {
-                    match (n, w) {
-                        (1, Wire::Bytes { at, len }) => {
-                            domain = String::from_utf8_lossy(&b[at as usize..(at + len) as usize])
-                                .into_owned()
-                        }
-                        (2, Wire::Varint(v)) => version = v,
-                        _ => {}
-                    }
-                    Ok(())
-                })?;
-                opsets.push((Value::Text(domain), Value::Unsigned(version)));
-            }
+            (8, Wire::Bytes { at, len }) => opsets.push(opset(read, at, len)?),
             (14, Wire::Bytes { at, len }) => {
                 if let Some(kv) = string_pair(read, at, len)? {
                     props.push(kv);
@@ -204,6 +197,7 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
         objects: Vec::new(),
         unread: Vec::new(),
         external: Vec::new(),
+        external_index: HashMap::new(),
         dense: CText::new("dense")?,
         data: CText::new("data")?,
     };
@@ -234,6 +228,28 @@ pub(crate) fn parse(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Result<(Mo
 
 fn text(s: &str) -> Value {
     Value::Text(s.to_owned())
+}
+
+/// An OperatorSetIdProto (domain 1, version 2), walked in the file (never read whole, so
+/// a long one costs nothing but its fields); a domain over `MAX_TEXT` is refused.
+fn opset(read: &ReadAt<'_>, at: u64, len: u64) -> Result<(Value, Value)> {
+    let (mut domain, mut version) = (String::new(), 0u64);
+    let mut fields = Fields::new(read, at, at + len);
+    while let Some((n, w)) = fields.next_field()? {
+        match (n, w) {
+            (1, Wire::Bytes { at, len }) => match string(read, at, len)? {
+                Some(s) => domain = s,
+                None => bail!(
+                    Limit,
+                    "an opset_import domain of {len} bytes is over the {MAX_TEXT} bytes a \
+                     text field of the model may take"
+                ),
+            },
+            (2, Wire::Varint(v)) => version = v,
+            _ => {}
+        }
+    }
+    Ok((Value::Text(domain), Value::Unsigned(version)))
 }
 
 /// A text field, when short enough to keep.
@@ -273,6 +289,8 @@ struct Graph<'a, 'r> {
     objects: Vec<Object>,
     unread: Vec<String>,
     external: Vec<String>,
+    /// Each external file's index in `external`.
+    external_index: HashMap<String, u32>,
     dense: CText,
     data: CText,
 }
@@ -286,6 +304,9 @@ struct TensorFields {
     raw: Option<(u64, u64)>,
     /// Typed fields: (field, runs, first run, any unpacked value).
     typed: Option<(u32, u32, Wire)>,
+    /// How many values the runs of the typed field hold: exactly for `float_data` and
+    /// `double_data`, at most (a value per byte) for the varint fields.
+    typed_values: u64,
     unpacked: bool,
     external: Vec<(String, String)>,
     location: u64,
@@ -326,15 +347,17 @@ impl Graph<'_, '_> {
             match (n, w) {
                 (1, Wire::Varint(d)) => push_dim(&mut t.dims, d, self.limits)?,
                 (1, Wire::Bytes { at, len }) => {
-                    let b = (self.read)(at, len.min(64 * 10 + 10))?;
+                    // 64 dimensions of at most 10 bytes each (refused before the bytes
+                    // are read, so a varint cut by the cap is never taken for a bad one).
+                    if len > 64 * 10 + 10 {
+                        bail!(Limit, "a tensor has more dimensions than the limit");
+                    }
+                    let b = (self.read)(at, len)?;
                     let mut rest = &b[..];
                     while !rest.is_empty() {
                         let (d, m) = varint(rest).ok_or_else(|| err!(Format, "a bad dimension"))?;
                         push_dim(&mut t.dims, d, self.limits)?;
                         rest = &rest[m..];
-                    }
-                    if len > b.len() as u64 {
-                        bail!(Limit, "a tensor has more dimensions than the limit");
                     }
                 }
                 (2, Wire::Varint(v)) => t.data_type = Some(v),
@@ -345,9 +368,25 @@ impl Graph<'_, '_> {
                     }
                     match &mut t.typed {
                         Some((field, runs, _)) if *field == n => *runs += 1,
-                        Some(_) => t.unpacked = true,
+                        Some(_) => {
+                            t.unpacked = true;
+                            continue;
+                        }
                         None => t.typed = Some((n, 1, w)),
                     }
+                    let held = match (n, w) {
+                        (4, Wire::Bytes { len, .. }) if len % 4 != 0 => {
+                            bail!(Format, "packed floats of {len} bytes")
+                        }
+                        (10, Wire::Bytes { len, .. }) if len % 8 != 0 => {
+                            bail!(Format, "packed doubles of {len} bytes")
+                        }
+                        (4, Wire::Bytes { len, .. }) => len / 4,
+                        (10, Wire::Bytes { len, .. }) => len / 8,
+                        (_, Wire::Bytes { len, .. }) => len,
+                        _ => 1,
+                    };
+                    t.typed_values = t.typed_values.saturating_add(held);
                 }
                 (8, Wire::Bytes { at, len }) => {
                     if len > self.limits.max_name_length as u64 {
@@ -483,13 +522,26 @@ impl Graph<'_, '_> {
             return Ok((raw(0, at, len), Vec::new()));
         }
         let values = if l.logical.is_some_and(|x| x.starts_with("complex")) {
-            n * 2
+            n.checked_mul(2)
+                .ok_or_else(|| err!(Format, "{n} complex values overflow"))?
         } else if l.bits < 8 && l.bits != 6 {
             // Sub-byte types other than fp6 come packed, one byte per int32.
             len
         } else {
             n
         };
+        // What the field holds, checked now (as a zstd blob's size is): a shape of 2^28
+        // values over one value of int32_data is refused before a byte is committed.
+        let exact = matches!(field, 4 | 10);
+        if t.typed_values < values || (exact && t.typed_values != values) {
+            bail!(
+                Format,
+                "field {field} holds {}{} values where its shape {:?} needs {values}",
+                if exact { "" } else { "at most " },
+                t.typed_values,
+                t.dims
+            );
+        }
         let step = Typed {
             field,
             values,
@@ -536,18 +588,24 @@ impl Graph<'_, '_> {
                 t.dims
             );
         }
-        let file = match self.external.iter().position(|f| f == location) {
-            Some(i) => i,
+        let file = match self.external_index.get(location) {
+            Some(&i) => i,
             None => {
-                if self.external.len() >= 1 << 16 {
-                    bail!(Limit, "more than 65536 external data files");
+                if self.external.len() >= MAX_EXTERNAL {
+                    bail!(
+                        Limit,
+                        "external data in more than {MAX_EXTERNAL} files (the location \
+                         {location:?} would be one more)"
+                    );
                 }
+                let i = self.external.len() as u32;
                 self.external.push(location.to_owned());
-                self.external.len() - 1
+                self.external_index.insert(location.to_owned(), i);
+                i
             }
         };
         Ok(Blob {
-            file: file as u32 + 1,
+            file: file + 1,
             offset,
             length: len,
             encoding: Encoding::Raw,
@@ -610,7 +668,11 @@ impl FormatStep for Typed {
             got += 1;
             Ok(())
         };
-        out.fill(0);
+        // Every byte but fp6's is written once (a count short of the shape is an
+        // error below); fp6 values are OR-ed into their bytes, which start at 0.
+        if self.pack6 {
+            out.fill(0);
+        }
         each_field(input, |n, wire| {
             if n != self.field {
                 return Ok(());
@@ -667,6 +729,30 @@ impl FormatStep for Typed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every dtype ONNX initializers are read as has a logical type the model's
+    /// validation knows, with the byte size this reader gives its values: so an
+    /// initializer's shape times its element size is checked to be its length.
+    #[test]
+    fn validation_knows_every_layout() {
+        for data_type in 0..=40 {
+            let Ok(l) = layout(data_type) else { continue };
+            if let Some(t) = l.logical {
+                assert!(crate::dtype::logical_type_info(t).is_some(), "{t}");
+            }
+            for n in 0..=9u64 {
+                if let Some(size) = crate::dtype::dense_byte_size(&[n], l.dtype, l.logical) {
+                    assert_eq!(byte_len(n, l.bits), Some(size), "{data_type} {n}");
+                } else {
+                    // Only fp4 and fp6 counts that fill no whole group (listed unread).
+                    assert!(
+                        l.logical
+                            .is_some_and(|t| t.starts_with("f4") || t.starts_with("f6"))
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn detects_models_not_safetensors_lengths() {

@@ -12,6 +12,8 @@ pub(crate) struct Strided {
     shape: Box<[u64]>,
     strides: Box<[u64]>,
     offset: u64,
+    /// Elements of the input, every one the view touches below it (checked by `new`).
+    input_elements: u64,
 }
 
 impl Strided {
@@ -47,12 +49,14 @@ impl Strided {
             shape: shape.into(),
             strides: strides.into(),
             offset,
+            input_elements,
         })
     }
 
-    /// The elements of the view.
+    /// The elements of the view (u64::MAX when they overflow: `output_len` is then no
+    /// component's length, and `model::check_steps` refuses the step).
     fn count(&self) -> u64 {
-        crate::dtype::numel(&self.shape).unwrap_or(0)
+        crate::dtype::numel(&self.shape).unwrap_or(u64::MAX)
     }
 }
 
@@ -61,6 +65,16 @@ impl FormatStep for Strided {
         let w = self.width;
         if self.count() == 0 {
             return Ok(());
+        }
+        let needed = self.input_elements.saturating_mul(w as u64);
+        if (out.len() as u64) != self.output_len() || (input.len() as u64) < needed {
+            bail!(
+                Internal,
+                "a gather of {} bytes into {} from {} bytes, which must be {needed}",
+                self.output_len(),
+                out.len(),
+                input.len()
+            );
         }
         let rank = self.shape.len();
         if rank == 0 {
@@ -93,7 +107,7 @@ impl FormatStep for Strided {
         Ok(())
     }
     fn output_len(&self) -> u64 {
-        self.count() * self.width as u64
+        self.count().saturating_mul(self.width as u64)
     }
 }
 

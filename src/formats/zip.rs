@@ -3,8 +3,16 @@
 //! zip64 included: a checkpoint over 4 GiB has one) lists the entries; each entry's data
 //! starts after its local header. Stored entries are read in place (zero-copy); deflated
 //! ones (`savez_compressed`) are inflated by the `Inflate` step, with their CRC-32
-//! checked. Encrypted entries, other compression methods, multi-disk archives and
-//! entries whose data reaches into the central directory are refused.
+//! checked. Encrypted entries, other compression methods, multi-disk archives, entries
+//! whose data reaches into the central directory and archives that name an entry twice
+//! are refused.
+//!
+//! This module knows archives, not what is in them: the PyTorch and NumPy readers
+//! (`pytorch`, `npy`) are above it and use it; `formats::parse_zip` tells them apart.
+//! What an entry may inflate to is bounded by its caller (`contents` takes the most bytes
+//! the format can need); `Inflate` makes exactly the size the archive declares (a stream
+//! that makes more is refused after one byte too many) and, for a range of an entry,
+//! holds only that range.
 //!
 //! Written here instead of taking the `zip` crate: the part needed is ~300 lines, the
 //! crate brings several compression back ends and their build time, and a reader of
@@ -15,6 +23,8 @@ use std::sync::Arc;
 
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+use miniz_oxide::inflate::stream::{InflateState, inflate};
+use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
@@ -27,32 +37,14 @@ const END: &[u8; 4] = b"PK\x05\x06";
 const END64: &[u8; 4] = b"PK\x06\x06";
 const LOCATOR64: &[u8; 4] = b"PK\x06\x07";
 
+/// Bytes of inflated output handled at a time where a whole entry is not wanted (the part
+/// of an entry before and after a range, an entry's first bytes).
+const PIECE: usize = 64 << 10;
+
 /// True for the first bytes of a zip archive: a local file header, or the end record of
 /// an empty archive.
 pub(crate) fn detect(head: &[u8]) -> bool {
     head.starts_with(LOCAL) || head.starts_with(END)
-}
-
-/// A zip archive: a PyTorch checkpoint when it holds `<dir>/data.pkl`, an `.npz` when
-/// every member is an `.npy` array (an empty archive is an empty `.npz`).
-pub(crate) fn parse(
-    read: &ReadAt<'_>,
-    size: u64,
-    limits: &Limits,
-) -> Result<(crate::model::Model, u64)> {
-    let archive = read_archive(read, size, limits)?;
-    if super::pytorch::prefix_of(&archive).is_some() {
-        return super::pytorch::parse(read, &archive, limits);
-    }
-    match archive.entries.iter().find(|e| !e.name.ends_with(".npy")) {
-        None => super::npy::parse_npz(read, &archive, limits),
-        Some(e) => bail!(
-            Unsupported,
-            "a zip archive that is neither a PyTorch checkpoint (no <dir>/data.pkl) nor a \
-             NumPy .npz (its entry '{}' is not an .npy array)",
-            e.name
-        ),
-    }
 }
 
 /// How an entry's bytes are stored.
@@ -198,10 +190,33 @@ pub(crate) fn read_archive(read: &ReadAt<'_>, size: u64, limits: &Limits) -> Res
         entries.push(e);
     }
     let _ = cd_end;
+    refuse_duplicates(&entries)?;
     Ok(Archive {
         entries,
         data_end: cd_start,
     })
+}
+
+/// Refuses an archive that names an entry twice. Readers disagree on which one counts
+/// (this one took the first `data.pkl` and the last storage of a name, Python's
+/// `zipfile` takes the last of each), so a scanner and a loader could see different
+/// files in the same archive. Sorting the names finds a repeat in O(n log n).
+fn refuse_duplicates(entries: &[Entry]) -> Result<()> {
+    let mut names: Vec<&str> = Vec::new();
+    names
+        .try_reserve_exact(entries.len())
+        .map_err(|_| err!(Limit, "no memory for {} zip entry names", entries.len()))?;
+    names.extend(entries.iter().map(|e| e.name.as_str()));
+    names.sort_unstable();
+    if let Some(pair) = names.windows(2).find(|p| p[0] == p[1]) {
+        bail!(
+            Format,
+            "the zip archive names the entry '{}' more than once (readers disagree on which \
+             one counts, so such archives are refused)",
+            pair[0]
+        );
+    }
+    Ok(())
 }
 
 /// One central directory record at `*at`, moving `*at` past it.
@@ -282,7 +297,7 @@ fn central_entry(cd: &[u8], at: &mut usize, limits: &Limits) -> Result<Entry> {
 }
 
 impl Archive {
-    /// The entry called `name`.
+    /// The entry called `name` (names are unique: `read_archive` refuses repeats).
     pub(crate) fn find(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
     }
@@ -314,18 +329,35 @@ impl Archive {
         Ok(start)
     }
 
-    /// The blob and first step of an entry's bytes: a raw blob for a stored entry, a
-    /// pipeline blob and an `Inflate` step for a deflated one.
-    pub(crate) fn blob(&self, read: &ReadAt<'_>, e: &Entry) -> Result<(Blob, Vec<Step>)> {
+    /// The blob and first step of the entry's content bytes `[start, start + len)`: a raw
+    /// blob of that range for a stored entry; for a deflated one, a pipeline blob of the
+    /// whole stream and an `Inflate` step that makes only that range (the whole stream is
+    /// still inflated, to check its size and CRC-32, through a window of `PIECE` bytes).
+    /// The range must lie within the entry (`Format` otherwise).
+    pub(crate) fn blob_range(
+        &self,
+        read: &ReadAt<'_>,
+        e: &Entry,
+        start: u64,
+        len: u64,
+    ) -> Result<(Blob, Vec<Step>)> {
+        if start.checked_add(len).is_none_or(|end| end > e.size) {
+            bail!(
+                Format,
+                "bytes [{start}, {start} + {len}) lie outside zip entry '{}' of {} bytes",
+                e.name,
+                e.size
+            );
+        }
         let offset = self.data_offset(read, e)?;
         Ok(match e.method {
             Method::Stored => (
                 Blob {
                     file: 0,
-                    offset,
-                    length: e.size,
+                    offset: offset + start,
+                    length: len,
                     encoding: Encoding::Raw,
-                    decoded_length: e.size,
+                    decoded_length: len,
                 },
                 Vec::new(),
             ),
@@ -342,25 +374,97 @@ impl Archive {
                     vec![Step::Format(Arc::new(Inflate {
                         size: e.size,
                         crc: e.crc,
+                        start,
+                        len,
                     }))],
                 )
             }
         })
     }
 
-    /// The first `max` bytes of an entry's content (inflated when deflated): what the
-    /// `.npy` header of an npz member is read from.
+    /// The first `max` bytes of an entry's content (inflated when deflated, as far as
+    /// they need): what the `.npy` header of an npz member is read from.
     pub(crate) fn prefix(&self, read: &ReadAt<'_>, e: &Entry, max: u64) -> Result<Vec<u8>> {
         let offset = self.data_offset(read, e)?;
         let want = max.min(e.size);
         match e.method {
-            Method::Stored => Ok(read(offset, want)?.into_owned()),
+            Method::Stored => match read(offset, want)? {
+                std::borrow::Cow::Owned(v) => Ok(v),
+                std::borrow::Cow::Borrowed(b) => {
+                    let mut v = Vec::new();
+                    v.try_reserve_exact(b.len())
+                        .map_err(|_| err!(Limit, "{}", no_memory(&format!("{want} bytes"))))?;
+                    v.extend_from_slice(b);
+                    Ok(v)
+                }
+            },
             Method::Deflated => {
                 check_ratio(e)?;
                 inflate_prefix(read, offset, e.compressed, want)
                     .map_err(|m| err!(Format, "zip entry '{}': {m}", e.name))
             }
         }
+    }
+
+    /// An entry's whole content, which the format needs in memory (a checkpoint's
+    /// `data.pkl`), when it declares at most `max` bytes (`Limit` otherwise, naming
+    /// `what`): memory grows with the bytes inflated, never by the declared size at once,
+    /// and every allocation is fallible. A deflated entry's size and CRC-32 are checked
+    /// (as `Inflate` checks them; stored entries are read as they are, CRC unchecked).
+    pub(crate) fn contents(
+        &self,
+        read: &ReadAt<'_>,
+        e: &Entry,
+        max: u64,
+        what: &str,
+    ) -> Result<Vec<u8>> {
+        if e.size > max {
+            bail!(
+                Limit,
+                "zip entry '{}' of {} bytes is over the {max} bytes {what} may take",
+                e.name,
+                e.size
+            );
+        }
+        // One byte past the declared size tells a stream that makes more.
+        let bytes = match e.method {
+            Method::Stored => self.prefix(read, e, e.size)?,
+            Method::Deflated => {
+                check_ratio(e)?;
+                let offset = self.data_offset(read, e)?;
+                inflate_prefix(read, offset, e.compressed, e.size.saturating_add(1))
+                    .map_err(|m| err!(Format, "zip entry '{}': {m}", e.name))?
+            }
+        };
+        if bytes.len() as u64 > e.size {
+            bail!(
+                Format,
+                "zip entry '{}' inflates to more than the {} bytes the archive declares",
+                e.name,
+                e.size
+            );
+        }
+        if (bytes.len() as u64) < e.size {
+            bail!(
+                Format,
+                "zip entry '{}' inflates to {} bytes, not the {} the archive declares",
+                e.name,
+                bytes.len(),
+                e.size
+            );
+        }
+        if e.method == Method::Deflated {
+            let crc = crc32(&bytes);
+            if crc != e.crc {
+                bail!(
+                    Checksum,
+                    "zip entry '{}' has CRC-32 {crc:#010x}, the archive says {:#010x}",
+                    e.name,
+                    e.crc
+                );
+            }
+        }
+        Ok(bytes)
     }
 }
 
@@ -378,60 +482,75 @@ fn check_ratio(e: &Entry) -> Result<()> {
     Ok(())
 }
 
-/// Inflates the first `want` bytes of the deflate stream at `offset`, reading its input
-/// 64 KiB at a time.
+/// A `Limit` error for an allocation the system refused.
+fn no_memory(what: &str) -> String {
+    format!("no memory for {what}")
+}
+
+/// Inflates the first `want` bytes (or fewer, where the stream ends first) of the
+/// deflate stream of `stored` bytes at `offset`, reading its input 64 KiB at a time. The
+/// output grows by what was inflated (a piece at a time, each allocation fallible), never
+/// by `want` at once: a stream that claims more than it holds costs what it holds.
 fn inflate_prefix(
     read: &ReadAt<'_>,
     offset: u64,
     stored: u64,
     want: u64,
 ) -> std::result::Result<Vec<u8>, String> {
-    let mut out = vec![0u8; want as usize];
-    let mut state = Box::<DecompressorOxide>::default();
+    let want = usize::try_from(want).map_err(|_| format!("{want} bytes do not fit in memory"))?;
+    let mut out: Vec<u8> = Vec::new();
+    let mut state = InflateState::new_boxed(DataFormat::Raw);
     let (mut taken, mut made) = (0u64, 0usize);
     let mut input: Vec<u8> = Vec::new();
     let mut used = 0usize;
-    while made < out.len() {
-        if used == input.len() {
+    while made < want {
+        if used == input.len() && taken < stored {
             let n = (stored - taken).min(64 << 10);
-            if n == 0 {
-                return Err("the deflate stream ends early".into());
-            }
             input = read(offset + taken, n)
                 .map_err(|e| e.message().to_owned())?
                 .into_owned();
             taken += n;
             used = 0;
         }
-        let more = if taken < stored {
-            inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
-        } else {
-            0
-        };
-        let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF | more;
-        let (status, read_n, wrote) = decompress(&mut state, &input[used..], &mut out, made, flags);
-        used += read_n;
-        made += wrote;
-        match status {
-            TINFLStatus::Done | TINFLStatus::HasMoreOutput => break,
-            TINFLStatus::NeedsMoreInput if used == input.len() => {}
-            TINFLStatus::NeedsMoreInput => {}
-            s => return Err(format!("deflate stream is corrupt ({s:?})")),
+        if made == out.len() {
+            let more = (want - made).min(out.len().max(PIECE));
+            out.try_reserve_exact(more)
+                .map_err(|_| no_memory(&format!("{} inflated bytes", made + more)))?;
+            out.resize(made + more, 0);
+        }
+        // Never `Finish`: the input comes in pieces, and the end of the stream is the
+        // stream's own end block.
+        let r = inflate(&mut state, &input[used..], &mut out[made..], MZFlush::None);
+        used += r.bytes_consumed;
+        made += r.bytes_written;
+        match r.status {
+            Ok(MZStatus::StreamEnd) => break,
+            Ok(_) if r.bytes_consumed + r.bytes_written == 0 => {
+                return Err("the deflate stream makes no progress".into());
+            }
+            Ok(_) => {}
+            // No input left (all of it was given) and no end block: cut short.
+            Err(MZError::Buf) => return Err("the deflate stream ends early".into()),
+            Err(e) => return Err(format!("deflate stream is corrupt ({e:?})")),
         }
     }
     out.truncate(made);
     Ok(out)
 }
 
-/// A deflated zip entry, inflated: exactly `size` bytes whose CRC-32 is `crc`.
+/// A deflated zip entry, inflated: the bytes `[start, start + len)` of its content,
+/// which is exactly `size` bytes whose CRC-32 is `crc`.
 #[derive(Debug)]
 pub(crate) struct Inflate {
     size: u64,
     crc: u32,
+    start: u64,
+    len: u64,
 }
 
-impl FormatStep for Inflate {
-    fn apply(&self, input: &[u8], out: &mut [u8]) -> Result<()> {
+impl Inflate {
+    /// The whole entry into `out` in one call: the fastest path, for the whole content.
+    fn whole(&self, input: &[u8], out: &mut [u8]) -> Result<()> {
         let mut state = Box::<DecompressorOxide>::default();
         let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
         let (status, _, wrote) = decompress(&mut state, input, out, 0, flags);
@@ -453,7 +572,10 @@ impl FormatStep for Inflate {
             ),
             s => bail!(Format, "the deflate stream is corrupt ({s:?})"),
         }
-        let crc = crc32(out);
+        self.check_crc(crc32(out))
+    }
+
+    fn check_crc(&self, crc: u32) -> Result<()> {
         if crc != self.crc {
             bail!(
                 Checksum,
@@ -463,13 +585,91 @@ impl FormatStep for Inflate {
         }
         Ok(())
     }
-    fn output_len(&self) -> u64 {
-        self.size
+
+    /// A range of the entry into `out`: the bytes before and after it go through a
+    /// window of `PIECE` bytes (counted into the CRC-32, then dropped), so memory is the
+    /// range, the window and the inflater's state, never the whole entry.
+    fn range(&self, input: &[u8], out: &mut [u8]) -> Result<()> {
+        let mut state = InflateState::new_boxed(DataFormat::Raw);
+        let mut window: Vec<u8> = Vec::new();
+        window
+            .try_reserve_exact(PIECE)
+            .map_err(|_| err!(Limit, "no memory for an inflate window"))?;
+        window.resize(PIECE, 0);
+        let (start, end) = (self.start, self.start + self.len);
+        let (mut rest, mut made, mut crc) = (input, 0u64, !0u32);
+        loop {
+            // Where this call's output goes: the range, or the window (never across the
+            // range's start, and at most one byte past the declared size).
+            let to_range = made >= start && made < end;
+            let buf: &mut [u8] = if to_range {
+                &mut out[(made - start) as usize..]
+            } else {
+                let room = if made < start {
+                    start - made
+                } else {
+                    (self.size - made).saturating_add(1)
+                };
+                &mut window[..room.min(PIECE as u64) as usize]
+            };
+            let r = inflate(&mut state, rest, buf, MZFlush::None);
+            rest = &rest[r.bytes_consumed..];
+            crc = crc32_update(crc, &buf[..r.bytes_written]);
+            made += r.bytes_written as u64;
+            if made > self.size {
+                bail!(
+                    Format,
+                    "the deflate stream makes more than the {} bytes the archive declares",
+                    self.size
+                );
+            }
+            match r.status {
+                Ok(MZStatus::StreamEnd) => break,
+                Ok(_) if r.bytes_consumed + r.bytes_written == 0 => {
+                    bail!(Format, "the deflate stream makes no progress")
+                }
+                Ok(_) => {}
+                // All the input was given and no end block came: cut short.
+                Err(MZError::Buf) => bail!(
+                    Format,
+                    "the deflate stream makes {made} bytes, not the {} the archive declares",
+                    self.size
+                ),
+                Err(e) => bail!(Format, "the deflate stream is corrupt ({e:?})"),
+            }
+        }
+        if made != self.size {
+            bail!(
+                Format,
+                "the deflate stream makes {made} bytes, not the {} the archive declares",
+                self.size
+            );
+        }
+        self.check_crc(!crc)
     }
 }
 
-/// The zip CRC-32 (reflected, polynomial 0xEDB88320), eight bytes a step.
+impl FormatStep for Inflate {
+    fn apply(&self, input: &[u8], out: &mut [u8]) -> Result<()> {
+        if self.start == 0 && self.len == self.size {
+            self.whole(input, out)
+        } else {
+            self.range(input, out)
+        }
+    }
+    fn output_len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// The zip CRC-32 (reflected, polynomial 0xEDB88320) of `bytes`.
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    !crc32_update(!0, bytes)
+}
+
+/// The CRC-32 register `c` (inverted, as the algorithm keeps it) after `bytes`, eight
+/// bytes a step: `crc32` of a whole is `!crc32_update(!0, ..)` over its pieces in order.
+fn crc32_update(mut c: u32, bytes: &[u8]) -> u32 {
     static TABLES: std::sync::OnceLock<[[u32; 256]; 8]> = std::sync::OnceLock::new();
     let t = TABLES.get_or_init(|| {
         let mut t = [[0u32; 256]; 8];
@@ -492,7 +692,6 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
         }
         t
     });
-    let mut c = !0u32;
     let mut chunks = bytes.chunks_exact(8);
     for b in &mut chunks {
         let lo = c ^ u32_at(b, 0);
@@ -509,12 +708,82 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     for &b in chunks.remainder() {
         c = t[0][((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
     }
-    !c
+    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
+
+    /// A range of an entry is its bytes in the whole, from anywhere (the start, across
+    /// the 64 KiB window, the end, nothing); a wrong size, CRC or a cut stream is an
+    /// error on the range path as on the whole one.
+    #[test]
+    fn inflate_ranges_are_the_bytes_of_the_whole() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let z = miniz_oxide::deflate::compress_to_vec(&data, 6);
+        let (crc, size) = (crc32(&data), data.len() as u64);
+        for (start, len) in [
+            (0, size),
+            (0, 10),
+            (1, 70_000),
+            (65_535, 65_537),
+            (size - 5, 5),
+            (size, 0),
+            (123_456, 0),
+        ] {
+            let step = Inflate {
+                size,
+                crc,
+                start,
+                len,
+            };
+            assert_eq!(step.output_len(), len);
+            let mut out = vec![0; len as usize];
+            step.apply(&z, &mut out).unwrap();
+            assert_eq!(out, data[start as usize..(start + len) as usize]);
+        }
+        let half = &z[..z.len() / 2];
+        for (size, crc, input, kind) in [
+            (size - 1, crc, &z[..], ErrorKind::Format),
+            (size + 1, crc, &z[..], ErrorKind::Format),
+            (size, crc ^ 1, &z[..], ErrorKind::Checksum),
+            (size, crc, half, ErrorKind::Format),
+        ] {
+            for (start, len) in [(10, 10), (0, size)] {
+                let step = Inflate {
+                    size,
+                    crc,
+                    start,
+                    len,
+                };
+                let e = step.apply(input, &mut vec![0; len as usize]).unwrap_err();
+                assert_eq!(e.kind(), kind, "{e}");
+            }
+        }
+    }
+
+    /// An entry's first bytes, or all of it, grow with what is inflated.
+    #[test]
+    fn prefixes_inflate_as_far_as_asked() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 13) as u8).collect();
+        let z = miniz_oxide::deflate::compress_to_vec(&data, 6);
+        let read = |at: u64, len: u64| -> Result<std::borrow::Cow<'_, [u8]>> {
+            Ok(std::borrow::Cow::Borrowed(
+                &z[at as usize..(at + len) as usize],
+            ))
+        };
+        let n = z.len() as u64;
+        assert_eq!(inflate_prefix(&read, 0, n, 12).unwrap(), data[..12]);
+        assert_eq!(
+            inflate_prefix(&read, 0, n, 100_000).unwrap(),
+            data[..100_000]
+        );
+        assert_eq!(inflate_prefix(&read, 0, n, 1 << 40).unwrap(), data);
+        let e = inflate_prefix(&read, 0, n / 2, 1 << 40).unwrap_err();
+        assert!(e.contains("ends early"), "{e}");
+    }
 
     #[test]
     fn crc32_matches_the_check_value() {

@@ -46,12 +46,12 @@ pub enum Slice {
     /// All of it.
     Whole,
     /// Rows `[first, first + count)` of the first dimension (for a tensor of shape
-    /// `[d0, d1, ...]`, each row is `d1 * ...` values): one contiguous range, as a
-    /// row-parallel layer's shard.
+    /// `[d0, d1, ...]`, each row is `d1 * ...` values): one contiguous range; with
+    /// `[out, in]` weights, a column-parallel layer's shard (q/k/v, gate/up).
     Rows { first: u64, count: u64 },
     /// Columns `[first, first + count)` of the last dimension of every row (a strided
-    /// read, as a column-parallel layer's shard); the destination holds them packed, a
-    /// tensor of shape `[..., count]`.
+    /// read; with `[out, in]` weights, a row-parallel layer's shard: o, down); the
+    /// destination holds them packed, a tensor of shape `[..., count]`.
     Columns { first: u64, count: u64 },
     /// A range of the component in storage order, `[first, first + count)`: decoded bytes
     /// without a conversion (as `Reader::read_range`), values with one (as
@@ -220,6 +220,9 @@ pub struct LoaderOptions {
 pub const DEFAULT_STAGING_SIZE: usize = 16 << 20;
 /// The smallest staging buffer (a ggml block dequantized to f32 is at most 1 KiB).
 pub const MIN_STAGING_SIZE: usize = 64 << 10;
+
+/// Slack a reader's scratch needs beyond its data: O_DIRECT alignment at both ends.
+const DIRECT_PAD: usize = 2 * io::DIRECT_ALIGN as usize;
 /// The default of `max_bytes_in_flight`, besides the staging buffers: 1 GiB.
 pub const DEFAULT_BUDGET: u64 = 1 << 30;
 /// Progress is reported at least this many times a load (chunks are cut small enough),
@@ -355,16 +358,18 @@ impl Loader {
         )
     }
 
-    fn build(
-        device: Option<Arc<dyn Device>>,
+    /// The caller's options with every zero filled in (readers, staging count and size)
+    /// and checked: the staging buffers a device needs, no smaller than the least.
+    fn sized_options(
         options: &LoaderOptions,
-        source: staging::Source,
-    ) -> Result<Loader> {
+        has_device: bool,
+        source: &staging::Source,
+    ) -> Result<LoaderOptions> {
         let mut options = options.clone();
         if options.readers == 0 {
             options.readers = crate::pool::threads();
         }
-        if let staging::Source::Caller { buffers, .. } = &source {
+        if let staging::Source::Caller { buffers, .. } = source {
             if options.staging_count != 0 && options.staging_count != buffers.len() {
                 bail!(
                     InvalidArgument,
@@ -378,19 +383,13 @@ impl Loader {
         if options.staging_count == 0 {
             options.staging_count = (options.readers + 2).max(3);
         }
-        // Staging buffers exist only with a device.
-        let count = if device.is_some() {
-            options.staging_count
-        } else {
-            0
-        };
-        let pad = 2 * io::DIRECT_ALIGN as usize;
+        let count = if has_device { options.staging_count } else { 0 };
         if options.staging_size == 0 {
             options.staging_size = match options.max_bytes_in_flight {
                 0 => DEFAULT_STAGING_SIZE,
                 // Every buffer and every task's scratch within the budget.
                 budget => {
-                    let per = budget.saturating_sub((options.readers * pad) as u64)
+                    let per = budget.saturating_sub((options.readers * DIRECT_PAD) as u64)
                         / (count + options.readers) as u64;
                     let per = usize::try_from(per).unwrap_or(usize::MAX);
                     (per / MIN_STAGING_SIZE * MIN_STAGING_SIZE)
@@ -405,7 +404,7 @@ impl Loader {
                 options.staging_size
             );
         }
-        if device.is_some() && options.staging_count < 2 {
+        if has_device && options.staging_count < 2 {
             bail!(
                 InvalidArgument,
                 "a device loader needs at least 2 staging buffers (one filling while one \
@@ -413,6 +412,13 @@ impl Loader {
                 options.staging_count
             );
         }
+        Ok(options)
+    }
+
+    /// The bytes `count` staging buffers hold for good and the budget of bytes in flight
+    /// (the caller's, or those buffers plus the default); refused when it can't hold the
+    /// buffers and one reader's scratch.
+    fn budget_limit(options: &LoaderOptions, count: usize) -> Result<(u64, u64)> {
         let fixed = (count as u64)
             .checked_mul(options.staging_size as u64)
             .ok_or_else(|| err!(InvalidArgument, "the staging buffers' size overflows"))?;
@@ -421,7 +427,7 @@ impl Loader {
             n => n,
         };
         // At least the staging buffers and one task's scratch.
-        let least = fixed.saturating_add((options.staging_size + pad) as u64);
+        let least = fixed.saturating_add((options.staging_size + DIRECT_PAD) as u64);
         if limit < least {
             bail!(
                 InvalidArgument,
@@ -430,6 +436,22 @@ impl Loader {
                 options.staging_size
             );
         }
+        Ok((fixed, limit))
+    }
+
+    fn build(
+        device: Option<Arc<dyn Device>>,
+        options: &LoaderOptions,
+        source: staging::Source,
+    ) -> Result<Loader> {
+        let options = Self::sized_options(options, device.is_some(), &source)?;
+        // Staging buffers exist only with a device.
+        let count = if device.is_some() {
+            options.staging_count
+        } else {
+            0
+        };
+        let (fixed, limit) = Self::budget_limit(&options, count)?;
         let staging = match &device {
             Some(d) => staging::Staging::new(d, &options, source)?,
             None => staging::Staging::default(),

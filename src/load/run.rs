@@ -148,27 +148,7 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         jobs.reserve(requests.len());
         tallies.reserve(requests.len());
         chunks.reserve(requests.len());
-        let mut failed = Vec::new();
-        let mut total = 0u64;
-        for (i, r) in requests.iter_mut().enumerate() {
-            let job = match r.dst {
-                super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
-                    InvalidArgument,
-                    "a device destination, but the loader was made without a device"
-                )),
-                _ => plan::job(reader, r, loader.options.verify),
-            };
-            match job {
-                Ok(j) => {
-                    total = total.saturating_add(j.out_bytes(0, j.units));
-                    jobs.push(Some(j));
-                }
-                Err(e) => {
-                    failed.push((i, e));
-                    jobs.push(None);
-                }
-            }
-        }
+        let (failed, total) = resolve_jobs(loader, reader, requests, &mut jobs);
         // Raw bytes are cut for progress; anything decoded in chunks (zstd frames, a
         // stream) keeps whole staging buffers, so a frame is decoded about once; a remote
         // object's reads keep requests of a useful size.
@@ -178,42 +158,15 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
             None => super::MIN_STAGING_SIZE as u64,
         };
         let limit = staging.min((total / super::PROGRESS_STEPS).max(least));
-        let mut failed = failed.into_iter().peekable();
-        for (i, job) in jobs.iter().enumerate() {
-            let Some(job) = job else {
-                let (_, e) = failed.next().expect("a failure for each job missing");
-                let tally = Tally::new(1);
-                tally.fail(e);
-                tallies.push(tally);
-                chunks.push(1);
-                continue;
-            };
-            let limit = match job.raw {
-                Some(_) => limit,
-                None => staging,
-            };
-            let n = job.chunk_count(limit);
-            if (job.sequential || job.into_place) && job.units > 0 {
-                items.push(Item {
-                    request: i,
-                    u0: 0,
-                    u1: job.units,
-                });
-            } else {
-                let mut u = 0;
-                while u < job.units {
-                    let end = job.chunk_end(u, limit);
-                    items.push(Item {
-                        request: i,
-                        u0: u,
-                        u1: end,
-                    });
-                    u = end;
-                }
-            }
-            tallies.push(Tally::new(n));
-            chunks.push(n);
-        }
+        cut_items(
+            &jobs,
+            failed,
+            limit,
+            staging,
+            &mut tallies,
+            &mut chunks,
+            &mut items,
+        );
         Run {
             loader,
             reader,
@@ -652,5 +605,88 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 }
             }
         }
+    }
+}
+
+/// Resolves every request into `jobs` (`None` for one that can't be resolved: it fails
+/// alone) and returns those failures, in request order, and the bytes the load lands.
+fn resolve_jobs<'r>(
+    loader: &Loader,
+    reader: &'r Reader<'_>,
+    requests: &mut [Request<'_>],
+    jobs: &mut Vec<Option<Job<'r>>>,
+) -> (Vec<(usize, Error)>, u64) {
+    let mut failed = Vec::new();
+    let mut total = 0u64;
+    for (i, r) in requests.iter_mut().enumerate() {
+        let job = match r.dst {
+            super::Destination::Device { .. } if loader.device.is_none() => Err(err!(
+                InvalidArgument,
+                "a device destination, but the loader was made without a device"
+            )),
+            _ => plan::job(reader, r, loader.options.verify),
+        };
+        match job {
+            Ok(j) => {
+                total = total.saturating_add(j.out_bytes(0, j.units));
+                jobs.push(Some(j));
+            }
+            Err(e) => {
+                failed.push((i, e));
+                jobs.push(None);
+            }
+        }
+    }
+    (failed, total)
+}
+
+/// Cuts every job into the items the tasks take (raw bytes in chunks of at most `limit`,
+/// anything decoded in whole staging buffers, a sequential or in-place job whole) and
+/// gives each request its tally of chunks; a request that failed to resolve gets a tally
+/// of one chunk, failed with its error.
+fn cut_items(
+    jobs: &[Option<Job<'_>>],
+    failed: Vec<(usize, Error)>,
+    limit: u64,
+    staging: u64,
+    tallies: &mut Vec<Tally<Error>>,
+    chunks: &mut Vec<usize>,
+    items: &mut Vec<Item>,
+) {
+    let mut failed = failed.into_iter();
+    for (i, job) in jobs.iter().enumerate() {
+        let Some(job) = job else {
+            let (_, e) = failed.next().expect("a failure for each job missing");
+            let tally = Tally::new(1);
+            tally.fail(e);
+            tallies.push(tally);
+            chunks.push(1);
+            continue;
+        };
+        let limit = match job.raw {
+            Some(_) => limit,
+            None => staging,
+        };
+        let n = job.chunk_count(limit);
+        if (job.sequential || job.into_place) && job.units > 0 {
+            items.push(Item {
+                request: i,
+                u0: 0,
+                u1: job.units,
+            });
+        } else {
+            let mut u = 0;
+            while u < job.units {
+                let end = job.chunk_end(u, limit);
+                items.push(Item {
+                    request: i,
+                    u0: u,
+                    u1: end,
+                });
+                u = end;
+            }
+        }
+        tallies.push(Tally::new(n));
+        chunks.push(n);
     }
 }

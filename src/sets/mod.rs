@@ -132,7 +132,9 @@ pub(crate) fn open(
         return Ok(set(opened));
     }
     let source = options.place.open_named(path, options.mapping)?;
-    let model = parse(&source, limits).map_err(|e| e.context(shown))?;
+    let model = parse(&source, limits)
+        .map_err(|e| json_by_path(e, &source))
+        .map_err(|e| e.context(shown))?;
     let split = model.split.is_some_and(|s| s.count > 1) && !options.one_file;
     if model.external.is_empty() && !split && model.v2_shards.is_empty() {
         return Ok((model, Files::One(source)));
@@ -147,6 +149,29 @@ pub(crate) fn open(
         let shards = v2::open_set(path, source, &model, options).map_err(|e| e.context(shown))?;
         (model, Files::Set(Box::new(shards)))
     })
+}
+
+/// A JSON file opened by path that is no set's index (`config.json`, `tokenizer.json`, an
+/// index under another name): says what to open by path instead of `read_model`'s note on
+/// descriptors and memory, which this open used neither of.
+fn json_by_path(e: crate::error::Error, source: &Source<'_>) -> crate::error::Error {
+    if e.kind() != crate::error::ErrorKind::Format {
+        return e;
+    }
+    let Ok(head) = source.parse_region(0, source.size().min(16)) else {
+        return e;
+    };
+    if !head.trim_ascii_start().starts_with(b"{") {
+        return e;
+    }
+    crate::error::err!(
+        Format,
+        "a JSON file, not a tensor file (it starts {}): a model's configuration \
+         (config.json, tokenizer.json ...) holds no tensors; open its weights \
+         (*.safetensors, *.gguf, *.bin ...) by their paths, or a sharded set by the path \
+         of its *.index.json",
+        crate::formats::printable(&head[..head.len().min(8)])
+    )
 }
 
 /// Parses a file's model through the format that recognises it.

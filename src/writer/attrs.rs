@@ -40,8 +40,7 @@ impl<W: Write> Writer<W> {
         self.check_usable()?;
         let (attrs, value) = Attributes::from_typed(attributes)?;
         let attrs = self.file_attributes_for(attrs, &value)?;
-        self.put_file_attributes(attrs);
-        Ok(())
+        self.put_file_attributes(attrs)
     }
 
     /// `set_file_attributes_typed` for an object already begun (open or ended).
@@ -92,8 +91,7 @@ impl<W: Write> Writer<W> {
             return self.set_file_attributes_typed(&attributes.typed_value()?);
         }
         let attrs = self.file_attributes_for(attributes.clone(), &attributes.value())?;
-        self.put_file_attributes(attrs);
-        Ok(())
+        self.put_file_attributes(attrs)
     }
 
     /// `set_file_attributes_from` for an object already begun (open or ended).
@@ -117,12 +115,15 @@ impl<W: Write> Writer<W> {
     }
 
     /// Sets the file's attributes (checked); a GGUF writer pads its spool to the
-    /// `general.alignment` they say from now on.
-    fn put_file_attributes(&mut self, attrs: Attributes) {
+    /// `general.alignment` they say from now on. A safetensors or GGUF writer that wrote
+    /// its header already (its tensors declared) refuses them.
+    fn put_file_attributes(&mut self, attrs: Attributes) -> Result<()> {
+        self.check_header_open()?;
         if self.format == super::OutputFormat::Gguf {
             self.spool_align = foreign::gguf_alignment(&attrs);
         }
         self.file_attributes = Some(attrs);
+        Ok(())
     }
 
     /// The index of the object `name` (begun, open or ended).
@@ -144,8 +145,7 @@ impl<W: Write> Writer<W> {
     pub fn set_file_attributes(&mut self, attributes: Value) -> Result<()> {
         self.check_usable()?;
         let attrs = self.file_attributes_for(Attributes::from_value(&attributes), &attributes)?;
-        self.put_file_attributes(attrs);
-        Ok(())
+        self.put_file_attributes(attrs)
     }
 
     /// The file's attributes (`attributes`, whose plain CBOR is `value`) as this writer

@@ -220,7 +220,7 @@ impl<W: Write> Writer<W> {
             }
         }
         // begin_component's checks (an open object, a new role, the types) and the
-        // alignment; the bytes then go out as they are.
+        // alignment (or a declared tensor's place); the bytes then go out as they are.
         self.begin_component(
             c.role(),
             c.dtype(),
@@ -230,6 +230,10 @@ impl<W: Write> Writer<W> {
                 ..WriteOptions::default()
             },
         )?;
+        if let Err(e) = self.declared_end(c.decoded_length()) {
+            self.stream = None;
+            return Err(e);
+        }
         let mut stream = self.stream.take().expect("a component just begun");
         let offset = stream.offset;
         let length = c.length();
@@ -242,7 +246,7 @@ impl<W: Write> Writer<W> {
             if let Some(content) = &mut stream.content {
                 content.update(&buf[..n]);
             }
-            self.emit(&buf[..n])?;
+            self.emit_data(&buf[..n])?;
             let reported = proportion(c.decoded_length(), done, length);
             done += n as u64;
             progress(proportion(c.decoded_length(), done, length) - reported);

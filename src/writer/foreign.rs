@@ -306,17 +306,27 @@ pub(super) fn check_component(
             format.name()
         );
     }
+    check_types(format, name, obj.format(), dtype, logical)
+}
+
+/// Refuses a tensor's data type that `format` can't hold (`kind`: the object's format).
+pub(super) fn check_types(
+    format: OutputFormat,
+    name: &str,
+    kind: &str,
+    dtype: DType,
+    logical: Option<&str>,
+) -> Result<()> {
     match format {
         OutputFormat::Safetensors => {
             safetensors_dtype(dtype, logical).map_err(|e| e.context(format!("object '{name}'")))?;
         }
-        OutputFormat::Gguf => match ggml_block_type(obj.format()) {
+        OutputFormat::Gguf => match ggml_block_type(kind) {
             Some(bt) => {
                 if dtype != DType::U8 || logical != Some(bt.logical_type()) {
                     bail!(
                         InvalidArgument,
-                        "object '{name}': a {} object's data is u8 of logical type '{}'",
-                        obj.format(),
+                        "object '{name}': a {kind} object's data is u8 of logical type '{}'",
                         bt.logical_type()
                     );
                 }
@@ -350,9 +360,19 @@ pub(super) fn check_end(format: OutputFormat, obj: &Object) -> Result<()> {
             format.name()
         );
     };
+    check_whole_bytes(format, name, c.logical_type(), obj.shape())
+}
+
+/// Refuses an odd count of f4 values in safetensors, which counts bits.
+pub(super) fn check_whole_bytes(
+    format: OutputFormat,
+    name: &str,
+    logical: Option<&str>,
+    shape: &[u64],
+) -> Result<()> {
     if format == OutputFormat::Safetensors
-        && c.logical_type() == Some("f4_e2m1")
-        && numel(obj.shape()).is_some_and(|n| n % 2 == 1)
+        && logical == Some("f4_e2m1")
+        && numel(shape).is_some_and(|n| n % 2 == 1)
     {
         bail!(
             InvalidArgument,
@@ -410,25 +430,83 @@ fn metadata_strings(attributes: &Attributes) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// The header of a safetensors file (its 8-byte length first) and the order the
-/// objects' data follows it in.
-pub(super) fn safetensors_header(
-    objects: &[Object],
+/// What a header says of one tensor: an object being written (`TensorInfo::of`) or one
+/// declared before its data (`Writer::declare`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TensorInfo<'a> {
+    pub(super) name: &'a str,
+    /// "dense", or a ggml block format (`ggml_q4_k`, `gguf.q4_k/1`).
+    pub(super) format: &'a str,
+    pub(super) shape: &'a [u64],
+    pub(super) dtype: DType,
+    pub(super) logical: Option<&'a str>,
+    /// Its bytes (unpadded).
+    pub(super) length: u64,
+}
+
+impl<'a> TensorInfo<'a> {
+    /// The info of an object whose one component is written.
+    pub(super) fn of(o: &'a Object) -> TensorInfo<'a> {
+        let c = &o.components()[0];
+        TensorInfo {
+            name: o.name(),
+            format: o.format(),
+            shape: o.shape(),
+            dtype: c.dtype(),
+            logical: c.logical_type(),
+            length: c.decoded_length(),
+        }
+    }
+}
+
+/// Where a file's tensors go: its header (its padding included), where each tensor's
+/// bytes begin in the file (`places[i]` for `tensors[i]`), the order they lie in, the
+/// alignment each is padded to (1 for safetensors) and the file's size.
+pub(super) struct Layout {
+    pub(super) header: Vec<u8>,
+    pub(super) places: Vec<u64>,
+    pub(super) order: Vec<usize>,
+    pub(super) alignment: u64,
+    pub(super) end: u64,
+}
+
+/// The order a file of `format` holds `tensors` in: safetensors' (its dtypes' order,
+/// largest first, then name, as `safetensors` sorts), GGUF's (as given).
+pub(super) fn file_order(format: OutputFormat, tensors: &[TensorInfo<'_>]) -> Result<Vec<usize>> {
+    match format {
+        OutputFormat::Safetensors => {
+            let ranks = (tensors.iter())
+                .map(|t| safetensors_dtype(t.dtype, t.logical).map(st_rank))
+                .collect::<Result<Vec<_>>>()?;
+            let mut order: Vec<usize> = (0..tensors.len()).collect();
+            order.sort_by(|&a, &b| {
+                (ranks[b].cmp(&ranks[a]))
+                    .then_with(|| tensors[a].name.as_bytes().cmp(tensors[b].name.as_bytes()))
+            });
+            Ok(order)
+        }
+        _ => Ok((0..tensors.len()).collect()),
+    }
+}
+
+/// The layout of a safetensors or GGUF file of `tensors` (see `Layout`).
+pub(super) fn layout(
+    format: OutputFormat,
+    tensors: &[TensorInfo<'_>],
     attributes: Option<&Attributes>,
-) -> Result<(Vec<u8>, Vec<usize>)> {
-    let mut order: Vec<(usize, &'static str)> = objects
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let c = &o.components()[0];
-            safetensors_dtype(c.dtype(), c.logical_type()).map(|d| (i, d))
-        })
-        .collect::<Result<_>>()?;
-    order.sort_by(|&(a, da), &(b, db)| {
-        st_rank(db)
-            .cmp(&st_rank(da))
-            .then_with(|| objects[a].name().as_bytes().cmp(objects[b].name().as_bytes()))
-    });
+    split: Option<SplitKeys>,
+) -> Result<Layout> {
+    match format {
+        OutputFormat::Safetensors => safetensors_header(tensors, attributes),
+        OutputFormat::Gguf => gguf_header(tensors, attributes, split),
+        f => bail!(Internal, "{} has no header before its data", f.name()),
+    }
+}
+
+/// The layout of a safetensors file: its header (the 8-byte length first), the tensors
+/// after it in safetensors' order, unpadded.
+fn safetensors_header(tensors: &[TensorInfo<'_>], attributes: Option<&Attributes>) -> Result<Layout> {
+    let order = file_order(OutputFormat::Safetensors, tensors)?;
     let json = |s: &str| serde_json::to_string(s).expect("a string serializes");
     let mut text = String::from("{");
     let metadata = attributes.map(metadata_strings).transpose()?;
@@ -445,24 +523,26 @@ pub(super) fn safetensors_header(
         text.push('}');
     }
     let mut offset = 0u64;
-    for &(i, dtype) in &order {
-        let o = &objects[i];
-        let length = o.components()[0].decoded_length();
+    let mut relative = vec![0u64; tensors.len()];
+    for &i in &order {
+        let t = &tensors[i];
+        let dtype = safetensors_dtype(t.dtype, t.logical)?;
         if text.len() > 1 {
             text.push(',');
         }
         use std::fmt::Write as _;
-        let _ = write!(text, "{}:{{\"dtype\":\"{dtype}\",\"shape\":[", json(o.name()));
-        for (k, d) in o.shape().iter().enumerate() {
+        let _ = write!(text, "{}:{{\"dtype\":\"{dtype}\",\"shape\":[", json(t.name));
+        for (k, d) in t.shape.iter().enumerate() {
             if k > 0 {
                 text.push(',');
             }
             let _ = write!(text, "{d}");
         }
         let end = offset
-            .checked_add(length)
+            .checked_add(t.length)
             .ok_or_else(|| err!(InvalidArgument, "the tensors' bytes overflow u64"))?;
         let _ = write!(text, "],\"data_offsets\":[{offset},{end}]}}");
+        relative[i] = offset;
         offset = end;
     }
     text.push('}');
@@ -479,7 +559,17 @@ pub(super) fn safetensors_header(
     let mut out = Vec::with_capacity(8 + padded);
     out.extend_from_slice(&(padded as u64).to_le_bytes());
     out.extend_from_slice(&header);
-    Ok((out, order.into_iter().map(|(i, _)| i).collect()))
+    let base = out.len() as u64;
+    let end = base
+        .checked_add(offset)
+        .ok_or_else(|| err!(InvalidArgument, "the tensors' bytes overflow u64"))?;
+    Ok(Layout {
+        header: out,
+        places: relative.into_iter().map(|r| base + r).collect(),
+        order,
+        alignment: 1,
+        end,
+    })
 }
 
 /// GGUF value types.
@@ -650,21 +740,21 @@ pub(super) struct SplitKeys {
     pub(super) tensors: i32,
 }
 
-/// The ggml type id of an object being written as GGUF.
-fn ggml_id(o: &Object) -> Result<u32> {
-    match ggml_block_type(o.format()) {
+/// The ggml type id of a tensor being written as GGUF.
+fn ggml_id(t: &TensorInfo<'_>) -> Result<u32> {
+    match ggml_block_type(t.format) {
         Some(bt) => Ok(bt.id()),
-        None => ggml_plain(o.components()[0].dtype()),
+        None => ggml_plain(t.dtype),
     }
 }
 
-/// The header of a GGUF v3 file up to its data section (padding included) and the
-/// alignment its tensors are padded to.
-pub(super) fn gguf_header(
-    objects: &[Object],
+/// The layout of a GGUF v3 file: its header up to its data section (padding included),
+/// the tensors in the order given, each padded to the alignment.
+fn gguf_header(
+    tensors: &[TensorInfo<'_>],
     attributes: Option<&Attributes>,
     split: Option<SplitKeys>,
-) -> Result<(Vec<u8>, u64)> {
+) -> Result<Layout> {
     let mut kvs = Vec::new();
     let (mut count, alignment) = match attributes {
         Some(a) => gguf_kvs(a, &mut kvs)?,
@@ -683,30 +773,42 @@ pub(super) fn gguf_header(
             count += 1;
         }
     }
-    let mut out = Vec::with_capacity(24 + kvs.len() + objects.len() * 64);
+    let mut out = Vec::with_capacity(24 + kvs.len() + tensors.len() * 64);
     out.extend_from_slice(b"GGUF");
     out.extend(3u32.to_le_bytes());
-    out.extend((objects.len() as u64).to_le_bytes());
+    out.extend((tensors.len() as u64).to_le_bytes());
     out.extend(count.to_le_bytes());
     out.extend_from_slice(&kvs);
     let mut offset = 0u64;
-    for o in objects {
-        put_string(&mut out, o.name().as_bytes());
-        out.extend((o.shape().len() as u32).to_le_bytes());
-        for d in o.shape().iter().rev() {
+    let mut relative = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        put_string(&mut out, t.name.as_bytes());
+        out.extend((t.shape.len() as u32).to_le_bytes());
+        for d in t.shape.iter().rev() {
             out.extend(d.to_le_bytes());
         }
-        out.extend(ggml_id(o)?.to_le_bytes());
+        out.extend(ggml_id(t)?.to_le_bytes());
         out.extend(offset.to_le_bytes());
-        let length = o.components()[0].decoded_length();
-        offset = length
+        relative.push(offset);
+        offset = t
+            .length
             .checked_next_multiple_of(alignment)
             .and_then(|l| offset.checked_add(l))
             .ok_or_else(|| err!(InvalidArgument, "the tensors' bytes overflow u64"))?;
     }
     let padded = (out.len() as u64).next_multiple_of(alignment) as usize;
     out.resize(padded, 0);
-    Ok((out, alignment))
+    let base = padded as u64;
+    let end = base
+        .checked_add(offset)
+        .ok_or_else(|| err!(InvalidArgument, "the tensors' bytes overflow u64"))?;
+    Ok(Layout {
+        header: out,
+        places: relative.into_iter().map(|r| base + r).collect(),
+        order: (0..tensors.len()).collect(),
+        alignment,
+        end,
+    })
 }
 
 /// A spooled file's parts: where each object's bytes are in the spool.
@@ -725,17 +827,14 @@ pub(super) struct Spooled<'a> {
 /// synced (the caller's commit syncs a durable file). `writeback`: start writing the
 /// copied pages to disk as the copy goes, for a durable file.
 pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<u64> {
-    let (header, order, alignment) = match s.format {
-        OutputFormat::Safetensors => {
-            let (h, order) = safetensors_header(s.objects, s.attributes)?;
-            (h, order, 1)
-        }
-        OutputFormat::Gguf => {
-            let (h, a) = gguf_header(s.objects, s.attributes, s.split)?;
-            (h, (0..s.objects.len()).collect(), a)
-        }
-        f => bail!(Internal, "{} is not assembled", f.name()),
-    };
+    let infos: Vec<TensorInfo<'_>> = s.objects.iter().map(TensorInfo::of).collect();
+    let Layout {
+        header,
+        places,
+        order,
+        end,
+        ..
+    } = layout(s.format, &infos, s.attributes, s.split)?;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -747,10 +846,9 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
     // into one piece where the spool holds them as the file will (GGUF spooled with its
     // alignment, safetensors added in its order): one copy, not one per tensor.
     let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
-    let mut pos = header.len() as u64;
     for i in order {
         let c = &s.objects[i].components()[0];
-        let (src, len) = (c.offset(), c.length());
+        let (src, len, pos) = (c.offset(), c.length(), places[i]);
         match pieces.last_mut() {
             Some(last)
                 if src == (last.0 + last.2).next_multiple_of(s.spool_align)
@@ -760,7 +858,6 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
             }
             _ => pieces.push((src, pos, len)),
         }
-        pos = (pos + len).next_multiple_of(alignment);
     }
     let mut synced = 0u64;
     // Small pieces (many small tensors in an order the spool doesn't hold them in) are
@@ -814,9 +911,9 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
     }
     flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
     // Padding after the last tensor (GGUF): zeros, as every gap left.
-    file.set_len(pos).map_err(|e| io("padding", e))?;
+    file.set_len(end).map_err(|e| io("padding", e))?;
     file.flush().map_err(|e| io("flushing", e))?;
-    Ok(pos)
+    Ok(end)
 }
 
 /// Copies `length` bytes at `from` of `src` to `to` of `dst`: in the kernel
@@ -901,28 +998,6 @@ impl<W: Write> Writer<W> {
         let _ = std::fs::remove_file(&target.temp);
         target.temp = dest;
         Ok(())
-    }
-}
-
-impl<W: Write> Writer<W> {
-    /// A finished shard of a safetensors or GGUF set: its spool kept (not removed) for
-    /// the set's `finish`, with its objects; and the writer's output.
-    pub(super) fn into_spool(mut self) -> Result<(super::sharded::Spool, W)> {
-        self.settle()?;
-        let label = &self.output.label;
-        self.output
-            .out
-            .flush()
-            .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
-        let mut target = self.target.take().expect("a path writer");
-        target.done = true;
-        let spool = super::sharded::Spool {
-            temp: std::mem::take(&mut target.temp),
-            file: self.spool.take().expect("a spool"),
-            objects: std::mem::take(&mut self.objects),
-            align: self.spool_align,
-        };
-        Ok((spool, self.output.out))
     }
 }
 

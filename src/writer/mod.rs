@@ -1,6 +1,6 @@
 //! The append-only writer: header, aligned blobs with zero padding, manifest, footer.
-//! Writes zTensor v2 (`v2`: 64 KiB placement, the 40-byte footer, canonical form; the
-//! default) or v1.2.0 (64-byte alignment, the manifest's size before the footer magic),
+//! Writes zTensor v2 (`v2`: 4 KiB placement, or 64 KiB for canonical form; the 40-byte
+//! footer; the default) or v1.2.0 (64-byte alignment, the manifest's size before the footer magic),
 //! as `CreateOptions::version` says; or safetensors or GGUF (`foreign`), as
 //! `CreateOptions::format` says. Writing to a path goes through a temporary file in the
 //! same directory that is renamed into place only by `finish`. The same writer writes a
@@ -25,6 +25,7 @@ mod attrs;
 mod copy;
 mod foreign;
 mod output;
+mod placed;
 mod sharded;
 mod stream;
 mod v2;
@@ -104,6 +105,9 @@ pub struct Writer<W: Write = BufWriter<File>> {
     /// The bytes of the tensors spooled (their padding not counted): what a set's shard
     /// holds, for its limit (as gguf-py and transformers count).
     spool_data: u64,
+    /// Tensors declared before their data (`placed`): safetensors and GGUF are then
+    /// written in one pass, each tensor's bytes to their place.
+    declared: Option<Box<placed::Declared>>,
 }
 
 /// The zTensor version a writer writes.
@@ -115,15 +119,17 @@ pub enum FileVersion {
     V2,
 }
 
-/// Where a zTensor v2 writer starts blobs.
+/// Where a zTensor v2 writer starts blobs. Compact by default: measured, it is as fast
+/// as 64 KiB for large tensors and much smaller and faster to read for many small ones
+/// (docs/format.md, "Placement").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Placement {
     /// At 64 KiB boundaries: canonical form (§6.3), byte for byte what `ztensor` 2.x
     /// writes for the same tensors.
-    #[default]
     Canonical,
-    /// At 4 KiB boundaries, the spec's floor: a valid v2 file every v2 reader reads, much
-    /// smaller for many small tensors, but not canonical.
+    /// At 4 KiB boundaries, the spec's floor (the default): a valid v2 file every v2
+    /// reader reads, much smaller for many small tensors, but not canonical.
+    #[default]
     Compact,
 }
 
@@ -247,8 +253,10 @@ impl Writer<BufWriter<File>> {
             durable: options.durable,
             done: false,
         };
-        // A spool is copied out and removed: only the file assembled from it is synced.
-        let writeback = (target.durable && !format.spools())
+        // A safetensors or GGUF writer drops it when it spools (the spool is copied out and
+        // removed: only the file assembled from it is synced), and keeps it when its
+        // tensors are declared (written to the file in one pass).
+        let writeback = (target.durable)
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|file| Writeback { file, started: 0 });
@@ -368,6 +376,7 @@ impl<W: Write> Writer<W> {
                 _ => 1,
             },
             spool_data: 0,
+            declared: None,
         }
     }
 
@@ -407,6 +416,10 @@ impl<W: Write> Writer<W> {
     }
 
     fn pad_to_alignment(&mut self) -> Result<()> {
+        if self.placed() {
+            // Declared tensors go to their places (`declared_component`).
+            return Ok(());
+        }
         if self.format.spools() {
             // Spooled tensors lie end to end (GGUF: each padded as the file pads it);
             // `finish` places them.
@@ -536,6 +549,11 @@ impl<W: Write> Writer<W> {
         foreign::check_object(self.format, name, format, shape)?;
         let format_c = CText::new(format).map_err(as_argument)?;
         check_shape(shape)?;
+        if self.format.spools() && self.declared.is_none() && self.output.writeback.is_some() {
+            // Spooled: the file is assembled (and synced) at `finish`.
+            self.output.writeback = None;
+        }
+        self.declared_begin(name, format, shape)?;
         self.by_name.insert(name.to_owned(), self.objects.len());
         self.objects.push(Object {
             name: name_c,
@@ -576,6 +594,7 @@ impl<W: Write> Writer<W> {
             let obj = self.objects.last().expect("open object");
             self.spool_data += obj.components().iter().map(|c| c.length()).sum::<u64>();
         }
+        self.declared_ended();
         self.open_object = false;
         Ok(())
     }
@@ -588,6 +607,7 @@ impl<W: Write> Writer<W> {
             let _ = self.settle();
             self.discard_frames();
             self.stream = None;
+            self.declared_abandoned();
             if let Some(o) = self.objects.pop() {
                 self.by_name.remove(o.name());
             }
@@ -609,8 +629,10 @@ impl<W: Write> Writer<W> {
 
     /// Finishes the file (`finish` without a set).
     fn finish_file(mut self) -> Result<W> {
+        self.write_deferred()?;
         self.settle()?;
         match self.version {
+            _ if self.placed() => self.placed_finish()?,
             _ if self.format.spools() => self.assemble(None)?,
             FileVersion::V1_2 => {
                 let manifest = manifest::encode(self.file_attributes.as_ref(), &self.objects);
@@ -633,7 +655,8 @@ impl<W: Write> Writer<W> {
         Ok(output.out)
     }
 
-    /// Ok when `finish` may be called now: nothing open, no earlier I/O failure.
+    /// Ok when `finish` may be called now: nothing open, no earlier I/O failure, every
+    /// declared tensor written.
     pub fn check_finishable(&self) -> Result<()> {
         self.check_usable()?;
         if self.open_object {
@@ -643,7 +666,7 @@ impl<W: Write> Writer<W> {
                 self.objects.last().map_or("", |o| o.name())
             );
         }
-        Ok(())
+        self.check_declared_written()
     }
 
     /// Bytes written so far. zstd frames still being compressed count once written out:

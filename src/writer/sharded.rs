@@ -56,6 +56,28 @@ pub(super) struct Spool {
     pub(super) align: u64,
 }
 
+impl<W: Write> Writer<W> {
+    /// A finished shard of a safetensors or GGUF set: its spool kept (not removed) for
+    /// the set's `finish`, with its objects; and the writer's output.
+    pub(super) fn into_spool(mut self) -> Result<(Spool, W)> {
+        self.settle()?;
+        let label = &self.output.label;
+        self.output
+            .out
+            .flush()
+            .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
+        let mut target = self.target.take().expect("a path writer");
+        target.done = true;
+        let spool = Spool {
+            temp: std::mem::take(&mut target.temp),
+            file: self.spool.take().expect("a spool"),
+            objects: std::mem::take(&mut self.objects),
+            align: self.spool_align,
+        };
+        Ok((spool, self.output.out))
+    }
+}
+
 impl Writer<BufWriter<File>> {
     /// A writer of a set at `base` (a path without extension, or ending in `.zt`, which is
     /// dropped): shards `<base>-0000k-of-0000n.zt` and the index `<base>.zt.index.json`,

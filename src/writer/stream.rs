@@ -165,44 +165,40 @@ impl<W: Write> Writer<W> {
                 digest,
             )?;
         }
+        // A declared tensor's component: its types checked, and for safetensors and GGUF
+        // its place (the cursor moved there when it goes at the cursor).
+        let declared_place = self.declared_component(role, dtype, logical_type)?;
         let v2 = self.version == FileVersion::V2;
-        let digest = match (v2, options.digest) {
-            (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
-            (true, DigestAlgorithm::Crc32c) => bail!(
-                InvalidArgument,
-                "zTensor v2 digests are xxh3 or sha256, not crc32c"
-            ),
-            (false, DigestAlgorithm::Xxh3) => bail!(
-                InvalidArgument,
-                "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
-            ),
-            (_, d) => d,
-        };
-        let zstd = match options.encoding {
-            Encoding::Raw => None,
-            Encoding::Pipeline => bail!(
-                InvalidArgument,
-                "the writer stores raw or zstd components, not format pipelines"
-            ),
-            Encoding::Zstd => {
-                if options.level != 0 && !zstd_level_range().contains(&options.level) {
-                    bail!(
-                        InvalidArgument,
-                        "zstd level {} is outside {:?}",
-                        options.level,
-                        zstd_level_range()
-                    );
-                }
-                Some(if options.level == 0 { 3 } else { options.level })
-            }
-        };
+        let digest = component_digest(v2, options.digest)?;
+        let zstd = component_zstd(options)?;
         let logical_type = logical_type
             .map(CText::new)
             .transpose()
             .map_err(as_argument)?;
         let mut hasher = Hasher::new(digest);
-        if zstd.is_some() {
-            // A v2 component starts on a 64 KiB boundary (every frame before it written
+        self.begin_placement(zstd.is_some(), v2, &mut hasher)?;
+        self.stream = Some(Stream {
+            role: role_c,
+            dtype,
+            logical_type,
+            offset: declared_place.unwrap_or(self.output.pos),
+            decoded: 0,
+            hasher,
+            zstd,
+            decoded_digest: v2,
+            content: (v2 && zstd.is_none()).then(Box::default),
+            last: None,
+        });
+        Ok(())
+    }
+
+    /// Where a component's bytes begin: a raw one at the next aligned offset; a zstd
+    /// one's first frame placed (padded, hashed) when it is written out, a v2 one on a
+    /// blob boundary with every frame before it written out (its digest covers the
+    /// decoded bytes: `hasher` stays in the stream; v1.2's moves to the frames).
+    fn begin_placement(&mut self, zstd: bool, v2: bool, hasher: &mut Hasher) -> Result<()> {
+        if zstd {
+            // A v2 component starts on a blob boundary (every frame before it written
             // out), and its digest covers the decoded bytes: `hasher` stays in the stream.
             if v2 {
                 self.pad_to_alignment()?;
@@ -210,7 +206,7 @@ impl<W: Write> Writer<W> {
             // Placed (padded, hashed) when its first frame is written out.
             let stored = match v2 {
                 true => Hasher::new(DigestAlgorithm::None),
-                false => std::mem::replace(&mut hasher, Hasher::new(DigestAlgorithm::None)),
+                false => std::mem::replace(hasher, Hasher::new(DigestAlgorithm::None)),
             };
             let frames = self.frames.get_or_insert_with(|| FramePipeline::new(0, v2));
             let (output, objects, placing) =
@@ -224,18 +220,6 @@ impl<W: Write> Writer<W> {
         } else {
             self.pad_to_alignment()?;
         }
-        self.stream = Some(Stream {
-            role: role_c,
-            dtype,
-            logical_type,
-            offset: self.output.pos,
-            decoded: 0,
-            hasher,
-            zstd,
-            decoded_digest: v2,
-            content: (v2 && zstd.is_none()).then(Box::default),
-            last: None,
-        });
         Ok(())
     }
 
@@ -248,6 +232,10 @@ impl<W: Write> Writer<W> {
                 "no component is being written: call begin_component first"
             );
         };
+        if let Err(e) = self.declared_room(s.decoded, data.len() as u64) {
+            self.stream = Some(s);
+            return Err(e);
+        }
         if s.dtype == DType::Bool
             && let Some(i) = data.iter().position(|&b| b > 1)
         {
@@ -280,7 +268,7 @@ impl<W: Write> Writer<W> {
                 if let Some(c) = &mut s.content {
                     c.update(data);
                 }
-                self.emit(data)
+                self.emit_data(data)
             }
         };
         self.stream = Some(s);
@@ -332,6 +320,10 @@ impl<W: Write> Writer<W> {
                 unit
             );
         }
+        if let Err(e) = self.declared_end(s.decoded) {
+            self.discard_frames();
+            return Err(e);
+        }
         let encoding = if s.zstd.is_some() {
             Encoding::Zstd
         } else {
@@ -362,7 +354,11 @@ impl<W: Write> Writer<W> {
             blob: Blob {
                 file: 0,
                 offset: s.offset,
-                length: self.output.pos - s.offset,
+                // Declared tensors' bytes may lie away from the cursor.
+                length: match self.placed() {
+                    true => s.decoded,
+                    false => self.output.pos - s.offset,
+                },
                 encoding,
                 decoded_length: s.decoded,
             },
@@ -402,4 +398,42 @@ impl<W: Write> Writer<W> {
             frames.discard_input();
         }
     }
+}
+
+/// The digest a component gets: v2's xxh3 unless sha256 is asked for; v1.2's as asked.
+fn component_digest(v2: bool, asked: DigestAlgorithm) -> Result<DigestAlgorithm> {
+    Ok(match (v2, asked) {
+        (true, DigestAlgorithm::None | DigestAlgorithm::Xxh3) => DigestAlgorithm::Xxh3,
+        (true, DigestAlgorithm::Crc32c) => bail!(
+            InvalidArgument,
+            "zTensor v2 digests are xxh3 or sha256, not crc32c"
+        ),
+        (false, DigestAlgorithm::Xxh3) => bail!(
+            InvalidArgument,
+            "zTensor v1.2 digests are sha256 or crc32c; xxh3 is a v2 digest"
+        ),
+        (_, d) => d,
+    })
+}
+
+/// The zstd level a component is compressed at (None: stored raw).
+fn component_zstd(options: &WriteOptions) -> Result<Option<i32>> {
+    Ok(match options.encoding {
+        Encoding::Raw => None,
+        Encoding::Pipeline => bail!(
+            InvalidArgument,
+            "the writer stores raw or zstd components, not format pipelines"
+        ),
+        Encoding::Zstd => {
+            if options.level != 0 && !zstd_level_range().contains(&options.level) {
+                bail!(
+                    InvalidArgument,
+                    "zstd level {} is outside {:?}",
+                    options.level,
+                    zstd_level_range()
+                );
+            }
+            Some(if options.level == 0 { 3 } else { options.level })
+        }
+    })
 }

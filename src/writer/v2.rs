@@ -1,5 +1,5 @@
 //! Writing zTensor v2 (`CreateOptions::version`): the container (its magic, blobs at
-//! 64 KiB boundaries, the manifest, the 40-byte footer), every part with an xxh3 digest
+//! 4 KiB boundaries, or 64 KiB for `Placement::Canonical`, the manifest, the 40-byte footer), every part with an xxh3 digest
 //! of its decoded bytes (sha256 when asked), zstd as `zt.zstd-seekable/1` (checksummed
 //! frames of 4 MiB and a seek table), our object kinds under their v2 layout ids, and
 //! canonical form (§6.3) wherever the output allows it:
@@ -91,8 +91,8 @@ impl<W: Write> Writer<W> {
         self.after_io(r)
     }
 
-    /// Pads with zeros to the next 64 KiB boundary: a hole when the output is a file and
-    /// the gap spans a page.
+    /// Pads with zeros to the next blob boundary (4 KiB or 64 KiB, the placement's): a
+    /// hole when the output is a file and the gap spans a page.
     pub(super) fn v2_pad(&mut self) -> Result<()> {
         self.settle()?;
         let align = self.state().align;
@@ -135,8 +135,11 @@ impl<W: Write> Writer<W> {
             self.state().hashes.insert((offset, length), hash);
             return Ok(());
         }
-        // Take the copy back: the file ends where it began (a 64 KiB boundary, so the
-        // next blob goes exactly where it would have without it).
+        // Take the copy back: the file ends where it began (a blob boundary, so the
+        // next blob goes exactly where it would have without it). What is buffered goes
+        // out first: written after the cut, it would land at the cut's offset (the
+        // comparison reads nothing back for an empty blob, so it may not have flushed).
+        self.flush_out()?;
         let label = self.output.label.clone();
         let file = self.state().file.as_mut().expect("checked");
         let r = file

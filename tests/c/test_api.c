@@ -3532,6 +3532,9 @@ static const char *const TESTED[] = {
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_copy_object", /* test_copy.c */
+    "zt_writer_declare",         /* test_v2.c */
+    "zt_writer_declare_data",    /* test_v2.c */
+    "zt_writer_declared_order",  /* test_v2.c */
     "zt_file_get_names",     /* test_listing.c */
     "zt_file_get_objects",   /* test_listing.c */
     "zt_file_get_columns",   /* test_listing.c */
@@ -3545,6 +3548,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_create_with", /* test_durability.c */
     "zt_file_get_content_digest", /* test_v2.c */
     "zt_object_get_quant_info",   /* test_quant.c */
+    "zt_object_get_ggml_type",    /* test_quant.c */
     "zt_file_get_layout",         /* test_quant.c */
     "zt_component_read_as_range", /* test_quant.c */
     "zt_component_get_frame_count", /* test_frames.c */

@@ -31,9 +31,17 @@ static void write_model(const char *path) {
     for (k = 0; k < 64; k++) small[i][k] = (float)(i * 64 + k) * 0.25f;
   big_values = (float *)malloc((size_t)BIG * sizeof(float));
   for (i = 0; i < (size_t)BIG; i++) big_values[i] = (float)(i % 4093) - 2000.5f;
-  CHECK_OK(zt_writer_create(path, &w));
+  zt_writer_options wo;
+  memset(&wo, 0, sizeof wo);
+  /* Names in ascending order, "big" after every small one, so that small tensor i is
+     object i and "big" object SMALL in every version's listing (v2 lists by name). v1.2:
+     its 64-byte alignment keeps the 256-byte tensors adjacent in the file, which the
+     read count below relies on (a local file's reads merge adjacent pieces only; v2
+     places blobs at least 4 KiB apart). */
+  wo.flags = ZT_WRITER_V1_2;
+  CHECK_OK(zt_writer_create_with(path, &wo, &w));
   for (i = 0; i < SMALL; i++) {
-    snprintf(name, sizeof name, "s.%zu", i);
+    snprintf(name, sizeof name, "a.%03zu", i);
     CHECK_OK(zt_writer_add(w, name, ZT_F32, shape, 1, small[i], sizeof small[i], NULL));
   }
   CHECK_OK(zt_writer_add(w, "big", ZT_F32, big_shape, 2, big_values, (size_t)BIG * sizeof(float), NULL));

@@ -3,8 +3,9 @@
  * ggml type, zt_file_get_layout, zt_component_read_as dequantizing to f32, f16 and bf16
  * exactly as gguf-py does (the committed values of tests/vectors/dequant/, written by
  * tests/interop/make_dequant_vectors.py), zt_component_read_as_range by rows, GGUF files
- * with ggml type 42 and with unknown type ids (they open; only those tensors fail), and
- * every refusal with its exact status and message.
+ * with ggml type 42 and with unknown type ids (they open; only those tensors fail),
+ * zt_object_get_ggml_type of every tensor (dense ones and other formats' too), and every
+ * refusal with its exact status and message.
  *
  * Usage: test_quant <repo>/tests/vectors
  */
@@ -508,6 +509,148 @@ static void unknown_types_fail_only_their_tensors(void) {
   free(g.bytes);
 }
 
+/* --- zt_object_get_ggml_type: every tensor's ggml type -------------------------------- */
+
+/* The ggml type id of a plain dtype (ggml.h), or -1: an independent table. */
+static long plain_ggml_id(uint32_t dtype) {
+  switch (dtype) {
+    case ZT_F32: return 0;
+    case ZT_F16: return 1;
+    case ZT_I8: return 24;
+    case ZT_I16: return 25;
+    case ZT_I32: return 26;
+    case ZT_I64: return 27;
+    case ZT_F64: return 28;
+    case ZT_BF16: return 30;
+    default: return -1;
+  }
+}
+
+static void ggml_type_of_every_tensor(const char *vectors) {
+  static unsigned char data[3 * 2 * 292];
+  static const uint32_t plain[8] = {0, 1, 24, 25, 26, 27, 28, 30};
+  static const char *const plain_names[8] = {"F32", "F16", "I8", "I16", "I32", "I64", "F64", "BF16"};
+  static const uint64_t plain_size[8] = {4, 2, 1, 2, 4, 8, 8, 2};
+  tensor t[TYPE_COUNT + 10];
+  char names[TYPE_COUNT + 10][32];
+  char path[1200];
+  size_t i, n = 0, count;
+  zt_reader *r;
+  memset(data, 0x11, sizeof data);
+  /* A GGUF of every block type, every plain type, an unknown id and a retired one: the
+     id gguf_get_tensor_type would give, for dense tensors too. */
+  for (i = 0; i < TYPE_COUNT; i++, n++) {
+    snprintf(names[n], sizeof names[n], "t%u", TYPES[i].id);
+    t[n].name = names[n];
+    t[n].ne0 = 2 * TYPES[i].block_size;
+    t[n].ne1 = 3;
+    t[n].type = TYPES[i].id;
+    t[n].data = data;
+    t[n].size = (size_t)(3 * 2 * TYPES[i].type_size);
+  }
+  for (i = 0; i < 8; i++, n++) {
+    snprintf(names[n], sizeof names[n], "p%u", plain[i]);
+    t[n].name = names[n];
+    t[n].ne0 = 4;
+    t[n].ne1 = 3;
+    t[n].type = plain[i];
+    t[n].data = data;
+    t[n].size = (size_t)(12 * plain_size[i]);
+  }
+  {
+    tensor future = {"future", 64, 3, 43, data, 0}, removed = {"removed", 16, 1, 4, data, 0};
+    t[n++] = future;
+    t[n++] = removed;
+  }
+  {
+    gguf g = gguf_file(t, n);
+    r = open_bytes(&g);
+    if (r != NULL) {
+      for (i = 0; i < n; i++) {
+        uint32_t id = 0xeeeeeeee;
+        const char *name = "unset";
+        if (!CHECK_OK(zt_object_get_ggml_type(r, i, &id, &name))) continue;
+        CHECK_U64(id, t[i].type);
+        if (i < TYPE_COUNT) {
+          CHECK_STR(name, TYPES[i].name);
+        } else if (i < TYPE_COUNT + 8) {
+          CHECK_STR(name, plain_names[i - TYPE_COUNT]);
+        } else {
+          CHECK(name == NULL); /* an id this build doesn't know: no name */
+        }
+        id = 0;
+        CHECK_OK(zt_object_get_ggml_type(r, i, &id, NULL)); /* the name is optional */
+        CHECK_U64(id, t[i].type);
+      }
+      {
+        uint32_t id = 7;
+        CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_ggml_type(r, 0, NULL, NULL));
+        CHECK_ERROR_IS("out_type is NULL");
+        CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_ggml_type(NULL, 0, &id, NULL));
+        CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_ggml_type(r, n, &id, NULL));
+        CHECK_U64(id, 7); /* untouched on failure */
+      }
+      zt_close(r);
+    }
+    free(g.bytes);
+  }
+
+  /* safetensors of every dtype: the plain ones have their ggml type, the others none. */
+  snprintf(path, sizeof path, "%s/safetensors/dtypes.safetensors", vectors);
+  if (CHECK_OK(zt_open(path, &r))) {
+    size_t untyped = 0;
+    unsigned long seen = 0; /* bit id: a tensor of that ggml type was met */
+    count = zt_object_count(r);
+    for (i = 0; i < count; i++) {
+      zt_component_info c;
+      zt_object_info o;
+      uint32_t id = 0xeeeeeeee;
+      long want;
+      if (!CHECK_OK(zt_component_get_info(r, i, 0, &c)) || !CHECK_OK(zt_object_get_info(r, i, &o))) continue;
+      want = c.type == NULL ? plain_ggml_id(c.dtype) : -1;
+      if (want >= 0) {
+        seen |= 1ul << want;
+        if (CHECK_OK(zt_object_get_ggml_type(r, i, &id, NULL))) CHECK_U64(id, (uint64_t)want);
+      } else {
+        char message[256];
+        untyped++;
+        CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_ggml_type(r, i, &id, NULL));
+        if (c.type == NULL) {
+          snprintf(message, sizeof message, "object '%s' (dense %s) has no ggml type", o.name, zt_dtype_name(c.dtype));
+        } else {
+          snprintf(message, sizeof message, "object '%s' (dense %s of logical type %s) has no ggml type", o.name,
+                   zt_dtype_name(c.dtype), c.type);
+        }
+        CHECK_ERROR_MENTIONS(message);
+        CHECK_U64(id, 0xeeeeeeee);
+      }
+    }
+    for (i = 0; i < 8; i++) CHECK(seen >> plain[i] & 1); /* every dtype ggml has */
+    CHECK(untyped >= 4); /* and others: u8, u16, bool, fp8 ... */
+    zt_close(r);
+  }
+
+  /* A logical type (complex64 stored as f32 pairs) and a sparse object: no ggml type. */
+  snprintf(path, sizeof path, "%s/reference/v12_type_complex64.zt", vectors);
+  if (CHECK_OK(zt_open(path, &r))) {
+    uint32_t id;
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_ggml_type(r, 0, &id, NULL));
+    CHECK_ERROR_MENTIONS("object 'z' (dense f32 of logical type complex64) has no ggml type: ggml holds f32, f16, "
+                         "bf16, f64, i8, i16, i32, i64 and its block types");
+    zt_close(r);
+  }
+  snprintf(path, sizeof path, "%s/reference/v01_handmade_sparse_csr.zt", vectors);
+  if (CHECK_OK(zt_open(path, &r))) {
+    uint32_t id;
+    size_t m;
+    if (CHECK_OK(zt_object_find(r, "m", &m))) {
+      CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_ggml_type(r, m, &id, NULL));
+      CHECK_ERROR_MENTIONS("object 'm' (sparse_csr) has no ggml type");
+    }
+    zt_close(r);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <tests/vectors>\n", argv[0]);
@@ -518,5 +661,6 @@ int main(int argc, char **argv) {
   dequantized_values_match_gguf_py(argv[1]);
   exact_values_and_refusals();
   unknown_types_fail_only_their_tensors();
+  ggml_type_of_every_tensor(argv[1]);
   return zt_test_summary();
 }

@@ -30,7 +30,7 @@ static void write_model(const char *path, uint32_t flags) {
   for (i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(i * 7);
   opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2 | flags;
   CHECK_OK(zt_writer_create_with(path, &opts, &w));
-  /* Out of name order on purpose: the file is still canonical (reordered at finish). */
+  /* Out of name order on purpose: the blobs still end up in name order (reordered at finish). */
   CHECK_OK(zt_writer_add(w, "tok.weight", ZT_F32, shape, 1, weights, sizeof weights, NULL));
   CHECK_OK(zt_writer_add(w, "lm_head", ZT_F32, shape, 1, weights, sizeof weights, NULL));
   CHECK_OK(zt_writer_add(w, "mask", ZT_BOOL, mshape, 1, mask, sizeof mask, NULL));
@@ -269,9 +269,16 @@ static void test_defaults_formats_and_placement(const char *dir) {
   opts.format = 4;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
   CHECK_ERROR_MENTIONS("unknown writer format value 4");
-  /* Placement: 4 KiB with ZT_WRITER_COMPACT, 64 KiB with ZT_WRITER_CANONICAL. */
+  /* Placement: 4 KiB by default and with ZT_WRITER_COMPACT, 64 KiB with
+     ZT_WRITER_CANONICAL. */
   snprintf(path, sizeof path, "%s/placed.zt", dir);
   opts.format = 0;
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_V2;
+  if ((r = write_one(path, &opts)) != NULL) {
+    if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 4096);
+    zt_close(r);
+  }
+  unlink(path);
   opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_COMPACT;
   if ((r = write_one(path, &opts)) != NULL) {
     if (CHECK_OK(zt_component_get_info(r, 0, 0, &ci))) CHECK_U64(ci.offset, 4096);
@@ -287,6 +294,154 @@ static void test_defaults_formats_and_placement(const char *dir) {
   opts.flags = ZT_WRITER_COMPACT | ZT_WRITER_CANONICAL;
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_create_with(path, &opts, &w));
   CHECK_ERROR_MENTIONS("one placement");
+}
+
+/* Writes tensors a (f32 [2,3]), b (i8 [5]), c (f16 [4]) and q (a q8_0 block, GGUF only)
+ * to `path` in the format `format`, with one file attribute; declared first when
+ * `declared` is 1 (then added in the reverse of zt_writer_declared_order, every tensor
+ * away from the cursor but the last), declared with their data when it is 2 (written by
+ * zt_writer_finish). Returns the file's bytes (free them) or NULL. */
+static unsigned char *write_abc(const char *path, uint32_t format, int declared, size_t *size) {
+  zt_writer *w = NULL;
+  zt_writer_options opts = {0};
+  zt_value *v = NULL;
+  static const char *names[4] = {"a", "b", "c", "q"};
+  static const uint32_t dtypes[4] = {ZT_F32, ZT_I8, ZT_F16, ZT_U8};
+  static const uint64_t shapes[4][2] = {{2, 3}, {5, 0}, {4, 0}, {32, 0}};
+  static const size_t ndims[4] = {2, 1, 1, 1}, sizes[4] = {24, 5, 8, 34};
+  unsigned char data[4][40];
+  size_t order[4], count = 0, n = format == ZT_WRITER_FORMAT_GGUF ? 4 : 3, i, k;
+  for (i = 0; i < 4; i++) memset(data[i], (int)(0x11 * (i + 1)), sizeof data[i]);
+  opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_HAS_FORMAT;
+  opts.format = format;
+  if (!CHECK_OK(zt_writer_create_with(path, &opts, &w))) return NULL;
+  CHECK_OK(zt_value_create_string("x", 1, &v));
+  CHECK_OK(zt_writer_set_file_attribute(w, "general.name", v));
+  if (declared == 2) {
+    for (i = 0; i < n; i++) {
+      CHECK_OK(zt_writer_declare_data(w, names[i], i == 3 ? "ggml_q8_0" : NULL, dtypes[i], NULL, shapes[i], ndims[i],
+                                      data[i], sizes[i]));
+    }
+    n = 0; /* nothing to add */
+  } else if (declared) {
+    for (i = 0; i < n; i++) {
+      CHECK_OK(zt_writer_declare(w, names[i], i == 3 ? "ggml_q8_0" : NULL, dtypes[i], NULL, shapes[i], ndims[i]));
+    }
+    CHECK_STATUS(ZT_ERR_BUFFER_TOO_SMALL, zt_writer_declared_order(w, NULL, 0, &count));
+    CHECK_U64(count, n);
+    CHECK_OK(zt_writer_declared_order(w, order, 4, &count));
+  } else {
+    for (i = 0; i < n; i++) order[i] = n - 1 - i;
+  }
+  for (k = 0; k < n; k++) {
+    i = order[n - 1 - k];
+    if (i == 3) {
+      CHECK_OK(zt_writer_begin_object(w, names[i], "ggml_q8_0", shapes[i], ndims[i]));
+      CHECK_OK(zt_writer_add_component(w, "data", ZT_U8, "ggml_q8_0", data[i], sizes[i], NULL));
+      CHECK_OK(zt_writer_end_object(w));
+    } else {
+      CHECK_OK(zt_writer_add(w, names[i], dtypes[i], shapes[i], ndims[i], data[i], sizes[i], NULL));
+    }
+  }
+  if (declared == 1) {
+    /* The header is written: the attributes are fixed. */
+    CHECK_STATUS(ZT_ERR_STATE, zt_writer_set_file_attribute(w, "late", v));
+    CHECK_ERROR_MENTIONS("before the first tensor's data");
+  }
+  zt_value_free(v);
+  CHECK_OK(zt_writer_finish(w));
+  zt_writer_free(w);
+  return zt_test_slurp(path, size);
+}
+
+/* Tensors declared before their data: safetensors and GGUF written in one pass, byte for
+ * byte the spooled file, in any order added; what breaks the declaration refused. */
+static void test_declared(const char *dir) {
+  char path[4096], other[4096];
+  uint32_t formats[2] = {ZT_WRITER_FORMAT_SAFETENSORS, ZT_WRITER_FORMAT_GGUF};
+  int f;
+  for (f = 0; f < 2; f++) {
+    size_t a_size = 0, b_size = 0, order[3], count = 0;
+    unsigned char *a, *b;
+    zt_writer *w = NULL;
+    zt_writer_options opts = {0};
+    uint64_t shape[1] = {2}, wrong[1] = {3};
+    float two[2] = {1.0f, 2.0f};
+    snprintf(path, sizeof path, "%s/declared.bin", dir);
+    snprintf(other, sizeof other, "%s/spooled.bin", dir);
+    a = write_abc(path, formats[f], 1, &a_size);
+    b = write_abc(other, formats[f], 0, &b_size);
+    if (CHECK(a != NULL && b != NULL) && CHECK_U64(a_size, b_size)) CHECK_MEM(a, b, a_size);
+    free(a);
+    a = write_abc(path, formats[f], 2, &a_size);
+    if (CHECK(a != NULL && b != NULL) && CHECK_U64(a_size, b_size)) CHECK_MEM(a, b, a_size);
+    free(a);
+    free(b);
+    unlink(path);
+    unlink(other);
+    /* Refusals, the writer usable after each. */
+    opts.flags = ZT_WRITER_NO_SYNC | ZT_WRITER_HAS_FORMAT;
+    opts.format = formats[f];
+    if (!CHECK_OK(zt_writer_create_with(path, &opts, &w))) continue;
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, NULL, NULL, ZT_F32, NULL, shape, 1));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, "s", "sparse_csr", ZT_F32, NULL, shape, 1));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, "n", NULL, ZT_F32, NULL, NULL, 1));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, "d", NULL, 99, NULL, shape, 1));
+    CHECK_OK(zt_writer_declare(w, "x", NULL, ZT_F32, NULL, shape, 1));
+    CHECK_OK(zt_writer_declare(w, "y", "dense", ZT_F32, NULL, shape, 1));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare(w, "x", NULL, ZT_F32, NULL, shape, 1));
+    CHECK_ERROR_MENTIONS("already declared");
+    /* Declared with data: the size must be the shape's; the bytes must be there. */
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, two, 4));
+    CHECK_ERROR_MENTIONS("4 bytes given");
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, NULL, 8));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declare_data(w, "x", NULL, ZT_F32, NULL, shape, 1, two, 8));
+    CHECK_ERROR_MENTIONS("already declared");
+    CHECK_OK(zt_writer_declare_data(w, "v", NULL, ZT_F32, NULL, shape, 1, two, sizeof two));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "v", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_ERROR_MENTIONS("declared with its data");
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_declared_order(w, order, 3, NULL));
+    CHECK_OK(zt_writer_declared_order(w, order, 3, &count));
+    CHECK_U64(count, 3);
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "z", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_ERROR_MENTIONS("'z' was not declared");
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "x", ZT_F32, wrong, 1, two, sizeof two, NULL));
+    CHECK_OK(zt_writer_add(w, "y", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_STATUS(ZT_ERR_STATE, zt_writer_declare(w, "w", NULL, ZT_F32, NULL, shape, 1));
+    /* Too many bytes streamed: refused before they are written. */
+    CHECK_OK(zt_writer_begin_object(w, "x", "dense", shape, 1));
+    CHECK_OK(zt_writer_begin_component(w, "data", ZT_F32, NULL, NULL));
+    CHECK_OK(zt_writer_write(w, two, 4));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_write(w, two, sizeof two));
+    CHECK_ERROR_MENTIONS("declared 8 bytes");
+    CHECK_OK(zt_writer_write(w, two + 1, 4));
+    CHECK_OK(zt_writer_end_component(w));
+    CHECK_OK(zt_writer_end_object(w));
+    CHECK_OK(zt_writer_finish(w));
+    zt_writer_free(w);
+    /* A missing tensor: finish refuses, the writer stays usable. */
+    if (!CHECK_OK(zt_writer_create_with(path, &opts, &w))) continue;
+    CHECK_OK(zt_writer_declare(w, "x", NULL, ZT_F32, NULL, shape, 1));
+    CHECK_OK(zt_writer_declare(w, "y", NULL, ZT_F32, NULL, shape, 1));
+    CHECK_OK(zt_writer_add(w, "y", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_STATUS(ZT_ERR_STATE, zt_writer_finish(w));
+    CHECK_ERROR_MENTIONS("'x' was declared but not written");
+    CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, two, sizeof two, NULL));
+    CHECK_OK(zt_writer_finish(w));
+    zt_writer_free(w);
+    {
+      zt_reader *r = NULL;
+      if (CHECK_OK(zt_open(path, &r))) {
+        float back[2] = {0};
+        size_t x = 0;
+        CHECK_U64(zt_object_count(r), 2);
+        if (CHECK_OK(zt_object_find(r, "x", &x)) && CHECK_OK(zt_component_read(r, x, "data", back, sizeof back)))
+          CHECK_MEM(back, two, sizeof two);
+        zt_close(r);
+      }
+    }
+    unlink(path);
+  }
 }
 
 /* One walk over every call of a reader; returns the first failing status. */
@@ -385,6 +540,7 @@ int main(int argc, char **argv) {
   test_write_and_read(dir);
   test_options_are_checked(dir);
   test_defaults_formats_and_placement(dir);
+  test_declared(dir);
   rmdir(dir);
   if (corpus != NULL && corpus[0] != '\0') {
     run_corpus(corpus);

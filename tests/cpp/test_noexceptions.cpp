@@ -69,7 +69,10 @@ TEST(NoExceptions, WriteAndReadBack) {
   const std::vector<float> data = {1, 2, 3, 4, 5, 6};
   const std::vector<std::uint16_t> halves = {0x3c00, 0x4000};
   {
-    result<zt::Writer> created = zt::Writer::create(path);
+    // zTensor v1.2.0: the test reads back its version and a sparse object's layout.
+    zt::writer_options v1_2;
+    v1_2.version = zt::writer_options::file_version::v1_2;
+    result<zt::Writer> created = zt::Writer::create(path, v1_2);
     ASSERT_TRUE(created.ok()) << created.message();
     zt::Writer w = std::move(created).value();
     ZT_ASSERT_OK(w.add("t", data, {2, 3}, zt::write_options::zstd(3, zt::digest::sha256)));

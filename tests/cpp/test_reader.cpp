@@ -33,7 +33,10 @@ const std::vector<std::uint64_t> k_indptr = {0, 1, 1, 3};
 
 /// The sample file every reader test opens.
 std::string write_sample(const std::string& path) {
-  zt::Writer w = zt::Writer::create(path);
+  // zTensor v1.2.0: the sample has crc32c digests and the tests check the v1.2 version.
+  zt::writer_options v1_2;
+  v1_2.version = zt::writer_options::file_version::v1_2;
+  zt::Writer w = zt::Writer::create(path, v1_2);
   w.add("w_f32", k_f32, {2, 3});
   w.add("w_zstd", k_f64, {4}, zt::write_options::zstd(5, zt::digest::sha256));
   w.add("w_crc", k_i32, {3}, zt::write_options::raw(zt::digest::crc32c));

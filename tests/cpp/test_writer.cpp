@@ -670,14 +670,85 @@ TEST(Writer, FormatsAndTheDefaultVersion) {
     w.add("x", v, {2});
     w.finish();
   }
-  {
-    scratch_file f("compact");
+  // Placement: 4 KiB by default and when asked, 64 KiB (canonical) when asked.
+  for (auto [placement, offset] : {std::pair{zt::writer_options::blob_placement::library_default, 4096u},
+                                   std::pair{zt::writer_options::blob_placement::compact, 4096u},
+                                   std::pair{zt::writer_options::blob_placement::canonical, 65536u}}) {
+    scratch_file f("placed");
     zt::writer_options o;
-    o.placement = zt::writer_options::blob_placement::compact;
+    o.placement = placement;
     zt::Writer w = zt::Writer::create(f.path, o);
     w.add("x", v, {2});
     w.finish();
     zt::Reader r = zt::Reader::open(f.path);
     EXPECT_EQ(r.version(), "2");
+    EXPECT_EQ(r["x"].component("data").info().offset, offset);
+  }
+}
+
+// Tensors declared before their data: safetensors and GGUF written in one pass, the
+// bytes of an undeclared writer's file whatever the order the tensors are added in.
+TEST(Writer, DeclaredTensorsAreWrittenInOnePass) {
+  const std::vector<float> a = {1.0f, 2.0f, 3.0f};
+  const std::vector<std::int8_t> b = {1, 2, 3, 4, 5};
+  const std::vector<std::uint8_t> q(34, 7);  // one q8_0 block of 32 values
+  for (auto [format, name] : {std::pair{zt::writer_options::file_format::safetensors, "safetensors"},
+                              std::pair{zt::writer_options::file_format::gguf, "gguf"}}) {
+    const bool gguf = std::string(name) == "gguf";
+    zt::writer_options o;
+    o.durable = false;
+    o.format = format;
+    scratch_file spooled(std::string("spooled_") + name), declared(std::string("declared_") + name);
+    {
+      zt::Writer w = zt::Writer::create(spooled.path, o);
+      w.set_attribute("general.name", "m");
+      w.add("a", a, {3});
+      w.add("b", b, {5});
+      if (gguf) {
+        zt::object_builder ob = w.begin_object("q", "ggml_q8_0", {32});
+        ob.add_component("data", zt::dtype::u8, q, {}, "ggml_q8_0");
+        ob.end();
+      }
+      w.finish();
+    }
+    {
+      zt::Writer w = zt::Writer::create(declared.path, o);
+      w.set_attribute("general.name", "m");
+      w.declare<float>("a", {3});
+      w.declare("b", zt::dtype::i8, {5});
+      if (gguf) w.declare_object("q", "ggml_q8_0", zt::dtype::u8, {32});
+      EXPECT_THROW(w.declare("a", zt::dtype::f32, {3}), zt::invalid_argument);
+      const std::vector<std::size_t> order = w.declared_order();
+      ASSERT_EQ(order.size(), gguf ? 3u : 2u);
+      // safetensors: f32 before i8; GGUF: as declared.
+      EXPECT_EQ(order[0], 0u);
+      EXPECT_EQ(order[1], 1u);
+      EXPECT_THROW(w.add("c", a, {3}), zt::invalid_argument);
+      // Added last to first: each away from the cursor but the last.
+      if (gguf) {
+        zt::object_builder ob = w.begin_object("q", "ggml_q8_0", {32});
+        ob.add_component("data", zt::dtype::u8, q, {}, "ggml_q8_0");
+        ob.end();
+      }
+      w.add("b", b, {5});
+      EXPECT_THROW(w.set_attribute("late", "x"), zt::state_error);
+      EXPECT_THROW(w.finish(), zt::state_error);  // "a" is missing; the writer stays usable
+      w.add("a", a, {3});
+      w.finish();
+    }
+    EXPECT_EQ(zt_test::slurp(declared.path), zt_test::slurp(spooled.path)) << name;
+    {
+      // Declared with their bytes: finish() writes the same file.
+      scratch_file with_data(std::string("with_data_") + name);
+      zt::Writer w = zt::Writer::create(with_data.path, o);
+      w.set_attribute("general.name", "m");
+      EXPECT_THROW(w.declare_data("a", a, {4}), zt::invalid_argument);  // 12 bytes, 16 declared
+      w.declare_data("a", a, {3});
+      w.declare_data("b", zt::dtype::i8, b, {5});
+      if (gguf) w.declare_data("q", zt::dtype::u8, q, {32}, {}, "ggml_q8_0");
+      EXPECT_THROW(w.add("a", a, {3}), zt::invalid_argument);  // finish() writes it
+      w.finish();
+      EXPECT_EQ(zt_test::slurp(with_data.path), zt_test::slurp(spooled.path)) << name;
+    }
   }
 }

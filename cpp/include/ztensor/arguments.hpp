@@ -140,8 +140,9 @@ struct writer_options {
     gguf = ZT_WRITER_FORMAT_GGUF,
   };
   file_format format = file_format::auto_detect;
-  /// zTensor v2: where blobs start: the library's default, 64 KiB (canonical,
-  /// ZT_WRITER_CANONICAL) or 4 KiB (ZT_WRITER_COMPACT).
+  /// zTensor v2: where blobs start: the library's default (4 KiB since this release),
+  /// 64 KiB (canonical form, byte for byte the reference's: ZT_WRITER_CANONICAL) or
+  /// 4 KiB (ZT_WRITER_COMPACT, whatever a later default).
   enum class blob_placement { library_default, canonical, compact };
   blob_placement placement = blob_placement::library_default;
 

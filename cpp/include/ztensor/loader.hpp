@@ -4,10 +4,12 @@
 #ifndef ZTENSOR_CPP_LOADER_HPP
 #define ZTENSOR_CPP_LOADER_HPP
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "config.hpp"
@@ -95,11 +97,18 @@ class load_request {
   zt_loader_request r_;
 };
 
-/// A device for the loader from a class of yours: override the callbacks (each returns 0
-/// on success, your runtime's error code otherwise) and pass callbacks() to
-/// Loader::create. The object must outlive every Loader made with it; the loader calls it
-/// from its threads (never two of the required ones at once; event_wait and read_direct
-/// may overlap them). Exceptions must not leave the callbacks (they are noexcept).
+/// A device for the loader from a class of yours (zt_device, every callback of it): override
+/// the callbacks (each returns 0 on success, your runtime's error code otherwise) and pass
+/// callbacks() to Loader::create. The object must outlive every Loader made with it; the
+/// loader calls it from its threads (never two at once, except event_wait and read_direct,
+/// which may overlap the others). Exceptions must not leave the callbacks (they are
+/// noexcept). The optional ones are offered to the loader only when their has_*() says so:
+///
+///   host_alloc, host_free         pinned staging buffers of your runtime's (cudaHostAlloc)
+///   host_register, host_unregister  pinning memory the loader allocated, or your own
+///                                 staging buffers (loader_options::register_staging)
+///   event_wait                    blocking on an event (else the loader polls event_query)
+///   read_direct                   storage straight into device memory (GPUDirect Storage)
 class device_callbacks {
  public:
   virtual ~device_callbacks() = default;
@@ -112,8 +121,27 @@ class device_callbacks {
   virtual bool has_host_alloc() const noexcept { return false; }
   virtual int host_alloc(std::size_t size, void** out) noexcept { (void)size; (void)out; return 1; }
   virtual int host_free(void* ptr, std::size_t size) noexcept { (void)ptr; (void)size; return 0; }
+  /// Pins `size` bytes of host memory at `ptr` (cudaHostRegister); host_unregister undoes it.
+  virtual bool has_host_register() const noexcept { return false; }
+  virtual int host_register(void* ptr, std::size_t size) noexcept { (void)ptr; (void)size; return 1; }
+  virtual int host_unregister(void* ptr) noexcept { (void)ptr; return 0; }
   virtual bool has_event_wait() const noexcept { return false; }
   virtual int event_wait(void* event) noexcept { (void)event; return 1; }
+  /// Reads `size` bytes at `file_offset` of the open file `fd` straight into `dst` at
+  /// `offset` (cuFile, hipFile): done when it returns, or queued so that an event recorded
+  /// after it covers it. handled = false declines (the loader reads through staging).
+  /// Called only for raw bytes loaded as they are, unchecked; from several threads at once.
+  virtual bool has_read_direct() const noexcept { return false; }
+  virtual int read_direct(int fd, std::uint64_t file_offset, void* dst, std::uint64_t offset, std::size_t size,
+                          bool& handled) noexcept {
+    (void)fd;
+    (void)file_offset;
+    (void)dst;
+    (void)offset;
+    (void)size;
+    handled = false;
+    return 0;
+  }
   /// Destinations are handles, not addresses (ZT_DEVICE_HANDLES).
   virtual bool handles() const noexcept { return false; }
   virtual const char* error_string(int code) noexcept { (void)code; return nullptr; }
@@ -140,7 +168,19 @@ class device_callbacks {
       d.host_alloc = [](void* c, std::size_t n, void** out) { return self(c)->host_alloc(n, out); };
       d.host_free = [](void* c, void* p, std::size_t n) { return self(c)->host_free(p, n); };
     }
+    if (has_host_register()) {
+      d.host_register = [](void* c, void* p, std::size_t n) { return self(c)->host_register(p, n); };
+      d.host_unregister = [](void* c, void* p) { return self(c)->host_unregister(p); };
+    }
     if (has_event_wait()) d.event_wait = [](void* c, void* e) { return self(c)->event_wait(e); };
+    if (has_read_direct()) {
+      d.read_direct = [](void* c, int fd, std::uint64_t at, void* dst, std::uint64_t off, std::size_t n, int* handled) {
+        bool b = false;
+        int rc = self(c)->read_direct(fd, at, dst, off, n, b);
+        *handled = b ? 1 : 0;
+        return rc;
+      };
+    }
     d.error_string = [](void* c, int code) { return self(c)->error_string(code); };
     return d;
   }
@@ -204,10 +244,6 @@ class Cuda {
   std::unique_ptr<zt_cuda, closer> h_;
 };
 
-/// Options of Loader::create. Callbacks run on the loader's threads, possibly several at
-/// once (on_complete) and never concurrently with themselves (on_progress); they may call
-/// reader functions and Loader::cancel, not another load on the same loader. An exception
-/// thrown by one cancels the load and is rethrown by load() (with exceptions enabled).
 /// How a load reads raw bytes from local files (zt_io_mode).
 enum class io_mode : std::uint32_t {
   automatic = ZT_IO_AUTO,  // per file: cached or buffered-friendly storage: pread; cold on NVMe: O_DIRECT
@@ -216,14 +252,24 @@ enum class io_mode : std::uint32_t {
   direct = ZT_IO_DIRECT,   // O_DIRECT into aligned buffers (pread where refused)
 };
 
+/// Options of Loader::create. Callbacks run on the loader's threads, possibly several at
+/// once (on_complete) and never concurrently with themselves (on_progress); they may call
+/// reader functions and Loader::cancel, not another load on the same loader. An exception
+/// thrown by one cancels the load and is rethrown by load() (with exceptions enabled).
 struct loader_options {
   std::uint32_t readers = 0;        // 0: the pool's size
-  std::uint32_t staging_count = 0;  // 0: readers + 2
+  std::uint32_t staging_count = 0;  // 0: readers + 2 (with `staging`: its size)
   std::uint64_t staging_size = 0;   // 0: 16 MiB (with max_bytes_in_flight: what fits)
-  bool verify = false;              // check every request's digest
+  bool verify = false;              // check every request's digest (ZT_LOADER_VERIFY)
   std::uint64_t max_bytes_in_flight = 0;  // memory a load holds besides destinations (0: staging + 1 GiB)
   io_mode io = io_mode::automatic;
-  bool queue = true;  // a load while another runs waits its turn; false: state_error
+  bool queue = true;  // a load while another runs waits its turn; false: state_error (ZT_LOADER_NO_QUEUE)
+  /// Staging buffers of yours, each of staging_size bytes (zt_loader_options.staging):
+  /// pinned already, or registered by the loader with register_staging; valid and
+  /// untouched by anything else while the Loader lives. Empty: the loader allocates them.
+  std::vector<void*> staging;
+  bool register_staging = false;    // host_register `staging` (ZT_LOADER_REGISTER_STAGING)
+  std::uint32_t flags = 0;          // further ZT_LOADER_* flags, or'ed with those above
   std::function<void(std::size_t request, zt_status status, std::uint64_t bytes)> on_complete;
   std::function<void(std::uint64_t done, std::uint64_t total)> on_progress;
 };
@@ -239,12 +285,24 @@ class Loader {
     std::unique_ptr<state> s(new state{std::move(o), nullptr, {}, {}, nullptr});
     zt_loader_options c{};
     c.struct_size = sizeof c;
-    c.flags = (s->options.verify ? ZT_LOADER_VERIFY : 0u) | (s->options.queue ? 0u : ZT_LOADER_NO_QUEUE);
+    c.flags = s->options.flags | (s->options.verify ? ZT_LOADER_VERIFY : 0u) |
+              (s->options.register_staging ? ZT_LOADER_REGISTER_STAGING : 0u) |
+              (s->options.queue ? 0u : ZT_LOADER_NO_QUEUE);
     c.max_bytes_in_flight = s->options.max_bytes_in_flight;
     c.io = static_cast<std::uint32_t>(s->options.io);
     c.readers = s->options.readers;
     c.staging_count = s->options.staging_count;
     c.staging_size = s->options.staging_size;
+    if (!s->options.staging.empty()) {
+      // The C struct has a count and a pointer: the count must be the vector's (the
+      // library would read staging_count pointers).
+      const std::size_t n = s->options.staging.size();
+      if (n > UINT32_MAX || (c.staging_count != 0 && c.staging_count != n))
+        return detail::fail(ZT_ERR_INVALID_ARGUMENT, "staging_count " + std::to_string(c.staging_count) + " but " +
+                                                         std::to_string(n) + " staging buffers");
+      c.staging = s->options.staging.data();
+      c.staging_count = static_cast<std::uint32_t>(n);
+    }
     c.user = s.get();
     if (s->options.on_complete) c.on_complete = &state::complete;
     if (s->options.on_progress) c.on_progress = &state::progress;

@@ -86,6 +86,12 @@ struct quant_info {
   bool dequantizable = false;      ///< read_as<float>() (f16, bf16) dequantizes it
 };
 
+/// An object's ggml type (zt_object_get_ggml_type), as gguf_get_tensor_type gives it.
+struct ggml_type {
+  std::uint32_t id = 0;   ///< the value of GGML_TYPE_* (F32 = 0, F16 = 1, Q4_0 = 2 ... BF16 = 30)
+  std::string_view name;  ///< "F32", "Q4_K" ...; empty for an id this build doesn't know
+};
+
 /// Where a file's data section is (zt_file_layout): the offset the format's own tensor
 /// offsets count from, and the alignment every one of them keeps.
 struct file_layout {
@@ -478,6 +484,10 @@ class Object {
   /// zt_object_get_quant_info): not_found for any other object, unsupported for a ggml
   /// type this build doesn't know.
   ret<zt::quant_info> quant_info() const { return detail::unwrap(try_quant_info()); }
+  /// The object's ggml type (zt_object_get_ggml_type): dense f32, f16, bf16, f64 and
+  /// i8 ... i64 objects of any format too, block-quantized ones their block type;
+  /// not_found for an object ggml has no type for (other dtypes, fp8, complex, sparse).
+  ret<zt::ggml_type> ggml_type() const { return detail::unwrap(try_ggml_type()); }
   /// Whether quant_info() describes this object.
   bool is_quantized() const noexcept {
     zt_quant_info q{};
@@ -538,6 +548,14 @@ class Object {
     result<Component> c = try_component(role);
     if (!c.ok()) return c.as_failure();
     return convert ? c->template try_read_as<T>(t) : c->template try_read<T>(t);
+  }
+  result<zt::ggml_type> try_ggml_type() const {
+    zt::ggml_type out;
+    const char* name = nullptr;
+    zt_status st = zt_object_get_ggml_type(reader_, index_, &out.id, &name);
+    if (st != ZT_OK) return detail::last_failure(st);
+    out.name = detail::sv(name);
+    return result<zt::ggml_type>(out);
   }
   result<zt::quant_info> try_quant_info() const {
     zt_quant_info q{};

@@ -300,6 +300,61 @@ class Writer {
     return detail::unwrap(try_add(name, type, detail::range_data(data), detail::range_bytes(data), shape, options));
   }
 
+  /// Declares a dense tensor before any data (zt_writer_declare): a safetensors or GGUF
+  /// file whose tensors are all declared first is written in one pass (header first,
+  /// each tensor's bytes straight to their place, in whatever order they are added;
+  /// declared_order() is the order that writes it front to back). Declare every tensor
+  /// before the first object begins, and set a GGUF's key/values or safetensors'
+  /// metadata before the first tensor's data. The tensors added must then be exactly
+  /// those declared (invalid_argument otherwise; finish() is state_error while one is
+  /// missing). `type` is an optional logical type ("f8_e4m3fn" ...).
+  ret<void> declare(const string_arg& name, zt::dtype type_of_data, shape_ref shape, const string_arg& type = {}) {
+    return detail::unwrap(try_declare(name, string_arg(), type_of_data, shape, type));
+  }
+  /// declare() of a tensor of element type T (dtype_of T).
+  template <class T>
+  ret<void> declare(const string_arg& name, shape_ref shape, const string_arg& type = {}) {
+    static_assert(has_dtype_v<T>, "declare<T>(): T has no zt::dtype_of");
+    return detail::unwrap(try_declare(name, string_arg(), dtype_v<T>, shape, type));
+  }
+  /// declare() of an object of `format`: "dense", or a ggml block format ("ggml_q4_k"),
+  /// whose data is dtype::u8 of its logical type (an empty `type` says so).
+  ret<void> declare_object(const string_arg& name, const string_arg& format, zt::dtype type_of_data, shape_ref shape,
+                           const string_arg& type = {}) {
+    return detail::unwrap(try_declare(name, format, type_of_data, shape, type));
+  }
+  /// Declares a dense tensor with its bytes (zt_writer_declare_data): finish() writes
+  /// them, in the file's order, so a safetensors or GGUF file of tensors already in
+  /// memory is written in one pass with no order to follow. The bytes are not copied:
+  /// `data` must stay alive and unchanged until finish() succeeds or the writer is
+  /// destroyed. The tensor is then not added otherwise (invalid_argument), and `data`
+  /// must hold exactly the shape's element count (invalid_argument, nothing declared).
+  template <class Range, detail::if_typed_range<Range> = 0>
+  ret<void> declare_data(const string_arg& name, const Range& data, shape_ref shape, const string_arg& type = {}) {
+    return detail::unwrap(try_declare_data(name, string_arg(), dtype_v<detail::range_element_t<Range>>,
+                                           detail::range_data(data), detail::range_bytes(data), shape, type));
+  }
+  /// declare_data() of an explicit dtype (e.g. f16 / bf16 held in uint16_t), or of an
+  /// object of `format` ("dense", or a ggml block format with dtype::u8 data).
+  template <class Range, detail::if_data_range<Range> = 0>
+  ret<void> declare_data(const string_arg& name, zt::dtype type_of_data, const Range& data, shape_ref shape,
+                         const string_arg& type = {}, const string_arg& format = {}) {
+    return detail::unwrap(try_declare_data(name, format, type_of_data, detail::range_data(data),
+                                           detail::range_bytes(data), shape, type));
+  }
+  /// The declared tensors in the file's order, as indices into the declarations (0 for
+  /// the first declared): adding them in this order writes the file front to back.
+  ret<std::vector<std::size_t>> declared_order() const {
+    using order_result = result<std::vector<std::size_t>>;
+    std::size_t count = 0;
+    zt_status st = zt_writer_declared_order(handle(), nullptr, 0, &count);
+    if (st != ZT_OK && st != ZT_ERR_BUFFER_TOO_SMALL) return detail::unwrap(order_result(detail::last_failure(st)));
+    std::vector<std::size_t> out(count);
+    st = zt_writer_declared_order(handle(), out.data(), out.size(), &count);
+    if (st != ZT_OK) return detail::unwrap(order_result(detail::last_failure(st)));
+    return detail::unwrap(order_result(std::move(out)));
+  }
+
   /// Begins an object of any format; add its components, then end() the builder.
   ret<object_builder> begin_object(const string_arg& name, const string_arg& format, shape_ref shape = {}) & {
     return detail::unwrap(try_begin_object(name, format, shape));
@@ -410,6 +465,22 @@ class Writer {
     const zt_write_options o = options.to_c();
     return detail::check(zt_writer_add(handle(), name.c_str(), static_cast<std::uint32_t>(t), shape.data(), shape.size(),
                                        data, size, &o));
+  }
+  result<void> try_declare(const string_arg& name, const string_arg& format, zt::dtype t, shape_ref shape,
+                           const string_arg& type) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(format, "format"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
+    return detail::check(zt_writer_declare(handle(), name.c_str(), format.c_str(), static_cast<std::uint32_t>(t),
+                                           type.c_str(), shape.data(), shape.size()));
+  }
+  result<void> try_declare_data(const string_arg& name, const string_arg& format, zt::dtype t, const void* data,
+                                std::size_t size, shape_ref shape, const string_arg& type) {
+    if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(format, "format"); !r.ok()) return r;
+    if (result<void> r = detail::check_text(type, "type"); !r.ok()) return r;
+    return detail::check(zt_writer_declare_data(handle(), name.c_str(), format.c_str(), static_cast<std::uint32_t>(t),
+                                                type.c_str(), shape.data(), shape.size(), data, size));
   }
   result<object_builder> try_begin_object(const string_arg& name, const string_arg& format, shape_ref shape) {
     if (result<void> r = detail::check_text(name, "name"); !r.ok()) return r.as_failure();

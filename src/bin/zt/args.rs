@@ -156,9 +156,10 @@ temporary file beside it and renamed).
 
 By default each component keeps its encoding and digest algorithm where the version has
 them. u32 index components of sparse objects (readable, but not allowed by the v1.2
-spec) are widened to u64. A v2 file is written in canonical form (spec §6.3: 64 KiB
-placement, an xxh3 digest of every part, identical parts sharing one blob) unless a
-component is compressed: the same tensors give the same bytes as any canonical writer.";
+spec) are widened to u64. A v2 file gets an xxh3 digest of every part, blobs in name
+order at 4 KiB boundaries, identical parts sharing one blob; with --placement canonical
+(64 KiB) and no compressed component it is in canonical form (spec §6.3): the same
+tensors give the same bytes as any canonical writer.";
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
@@ -226,7 +227,7 @@ pub struct StorageArgs {
     /// The format to write [default: by OUT's extension, else v2]
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<Version>,
-    /// zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries
+    /// zTensor v2: blobs at 64 KiB (canonical) or 4 KiB (compact) boundaries [default: compact]
     #[arg(long, value_name = "PLACEMENT")]
     pub placement: Option<PlacementArg>,
 }

@@ -115,8 +115,10 @@ impl Mask {
     /// value, as elements of `kind`, at every masked one of the `n` elements of `dst`.
     /// Allocates one flag per element.
     pub(super) fn apply(&self, stored: &[u8], dst: &mut [u8], n: usize, kind: Kind) -> Result<()> {
-        let blob = stored
-            .get(self.start..self.start + self.len)
+        let blob = self
+            .start
+            .checked_add(self.len)
+            .and_then(|end| stored.get(self.start..end))
             .ok_or_else(|| {
                 err!(
                     Internal,

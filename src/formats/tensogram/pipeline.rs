@@ -85,8 +85,12 @@ impl Stages {
             "none" => (None, layout.decoded_length),
             "simple_packing" => {
                 let p = Packing::read(desc, layout)?;
+                // numel x bits can pass u64 (a decode limit raised to 2^64 lets numel be
+                // up to it): counted in u128 and refused, never truncated.
                 let bits = (layout.numel as u128 * p.bits as u128).div_ceil(8);
-                (Some(p), bits as u64)
+                let bytes = u64::try_from(bits)
+                    .map_err(|_| err!(Format, "{bits} packed bytes overflow u64"))?;
+                (Some(p), bytes)
             }
             other => {
                 unsupported = Some(format!("encoding '{other}' is not supported by this build"));

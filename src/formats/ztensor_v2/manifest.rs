@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use crate::cbor::schema::{Report, Schema};
 use crate::cbor::{DecodeError, Len};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, bail};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Component, Components, Container, Model, Object, Shape, ShardEntry,
@@ -144,6 +144,8 @@ struct Ctx<'s, 'm> {
     blobs: Vec<(u32, u64, u64)>,
     /// The parts of the object being read (reused: no allocation per object).
     parts: Vec<Part<'m>>,
+    /// The caller's rank limit (`Limits::max_rank`), checked beside the format's 64.
+    max_rank: usize,
 }
 
 /// Parses a manifest whose bytes passed the deterministic check into a model, checking
@@ -177,6 +179,7 @@ pub(crate) fn parse(
                     interner: Interner::default(),
                     blobs: vec![(0, footer.manifest_offset, footer.manifest_length)],
                     parts: Vec::new(),
+                    max_rank: limits.max_rank,
                 };
                 objects = Some(parse_objects(&mut p, &mut ctx)?);
                 ctx_arena = Some((ctx.interner, ctx.blobs));
@@ -333,7 +336,7 @@ fn parse_object<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>, name: &str) -> Result<
         n -= 1;
         let Some(key) = p.key(3)? else { continue };
         match &*key {
-            "shape" => shape = Some(parse_shape(p)?),
+            "shape" => shape = Some(parse_shape(p, ctx.max_rank)?),
             "layout" => layout = Some(p.text("layout")?),
             "attributes" => attributes = Some(attributes_at(p, 3, "the object's")?),
             "parts" => {
@@ -373,12 +376,19 @@ fn parse_object<'m>(p: &mut P<'m>, ctx: &mut Ctx<'_, 'm>, name: &str) -> Result<
     })
 }
 
-/// A shape (§3.3): unsigned dimensions, rank at most 64, a product that doesn't overflow
-/// as it is accumulated (as the reference reader computes it).
-fn parse_shape(p: &mut P<'_>) -> Result<Shape> {
+/// A shape (§3.3): unsigned dimensions, rank at most 64 (and at most the caller's
+/// `max_rank`: `Limit` past it, as in v1), a product that doesn't overflow as it is
+/// accumulated (as the reference reader computes it).
+fn parse_shape(p: &mut P<'_>, max_rank: usize) -> Result<Shape> {
     let n = array(p, 3, "shape")?;
     if n as usize > MAX_RANK {
         refuse!(Shape, "rank {n} is over {MAX_RANK}");
+    }
+    if n as usize > max_rank {
+        bail!(
+            Limit,
+            "shape has {n} dimensions, over the limit of {max_rank}"
+        );
     }
     let mut dims = [0u64; MAX_RANK];
     for d in dims.iter_mut().take(n as usize) {

@@ -1631,8 +1631,10 @@ def zip_file(entries, *, cd_edit=None):
     """A zip archive of (name, data, deflate) entries, as a fixed byte string (no dates)."""
     import zipfile
     import io
+    import warnings
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
+    with warnings.catch_warnings(), zipfile.ZipFile(buf, "w") as z:
+        warnings.simplefilter("ignore")  # zipfile warns of a duplicate name, and writes it
         for name, data, deflate in entries:
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
@@ -1646,12 +1648,19 @@ def pstr(s):
     return b"X" + struct.pack("<I", len(b)) + b
 
 
+def pint(x):
+    """A pickle integer: BININT when it fits in 4 bytes, else LONG1 of 8 bytes."""
+    if -2**31 <= x < 2**31:
+        return b"J" + struct.pack("<i", x)
+    return b"\x8a\x08" + struct.pack("<Q", x)
+
+
 def pkl_tensor(key, storage="FloatStorage", offset=0, size=(2,), stride=(1,), numel=2):
     """A `_rebuild_tensor_v2` call on the storage `data/<key>` (protocol 2 opcodes)."""
-    tup = lambda v: b"(" + b"".join(b"J" + struct.pack("<i", x) for x in v) + b"t"  # noqa: E731
+    tup = lambda v: b"(" + b"".join(pint(x) for x in v) + b"t"  # noqa: E731
     return (b"ctorch._utils\n_rebuild_tensor_v2\n(" + b"(" + pstr("storage") + b"ctorch\n" + storage.encode()
-            + b"\n" + pstr(key) + pstr("cpu") + b"J" + struct.pack("<i", numel) + b"tQ"
-            + b"J" + struct.pack("<i", offset) + tup(size) + tup(stride) + b"\x89"
+            + b"\n" + pstr(key) + pstr("cpu") + pint(numel) + b"tQ"
+            + pint(offset) + tup(size) + tup(stride) + b"\x89"
             + b"ccollections\nOrderedDict\n)RtR")
 
 
@@ -1743,6 +1752,34 @@ def pickled_cases():
             "FORMAT", "a view from element 1 of 2 elements of a 2-element storage")
     at_open("pt_stride_overflow", checkpoint(pkl_dict([("w", pkl_tensor("0", size=(2, 2), stride=(2**31 - 1, 2**31 - 1)))])),
             "FORMAT", "strides reaching far past the storage")
+    # Issue 35: views whose arithmetic passes u64.
+    s16 = ((b"0", f32s([float(i) for i in range(16)])),)
+    at_open("pt_view_end_wraps", checkpoint(pkl_dict([("w", pkl_tensor("0", offset=2**63 - 1, size=(3,),
+                                                                       stride=(2**62,), numel=16))]), s16),
+            "FORMAT", "regression (issue 35): offset 2^63-1, size [3], stride [2^62] over a 16-element storage: "
+            "the last element is 2^64-1, whose end wrapped to 0 and passed the storage check; its bytes were read "
+            "from before the storage with ZT_OK")
+    at_open("pt_len_wraps", checkpoint(pkl_dict([("w", pkl_tensor("0", size=(2**62 + 1,), stride=(0,),
+                                                                  numel=16))]), s16),
+            "FORMAT", "regression (issue 35): size [2^62+1] of f32 at stride 0 stays in its storage, but its "
+            "byte size (count x 4) wraps u64")
+    at_open("pt_stride_wraps_2d", checkpoint(pkl_dict([("w", pkl_tensor("0", offset=8, size=(2, 2),
+                                                                        stride=(2**63, 2**63), numel=16))]), s16),
+            "FORMAT", "issue 35: two strides of 2^63 whose sum wraps to 0 (the last element would look like "
+            "element 8)")
+    ok("pt_ok_view_at_storage_end", checkpoint(pkl_dict([("w", pkl_tensor("0", offset=13, size=(3,), numel=16))]),
+                                               s16),
+       "control: a view of the last 3 of 16 elements")
+    at_open("pt_view_one_past_storage_end",
+            checkpoint(pkl_dict([("w", pkl_tensor("0", offset=14, size=(3,), numel=16))]), s16),
+            "FORMAT", "a view of 3 elements from element 14 of 16")
+    at_open("pt_empty_key", checkpoint(pkl_dict([("", pkl_tensor("0"))])), "FORMAT",
+            "issue 35: a dict key that is empty: its tensor was named 'tensor', which a real key may be too")
+    dup = [("archive/data.pkl", good, False), ("archive/data.pkl", pkl_dict([("v", pkl_tensor("0"))]), False),
+           ("archive/data/0", f32s([1.0, 2.0]), False)]
+    at_open("pt_zip_duplicate_name", zip_file(dup), "FORMAT",
+            "issue 35: two members named archive/data.pkl: this reader took the first, Python's zipfile the "
+            "last; archives naming a member twice are refused")
     at_open("pt_legacy", b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", "UNSUPPORTED",
             "the legacy (pre-1.6) pickle format: refused with how to convert it")
     at_open("pt_zip_count_huge", checkpoint(good, cd_edit=lambda b: b[:-12] + struct.pack("<H", 0xFFFE)
@@ -1782,6 +1819,11 @@ def pickled_cases():
             "a deflated member of a few bytes that claims to inflate to 4 GiB")
     at_open("npz_not_npy", zip_file([("readme.txt", b"hello", False)]), "UNSUPPORTED",
             "a zip archive that is neither a checkpoint nor an .npz")
+    at_open("npz_duplicate_name", zip_file([("w.npy", header, False), ("w.npy", header, True)]), "FORMAT",
+            "issue 35: two members named w.npy")
+    at_open("npy_shape_wraps", npy_bytes("{'descr': '<f4', 'fortran_order': True, "
+                                         "'shape': (4294967296, 4294967297), }"),
+            "FORMAT", "issue 35: a Fortran-ordered shape whose element count wraps u64")
     # ONNX
     ok("onnx_ok_raw", onnx_model([onnx_tensor("w", [2, 2], raw=W4)]), "control: an f32 [2,2] initializer")
     at_open("onnx_raw_len", onnx_model([onnx_tensor("w", [2, 3], raw=W4)]), "FORMAT",
@@ -1796,8 +1838,18 @@ def pickled_cases():
     at_open("onnx_external_traversal", onnx_model([onnx_tensor("w", [2], extra=ext)]), "FORMAT",
             "external data at ../../etc/passwd: outside the model's directory")
     typed = b"".join(pb_varint(4 << 3 | 5) + struct.pack("<f", v) for v in (1.0, 2.0, 3.0))
-    at_walk("onnx_typed_count", onnx_model([onnx_tensor("w", [4], extra=typed)]), "FORMAT",
-            "float_data holds 3 values for a shape of 4: found when decoded")
+    at_open("onnx_typed_count", onnx_model([onnx_tensor("w", [4], extra=typed)]), "FORMAT",
+            "float_data holds 3 values for a shape of 4: counted at open (issue 35; it was found when decoded)")
+    at_open("onnx_typed_claim_huge", onnx_model([onnx_tensor("w", [2**28], data_type=3, extra=pb(5, 7))]),
+            "FORMAT", "regression (issue 35): INT8 [2^28] with one value in int32_data (39 bytes): a 16-byte "
+            "range read committed 256 MiB before failing; now refused at open")
+    packed = pb(5, b"".join(pb_varint(v) for v in (1, 2, 3, 300)))
+    at_open("onnx_typed_varints_short", onnx_model([onnx_tensor("w", [6], data_type=6, extra=packed)]), "FORMAT",
+            "issue 35: 5 bytes of packed int32_data can hold at most 5 values, not the 6 of the shape")
+    ok("onnx_ok_typed_varints", onnx_model([onnx_tensor("w", [4], data_type=6, extra=packed)]),
+       "control: packed int32_data of 4 values (one of 2 bytes) for a shape of 4")
+    at_walk("onnx_typed_varints_fewer", onnx_model([onnx_tensor("w", [5], data_type=6, extra=packed)]), "FORMAT",
+            "5 bytes of packed varints that hold 4 values for a shape of 5: only decoding counts varints")
 
 
 def run(outdir):
