@@ -58,7 +58,7 @@ set_tests_properties(python_wheel PROPERTIES TIMEOUT 1800 FIXTURES_SETUP ztensor
 _ztensor_add_test(python_tests "${_py_python}" -m pytest -p no:cacheprovider -rs
   "${_py_dir}/tests")
 set_tests_properties(python_tests PROPERTIES TIMEOUT 1200
-  ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS};ZT_REF2_PYTHON=${_py_ref2}/bin/python;PYTHONDONTWRITEBYTECODE=1")
+  ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS};ZT_REF2_PYTHON=${_py_ref2}/bin/python;PYTHONDONTWRITEBYTECODE=1;ZT_REFERENCE_SDISTS=${PROJECT_BINARY_DIR}/reference-sdists")
 
 _ztensor_add_test(python_sdist "${CMAKE_COMMAND}" -E env ${_py_cargo_env} "CARGO=${CARGO_EXECUTABLE}"
   "${_py_python}" "${_py_dir}/tests/wheel.py" sdist "${_py_dist}" "${_py_build}/bin/python")
@@ -78,7 +78,7 @@ if(ZTENSOR_FREE_THREADED_PYTHON)
     "${ZTENSOR_FREE_THREADED_PYTHON}" "${PROJECT_BINARY_DIR}/venv-python-ft" "${_py_dist}")
   set_tests_properties(python_free_threaded PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
     FIXTURES_REQUIRED "ztensor_python_venv;ztensor_python_wheel"
-    ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS}")
+    ENVIRONMENT "ZT_TEST_VECTORS=${ZTENSOR_TEST_VECTORS};ZT_REFERENCE_SDISTS=${PROJECT_BINARY_DIR}/reference-sdists")
 else()
   # The skip is registered as such: CMake before 3.31 (policy CMP0178) drops an empty
   # argument from a test's command line, so the script would see its arguments shifted

@@ -170,6 +170,18 @@
 #define ZT_OPEN_ONE_FILE 512
 
 /**
+ * Map files private and writable (`MAP_PRIVATE`, `PROT_READ | PROT_WRITE`): the memory
+ * of a zero-copy view (`zt_component_view`, `zt_shard_get_mapping`) may then be written
+ * through a cast of its pointer. A write changes this process's copy of that page only,
+ * never the file nor another reader's view; later views of the same bytes from this
+ * reader see it (and `zt_file_verify` reports it as a mismatch). Unwritten pages stay the
+ * page cache's, as with the default read-only mapping, and no swap is reserved for them.
+ * For bindings whose arrays are writable (PyTorch ignores NumPy's read-only flag). No
+ * effect with `ZT_OPEN_NO_MMAP`; without it, writing to a view's memory faults.
+ */
+#define ZT_OPEN_COPY_ON_WRITE 1024
+
+/**
  * Allow plain `http://` endpoints for S3, GCS and Azure (an `http://` URL is always
  * allowed: it says so itself).
  */
@@ -2699,6 +2711,26 @@ ZT_API const char *zt_status_name(uint32_t status);
  * the next `zt_` call on this thread. Thread-safe (each thread has its own).
  */
 ZT_API const char *zt_last_error(void);
+
+/**
+ * The operating system's error number (`errno`: ENOENT, EACCES, ENOSPC ...) behind the
+ * last failing `zt_` call on this thread when the system refused it (a `ZT_ERR_IO` from
+ * opening, reading, mapping or writing a file); 0 after a successful call and for every
+ * other failure (a remote server's refusal has none). For bindings that raise their
+ * language's OS errors (Python's `FileNotFoundError`). Thread-safe (each thread has its
+ * own); does not change `zt_last_error()`.
+ */
+ZT_API int zt_last_os_error(void);
+
+/**
+ * Whether `zt_open` opens `path` as a remote object by URL rather than as a local file:
+ * it starts with one of the schemes the library knows (`s3://`, `s3a://`, `gs://`,
+ * `az://`, `azure://`, `abfs://`, `abfss://`, `adl://`, `http://`, `https://`, ignoring
+ * case), whether or not this build has remote support (without it, opening one is
+ * `ZT_ERR_UNSUPPORTED`). Decided by the text alone: nothing is opened. False for NULL.
+ * Thread-safe; does not change `zt_last_error()`.
+ */
+ZT_API bool zt_path_is_url(const char *path);
 
 /**
  * The library version, "MAJOR.MINOR.PATCH". Never NULL; static storage.

@@ -85,6 +85,8 @@ impl ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    /// The operating system's error number behind an `Io` error (`Error::io`).
+    os: Option<i32>,
 }
 
 impl Error {
@@ -93,6 +95,7 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            os: None,
         }
     }
     /// The category, for programs.
@@ -110,7 +113,13 @@ impl Error {
     }
     /// Wraps an OS error with what we were doing.
     pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io, format!("{what}: {err}"))
+        let mut e = Error::new(ErrorKind::Io, format!("{what}: {err}"));
+        e.os = err.raw_os_error();
+        e
+    }
+    /// The operating system's error number (`errno`) when the OS refused, else None.
+    pub fn os_error(&self) -> Option<i32> {
+        self.os
     }
 }
 

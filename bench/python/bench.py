@@ -42,6 +42,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -71,7 +72,7 @@ except ImportError as e:
     torch = None
     TORCH_MISSING = f"torch is not installed ({e}): the torch rows are skipped"
 
-GEN = "py-gen-v1"
+GEN = "py-gen-v2"
 DTYPES = {"bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype("<f2"), "f32": np.dtype("<f4"),
           "i32": np.dtype("<i4"), "i8": np.dtype("i1")}
 
@@ -130,7 +131,9 @@ def write(directory, wid, specs):
         return paths
     print(f"writing {wid} ({len(specs)} tensors) under {directory} ...", flush=True)
     data = arrays(specs)
-    with ztensor_c.Writer(paths["ours"], sync=False) as w:
+    # zTensor 1.2: v2's canonical placement puts every blob at a 64 KiB boundary, which
+    # makes W2's 50,000 tensors of 1 to 4 KiB a 3.2 GB file (ztensor 1.2.3's file is 1.2 too)
+    with ztensor_c.Writer(paths["ours"], sync=False, version="1.2") as w:
         for name, a in data.items():
             w.add(name, a)
     st_numpy.save_file(data, paths["st"])
@@ -146,7 +149,15 @@ def write(directory, wid, specs):
 
 # --- measuring ---------------------------------------------------------------------------
 def warm(path):
-    with open(path, "rb") as f:
+    """Every file cached the same way, whoever wrote it: its pages dropped (after fsync)
+    and read back in 16 MiB reads. A file just written stays cached in the folios the
+    writes made, and a mapping of smaller folios takes more faults to touch (a W1 file
+    our writer had just written took twice safetensors' faults, whichever library read
+    it)."""
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         while f.read(1 << 24):
             pass
 
@@ -195,11 +206,9 @@ def compare(title, cases, runs, check):
     return rows
 
 
-def checker(specs, torch_values=False, subset=False):
-    """Checks what a case returned: every name (or, with `subset`, the first
-    GET_COUNT), and the dtype, shape and bytes of three of them."""
-    if subset:
-        specs = specs[:GET_COUNT]
+def checker(specs, torch_values=False):
+    """Checks what a case returned: every name, and the dtype, shape and bytes of three
+    of them."""
     expected = {name: (DTYPES[dt], tuple(shape), k) for k, (name, dt, shape) in enumerate(specs)}
     probe = [specs[0][0], specs[len(specs) // 2][0], specs[-1][0]]
 
@@ -223,6 +232,52 @@ def checker(specs, torch_values=False, subset=False):
     return check
 
 
+# --- peak memory -------------------------------------------------------------------------
+# Each load row's peak RSS, one process per case: the libraries imported and the file
+# read once (warm page cache), the peak reset (/proc/self/clear_refs), the case run once
+# with its result kept, then the peak above what the process held before (VmHWM - VmRSS).
+RSS_CASES = {
+    "numpy.load_file": {"ztensor_c": "zt_numpy.load_file(paths['ours'])",
+                        "safetensors": "st_numpy.load_file(paths['st'])"},
+    "numpy.load_file, own arrays": {"ztensor_c": "zt_numpy.load_file(paths['ours'], copy=True)",
+                                    "safetensors": "st_numpy.load_file(paths['st'])"},
+    "torch.load_file": {"ztensor_c": "zt_torch.load_file(paths['ours'])",
+                        "safetensors": "st_torch.load_file(paths['st'])"},
+    "torch.load_file, every page touched": {"ztensor_c": "_touched(zt_torch.load_file(paths['ours']))",
+                                            "safetensors": "_touched(st_torch.load_file(paths['st']))"},
+}
+
+
+def _status(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def rss_child(metric, who, directory, wid, quick):
+    specs = (w1 if wid == "W1" else w2)(quick)
+    paths = write(directory, wid, specs)
+    for path in paths.values():
+        if os.path.exists(path):
+            warm(path)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) is now the current RSS
+    before = _status("VmRSS")
+    result = eval(RSS_CASES[metric][who])  # noqa: S307 - one of the cases above
+    peak = _status("VmHWM")
+    assert len(result) == len(specs)
+    print(json.dumps({"peak_bytes": peak - before}))
+
+
+def peak_rss(metric, who, args, wid):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss", metric, who, wid, "--dir", args.dir]
+                         + (["--quick"] if args.quick else []), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak_bytes"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -230,14 +285,18 @@ def main():
     p.add_argument("--dir", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                  "data", "python"))
     p.add_argument("--out")
-    p.add_argument("--only", help="comma-separated: load,torch,keys")
+    p.add_argument("--only", help="comma-separated: load,torch,keys,get")
     p.add_argument("--warm", action="store_true",
                    help="no garbage collection before each timed call (caches stay warm)")
+    p.add_argument("--rss", nargs=3, metavar=("METRIC", "WHO", "WID"), help=argparse.SUPPRESS)
+    p.add_argument("--no-rss", action="store_true", help="skip the peak-memory rows")
     a = p.parse_args()
+    if a.rss:
+        return rss_child(a.rss[0], a.rss[1], a.dir, a.rss[2], a.quick)
     global COLLECT
     COLLECT = not a.warm
     runs = a.runs or (3 if a.quick else 5)
-    only = set((a.only or "load,torch,keys").split(","))
+    only = set((a.only or "load,torch,keys,get").split(","))
     if ref is None:
         print("note: the reference package (ztensor==1.2.3) is not installed: its rows are skipped")
     rows, notes = [], []
@@ -271,6 +330,17 @@ def main():
                     import ztensor.torch as ref_torch
                     cases.append(("ztensor 1.2.3", lambda: ref_torch.load_file(paths["ref"])))
                 rows += compare(f"torch.load_file {wid}", cases, runs, tcheck)
+                cases = [("ztensor_c", lambda: _touched(zt_torch.load_file(paths["ours"]))),
+                         ("safetensors", lambda: _touched(st_torch.load_file(paths["st"])))]
+                rows += compare(f"torch.load_file, every page touched {wid}", cases, runs, tcheck)
+        if "get" in only:
+            names = [name for name, _dt, _shape in specs]
+            frameworks = ["np"] + (["pt"] if torch is not None else [])
+            for fw in frameworks:
+                cases = [("ztensor_c safe_open", lambda fw=fw: _get(ztensor_c.safe_open(paths["ours"], fw), names)),
+                         ("safetensors safe_open", lambda fw=fw: _get(safetensors.safe_open(paths["st"], fw), names))]
+                rows += compare(f"safe_open + get_tensor of every name ({fw}) {wid}", cases, runs,
+                                checker(specs, torch_values=fw == "pt"))
         if "keys" in only and wid == "W2":
             cases = [("ztensor_c safe_open", lambda: _keys(ztensor_c.safe_open(paths["ours"], "np"))),
                      ("safetensors safe_open", lambda: _keys(safetensors.safe_open(paths["st"], "np"))),
@@ -279,13 +349,18 @@ def main():
                 cases.append(("ztensor 1.2.3 Reader", lambda: ref.Reader(paths["ref"]).keys()))
             cases.append(("ztensor_c safe_open, safetensors file", lambda: _keys(ztensor_c.safe_open(paths["st"], "np"))))
             rows += compare(f"open + keys() {wid}", cases, runs, check)
-            some = [name for name, _dt, _shape in specs[:GET_COUNT]]
-            frameworks = ["np"] + (["pt"] if torch is not None else [])
-            for fw in frameworks:
-                cases = [("ztensor_c safe_open", lambda fw=fw: _get(ztensor_c.safe_open(paths["ours"], fw), some)),
-                         ("safetensors safe_open", lambda fw=fw: _get(safetensors.safe_open(paths["st"], fw), some))]
-                rows += compare(f"safe_open + get_tensor x{len(some)} ({fw}) {wid}", cases, runs,
-                                checker(specs, torch_values=fw == "pt", subset=True))
+    if not a.no_rss and sys.platform.startswith("linux"):
+        for wid in ("W2", "W1"):
+            for metric, whos in RSS_CASES.items():
+                if metric.startswith("torch") and torch is None:
+                    continue
+                if not any(metric in ("numpy.load_file", "numpy.load_file, own arrays") or "torch" in only
+                           for _ in (0,)):
+                    continue
+                peaks = {who: peak_rss(metric, who, a, wid) for who in whos}
+                for who, peak in peaks.items():
+                    rows.append({"metric": f"peak RSS: {metric} {wid}", "who": who, "peak_mib": peak / 2**20,
+                                 "ours_smaller": peaks["safetensors"] / peak if peak else float("inf")})
     report(rows, notes, a, runs)
 
 
@@ -294,12 +369,21 @@ def _keys(f):
         return f.keys()
 
 
-GET_COUNT = 2000  # safe_open's get_tensor, one name after another (the first of the file)
-
-
 def _get(f, names):
     with f:
         return {name: f.get_tensor(name) for name in names}
+
+
+PAGE = 4096
+
+
+def _touched(tensors):
+    """Reads one byte of every page of every tensor (what using the weights does)."""
+    for t in tensors.values():
+        flat = t.reshape(-1)
+        if flat.numel():
+            flat.view(torch.uint8)[::PAGE].sum()
+    return tensors
 
 
 def report(rows, notes, args, runs):
@@ -313,8 +397,16 @@ def report(rows, notes, args, runs):
     print("| metric | who | wall (s) | CPU (s) | ours faster (wall) | ours faster (CPU) |")
     print("|---|---|---:|---:|---:|---:|")
     for r in rows:
+        if "peak_mib" in r:
+            continue
         print(f"| {r['metric']} | {r['who']} | {r['wall_s']:.4f} | {r['cpu_s']:.4f} | "
               f"{r['ours_faster_wall']:.2f}x | {r['ours_faster_cpu']:.2f}x |")
+    peaks = [r for r in rows if "peak_mib" in r]
+    if peaks:
+        print("\n| peak RSS above the process before the call | who | MiB | safetensors / ours |")
+        print("|---|---|---:|---:|")
+        for r in peaks:
+            print(f"| {r['metric']} | {r['who']} | {r['peak_mib']:.1f} | {r['ours_smaller']:.2f}x |")
     for n in notes:
         print(f"\n{n}")
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -5,14 +5,17 @@ compiles C declarations with cffi into ztensor_c/_native/ffi.py (out-of-line ABI
 C compiler, no Python extension). It takes those declarations from `<cargo target
 dir>/header.h` when that file exists, else from its own cbindgen run, which can't be used
 here: include/ztensor.h is written for C and C++ compilers (#if blocks, the ZT_API
-visibility macro) and cffi's parser takes plain declarations only. So before each wheel
-build this writes header.h from include/ztensor.h (cffi_header.py says how), into the
-target directory cargo metadata names (the one maturin uses: CARGO_TARGET_DIR and cargo's
-configuration count), and then calls maturin. Every other hook is maturin's own.
+visibility macro) and cffi's parser takes plain declarations only. The library's build.rs
+generates plain ones with a second cbindgen configuration (ztensor_cffi.h beside this
+file, committed; a Rust test checks it is current). So before each wheel build this writes
+header.h from it and the DLPack structs (dlpack_cdef.py), into the target directory cargo
+metadata names (the one maturin uses: CARGO_TARGET_DIR and cargo's configuration count),
+and then calls maturin. Every other hook is maturin's own.
 """
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,7 +31,7 @@ from maturin import (  # noqa: F401  (the hooks this backend passes through unch
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cffi_header  # noqa: E402
+import dlpack_cdef  # noqa: E402
 
 
 def _crate_root():
@@ -60,9 +63,9 @@ def _target_dir(root):
 
 def _write_cffi_header():
     root = _crate_root()
-    source = os.path.join(root, "include", "ztensor.h")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ztensor_cffi.h")
     with open(source, encoding="utf-8") as f:
-        text = cffi_header.cdef_from_header(f.read())
+        text = f.read() + dlpack_cdef.DECLARATIONS
     target = _target_dir(root)
     os.makedirs(target, exist_ok=True)
     path = os.path.join(target, "header.h")
@@ -78,9 +81,50 @@ def _write_cffi_header():
     os.replace(tmp, path)
 
 
+def _pyproject_value(key):
+    """A string value of pyproject.toml's [tool.maturin] (a line `key = "value"`)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(here, "pyproject.toml"), "rb") as f:
+        text = f.read().decode("utf-8")
+    section = None
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[tool.maturin]" and line.partition("=")[0].strip() == key:
+            return line.partition("=")[2].strip().strip('"')
+    return None
+
+
+def _manylinux(config_settings):
+    """maturin's PEP 517 hook builds with `--compatibility off` (a wheel tagged
+    linux_<arch>, linked against the build machine's glibc, neither zig nor pyproject's
+    compatibility used) unless its build arguments name one: so `pip wheel ./python` would
+    make a wheel PyPI refuses. On Linux this passes pyproject's compatibility and zig
+    along with the arguments given (config settings, else MATURIN_PEP517_ARGS, which a
+    config setting would otherwise hide); the caller's own --compatibility wins."""
+    settings = dict(config_settings or {})
+    key = "maturin.build-args" if "maturin.build-args" in settings else "build-args"
+    given = settings.get(key)
+    if given is None:
+        args = shlex.split(os.environ.get("MATURIN_PEP517_ARGS", ""))
+    elif isinstance(given, str):
+        args = shlex.split(given)
+    else:
+        args = list(given)
+    named = any(a.split("=", 1)[0] in ("--compatibility", "--manylinux") for a in args)
+    compatibility = _pyproject_value("compatibility")
+    if sys.platform.startswith("linux") and not named and compatibility:
+        args += ["--compatibility", compatibility]
+        if _pyproject_value("zig") == "true" and "--zig" not in args:
+            args.append("--zig")
+    settings[key] = args
+    return settings
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _write_cffi_header()
-    return maturin.build_wheel(wheel_directory, config_settings, metadata_directory)
+    return maturin.build_wheel(wheel_directory, _manylinux(config_settings), metadata_directory)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):

@@ -12,7 +12,7 @@ DENSE = np.array([[0, 2, 0, 0], [1, 0, 0, 3], [0, 0, 0, 0]], np.float32)
 @pytest.fixture
 def model(tmp_path):
     path = tmp_path / "sparse.zt"
-    with ztensor_c.Writer(path) as w:
+    with ztensor_c.Writer(path, version="1.2") as w:
         w.add("csr", sp.csr_array(DENSE), compress=True)
         w.add("coo", sp.coo_array(DENSE))
         w.add("csr_matrix", sp.csr_matrix(DENSE.astype(np.int64)))

@@ -58,6 +58,8 @@ def build(dist):
     tag = os.path.basename(wheel)[:-4].split("-", 2)[2]
     if not tag.startswith("py3-none-"):
         sys.exit(f"{wheel}: the tag is {tag}, not py3-none-<platform>")
+    if sys.platform.startswith("linux"):
+        audit(wheel, tag)
     files = wheel_files(wheel)
     for needed in ("ztensor_c/__init__.py", "ztensor_c/_native/ffi.py", "ztensor_c/_native/__init__.py"):
         if needed not in files:
@@ -73,6 +75,21 @@ def build(dist):
     print(f"installed {os.path.basename(wheel)}")
 
 
+def audit(wheel, tag):
+    """The wheel is what PyPI takes: tagged manylinux, and `auditwheel show` finds it
+    consistent with that tag (no library outside the manylinux set, no symbol version past
+    its glibc)."""
+    if "-manylinux_" not in f"-{tag}":
+        sys.exit(f"{wheel}: the tag is {tag}, not manylinux")
+    out = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL)
+    print(out.stdout, out.stderr)
+    platform = tag.split("-")[-1]
+    text = " ".join(out.stdout.split())  # auditwheel wraps its lines
+    if out.returncode != 0 or f'is consistent with the following platform tag: "{platform}"' not in text:
+        sys.exit(f"auditwheel does not find {wheel} consistent with {platform}")
+
+
 def sdist(dist, build_python):
     out = os.path.join(dist, "sdist")
     shutil.rmtree(out, ignore_errors=True)
@@ -84,7 +101,7 @@ def sdist(dist, build_python):
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     needed = ["pyproject.toml", "Cargo.toml", "Cargo.lock", "build.rs", "cbindgen.toml",
               "src/lib.rs", "src/ffi/mod.rs", "include/ztensor.h", "build_backend/ztensor_c_build.py",
-              "build_backend/cffi_header.py", "ztensor_c/__init__.py", "ztensor_c/_lib.py"]
+              "build_backend/ztensor_cffi.h", "build_backend/dlpack_cdef.py", "ztensor_c/__init__.py", "ztensor_c/_lib.py"]
     missing = [n for n in needed if n not in names]
     if missing:
         sys.exit(f"{archive} lacks {missing}")

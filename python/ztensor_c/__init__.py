@@ -26,6 +26,7 @@ from ._lib import (
     InvalidArgumentError,
     LimitError,
     NotFoundError,
+    SafetensorError,
     StateError,
     UnsupportedError,
     ZtError,
@@ -33,16 +34,18 @@ from ._lib import (
 )
 from ._reader import Reader, TensorMetadata, open
 from ._safe_open import safe_open
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file
 from ._tensor import Tensor
 from ._values import OtherValue
 from ._writer import Writer
 
-__version__ = _lib.ffi.string(_lib.version()).decode()
+__version__ = _lib.ffi.string(_lib.lib.zt_version()).decode()
 library_version = __version__
 
 __all__ = [
     "Reader", "Writer", "open", "safe_open", "Tensor", "TensorMetadata", "OtherValue",
-    "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
+    "SafetensorError", "ZtError", "ZtOSError", "FormatError", "UnsupportedError", "NotFoundError",
     "ChecksumError", "LimitError", "InvalidArgumentError", "BufferTooSmallError",
     "StateError", "InternalError", "CanceledError", "__version__",
+    "TensorSpec", "serialize", "serialize_file", "deserialize",
 ]

@@ -1,7 +1,7 @@
 """DLPack export: `__dlpack__` capsules over memory the package keeps alive.
 
 The structs (DLManagedTensorVersioned, DLManagedTensor, DLTensor ...) are declared in the
-cffi module the build compiles (build_backend/cffi_header.py), written from the DLPack
+cffi module the build compiles (build_backend/dlpack_cdef.py), written from the DLPack
 specification. Rules followed (DLPack's python_spec):
 
 - A capsule is named "dltensor_versioned" (DLPack >= 1.0, when the consumer passes
@@ -94,7 +94,8 @@ _destroy_capsule = _immortal(ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy))
 _DESTROY = ctypes.cast(_destroy_capsule, ctypes.c_void_p).value
 
 
-def capsule(data_address, shape, code, bits, owner, *, read_only, copied=False, versioned=True):
+def capsule(data_address, shape, code, bits, owner, *, read_only, copied=False, versioned=True,
+            version=DLPACK_VERSION):
     """A DLPack capsule of a C-contiguous CPU tensor at `data_address` of `shape`, whose
     elements have DLPack type `code` and `bits`. `owner` is kept alive until the consumer
     is done with the memory."""
@@ -102,7 +103,7 @@ def capsule(data_address, shape, code, bits, owner, *, read_only, copied=False, 
     shape_c = ffi.new("int64_t[]", list(shape)) if ndim else ffi.NULL
     if versioned:
         managed = ffi.new("DLManagedTensorVersioned *")
-        managed.version.major, managed.version.minor = DLPACK_VERSION
+        managed.version.major, managed.version.minor = version
         managed.deleter = _delete_versioned
         managed.flags = (FLAG_READ_ONLY if read_only else 0) | (FLAG_IS_COPIED if copied else 0)
     else:

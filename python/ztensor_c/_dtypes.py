@@ -7,12 +7,35 @@ structured dtype of one field named after the type, holding the stored integers
 (`dtype([('bf16', '<u2')])`), so the bytes are there but can't be mistaken for integers.
 """
 
+import sys
+
 import numpy as np
 
-try:  # optional: bf16 and fp8 as NumPy dtypes
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
-    _ml_dtypes = None
+# Optional: bf16 and fp8 as NumPy dtypes. ml_dtypes is imported on first need (its import
+# costs most of a second), never by `import ztensor_c`: _UNSET until then, None when it
+# is not installed.
+_UNSET = object()
+_ml_dtypes = _UNSET
+
+
+def _ml():
+    """The ml_dtypes module (imported now if it wasn't), or None without it."""
+    global _ml_dtypes
+    m = _ml_dtypes
+    if m is _UNSET:
+        try:
+            import ml_dtypes as m
+        except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
+            m = None
+        _ml_dtypes = m
+    return m
+
+
+def _ml_loaded():
+    """ml_dtypes when something imported it (a dtype of its types exists), else None:
+    recognising a dtype never imports it."""
+    m = _ml_dtypes
+    return sys.modules.get("ml_dtypes") if m is _UNSET else m
 
 # zt_dtype values
 F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL = range(13)
@@ -43,7 +66,10 @@ LOGICAL = {
     "f6_e2m3fn_x4": (U8, None, (15, 6), "F6_E2M3", None),
     "f6_e3m2fn_x4": (U8, None, (16, 6), "F6_E3M2", None),
 }
-PACKED = {"f4_e2m1fn_x2", "f6_e2m3fn_x4", "f6_e3m2fn_x4"}
+# zTensor v2's names of the same types (its registry, spec appendix A), as its files name them
+LOGICAL["f8_e8m0"] = LOGICAL["f8_e8m0fnu"]
+LOGICAL["f4_e2m1"] = LOGICAL["f4_e2m1fn_x2"]
+PACKED = {"f4_e2m1fn_x2", "f6_e2m3fn_x4", "f6_e3m2fn_x4", "f4_e2m1"}
 
 # DLPack type codes (dlpack.h DLDataTypeCode)
 DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 4, 5, 6
@@ -79,13 +105,15 @@ def numpy_dtype(dtype, logical=None):
                 return np.dtype("<c8"), 2
             if logical == "complex128":
                 return np.dtype("<c16"), 2
-            if spec[1] is not None and _ml_dtypes is not None and hasattr(_ml_dtypes, spec[1]):
-                return np.dtype(getattr(_ml_dtypes, spec[1])), 1
+            ml = _ml() if spec[1] is not None else None
+            if ml is not None and hasattr(ml, spec[1]):
+                return np.dtype(getattr(ml, spec[1])), 1
             return _raw_structured(logical, dtype), 1
         # a logical type this package doesn't know (e.g. ggml_q4_k blocks): the storage
     if dtype == BF16:
-        if _ml_dtypes is not None:
-            return np.dtype(_ml_dtypes.bfloat16), 1
+        ml = _ml()
+        if ml is not None:
+            return np.dtype(ml.bfloat16), 1
         return _raw_structured("bf16", BF16), 1
     try:
         return STORAGE_NUMPY[dtype], 1
@@ -111,11 +139,12 @@ def from_numpy(dt):
     for code, plain in STORAGE_NUMPY.items():
         if code != BF16 and dt == plain:
             return code, None
-    if _ml_dtypes is not None:
-        if dt == np.dtype(_ml_dtypes.bfloat16):
+    ml = _ml_loaded()
+    if ml is not None:
+        if dt == np.dtype(ml.bfloat16):
             return BF16, None
         for logical, spec in LOGICAL.items():
-            if spec[1] is not None and hasattr(_ml_dtypes, spec[1]) and dt == np.dtype(getattr(_ml_dtypes, spec[1])):
+            if spec[1] is not None and hasattr(ml, spec[1]) and dt == np.dtype(getattr(ml, spec[1])):
                 return spec[0], logical
     raise ValueError(f"no zTensor dtype for NumPy dtype {dt} (little-endian numbers, bool, "
                      "complex, and ml_dtypes' bfloat16 and float8 types are written)")

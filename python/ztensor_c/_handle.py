@@ -1,14 +1,21 @@
 """One open C reader and the arrays made from it.
 
+Memory: files are mapped copy-on-write (ZT_OPEN_COPY_ON_WRITE: private and writable),
+so the arrays that view a mapping are writable, and so are the torch tensors made from
+them (PyTorch ignores NumPy's read-only flag: a read-only mapping made every write a
+crash). A write changes this process's copy of the page only, never the file; arrays of
+the same reader that show those bytes see it, as tensors of one safetensors safe_open do.
+Arrays never view memory the C library keeps for itself (a decoded copy): those values
+are copied into arrays of their own.
+
 Lifetime: the `zt_reader *` is wrapped by `ffi.gc`, so `zt_close` runs when the last
 Python object holding it is gone. Holding it are the `Handle` (what Reader, safe_open
-and Tensor objects use) and, for every array viewing memory the reader owns (the file's
-mapping, its decoded copies), that array: NumPy keeps the memoryview it was made from
-(or, for load_file's arrays, the read-only uint8 array over the whole mapping, which
-keeps the memoryview), the memoryview a cffi buffer, the buffer a cdata whose destructor
-closure holds the reader. So closing a Reader never unmaps memory an array still shows, and the file is
-closed as soon as nothing uses it. The mapping buffers of a Handle are cached on the
-Handle, never on what they keep alive, so no reference cycle forms.
+and Tensor objects use) and, for every array viewing the reader's mapping, that array:
+each such array's base chain ends at the uint8 array over the whole mapping, whose base
+is a `ReaderMemory`, which holds a cdata whose destructor closure holds the reader. So
+closing a Reader never unmaps memory an array still shows, and the file is closed as soon
+as nothing uses it. The mapping arrays of a Handle are cached on the Handle, never on
+what they keep alive, so no reference cycle forms.
 
 Thread safety: the C reader is immutable after open and every call may run on any
 thread at once; cffi releases the GIL around each call. The caches here are filled under
@@ -22,12 +29,10 @@ from itertools import repeat
 import numpy as np
 
 from . import _dtypes, _lib, _plan, _sparse, _values
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_RAW = _lib.ENCODING_RAW
-_OK = _lib.OK
-_URL_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "abfss://", "azure://",
-                "http://", "https://")
+_RAW = lib.ZT_ENCODING_RAW
+_OK = lib.ZT_OK
 
 
 class _Role:
@@ -50,10 +55,22 @@ def _numpy_resolve(code, logical):
     return dt, dt.itemsize
 
 
+class ReaderMemory:
+    """A reader's mapping of one file as NumPy takes it (`__array_interface__`): the base
+    of the uint8 array over the whole mapping, so at the end of the base chain of every
+    array that views it, and what keeps the reader open while any of them lives."""
+
+    __slots__ = ("__array_interface__", "_keep")
+
+    def __init__(self, address, size, keep):
+        self.__array_interface__ = {"data": (address, False), "shape": (size,), "typestr": "|u1",
+                                    "version": 3}
+        self._keep = keep
+
+
 def view_array(buffer, dtype, shape, offset):
-    """A read-only array of `shape` over `buffer` (a read-only memoryview) at `offset`.
-    np.frombuffer keeps the memoryview as the array's base, so the array can't be made
-    writable (np.ndarray(buffer=...) would keep the writable object under it)."""
+    """An array of `shape` over `buffer` (a uint8 array over a copy-on-write mapping, or
+    memory the package owns) at `offset`."""
     count = 1
     for d in shape:
         count *= d
@@ -75,11 +92,8 @@ def _text(pointer):
 
 
 def is_url(path):
-    if isinstance(path, bytes):
-        if b"://" not in path:
-            return False
-        path = path.decode("utf-8", "surrogateescape")
-    return isinstance(path, str) and path.lower().startswith(_URL_SCHEMES)
+    """Whether the library opens `path` (bytes) as a URL (zt_path_is_url)."""
+    return bool(lib.zt_path_is_url(path))
 
 
 class Component:
@@ -141,35 +155,32 @@ class Handle:
 
     def __init__(self, reader, path, kind, memory=None):
         if memory is None:
-            self.ptr = ffi.gc(reader, _lib.close)
+            self.ptr = ffi.gc(reader, lib.zt_close)
         else:  # the reader borrows `memory`: its destructor holds it until zt_close ran
-            self.ptr = ffi.gc(reader, lambda p, _memory=memory: _lib.close(p))
+            self.ptr = ffi.gc(reader, lambda p, _memory=memory: lib.zt_close(p))
         self.path = path
         self.kind = kind  # "mapped", "pread", "memory" or "remote"
         self.views = kind in ("mapped", "memory")  # raw components are zero-copy
         self._lock = threading.Lock()
-        self._regions = ()  # (start, end, memoryview) of memory arrays may view
+        self._regions = ()  # (start, end, uint8 array) of memory arrays may view
         self._names = None
         self._index = None
         self._at_offsets = None  # views_at_offsets(), once known
         self._paths = None  # shard_paths(), once known
-        if memory is not None:  # read-only: views of it need only it, not the reader
+        if memory is not None:  # the package's copy: views of it need only it, not the reader
             start = memory.ctypes.data
-            self._regions = ((start, start + memory.nbytes, memoryview(memory)),)
+            self._regions = ((start, start + memory.nbytes, memory),)
 
     # --- opening -----------------------------------------------------------------------
     @classmethod
     def open(cls, path, *, mmap=True, verify=False, populate=False, all_shards=False,
              one_file=False, remote=None, **limits):
-        flags = ((0 if mmap else _lib.OPEN_NO_MMAP) | (_lib.OPEN_VERIFY if verify else 0)
-                 | (_lib.OPEN_POPULATE if populate else 0)
-                 | (_lib.OPEN_ALL_SHARDS if all_shards else 0)
-                 | (_lib.OPEN_ONE_FILE if one_file else 0))
-        if flags or limits:
-            options = _open_options(limits)
-            options.flags = flags
-        else:
-            options = ffi.NULL  # the defaults
+        flags = ((lib.ZT_OPEN_COPY_ON_WRITE if mmap else lib.ZT_OPEN_NO_MMAP) | (lib.ZT_OPEN_VERIFY if verify else 0)
+                 | (lib.ZT_OPEN_POPULATE if populate else 0)
+                 | (lib.ZT_OPEN_ALL_SHARDS if all_shards else 0)
+                 | (lib.ZT_OPEN_ONE_FILE if one_file else 0))
+        options = _open_options(limits)
+        options.flags = flags
         out = ffi.new("zt_reader **")
         raw = _lib.fspath(path)
         url = is_url(raw)
@@ -177,10 +188,10 @@ class Handle:
             if not url:
                 raise ValueError("remote options are for URLs (s3://, gs://, az://, http(s)://)")
             remote_c, keep = _remote_options(remote)
-            status = _lib.open_url_with(raw, options, remote_c, out)
+            status = lib.zt_open_url_with(raw, options, remote_c, out)
             del keep
         else:
-            status = _lib.open_with(raw, options, out)
+            status = lib.zt_open_with(raw, options, out)
         _lib.check(status)
         kind = "remote" if url else ("mapped" if mmap else "pread")
         return cls(out[0], raw.decode("utf-8", "surrogateescape"), kind)
@@ -188,29 +199,29 @@ class Handle:
     @classmethod
     def open_memory(cls, data, **limits):
         """Opens a copy of `data` (bytes-like) placed 64-byte aligned, so raw components
-        are zero-copy views of it; the copy lives as long as the reader or its arrays."""
+        are zero-copy views of it; the copy lives as long as the reader or its arrays,
+        which may write to it (as to a copy-on-write mapping)."""
         view = memoryview(data).cast("B")
         store = np.empty(view.nbytes + 64, np.uint8)
         skip = (-store.ctypes.data) % 64
         memory = store[skip:skip + view.nbytes]
         memory[:] = view
-        memory.flags.writeable = False
         options = _open_options(limits)
         out = ffi.new("zt_reader **")
-        _lib.check(_lib.open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
+        _lib.check(lib.zt_open_memory_with(ffi.from_buffer(memory), memory.nbytes, options, out))
         return cls(out[0], None, "memory", memory)
 
     # --- what is in the file -----------------------------------------------------------
     @property
     def format(self):
-        return ffi.string(_lib.file_format(self.ptr)).decode()
+        return ffi.string(lib.zt_file_format(self.ptr)).decode()
 
     @property
     def version(self):
-        return ffi.string(_lib.file_version(self.ptr)).decode()
+        return ffi.string(lib.zt_file_version(self.ptr)).decode()
 
     def count(self):
-        return _lib.object_count(self.ptr)
+        return lib.zt_object_count(self.ptr)
 
     def names(self):
         """Every object name in file order (one C call; cached)."""
@@ -218,7 +229,7 @@ class Handle:
         if names is None:
             block = ffi.new("const char **")
             size = ffi.new("size_t *")
-            _lib.check(_lib.file_get_names(self.ptr, block, size))
+            _lib.check(lib.zt_file_get_names(self.ptr, block, size))
             n = size[0]
             if n == 0:
                 names = []
@@ -235,7 +246,7 @@ class Handle:
             if not isinstance(name, str):
                 raise TypeError(f"tensor names are str, not {type(name).__name__}") from None
             out = ffi.new("size_t *")
-            _lib.check(_lib.object_find(self.ptr, name.encode("utf-8", "surrogateescape"), out))
+            _lib.check(lib.zt_object_find(self.ptr, name.encode("utf-8", "surrogateescape"), out))
             return out[0]  # pragma: no cover - the C index and ours agree
 
     def _name_index(self):
@@ -249,29 +260,29 @@ class Handle:
 
     def object(self, index):
         info = ffi.new("zt_object_info *")
-        _lib.check(_lib.object_get_info(self.ptr, index, info))
+        _lib.check(lib.zt_object_get_info(self.ptr, index, info))
         shape = tuple(ffi.unpack(info.shape, info.ndim)) if info.ndim else ()
         ci = ffi.new("zt_component_info *")
         components = []
         for c in range(info.component_count):
-            _lib.check(_lib.component_get_info(self.ptr, index, c, ci))
+            _lib.check(lib.zt_component_get_info(self.ptr, index, c, ci))
             components.append(Component(c, ci))
         return Object(index, _text(info.name), _text(info.format), shape, components)
 
     def attributes(self, index=None):
         out = ffi.new("const zt_value **")
         if index is None:
-            _lib.check(_lib.file_get_attributes(self.ptr, out))
+            _lib.check(lib.zt_file_get_attributes(self.ptr, out))
         else:
-            _lib.check(_lib.object_get_attributes(self.ptr, index, out))
+            _lib.check(lib.zt_object_get_attributes(self.ptr, index, out))
         return _values.convert(out[0])
 
     def attributes_json(self, index=None):
         out = ffi.new("const char **")
         if index is None:
-            _lib.check(_lib.file_get_attributes_json(self.ptr, out))
+            _lib.check(lib.zt_file_get_attributes_json(self.ptr, out))
         else:
-            _lib.check(_lib.object_get_attributes_json(self.ptr, index, out))
+            _lib.check(lib.zt_object_get_attributes_json(self.ptr, index, out))
         return ffi.string(out[0]).decode("utf-8", "surrogateescape")
 
     def shard_paths(self):
@@ -281,20 +292,20 @@ class Handle:
         if paths is None:
             out = ffi.new("const char **")
             paths = []
-            for i in range(_lib.shard_count(self.ptr)):
-                paths.append(_text(out[0]) if _lib.shard_get_path(self.ptr, i, out) == _OK else None)
+            for i in range(lib.zt_shard_count(self.ptr)):
+                paths.append(_text(out[0]) if lib.zt_shard_get_path(self.ptr, i, out) == _OK else None)
             self._paths = paths
         return list(paths)
 
     def remote_stats(self):
         requests = ffi.new("uint64_t *")
         transferred = ffi.new("uint64_t *")
-        _lib.check(_lib.file_get_remote_stats(self.ptr, requests, transferred))
+        _lib.check(lib.zt_file_get_remote_stats(self.ptr, requests, transferred))
         return requests[0], transferred[0]
 
     # --- memory ------------------------------------------------------------------------
     def _region(self, address, index, component):
-        """(start, memoryview) of the mapping holding `address`: a shard's whole mapping,
+        """(start, uint8 array) of the mapping holding `address`: a shard's whole mapping,
         made once per shard; None when the address is in none (a decoded copy)."""
         for start, end, view in self._regions:
             if start <= address < end:
@@ -302,7 +313,7 @@ class Handle:
         if self.kind != "mapped":
             return None
         loc = ffi.new("zt_location *")
-        if _lib.component_get_location(self.ptr, index, component, loc) != _OK:
+        if lib.zt_component_get_location(self.ptr, index, component, loc) != _OK:
             return None
         region = self._mapping(loc.shard)
         if region is None or not region[0] <= address < region[0] + len(region[1]):
@@ -310,11 +321,11 @@ class Handle:
         return region
 
     def _mapping(self, shard):
-        """(start, read-only memoryview) of a shard's whole mapping, made once per shard;
+        """(start, uint8 array) of a shard's whole (copy-on-write) mapping, made once per shard;
         None when it is not mapped (or empty)."""
         base = ffi.new("const void **")
         size = ffi.new("uint64_t *")
-        if _lib.shard_get_mapping(self.ptr, shard, base, size) != _OK or size[0] == 0:
+        if lib.zt_shard_get_mapping(self.ptr, shard, base, size) != _OK or size[0] == 0:
             return None
         start = _address(base[0])
         with self._lock:
@@ -322,31 +333,34 @@ class Handle:
                 if s == start:
                     return s, view
             keeper = ffi.gc(ffi.cast("char *", base[0]), _keep(self.ptr))
-            view = memoryview(ffi.buffer(keeper, size[0])).toreadonly()
+            view = np.asarray(ReaderMemory(start, size[0], keeper))
             self._regions = self._regions + ((start, start + size[0], view),)
         return start, view
 
     def memory(self, address, size, index, component):
-        """A read-only buffer of `size` bytes at `address`, memory this reader owns, and
-        the offset of the bytes in it."""
+        """A buffer of the `size` bytes at `address` (a view's memory), and the offset of
+        the bytes in it: the mapping (or the package's in-memory copy) they are in, else
+        (a decoded copy the library keeps) a copy of them of the caller's own, so that no
+        array can write to the library's memory."""
         if size == 0:
-            return memoryview(b""), 0
+            return np.empty(0, np.uint8), 0
         region = self._region(address, index, component)
         if region is not None:
             return region[1], address - region[0]
-        keeper = ffi.gc(ffi.cast("char *", address), _keep(self.ptr))
-        return memoryview(ffi.buffer(keeper, size)).toreadonly(), 0
+        own = np.empty(size, np.uint8)
+        ffi.memmove(ffi.from_buffer(own, require_writable=True), ffi.cast("char *", address), size)
+        return own, 0
 
     def view(self, index, component):
         """(address, size, zt dtype, zero_copy) of zt_component_view."""
         v = ffi.new("zt_view *")
-        _lib.check(_lib.component_view(self.ptr, index, component.role.encode(), v))
+        _lib.check(lib.zt_component_view(self.ptr, index, component.role.encode(), v))
         return _address(v.data), v.size, v.dtype, bool(v.zero_copy)
 
     # --- arrays ------------------------------------------------------------------------
     def component_array(self, index, component, shape, copy=False):
-        """A component's values as a NumPy array: a read-only view of the reader's memory
-        when the component is raw (zero-copy for mapped files), else a new array it is
+        """A component's values as a NumPy array: a view of the reader's (copy-on-write)
+        mapping when the component is raw there (zero-copy), else a new array it is
         decoded into. Shaped `shape` when its size matches, else one dimension."""
         np_dtype, _per = _dtypes.numpy_dtype(component.dtype, component.type)
         count = component.decoded_length // np_dtype.itemsize
@@ -367,13 +381,13 @@ class Handle:
         """Reads a component's stored values (decoded) into the C-contiguous buffer `out`
         (NumPy array or anything with the buffer protocol, of exactly its size)."""
         dst = ffi.from_buffer(out, require_writable=True)
-        _lib.check(_lib.component_read(self.ptr, index, component.role.encode(), dst, len(dst)))
+        _lib.check(lib.zt_component_read(self.ptr, index, component.role.encode(), dst, len(dst)))
 
     def read_as(self, index, component, zt_dtype, shape, np_dtype):
         """The values converted (or dequantized) to `zt_dtype`, in a new array."""
         out = np.empty(shape, np_dtype)
         dst = ffi.from_buffer(out, require_writable=True)
-        _lib.check(_lib.component_read_as(self.ptr, index, component.role.encode(), zt_dtype,
+        _lib.check(lib.zt_component_read_as(self.ptr, index, component.role.encode(), zt_dtype,
                                           dst, len(dst)))
         return out
 
@@ -419,12 +433,10 @@ class Handle:
         return sorted({self.index_of(n) for n in names_wanted})
 
     def shard_arrays(self, shards):
-        """{shard: a read-only uint8 array over the file's whole mapping} for each file of
-        `shards` when plain components are at mapping + offset (see views_at_offsets),
-        else None. Arrays made with one as their buffer (np.ndarray(shape, dtype, it,
-        offset)) are views that can't be made writable: NumPy checks the read-only array
-        and the read-only memoryview under it (a memoryview given as the buffer directly
-        would be looked through, to the writable cffi buffer)."""
+        """{shard: a uint8 array over the file's whole (copy-on-write) mapping} for each
+        file of `shards` when plain components are at mapping + offset (see
+        views_at_offsets), else None. Arrays made with one as their buffer
+        (np.ndarray(shape, dtype, it, offset)) are views of it, writable as it is."""
         if not self.views_at_offsets():
             return None
         out = {}
@@ -432,7 +444,7 @@ class Handle:
             mapping = self._mapping(shard)
             if mapping is None:
                 return None
-            out[shard] = np.frombuffer(mapping[1], np.uint8)
+            out[shard] = mapping[1]
         return out
 
     def load_dense(self, names_wanted=None, copy=False):
@@ -445,7 +457,10 @@ class Handle:
         views = self.views and not copy
         bases = self.shard_arrays(set(p.shard)) if views else None
         if bases is not None and p.all_dense_raw:
-            return dict(zip(p.names, _views(p, bases)))
+            out = dict(zip(p.names, _views(p, bases)))
+            for k in _plan.aliases(p):
+                out[p.names[k]] = out[p.names[k]].copy()
+            return out
         out = dict.fromkeys(p.names)
         pending = []  # (index, array) decoded by one batch load
         for k, name in enumerate(p.names):
@@ -464,6 +479,10 @@ class Handle:
                 pending.append((i, arr))
         if pending:
             self.batch_read(pending)
+        if views:
+            for k in _plan.aliases(p):
+                if isinstance(out[p.names[k]], np.ndarray):
+                    out[p.names[k]] = out[p.names[k]].copy()
         return out
 
     def batch_read(self, pending, role=None):
@@ -480,15 +499,15 @@ class Handle:
             r.role = role_c
             r.dst = dst
             r.dst_size = len(dst)
-        status = _lib.batch_load(self.ptr, requests, len(pending), ffi.NULL)
+        status = lib.zt_batch_load(self.ptr, requests, len(pending), ffi.NULL)
         if status != _OK:
             raise _lib.error(status)
 
     def verify(self):
-        _lib.check(_lib.file_verify(self.ptr))
+        _lib.check(lib.zt_file_verify(self.ptr))
 
     def validate(self, index):
-        _lib.check(_lib.object_validate(self.ptr, index))
+        _lib.check(lib.zt_object_validate(self.ptr, index))
 
 
 def _remote_options(remote):
@@ -526,8 +545,8 @@ def _remote_options(remote):
         o.config, o.config_count = texts(list(config))
     if remote.get("endpoint"):
         o.endpoint = text(remote["endpoint"])
-    o.flags = ((_lib.REMOTE_ALLOW_HTTP if remote.get("allow_http") else 0)
-               | (0 if remote.get("retry", True) else _lib.lib.ZT_REMOTE_NO_RETRY))
+    o.flags = ((lib.ZT_REMOTE_ALLOW_HTTP if remote.get("allow_http") else 0)
+               | (0 if remote.get("retry", True) else lib.ZT_REMOTE_NO_RETRY))
     for key in ("max_concurrency", "retries", "timeout_ms"):
         if remote.get(key) is not None:
             setattr(o, key, int(remote[key]))
@@ -535,8 +554,8 @@ def _remote_options(remote):
 
 
 def _views(p, bases):
-    """Every object's array (an iterator, in plan order) over `bases` ({shard: read-only
-    uint8 array of its mapping}): a repeat of objects (a model's layers) one strided
+    """Every object's array (an iterator, in plan order) over `bases` ({shard: uint8
+    array of its mapping}): a repeat of objects (a model's layers) one strided
     array per object of its first repeat, whose items are the arrays; objects between
     repeats one np.ndarray each, run by `map` (see _plan.cut)."""
     strides = _plan.Strides()

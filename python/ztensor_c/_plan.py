@@ -16,9 +16,9 @@ from itertools import accumulate, chain, repeat
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_DENSE_PLAIN = _lib.OBJECT_DENSE | _lib.OBJECT_PLAIN
+_DENSE_PLAIN = lib.ZT_OBJECT_DENSE | lib.ZT_OBJECT_PLAIN
 
 
 class Plan:
@@ -63,7 +63,7 @@ class Plan:
         for first, count in _spans(self.indices):
             runs = ffi.new("zt_object_run[]", count)
             found = ffi.new("size_t *")
-            _lib.check(_lib.file_get_runs(self._handle.ptr, first, count, runs, count, found))
+            _lib.check(lib.zt_file_get_runs(self._handle.ptr, first, count, runs, count, found))
             out.extend((r.first - first + at, r.period, r.repeats, r.stride)
                        for r in ffi.unpack(runs, found[0]))
             at += count
@@ -96,7 +96,7 @@ def _columns(handle, spans, m):
         cols.dims = ffi.NULL
         total = 0
         for first, count in spans:
-            _lib.check(_lib.file_get_columns(handle.ptr, first, count, cols))
+            _lib.check(lib.zt_file_get_columns(handle.ptr, first, count, cols))
             total += cols.dims_count
         block, total = _fill(handle, cols, spans, m, total)
     narrow = ffi.unpack(ffi.cast("uint32_t *", block + 2 * m), 4 * m)
@@ -120,8 +120,8 @@ def _fill(handle, cols, spans, m, capacity):
         cols.ndim = narrow + 3 * m + at
         cols.dims = block + 4 * m + written
         cols.dims_capacity = capacity - written
-        status = _lib.file_get_columns(handle.ptr, first, count, cols)
-        if status == _lib.ERR_BUFFER_TOO_SMALL:
+        status = lib.zt_file_get_columns(handle.ptr, first, count, cols)
+        if status == lib.ZT_ERR_BUFFER_TOO_SMALL:
             return None, 0
         _lib.check(status)
         at += count
@@ -135,7 +135,7 @@ def _types(handle, spans, m):
     entries = ffi.new("zt_object_entry[]", m)
     at = 0
     for first, count in spans:
-        _lib.check(_lib.file_get_objects(handle.ptr, first, entries + at, count))
+        _lib.check(lib.zt_file_get_objects(handle.ptr, first, entries + at, count))
         at += count
     at = np.frombuffer(ffi.buffer(entries), _type_column())["type"].tolist()
     text = {a: None if a == 0 else ffi.string(ffi.cast("const char *", a)) for a in set(at)}
@@ -178,7 +178,7 @@ def plan(handle, indices, resolve):
     spans = _spans(indices)
     offset, block, codes, shard, flags, p._dims, p._starts = _columns(handle, spans, n)
     distinct = set(flags)
-    typed = any(f & _lib.OBJECT_TYPED for f in distinct)
+    typed = any(f & lib.ZT_OBJECT_TYPED for f in distinct)
     keys = list(zip(codes, _types(handle, spans, n))) if typed else codes
     resolved = {k: resolve(*k) if typed else resolve(k, None) for k in set(keys)}
     p.dtypes = list({dtype: None for dtype, _size in resolved.values()})
@@ -208,9 +208,29 @@ def plan(handle, indices, resolve):
     if p.all_dense_raw:
         p.dense = p.raw = [True] * n
     else:
-        p.dense = [bool(f & _lib.OBJECT_DENSE) for f in flags]
-        p.raw = [bool(f & _lib.OBJECT_PLAIN) for f in flags]
+        p.dense = [bool(f & lib.ZT_OBJECT_DENSE) for f in flags]
+        p.raw = [bool(f & lib.ZT_OBJECT_PLAIN) for f in flags]
     return p
+
+
+def aliases(p):
+    """Positions (plan order) of raw dense objects whose bytes an earlier one of the plan
+    also has: zTensor v2 stores equal blobs once, so their views would share memory and a
+    write through one name would show through another (safetensors' never alias). Those
+    get copies of their own. Empty for other formats, which give each object its bytes."""
+    h = p._handle
+    if len(p.names) < 2 or h.format != "zt" or not h.version.startswith("2"):
+        return ()
+    places = list(zip(p.shard, p.offset))
+    if len(set(places)) == len(places):
+        return ()
+    seen, out = set(), []
+    for k, place in enumerate(places):
+        if p.dense[k] and p.raw[k] and math.prod(p.shape[k]):
+            if place in seen:
+                out.append(k)
+            seen.add(place)
+    return out
 
 
 # Repeats shorter than this are made as objects that don't repeat: a strided view and

@@ -83,8 +83,16 @@ class Reader:
     # --- the file ----------------------------------------------------------------------
     @property
     def format(self):
-        """"zt", "safetensors", "gguf" or "tensogram"."""
-        return self._handle().format
+        """The file's format as the reference package names it: "zt", "safetensors",
+        "gguf", "tensogram", "pickle" (a PyTorch checkpoint), "npz" or "npy" (NumPy),
+        "onnx"."""
+        h = self._handle()
+        fmt = h.format
+        if fmt == "pytorch":
+            return "pickle"
+        if fmt == "numpy":
+            return "npz" if h.version == "npz" else "npy"
+        return fmt
 
     @property
     def version(self):
@@ -212,6 +220,19 @@ class Reader:
             return _torch.load(h, [name], device, copy)[name]
         return _torch.load(h, list(name), device, copy)
 
+    def load_numpy(self, *, copy=False):
+        """{name: array} of every tensor, in file order (the 1.2.1 package's name for
+        read_numpy of every name): views of the file's copy-on-write mapping where the
+        data is raw, arrays of their own with copy=True."""
+        return self._handle().load_dense(None, copy)
+
+    def load_torch(self, *, device="cpu", copy=False):
+        """{name: torch tensor} of every tensor, in file order, on `device` (the 1.2.1
+        package's name for read_torch of every name)."""
+        from . import _torch
+
+        return _torch.load(self._handle(), None, device, copy)
+
     def read(self, name, dtype=None):
         """A tensor's values in a new array, converted to `dtype` when given (a NumPy dtype
         the library converts to: float32, float64, float16, ml_dtypes.bfloat16, integers;
@@ -229,12 +250,39 @@ class Reader:
             raise ValueError(f"can't convert to {np_dtype}: only to storage dtypes")
         return h.read_as(index, component, code, obj.shape, np_dtype)
 
-    def read_into(self, name, dst):
-        """Reads a tensor's data into `dst` (a C-contiguous NumPy array or buffer of
-        exactly its size in bytes), decoding it on the way; no other copy."""
+    def read_into(self, name, dst=None):
+        """Reads a tensor's values into `dst`, decoding on the way, no other copy: a
+        C-contiguous NumPy array (or any writable buffer) of exactly its size in bytes,
+        or a torch tensor (contiguous on the CPU: straight into it; elsewhere through a
+        CPU copy). `name` may be {name: dst} to read several (in file order, one
+        parallel batch where every destination is a CPU buffer)."""
         h = self._handle()
+        if isinstance(name, dict):
+            pending = []
+            for n in sorted(name, key=h.index_of):
+                target = name[n]
+                index = h.index_of(n)
+                buffer = _cpu_buffer(target)
+                if buffer is None:
+                    self.read_into(n, target)
+                else:
+                    pending.append((index, buffer))
+            if pending:
+                h.batch_read(pending)
+            return
+        if dst is None:
+            raise TypeError("read_into(name, dst): dst is needed for one tensor (or pass {name: dst})")
         obj = h.object(h.index_of(name))
-        h.read_into(obj.index, obj.component("data") if obj.format == "dense" else obj.primary, dst)
+        component = obj.component("data") if obj.format == "dense" else obj.primary
+        buffer = _cpu_buffer(dst)
+        if buffer is not None:  # the library refuses a size that isn't the tensor's
+            h.read_into(obj.index, component, buffer)
+            return
+        # a torch tensor elsewhere (or not contiguous): read on the CPU, then copy
+        from . import _torch
+
+        staged = h.component_array(obj.index, component, obj.shape, copy=True)
+        dst.copy_(_torch.from_numpy(staged).reshape(dst.shape))
 
     def tensor(self, name, role=None):
         """A Tensor (DLPack-exportable, zero-copy) of one component: `data` of a dense
@@ -277,3 +325,21 @@ class Reader:
 def open(path, **options):
     """Opens a tensor file for reading (see Reader)."""
     return Reader(path, **options)
+
+
+def _cpu_buffer(dst):
+    """A writable buffer over `dst`'s memory when it is a C-contiguous NumPy array (or
+    another buffer) or a contiguous CPU torch tensor; None for other torch tensors."""
+    if type(dst).__module__.startswith("torch"):
+        if dst.device.type != "cpu" or not dst.is_contiguous():
+            return None
+        import numpy as np
+
+        from ._lib import ffi
+
+        n = dst.numel() * dst.element_size()
+        if n == 0:
+            return np.empty(0, np.uint8)
+        return np.frombuffer(ffi.buffer(ffi.cast("char *", dst.data_ptr()), n), np.uint8)
+    return dst
+

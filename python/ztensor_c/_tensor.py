@@ -3,16 +3,20 @@
 import numpy as np
 
 from . import _dlpack, _dtypes
+from ._lib import lib
+
+_RAW = lib.ZT_ENCODING_RAW
 
 
 class Tensor:
     """One component of an object of an open file, by reference.
 
     `np.from_dlpack(t)`, `torch.from_dlpack(t)` (and any DLPack consumer) get its memory
-    without a copy: for a raw component of a mapped file the file's mapping itself, else
-    the decoded copy the reader keeps (made once, on first use). The memory is read-only
-    and stays valid while anything made from it is alive, whether or not the reader was
-    closed. `t.numpy()` is the same memory as a read-only NumPy array.
+    without a copy: for a raw component of a mapped file the file's mapping itself
+    (copy-on-write: writable, a write changes only this process's pages, never the
+    file), else a decoded copy this Tensor keeps (made once, on first use). The memory
+    stays valid while anything made from it is alive, whether or not the reader was
+    closed. `t.numpy()` is the same memory as a NumPy array.
 
     The shape is the object's shape when the component holds its values (the `data` of a
     dense object), else the component's own element count (sparse parts, GGUF blocks).
@@ -81,16 +85,21 @@ class Tensor:
 
     # --- memory ------------------------------------------------------------------------
     def _view(self):
+        """(uint8 array of the component's bytes, whether it is the file's mapping)."""
         if self._array is None:
             h, c = self._handle, self._component
-            address, size, _dtype, zero_copy = h.view(self._object.index, c)
-            buffer, offset = h.memory(address, size, self._object.index, c.index)
-            raw = np.frombuffer(buffer, np.uint8, size, offset)
+            if h.views and c.encoding == _RAW:
+                address, size, _dtype, zero_copy = h.view(self._object.index, c)
+                buffer, offset = h.memory(address, size, self._object.index, c.index)
+                raw = np.frombuffer(buffer, np.uint8, size, offset)
+            else:  # decoded straight into memory of its own (the library keeps no copy)
+                raw, zero_copy = np.empty(c.decoded_length, np.uint8), False
+                h.read_into(self._object.index, c, raw)
             self._array = (raw, zero_copy)
         return self._array
 
     def numpy(self):
-        """A read-only NumPy array over the component's memory (no copy)."""
+        """A NumPy array over the component's memory (no copy)."""
         raw = self._view()[0]
         c = self._component
         np_dtype = self.dtype
@@ -132,14 +141,10 @@ class Tensor:
             code, bits = _dtypes.DLPACK[c.dtype]
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         raw = self._view()[0]
-        if copy:
-            owner = raw.copy()
-            read_only, copied = False, True
-        else:
-            owner = raw
-            read_only, copied = True, False
+        owner = raw.copy() if copy else raw
         return _dlpack.capsule(owner.ctypes.data, self.shape, code, bits, owner,
-                               read_only=read_only, copied=copied, versioned=versioned)
+                               read_only=not owner.flags.writeable, copied=bool(copy),
+                               versioned=versioned)
 
     def __repr__(self):
         logical = f", type={self.logical_type}" if self.logical_type else ""

@@ -20,9 +20,9 @@ import torch
 
 from . import _dtypes, _lib, _plan
 from ._handle import _DATA
-from ._lib import ffi
+from ._lib import ffi, lib
 
-_OK = _lib.OK
+_OK = lib.ZT_OK
 
 
 def torch_dtype(code, logical):
@@ -120,7 +120,10 @@ def load(handle, names, device="cpu", copy=False, storages=None):
     if paths is not None and p.all_dense_raw and on_cpu:
         tensors = _cut(p, paths, storages, strides)
         if tensors is not None:
-            return dict(zip(p.names, tensors))
+            out = dict(zip(p.names, tensors))
+            for k in _plan.aliases(p):
+                out[p.names[k]] = out[p.names[k]].clone()
+            return out
     # other mapped files: a plain component is at its file's offset (the plan's offset and
     # shard) when the library's view of it is zero-copy
     files = paths if paths is not None else (
@@ -145,6 +148,9 @@ def load(handle, names, device="cpu", copy=False, storages=None):
         if not on_cpu:
             for i, t in pending:
                 out[handle.names()[i]] = t.to(device)
+    if files is not None and on_cpu:
+        for k in _plan.aliases(p):
+            out[p.names[k]] = out[p.names[k]].clone()
     return out
 
 
@@ -194,7 +200,7 @@ def _batch_read(handle, pending):
         r.role = ffi.NULL
         r.dst = ffi.cast("void *", t.data_ptr())
         r.dst_size = t.numel() * t.element_size()
-    status = _lib.batch_load(handle.ptr, requests, len(pending), ffi.NULL)
+    status = lib.zt_batch_load(handle.ptr, requests, len(pending), ffi.NULL)
     if status != _OK:
         raise _lib.error(status)
 
@@ -238,7 +244,8 @@ def from_numpy(arr):
     dtype = torch_dtype(code, logical)
     if dtype is None or arr.dtype.names is not None or arr.dtype.kind == "V" or \
             code == _dtypes.BF16 or (logical is not None and not logical.startswith("complex")):
-        raw = torch.from_numpy(arr.view(np.uint8).reshape(-1))
+        # flat first: NumPy changes the item size of no 0-d array (bf16 0-d results)
+        raw = torch.from_numpy(arr.reshape(-1).view(np.uint8))
         if dtype is None:
             return raw
         return raw.view(dtype).reshape(arr.shape)

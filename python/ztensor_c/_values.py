@@ -14,7 +14,7 @@
 import numpy as np
 
 from . import _lib
-from ._lib import ffi
+from ._lib import ffi, lib
 
 # zt_value_type values (stable)
 NULL, BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64, STRING, BYTES, ARRAY, MAP, OTHER = range(17)
@@ -61,27 +61,27 @@ def _string(ptr, n):
 def convert(value, scratch=None):
     """The Python value of a `const zt_value *`."""
     s = scratch or _Scratch()
-    _lib.check(_lib.value_get_type(value, s.u32))
+    _lib.check(lib.zt_value_get_type(value, s.u32))
     t = s.u32[0]
     if t in _SIGNED:
-        _lib.check(_lib.value_get_i64(value, s.i64))
+        _lib.check(lib.zt_value_get_i64(value, s.i64))
         return s.i64[0]
     if t in _UNSIGNED:
-        _lib.check(_lib.value_get_u64(value, s.u64))
+        _lib.check(lib.zt_value_get_u64(value, s.u64))
         return s.u64[0]
     if t == STRING:
-        _lib.check(_lib.value_get_string(value, s.text, s.size))
+        _lib.check(lib.zt_value_get_string(value, s.text, s.size))
         return _string(s.text[0], s.size[0])
     if t in (F32, F64):
-        _lib.check(_lib.value_get_f64(value, s.f64))
+        _lib.check(lib.zt_value_get_f64(value, s.f64))
         return s.f64[0]
     if t == BOOL:
-        _lib.check(_lib.value_get_bool(value, s.bool))
+        _lib.check(lib.zt_value_get_bool(value, s.bool))
         return bool(s.bool[0])
     if t == NULL:
         return None
     if t == BYTES:
-        _lib.check(_lib.value_get_bytes(value, s.bytes, s.size))
+        _lib.check(lib.zt_value_get_bytes(value, s.bytes, s.size))
         return ffi.unpack(ffi.cast("const char *", s.bytes[0]), s.size[0])
     if t == MAP:
         return _map(value, s)
@@ -91,10 +91,10 @@ def convert(value, scratch=None):
 
 
 def _map(value, s):
-    _lib.check(_lib.value_get_count(value, s.size))
+    _lib.check(lib.zt_value_get_count(value, s.size))
     out = {}
     for i in range(s.size[0]):
-        _lib.check(_lib.value_get_entry(value, i, s.key, s.value))
+        _lib.check(lib.zt_value_get_entry(value, i, s.key, s.value))
         key, item = s.key[0], s.value[0]
         k = convert(key, s)
         if isinstance(k, (list, dict, np.ndarray)):
@@ -104,12 +104,12 @@ def _map(value, s):
 
 
 def _array(value, s):
-    _lib.check(_lib.value_get_count(value, s.size))
+    _lib.check(lib.zt_value_get_count(value, s.size))
     n = s.size[0]
-    _lib.check(_lib.value_get_array_type(value, s.u32))
+    _lib.check(lib.zt_value_get_array_type(value, s.u32))
     element = s.u32[0]
     dtype = _ARRAY_DTYPES.get(element)
-    if dtype is not None and _lib.value_get_array_data(value, s.data, s.size) == _lib.OK:
+    if dtype is not None and lib.zt_value_get_array_data(value, s.data, s.size) == lib.ZT_OK:
         count = s.size[0]
         if count == 0:
             return np.empty(0, dtype)
@@ -117,13 +117,13 @@ def _array(value, s):
         return np.frombuffer(raw, dtype=dtype).copy()
     if element == STRING:
         out = []
-        get = _lib.value_get_element_string
+        get = lib.zt_value_get_element_string
         for i in range(n):
             _lib.check(get(value, i, s.text, s.size))
             out.append(_string(s.text[0], s.size[0]))
         return out
     out = []
     for i in range(n):
-        _lib.check(_lib.value_get_element(value, i, s.value))
+        _lib.check(lib.zt_value_get_element(value, i, s.value))
         out.append(convert(s.value[0], s))
     return out

@@ -1,4 +1,5 @@
-"""Writer: zTensor files (format 1.2.0) from NumPy arrays, torch tensors and SciPy matrices."""
+"""Writer: zTensor (v2 by default, or 1.2), safetensors and GGUF files from NumPy arrays,
+torch tensors and SciPy matrices, through the library's writer."""
 
 import json
 import threading
@@ -6,27 +7,27 @@ import threading
 import numpy as np
 
 from . import _dtypes, _lib
-from ._lib import ffi
+from ._lib import StateError, ffi, lib
 
-_DIGESTS = {"none": _lib.DIGEST_NONE, None: _lib.DIGEST_NONE, "sha256": _lib.DIGEST_SHA256,
-            "crc32c": _lib.DIGEST_CRC32C}
+_DIGESTS = {"none": lib.ZT_DIGEST_NONE, None: lib.ZT_DIGEST_NONE, "sha256": lib.ZT_DIGEST_SHA256,
+            "crc32c": lib.ZT_DIGEST_CRC32C, "xxh3": lib.ZT_DIGEST_XXH3}
 
 
 def _write_options(compress, checksum):
     o = ffi.new("zt_write_options *")
     if compress is None or compress is False or compress == 0:
-        o.encoding = _lib.ENCODING_RAW
+        o.encoding = lib.ZT_ENCODING_RAW
     elif compress is True:
-        o.encoding = _lib.ENCODING_ZSTD  # level 0: the library's default (3)
+        o.encoding = lib.ZT_ENCODING_ZSTD  # level 0: the library's default (3)
     elif isinstance(compress, int):
-        o.encoding = _lib.ENCODING_ZSTD
+        o.encoding = lib.ZT_ENCODING_ZSTD
         o.level = compress
     else:
         raise TypeError(f"compress is False, True or a zstd level, not {compress!r}")
     try:
         o.digest = _DIGESTS[checksum]
     except (KeyError, TypeError):
-        raise ValueError(f"checksum is 'none', 'crc32c' or 'sha256', not {checksum!r}") from None
+        raise ValueError(f"checksum is 'none', 'xxh3', 'sha256' or 'crc32c', not {checksum!r}") from None
     return o
 
 
@@ -56,8 +57,33 @@ def _jsonable(value):
     return value
 
 
+# zTensor v2 by default (what ztensor 2.x reads); "1.2" for readers of 1.x
+_VERSIONS = {"2": lib.ZT_WRITER_V2, "1.2": lib.ZT_WRITER_V1_2}
+
+# Writer(format=...): the container, by name; None goes by the path's extension
+# (".safetensors" safetensors, ".gguf" GGUF, anything else zTensor)
+_FORMATS = {None: lib.ZT_WRITER_FORMAT_AUTO, "zt": lib.ZT_WRITER_FORMAT_ZTENSOR,
+            "safetensors": lib.ZT_WRITER_FORMAT_SAFETENSORS, "gguf": lib.ZT_WRITER_FORMAT_GGUF}
+
+
+def check_metadata(metadata):
+    """safetensors' rule for save_file's `metadata`: None or a dict of str to str, else
+    TypeError with its message. (Writer.set_attributes takes typed values.)"""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise TypeError(f"argument 'metadata': '{type(metadata).__name__}' object is not an instance of 'dict'")
+    for k, v in metadata.items():
+        for x in (k, v):
+            if not isinstance(x, str):
+                what = "'None'" if x is None else f"'{type(x).__name__}' object"
+                raise TypeError(f"argument 'metadata': {what} is not an instance of 'str'")
+
+
 class Writer:
-    """Writes a zTensor file (format 1.2.0, every blob 64-byte aligned).
+    """Writes a zTensor file: v2 by default (what ztensor 2.x reads: every blob at a
+    64 KiB boundary with an xxh3 digest, canonical), `version="1.2"` for readers of
+    zTensor 1.x (ztensor 1.x; 64-byte alignment, digests only when asked).
 
         with ztensor_c.Writer("model.zt") as w:
             w.add("weight", np.ones((2, 3), np.float32), compress=True, checksum="sha256")
@@ -66,29 +92,45 @@ class Writer:
 
     `add` takes NumPy arrays of every dtype (ml_dtypes' bfloat16 and float8 types, complex
     as complex64/128), torch tensors, and SciPy sparse CSR/COO matrices and arrays.
-    `compress`: False (raw), True (zstd, level 3) or a zstd level; `checksum`: "none",
-    "crc32c" or "sha256". The file appears at its path only when `finish` succeeds (the
-    bytes go to a temporary file beside it until then, and are fsynced unless
-    `sync=False`). `max_shard_size=N` writes a sharded set instead:
-    `<path>-0000k-of-0000n.zt` and `<path>.zt.index.json`.
+    `compress`: False (raw), True (zstd, level 3) or a zstd level; `checksum`: "none"
+    (v2 still digests with xxh3), "xxh3" (v2), "sha256", or "crc32c" (1.2 only). The
+    file appears at its path only when `finish` succeeds (the bytes go to a temporary
+    file beside it until then, and are fsynced unless `sync=False`).
+    `max_shard_size=N` writes a sharded set instead: `<path>-0000k-of-0000n.zt` and
+    `<path>.zt.index.json`. `format="safetensors"` (or "gguf", or "zt") writes that
+    format whatever the path; by default a path ending in ".safetensors" is written as
+    safetensors (byte for byte what safetensors' save_file writes for the same tensors),
+    ".gguf" as GGUF, anything else as zTensor.
     """
 
-    def __init__(self, path, *, sync=True, max_shard_size=None):
+    def __init__(self, path, *, sync=True, max_shard_size=None, format=None, version="2", extra_flags=0):
+        if version not in _VERSIONS:
+            raise ValueError(f"version is '2' or '1.2', not {version!r}")
+        try:
+            code = _FORMATS[format]
+        except (KeyError, TypeError):
+            known = ", ".join(sorted(k for k in _FORMATS if k))
+            raise ValueError(f"format is one of {known} or None (by the extension), not {format!r}") from None
         options = ffi.new("zt_writer_options *")
-        options.flags = 0 if sync else _lib.WRITER_NO_SYNC
+        # the version counts only where the file is zTensor
+        options.flags = ((0 if sync else lib.ZT_WRITER_NO_SYNC) | extra_flags | _VERSIONS[version]
+                         | lib.ZT_WRITER_HAS_FORMAT)
+        options.format = code
+        self._version = version
         out = ffi.new("zt_writer **")
         if max_shard_size is None:
-            _lib.check(_lib.writer_create_with(_lib.fspath(path), options, out))
+            _lib.check(lib.zt_writer_create_with(_lib.fspath(path), options, out))
         else:
-            _lib.check(_lib.writer_create_sharded_with(_lib.fspath(path), int(max_shard_size),
+            _lib.check(lib.zt_writer_create_sharded_with(_lib.fspath(path), int(max_shard_size),
                                                        options, out))
-        self._w = ffi.gc(out[0], _lib.writer_free)
+        self._w = ffi.gc(out[0], lib.zt_writer_free)
         self._lock = threading.Lock()  # a zt_writer is used by one thread at a time
         self._finished = False
 
     def _writer(self):
         if self._w is None:
-            raise ValueError("the writer is finished" if self._finished else "the writer was discarded")
+            raise StateError(lib.ZT_ERR_STATE, "the writer is finished" if self._finished
+                             else "the writer was discarded")
         return self._w
 
     def add(self, name, data, compress=None, checksum="none"):
@@ -113,6 +155,13 @@ class Writer:
     def write_torch(self, name, data, *, compress=None, checksum="none"):
         """The reference package's name for add() of a torch tensor."""
         self.add(name, data, compress=compress, checksum=checksum)
+
+    def add_bytes(self, name, data, zt_dtype, shape, logical=None, compress=None, checksum="none"):
+        """Adds one dense tensor from its stored bytes (a buffer of exactly its size):
+        `zt_dtype` a zt_dtype value, `logical` its logical type name or None."""
+        arr = np.frombuffer(data, np.uint8) if memoryview(data).nbytes else np.empty(0, np.uint8)
+        self._add_raw(name, "dense", tuple(shape), [("data", zt_dtype, logical, arr)],
+                      _write_options(compress, checksum))
 
     def _add_sparse(self, name, matrix, options):
         fmt = matrix.format
@@ -144,22 +193,22 @@ class Writer:
             if fmt == "dense" and parts[0][2] is None:
                 _role, code, _logical, arr = parts[0]
                 data = ffi.from_buffer(arr)
-                _lib.check(_lib.writer_add(w, name_c, code, shape_c, len(shape), data, arr.nbytes, options))
+                _lib.check(lib.zt_writer_add(w, name_c, code, shape_c, len(shape), data, arr.nbytes, options))
                 return
-            _lib.check(_lib.writer_begin_object(w, name_c, fmt.encode(), shape_c, len(shape)))
+            _lib.check(lib.zt_writer_begin_object(w, name_c, fmt.encode(), shape_c, len(shape)))
             for role, code, logical, arr in parts:
                 data = ffi.from_buffer(arr)
-                _lib.check(_lib.writer_add_component(
+                _lib.check(lib.zt_writer_add_component(
                     w, role.encode(), code, ffi.NULL if logical is None else logical.encode(),
                     data, arr.nbytes, options))
-            _lib.check(_lib.writer_end_object(w))
+            _lib.check(lib.zt_writer_end_object(w))
 
     def set_attributes(self, attributes, name=None):
         """Sets the file's attributes (name=None) or an object's, from a dict of JSON-like
         values (bytes become CBOR byte strings)."""
         text = json.dumps(_jsonable(dict(attributes)), allow_nan=False).encode()
         with self._lock:
-            _lib.check(_lib.writer_set_attributes_json(
+            _lib.check(lib.zt_writer_set_attributes_json(
                 self._writer(), ffi.NULL if name is None else name.encode(), text))
 
     def finish(self):
@@ -167,12 +216,12 @@ class Writer:
         with self._lock:
             w = self._writer()
             try:
-                _lib.check(_lib.writer_finish(w))
+                _lib.check(lib.zt_writer_finish(w))
             finally:
                 self._finished = True
                 self._w = None
                 ffi.gc(w, None)  # freed here, not again when collected
-                _lib.writer_free(w)
+                lib.zt_writer_free(w)
 
     def abandon(self):
         """Discards the file: nothing appears at the path."""
@@ -180,7 +229,7 @@ class Writer:
             w, self._w = self._w, None
             if w is not None:
                 ffi.gc(w, None)
-                _lib.writer_free(w)
+                lib.zt_writer_free(w)
 
     def __enter__(self):
         return self

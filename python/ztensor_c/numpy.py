@@ -19,14 +19,19 @@ import tempfile
 import numpy as np
 
 from ._handle import Handle
-from ._writer import Writer
+from ._lib import SafetensorError  # noqa: F401  (the names safetensors.numpy has too)
+from ._safe_open import safe_open  # noqa: F401
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
+from ._writer import Writer, check_metadata
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
 
 def load_file(filename, *, copy=False):
-    """{name: array} of every tensor of a file (any format the library reads, or a URL)."""
-    return Handle.open(filename).load_dense(copy=copy)
+    """{name: array} of every tensor of a file (any format the library reads, or a URL).
+    copy=True reads the file with pread, not through a mapping: the arrays are the only
+    memory the load leaves (a mapping's pages would count in the process's RSS too)."""
+    return Handle.open(filename, mmap=not copy).load_dense(copy=copy)
 
 
 def load(data, *, copy=False):
@@ -45,29 +50,33 @@ def _check(tensors):
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
-    """Writes {name: array} as a zTensor file; `metadata` becomes the file's attributes.
-    `compress` (True or a zstd level) and `checksum` ("crc32c", "sha256") apply to each
-    tensor."""
+    """Writes {name: array} as safetensors.numpy.save_file does: a safetensors file, byte
+    for byte safetensors' own, whatever the extension; with `compress` (True or a zstd
+    level) or `checksum` ("xxh3" or "sha256"), ours, a zTensor file, which holds them.
+    `metadata`: {str: str}."""
     _check(tensors)
-    with Writer(filename) as w:
-        for name, value in tensors.items():
-            w.add(name, value, compress=compress, checksum=checksum)
-        if metadata:
-            w.set_attributes(metadata)
+    check_metadata(metadata)
+    _write(tensors, filename, metadata, compress, checksum)
 
 
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
-    """The bytes of the zTensor file save_file would write."""
+    """The bytes of the file save_file would write."""
     _check(tensors)
-    fd, path = tempfile.mkstemp(suffix=".zt")
+    check_metadata(metadata)
+    fd, path = tempfile.mkstemp()
     os.close(fd)
     try:
-        with Writer(path, sync=False) as w:
-            for name, value in tensors.items():
-                w.add(name, value, compress=compress, checksum=checksum)
-            if metadata:
-                w.set_attributes(metadata)
+        _write(tensors, path, metadata, compress, checksum, sync=False)
         with open(path, "rb") as f:
             return f.read()
     finally:
         os.unlink(path)
+
+
+def _write(tensors, path, metadata, compress, checksum, sync=True):
+    fmt = "safetensors" if compress in (None, False, 0) and checksum in ("none", None) else "zt"
+    with Writer(path, sync=sync, format=fmt) as w:
+        for name, value in tensors.items():
+            w.add(name, value, compress=compress, checksum=checksum)
+        if metadata is not None:
+            w.set_attributes(metadata)

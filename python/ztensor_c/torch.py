@@ -19,14 +19,38 @@ import torch
 
 from . import _torch
 from ._handle import Handle
-from ._writer import Writer
+from ._lib import SafetensorError  # noqa: F401  (safetensors.torch has it too)
+from ._safe_open import safe_open  # noqa: F401  (as safetensors.torch has it)
+from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
+from ._writer import Writer, check_metadata
 
-__all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model"]
+__all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr",
+           "storage_size", "serialize", "serialize_file", "deserialize", "TensorSpec", "SafetensorError"]
+
+
+def storage_ptr(tensor):
+    """The address of the storage under `tensor` (0 for one without memory, on "meta"),
+    as safetensors.torch.storage_ptr: tensors of one storage share it (transformers
+    finds tied weights by it)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (NotImplementedError, RuntimeError):
+        return 0
+
+
+def storage_size(tensor):
+    """The size in bytes of the storage under `tensor`, as safetensors.torch.storage_size
+    (the tensor's own size where the storage has none)."""
+    try:
+        return tensor.untyped_storage().nbytes()
+    except (NotImplementedError, RuntimeError):
+        return tensor.nelement() * tensor.element_size()
 
 
 def load_file(filename, device="cpu", *, copy=False):
-    """{name: tensor} of every tensor of a file, on `device` ("cpu", "cuda:0", an int)."""
-    h = Handle.open(filename)
+    """{name: tensor} of every tensor of a file, on `device` ("cpu", "cuda:0", an int).
+    copy=True reads with pread into tensors of their own (no mapping's pages in RSS)."""
+    h = Handle.open(filename, mmap=not copy)
     return _torch.load(h, None, _device(device), copy)
 
 
@@ -40,7 +64,7 @@ def _device(device):
     return f"cuda:{device}" if isinstance(device, int) else str(device)
 
 
-def _check(tensors):
+def _check(tensors, shared_error=RuntimeError):
     if not isinstance(tensors, dict):
         raise ValueError(f"expected a dict of [str, torch.Tensor], got {type(tensors).__name__}")
     sparse = []
@@ -54,7 +78,7 @@ def _check(tensors):
                          "(convert them to SciPy and use ztensor_c.Writer, or to dense)")
     shared = [names for names in _shared_groups(tensors) if len(names) > 1]
     if shared:
-        raise RuntimeError(
+        raise shared_error(
             f"Some tensors share memory: {shared}. Saving them would store the memory twice "
             "and load them back as separate tensors. Use save_model(), which saves each "
             "shared storage once.")
@@ -65,24 +89,36 @@ def _check(tensors):
                 "(`.contiguous()`), or the full tensor it is a view of")
 
 
+def _output_format(compress, checksum):
+    """safetensors, as safetensors.torch writes, unless a zTensor option (compress,
+    checksum) was asked for: then zTensor (v2), which holds them."""
+    if compress in (None, False, 0) and checksum in ("none", None):
+        return "safetensors"
+    return "zt"
+
+
 def _write(tensors, path, metadata, compress, checksum, sync=True):
-    with Writer(path, sync=sync) as w:
+    with Writer(path, sync=sync, format=_output_format(compress, checksum)) as w:
         for name, value in tensors.items():
             w.add(name, value, compress=compress, checksum=checksum)
-        if metadata:
+        if metadata is not None:
             w.set_attributes(metadata)
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
-    """Writes {name: tensor} as a zTensor file (tensors on any device; refused when two
-    share memory, see save_model)."""
+    """Writes {name: tensor} as safetensors.torch.save_file does (tensors on any device;
+    refused when two share memory, see save_model): a safetensors file, byte for byte
+    safetensors' own, whatever the extension; with `compress` or `checksum` (ours) a
+    zTensor file, which holds them."""
     _check(tensors)
+    check_metadata(metadata)
     _write(tensors, filename, metadata, compress, checksum)
 
 
 def save(tensors, metadata=None, *, compress=None, checksum="none"):
-    """The bytes of the zTensor file save_file would write."""
+    """The bytes of the file save_file would write."""
     _check(tensors)
+    check_metadata(metadata)
     fd, path = tempfile.mkstemp(suffix=".zt")
     os.close(fd)
     try:
@@ -156,11 +192,9 @@ def _duplicates(state_dict, preferred=()):
     return dropped
 
 
-def save_model(model, filename, metadata=None, force_contiguous=False, *, compress=None,
-               checksum="none"):
-    """Saves a module's state_dict, each shared storage once (tied weights): the names
-    left out are recorded in the metadata as {dropped name: kept name}, as safetensors
-    does, and load_model restores them."""
+def _deduplicated(model, metadata, force_contiguous):
+    """(state_dict without the names that share a kept tensor's storage, metadata with
+    {dropped name: kept name} added), safetensors' rule."""
     state_dict = model.state_dict()
     metadata = dict(metadata) if metadata else {}
     for keep, names in _duplicates(state_dict).items():
@@ -169,6 +203,15 @@ def save_model(model, filename, metadata=None, force_contiguous=False, *, compre
             del state_dict[name]
     if force_contiguous:
         state_dict = {k: v.contiguous() for k, v in state_dict.items()}
+    return state_dict, metadata
+
+
+def save_model(model, filename, metadata=None, force_contiguous=False, *, compress=None,
+               checksum="none"):
+    """Saves a module's state_dict, each shared storage once (tied weights): the names
+    left out are recorded in the metadata as {dropped name: kept name}, as safetensors
+    does, and load_model restores them."""
+    state_dict, metadata = _deduplicated(model, metadata, force_contiguous)
     try:
         save_file(state_dict, filename, metadata or None, compress=compress, checksum=checksum)
     except ValueError as e:

@@ -207,6 +207,8 @@ thread_local! {
     /// flag without a destructor costs one thread-local access and no lazy-init check), so
     /// that a successful call never touches the message.
     static HAS_ERROR: Cell<bool> = const { Cell::new(false) };
+    /// The OS error number of the last failure (`zt_last_os_error`), 0 when none.
+    static LAST_OS_ERROR: Cell<i32> = const { Cell::new(0) };
 }
 
 /// How many threads have HAS_ERROR set (a thread that ends with a message keeps counting).
@@ -224,8 +226,13 @@ static THREADS_WITH_ERROR: CacheLine<AtomicUsize> = CacheLine(AtomicUsize::new(0
 struct CacheLine<T>(T);
 
 fn set_last_error(message: &str) {
+    set_last_error_os(message, None)
+}
+
+fn set_last_error_os(message: &str, os: Option<i32>) {
     let text = CString::new(message.replace('\0', "?")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    LAST_OS_ERROR.set(os.unwrap_or(0));
     if !HAS_ERROR.replace(true) {
         THREADS_WITH_ERROR.0.fetch_add(1, Ordering::Relaxed);
     }
@@ -246,6 +253,7 @@ fn clear_last_error() {
 fn clear_own_error() {
     if HAS_ERROR.get() {
         HAS_ERROR.set(false);
+        LAST_OS_ERROR.set(0);
         THREADS_WITH_ERROR.0.fetch_sub(1, Ordering::Relaxed);
         LAST_ERROR.with(|e| *e.borrow_mut() = CString::default());
     }
@@ -266,7 +274,7 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> zt_status {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => zt_status::ZT_OK,
         Ok(Err(e)) => {
-            set_last_error(e.message());
+            set_last_error_os(e.message(), e.os_error());
             e.kind().into()
         }
         Err(p) => {
@@ -621,6 +629,21 @@ mod tests {
             "include/ztensor.h is out of date: update it with \
              `cmake --build build --target update_header`, or \
              `cp {}/ztensor.h include/ztensor.h`",
+            env!("OUT_DIR")
+        );
+    }
+
+    /// The same for the cffi declarations the Python package compiles (build.rs,
+    /// `generate_cffi_declarations`).
+    #[test]
+    fn cffi_declarations_are_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/ztensor_cffi.h"));
+        let committed = include_str!("../../python/build_backend/ztensor_cffi.h");
+        assert!(
+            generated == committed,
+            "python/build_backend/ztensor_cffi.h is out of date: update it with \
+             `cmake --build build --target update_header`, or \
+             `cp {}/ztensor_cffi.h python/build_backend/ztensor_cffi.h`",
             env!("OUT_DIR")
         );
     }

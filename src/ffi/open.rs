@@ -41,13 +41,24 @@ pub const ZT_OPEN_ALL_SHARDS: u32 = 256;
 /// `zt_open` of any split opens the whole set).
 pub const ZT_OPEN_ONE_FILE: u32 = 512;
 
+/// Map files private and writable (`MAP_PRIVATE`, `PROT_READ | PROT_WRITE`): the memory
+/// of a zero-copy view (`zt_component_view`, `zt_shard_get_mapping`) may then be written
+/// through a cast of its pointer. A write changes this process's copy of that page only,
+/// never the file nor another reader's view; later views of the same bytes from this
+/// reader see it (and `zt_file_verify` reports it as a mismatch). Unwritten pages stay the
+/// page cache's, as with the default read-only mapping, and no swap is reserved for them.
+/// For bindings whose arrays are writable (PyTorch ignores NumPy's read-only flag). No
+/// effect with `ZT_OPEN_NO_MMAP`; without it, writing to a view's memory faults.
+pub const ZT_OPEN_COPY_ON_WRITE: u32 = 1024;
+
 /// Every `ZT_OPEN_*` flag.
 const OPEN_FLAGS: u32 = ZT_OPEN_NO_MMAP
     | ZT_OPEN_VERIFY
     | ZT_OPEN_POPULATE
     | ZT_OPEN_TAKE_FD
     | ZT_OPEN_ALL_SHARDS
-    | ZT_OPEN_ONE_FILE;
+    | ZT_OPEN_ONE_FILE
+    | ZT_OPEN_COPY_ON_WRITE;
 
 /// Options for `zt_open_with` / `zt_open_memory_with`. A zero-filled struct (or a NULL
 /// pointer) means the defaults; a 0 limit means that limit's default.
@@ -92,6 +103,7 @@ pub(super) fn open_options(options: *const zt_open_options) -> Result<OpenOption
         populate: o.flags & ZT_OPEN_POPULATE != 0,
         open_all_shards: o.flags & ZT_OPEN_ALL_SHARDS != 0,
         one_file: o.flags & ZT_OPEN_ONE_FILE != 0,
+        copy_on_write: o.flags & ZT_OPEN_COPY_ON_WRITE != 0,
         limits: Limits {
             max_manifest_size: or(o.max_manifest_size, d.max_manifest_size),
             max_decoded_size: or(o.max_decoded_size, d.max_decoded_size),

@@ -40,6 +40,11 @@ pub struct OpenOptions {
     /// Open only the file named, even when it is one split of a GGUF split set (by
     /// default the whole set is opened).
     pub one_file: bool,
+    /// With `use_mmap`: map files private and writable (copy-on-write), so memory a view
+    /// points into may be written: the write changes this process's copy of the page,
+    /// never the file, and later views of the same bytes from this reader see it. For
+    /// bindings whose arrays are writable (PyTorch tensors). Default: read-only mappings.
+    pub copy_on_write: bool,
     /// Safety limits.
     pub limits: Limits,
 }
@@ -52,6 +57,7 @@ impl Default for OpenOptions {
             populate: false,
             open_all_shards: false,
             one_file: false,
+            copy_on_write: false,
             limits: Limits::default(),
         }
     }

@@ -107,6 +107,7 @@ impl OpenOptions {
     fn mapping(&self) -> Mapping {
         match (self.use_mmap, self.populate) {
             (false, _) => Mapping::None,
+            (true, populate) if self.copy_on_write => Mapping::CopyOnWrite { populate },
             (true, false) => Mapping::Lazy,
             (true, true) => Mapping::Populated,
         }

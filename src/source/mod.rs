@@ -10,7 +10,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 
 use crate::buffer::zeroed_vec;
 use crate::codec::stream::Chunks;
@@ -77,7 +77,7 @@ const PREAD_FROM: usize = 1 << 20;
 
 enum Kind<'a> {
     /// The mapping, and the file for large copies.
-    Map(Mmap, File),
+    Map(Map, File),
     /// Every access is a `pread`.
     File(File),
     /// The caller's bytes, borrowed.
@@ -103,6 +103,28 @@ pub(crate) enum Mapping {
     Lazy,
     /// Mapped, every page read in while opening (`MAP_POPULATE`).
     Populated,
+    /// Mapped private and writable (`ZT_OPEN_COPY_ON_WRITE`): a write through a view
+    /// changes this process's copy of the page, never the file; `populate` reads every
+    /// page in while opening (without breaking the sharing: no page is copied).
+    CopyOnWrite { populate: bool },
+}
+
+/// A file's mapping: shared and read-only (a write through it faults), or private and
+/// writable (copy-on-write). Reads are the same: pages are the page cache's until written.
+pub(crate) enum Map {
+    Shared(Mmap),
+    Private(MmapMut),
+}
+
+impl std::ops::Deref for Map {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Map::Shared(m) => m,
+            Map::Private(m) => m,
+        }
+    }
 }
 
 /// What a caller tells the kernel about a range of the file.
@@ -186,14 +208,28 @@ impl Source<'static> {
                     path.display()
                 )
             })?);
-            if mapping == Mapping::Populated {
-                options.populate();
-            }
-            // SAFETY: the mapping is read-only. If another process truncates the file while
-            // it is mapped, touching a vanished page raises SIGBUS; `Mapping::None`
-            // avoids that (docs/reliability.md).
-            let map = unsafe { options.map(&file) }
-                .map_err(|e| Error::io(format_args!("{}: mapping the file", path.display()), e))?;
+            let mapped = |e| Error::io(format_args!("{}: mapping the file", path.display()), e);
+            let map = if let Mapping::CopyOnWrite { populate } = mapping {
+                // No swap reserved for pages never written (a private writable mapping
+                // is otherwise charged its whole size: a file larger than memory could
+                // not be mapped). MAP_POPULATE would copy every page of a writable
+                // private mapping: populate reads them in instead.
+                options.no_reserve_swap();
+                // SAFETY: as below; writes go to private pages, never to the file.
+                let map = unsafe { options.map_copy(&file) }.map_err(mapped)?;
+                if populate && map.advise(memmap2::Advice::PopulateRead).is_err() {
+                    let _ = map.advise(memmap2::Advice::WillNeed); // before Linux 5.14
+                }
+                Map::Private(map)
+            } else {
+                if mapping == Mapping::Populated {
+                    options.populate();
+                }
+                // SAFETY: the mapping is read-only. If another process truncates the file
+                // while it is mapped, touching a vanished page raises SIGBUS;
+                // `Mapping::None` avoids that (docs/reliability.md).
+                Map::Shared(unsafe { options.map(&file) }.map_err(mapped)?)
+            };
             Kind::Map(map, file)
         };
         Ok(Source { kind, size })
@@ -629,7 +665,10 @@ impl Chunks for SourceChunks<'_, '_> {
 /// `madvise(flag)` on the pages of `[offset, offset + len)` of a shared read-only mapping.
 /// `MADV_DONTNEED` drops them from the process (they stay in the page cache; touching
 /// them again maps them again); `MADV_WILLNEED` starts reading them in.
-fn advise_pages(map: &Mmap, offset: usize, len: usize, flag: libc::c_int) {
+fn advise_pages(map: &Map, offset: usize, len: usize, flag: libc::c_int) {
+    if flag == libc::MADV_DONTNEED && matches!(map, Map::Private(_)) {
+        return; // it would drop what was written to the private pages
+    }
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let start = offset / page * page;

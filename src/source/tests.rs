@@ -49,12 +49,17 @@ fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
     );
     assert!(dst == data);
     // The same through the mapping, window by window.
-    let map = unsafe { Mmap::map(&file) }.unwrap();
+    let map = Map::Shared(unsafe { Mmap::map(&file) }.unwrap());
     dst.fill(0);
     assert!(
         decode_mapped_windows(&map, offset, len, &mut dst).unwrap(),
         "our frames decode from the mapping"
     );
+    assert!(dst == data);
+    // And from a private (copy-on-write) mapping, whose pages are never dropped.
+    let map = Map::Private(unsafe { MmapOptions::new().map_copy(&file) }.unwrap());
+    dst.fill(0);
+    assert!(decode_mapped_windows(&map, offset, len, &mut dst).unwrap());
     assert!(dst == data);
     // One big frame without a recorded size (as other writers make): declined.
     let single = {
@@ -66,7 +71,7 @@ fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
     let file = File::open(dir.join("raw.zst")).unwrap();
     let n = single.len() as u64;
     assert!(!decode_windowed(&pread(&file), 0, n, &mut dst).unwrap());
-    let map = unsafe { Mmap::map(&file) }.unwrap();
+    let map = Map::Shared(unsafe { Mmap::map(&file) }.unwrap());
     assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

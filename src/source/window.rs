@@ -1,11 +1,9 @@
 //! Large zstd streams of a file decoded through a bounded window of stored bytes.
 
-use memmap2::Mmap;
-
 use crate::codec::{decode_frames, sized_frames};
 use crate::error::Result;
 
-use super::{ZSTD_WINDOW, advise_pages};
+use super::{Map, ZSTD_WINDOW, advise_pages};
 
 /// Decodes a large zstd stream from a file through a bounded window of compressed bytes
 /// (read with `pread`, so neither a copy of the whole stream nor its mapped pages add to
@@ -47,7 +45,7 @@ pub(super) fn decode_windowed(
 /// Returns false when the stream doesn't suit (a frame without a recorded size): the
 /// caller then decodes it whole.
 pub(super) fn decode_mapped_windows(
-    map: &Mmap,
+    map: &Map,
     offset: u64,
     len: u64,
     dst: &mut [u8],

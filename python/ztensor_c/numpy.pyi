@@ -1,0 +1,13 @@
+from typing import Any
+
+import numpy.typing as npt
+
+from . import PathLike, SafetensorError as SafetensorError, TensorSpec as TensorSpec, safe_open as safe_open
+from . import deserialize as deserialize, serialize as serialize, serialize_file as serialize_file
+
+def load_file(filename: PathLike, *, copy: bool = ...) -> dict[str, npt.NDArray[Any]]: ...
+def load(data: bytes | bytearray | memoryview, *, copy: bool = ...) -> dict[str, npt.NDArray[Any]]: ...
+def save_file(tensors: dict[str, npt.NDArray[Any]], filename: PathLike, metadata: dict[str, str] | None = ...,
+              *, compress: bool | int | None = ..., checksum: str | None = ...) -> None: ...
+def save(tensors: dict[str, npt.NDArray[Any]], metadata: dict[str, str] | None = ..., *,
+         compress: bool | int | None = ..., checksum: str | None = ...) -> bytes: ...
