@@ -82,7 +82,8 @@ def check_metadata(metadata):
 
 class Writer:
     """Writes a zTensor file: v2 by default (what ztensor 2.x reads: every blob at a
-    64 KiB boundary with an xxh3 digest, canonical), `version="1.2"` for readers of
+    4 KiB boundary, the spec's floor, with an xxh3 digest; ztensor_c.v2.Writer writes
+    the canonical 64 KiB placement), `version="1.2"` for readers of
     zTensor 1.x (ztensor 1.x; 64-byte alignment, digests only when asked).
 
         with ztensor_c.Writer("model.zt") as w:

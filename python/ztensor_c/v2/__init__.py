@@ -17,7 +17,7 @@ different meanings (`open` returns a Reader in 1.x, a mapping of handles here; `
 takes an array there, bytes with shape and dtype here), so code written for either
 imports the one it was written for. It runs on ztensor_c's reader and writer: every
 format the library reads opens here, and Writer writes zTensor v2 through the library
-(`ZT_WRITER_V2`: 64 KiB placement, an xxh3 digest per part, canonical unless
+(`ZT_WRITER_V2 | ZT_WRITER_CANONICAL`: 64 KiB placement, an xxh3 digest per part, canonical unless
 `canonical=False`).
 
 What differs from the reference, and why: `align` is honoured up to the 64 KiB every v2
@@ -496,7 +496,9 @@ class Writer:
                              f"a {_V2_ALIGNMENT}-byte boundary), not {align}")
         path = os.fspath(path)
         previous = Handle.open(path) if append and os.path.exists(path) else None
-        flags = lib.ZT_WRITER_V2 | (0 if canonical else lib.ZT_WRITER_KEEP_ORDER)
+        # 64 KiB placement as the reference's writer places blobs (the library's default is
+        # 4 KiB), in name order unless canonical=False
+        flags = lib.ZT_WRITER_V2 | lib.ZT_WRITER_CANONICAL | (0 if canonical else lib.ZT_WRITER_KEEP_ORDER)
         self._w = _V1Writer(path, sync=sync, extra_flags=flags)
         if previous is not None:  # the file's objects first, then what is added
             for i in range(previous.count()):
