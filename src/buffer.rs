@@ -132,11 +132,11 @@ mod tests {
         assert!(zeroed_vec(0).unwrap().is_empty());
         assert_eq!(
             zeroed_vec(u64::MAX).unwrap_err().kind(),
-            crate::ErrorKind::Limit
+            crate::error::ErrorKind::Limit
         );
         assert_eq!(
             zeroed_vec(isize::MAX as u64 + 1).unwrap_err().kind(),
-            crate::ErrorKind::Limit
+            crate::error::ErrorKind::Limit
         );
     }
 

@@ -2,6 +2,10 @@
 //! library names must be in its own layer or one below, so no import circle can come
 //! back. Unit tests (`mod tests`) and the CLI (which uses the public API) are exempt.
 //!
+//! The crate root only re-exports the public API: no code inside the crate imports through
+//! it (`crate::cbor`, `crate::Error`), so no layer imports the root
+//! (`scripts/own_imports.py` rewrites such imports to the owning module).
+//!
 //! Inside each folder too: no circle between its files (`KNOWN_CIRCLES` lists those left
 //! for later, with why); and no function over `MAX_FUNCTION_LINES` without a reason
 //! written in `LONG_FUNCTIONS`.
@@ -44,7 +48,7 @@ fn without_tests(text: &str) -> &str {
 fn root_reexports(lib: &str) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
     for statement in lib.split(';') {
-        let Some(path) = statement.trim().strip_prefix("pub use ") else {
+        let Some(path) = statement.find("pub use ").map(|at| &statement[at + 8..]) else {
             continue;
         };
         let Some((module, rest)) = path.split_once("::") else {
@@ -114,7 +118,9 @@ fn walk(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn imports_point_down_the_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let reexports = root_reexports(&code_only(
+        &std::fs::read_to_string(src.join("lib.rs")).unwrap(),
+    ));
     let mut files = Vec::new();
     walk(&src, &mut files);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -181,6 +187,89 @@ fn references_are_found() {
     let text = "use crate::{Reader, dtype::DType};\nfn f() -> crate::Result<()> {}";
     let found: Vec<String> = crate_references(text, &reexports).into_iter().collect();
     assert_eq!(found, ["dtype", "error", "reader"]);
+}
+
+// --- The crate root is only a root --------------------------------------------------------
+
+/// Every `crate::<name>` in the library's code (tests included) where `name` is one of the
+/// crate root's re-exports, as (line, name): inside the crate a thing is imported from the
+/// module that owns it, so no layer imports the root.
+fn through_the_root(code: &str, reexports: &BTreeMap<String, String>) -> Vec<(usize, String)> {
+    let s = code.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while let Some(at) = code[i..].find("crate::").map(|at| i + at) {
+        i = at + "crate::".len();
+        if at > 0 && (s[at - 1].is_ascii_alphanumeric() || s[at - 1] == b'_') {
+            continue;
+        }
+        let mut paths = Vec::new();
+        use_tree(s, &mut i.clone(), Vec::new(), &mut paths);
+        let line = code[..at].matches('\n').count() + 1;
+        for path in paths {
+            if let Some(head) = path.first().filter(|h| reexports.contains_key(*h))
+                && !found.contains(&(line, head.clone()))
+            {
+                found.push((line, head.clone()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_import_through_the_crate_root() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = code_only(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let reexports = root_reexports(&lib);
+    assert!(reexports.contains_key("cbor") && reexports.contains_key("Error"));
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(&src).unwrap();
+        if rel.starts_with("bin") || rel == Path::new("lib.rs") {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(&path).unwrap());
+        for (line, name) in through_the_root(&code, &reexports) {
+            wrong.push(format!(
+                "src/{}:{line}: crate::{name} (owned by crate::{})",
+                rel.display(),
+                reexports[&name]
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "code inside the crate names the crate root's re-exports; import each thing from the \
+         module that owns it (run `python3 scripts/own_imports.py`, which rewrites them):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn imports_through_the_root_are_found() {
+    let reexports = root_reexports(&code_only(
+        "//! use ztensor::{Reader, Writer};\npub use error::{Error, Result};\n\
+         #[cfg(feature = \"remote\")]\npub use source::TransferStats;\n\
+         pub use value::{cbor, json};\nmod error;",
+    ));
+    assert_eq!(
+        reexports.keys().collect::<Vec<_>>(),
+        ["Error", "Result", "TransferStats", "cbor", "json"]
+    );
+    let code = code_only(
+        "use crate::cbor::Value;\nuse crate::{dtype::DType, Error};\n\
+         // crate::json in a comment\nlet s = \"crate::json\";\n\
+         x = crate::error::Error::new(); y = $crate::Result; z = my_crate::cbor::X;\n\
+         use crate::value::{cbor, json};",
+    );
+    assert_eq!(
+        through_the_root(&code, &reexports),
+        [(1, "cbor".to_string()), (2, "Error".to_string()), (5, "Result".to_string())]
+    );
 }
 
 /// `src/lib.rs`'s comment and docs/architecture.md's table give the layers in the order

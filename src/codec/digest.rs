@@ -165,7 +165,7 @@ impl Hasher {
 
 /// Lower-case hex of bytes.
 pub fn hex_lower(bytes: &[u8]) -> String {
-    crate::json::Hex(bytes).to_string()
+    crate::value::json::Hex(bytes).to_string()
 }
 
 impl Expected {

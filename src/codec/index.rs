@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(
             (e.kind(), e.message()),
             (
-                crate::ErrorKind::Format,
+                crate::error::ErrorKind::Format,
                 "the zstd frames record 140000 decoded bytes in all, but the component has 150000"
             )
         );

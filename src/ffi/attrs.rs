@@ -7,7 +7,7 @@ use super::handles::{self, Handle, Lent};
 use super::handles::{reader as handle, zt_reader};
 use super::{guard, guard_value, need_out, need_str, put, zt_status};
 use crate::error::{Result, err};
-use crate::typed::{AttrScalar, AttrValue, Node, ValueType};
+use crate::value::typed::{AttrScalar, AttrValue, Node, ValueType};
 
 /// An attribute value: a scalar, a string, bytes, an array or a map. Opaque and
 /// immutable, usable from many threads at once. A reader's values (`const zt_value *`)

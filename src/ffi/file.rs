@@ -208,7 +208,7 @@ pub unsafe extern "C" fn zt_file_get_remote_stats(
 }
 
 /// A layout as the C API gives it.
-fn c_layout(l: crate::Layout) -> zt_file_layout {
+fn c_layout(l: crate::reader::Layout) -> zt_file_layout {
     zt_file_layout {
         data_offset: l.data_offset,
         alignment: l.alignment,

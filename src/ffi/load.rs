@@ -147,7 +147,7 @@ pub unsafe extern "C" fn zt_batch_load(
         // SAFETY: NULL or a valid struct.
         let threads = unsafe { options.as_ref() }.map_or(0, |o| o.threads as usize);
         let mut resolved = Vec::with_capacity(count);
-        let mut errors: Vec<(usize, crate::Error)> = Vec::new();
+        let mut errors: Vec<(usize, crate::error::Error)> = Vec::new();
         for (i, q) in requests.iter().enumerate() {
             match request(r, q) {
                 Ok(req) => resolved.push((i, req)),

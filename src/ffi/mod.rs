@@ -533,7 +533,7 @@ mod tests {
 
         // Value types: every typed::ValueType by its name, then ZT_VALUE_MIXED (255), which
         // only zt_value_get_array_type gives.
-        use crate::typed::ValueType;
+        use crate::value::typed::ValueType;
         let types = header_enum("zt_value_type");
         let all: Vec<ValueType> = (0..).map_while(ValueType::from_u32).collect();
         assert_eq!(types.len(), all.len() + 1);

@@ -237,7 +237,7 @@ pub unsafe extern "C" fn zt_open_fd_with(
         // SAFETY: duplicating a descriptor has no memory effects; failure is checked.
         let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
         if copy < 0 {
-            return Err(crate::Error::io(
+            return Err(crate::error::Error::io(
                 format_args!("duplicating {name}"),
                 std::io::Error::last_os_error(),
             ));

@@ -13,7 +13,7 @@ use super::attrs::{handle_of, value, zt_value};
 use super::{guard, guard_value, need_bytes, need_out, need_str, put, zt_status};
 use crate::error::{Result, bail, err};
 use crate::limits::MAX_CBOR_DEPTH;
-use crate::typed::{Doc, TypedValue, ValueType};
+use crate::value::typed::{Doc, TypedValue, ValueType};
 
 /// A value made by `zt_value_create_*`: its CBOR and the tree over it.
 struct Owned {
@@ -34,7 +34,7 @@ fn registry() -> std::sync::MutexGuard<'static, HashMap<usize, Owned>> {
 fn create(v: TypedValue, out: *mut *mut zt_value) -> Result<()> {
     need_out(out, "out")?;
     let (cbor, desc) = v.encode();
-    let cbor = crate::cbor::to_vec(&cbor).into_boxed_slice();
+    let cbor = crate::value::cbor::to_vec(&cbor).into_boxed_slice();
     let doc = match &desc {
         Some(d) => Doc::build_with_record(&cbor, d, MAX_CBOR_DEPTH)?,
         None => Doc::build(&cbor, None, MAX_CBOR_DEPTH)?,

@@ -550,8 +550,9 @@ pub unsafe extern "C" fn zt_writer_set_attributes_json(
         let w = writer(w)?;
         let object = optional_str(object, "object")?;
         let text = need_str(json, "json")?;
-        let value = crate::json::from_json(text, crate::limits::Limits::default().max_cbor_depth)
-            .map_err(|e| err!(InvalidArgument, "attributes: {e}"))?;
+        let value =
+            crate::value::json::from_json(text, crate::limits::Limits::default().max_cbor_depth)
+                .map_err(|e| err!(InvalidArgument, "attributes: {e}"))?;
         match object {
             None => w.set_file_attributes(value),
             Some(name) => w.set_object_attributes(name, value),

@@ -31,8 +31,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::cbor::item::string_body;
-use crate::cbor::{Value, Writer};
 use crate::dtype::{DType, numel};
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
@@ -42,6 +40,8 @@ use crate::model::{
     Step, TextArena, Traits, check_name_text,
 };
 use crate::quant::{GgmlType, ggml_type, unknown_logical_type, unknown_type_message};
+use crate::value::cbor::item::string_body;
+use crate::value::cbor::{Value, Writer};
 
 /// Data section alignment when the file has no `general.alignment`.
 const DEFAULT_ALIGNMENT: u64 = 32;
@@ -234,7 +234,7 @@ fn value(
 
 /// The typed value type of a GGUF value type (`typed::ValueType` codes).
 fn width_code(ty: u32) -> u8 {
-    use crate::typed::ValueType as V;
+    use crate::value::typed::ValueType as V;
     (match ty {
         T_U8 => V::U8,
         T_I8 => V::I8,
@@ -559,7 +559,7 @@ fn split_key(key: &str, value: &[u8], split: &mut [Option<u64>; 3]) -> Result<()
         "split.tensors.count" => 2,
         _ => return Ok(()),
     };
-    match crate::cbor::decode(value, 1) {
+    match crate::value::cbor::decode(value, 1) {
         Ok(Value::Unsigned(n)) => split[slot] = Some(n),
         _ => bail!(Format, "GGUF {key} is not a non-negative integer"),
     }

@@ -29,7 +29,6 @@
 
 use std::sync::Arc;
 
-use crate::cbor::Value;
 use crate::dtype::{DType, dense_byte_size};
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
@@ -40,6 +39,7 @@ use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Step,
     check_name,
 };
+use crate::value::cbor::Value;
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 

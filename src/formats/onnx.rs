@@ -34,7 +34,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::cbor::Value;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::formats::ReadAt;
@@ -44,6 +43,7 @@ use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, FormatStep, Model, Object,
     Step, TextArena, check_name_text,
 };
+use crate::value::cbor::Value;
 
 /// True for the first bytes of a ModelProto as the `onnx` package writes it:
 /// `ir_version` (field 1, a small varint) first, then another ModelProto field, and the

@@ -36,7 +36,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::cbor::Value;
 use crate::error::{Result, bail, err};
 use crate::formats::ReadAt;
 use crate::formats::pickle::{self, Budget, Id, Node, Pickle, grow};
@@ -47,6 +46,7 @@ use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Step,
     TextArena, Traits, check_name_text,
 };
+use crate::value::cbor::Value;
 
 /// The start of a legacy (pre-1.6) checkpoint: protocol 2, then the magic number
 /// 0x1950a86a20f9469cfc6c as a 10-byte LONG1.

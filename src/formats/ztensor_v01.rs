@@ -21,7 +21,7 @@ use crate::model::{
 use super::ReadAt;
 use super::ztensor::manifest::{self, Parser};
 use super::ztensor::{TRAITS, manifest_region};
-use crate::cbor::Writer;
+use crate::value::cbor::Writer;
 
 /// Magic bytes at the start of legacy v0.1 files.
 pub const MAGIC_V01: &[u8; 8] = b"ZTEN0001";

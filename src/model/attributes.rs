@@ -2,9 +2,9 @@
 
 use std::ptr::NonNull;
 
-use crate::cbor::Value;
 use crate::error::{Result, bail};
-use crate::typed::{Doc, TypedValue};
+use crate::value::cbor::Value;
+use crate::value::typed::{Doc, TypedValue};
 
 use super::{CBytes, TextArena};
 
@@ -125,9 +125,9 @@ impl Attributes {
             );
         }
         let (value, desc) = v.encode();
-        let record = desc.map(|d| crate::cbor::to_vec(&d.to_value()));
+        let record = desc.map(|d| crate::value::cbor::to_vec(&d.to_value()));
         Ok((
-            Attributes::with_record(crate::cbor::to_vec(&value), record),
+            Attributes::with_record(crate::value::cbor::to_vec(&value), record),
             value,
         ))
     }
@@ -152,7 +152,7 @@ impl Attributes {
     }
     /// Encodes a value (the writer checks it is a map).
     pub(crate) fn from_value(v: &Value) -> Attributes {
-        Attributes::from_cbor(&crate::cbor::to_vec(v))
+        Attributes::from_cbor(&crate::value::cbor::to_vec(v))
     }
     /// The CBOR encoding of the attribute map.
     pub fn as_cbor(&self) -> &[u8] {
@@ -193,13 +193,13 @@ impl Attributes {
     }
     /// Decodes the attribute map (allocates the tree).
     pub fn value(&self) -> Value {
-        crate::cbor::decode(self.as_cbor(), crate::limits::MAX_CBOR_DEPTH)
+        crate::value::cbor::decode(self.as_cbor(), crate::limits::MAX_CBOR_DEPTH)
             .expect("validated when the file was opened")
     }
     /// The attribute map as compact JSON (the mapping of `json::write_json`), rendered
     /// straight from the CBOR bytes without building a tree: memory is the output's.
     pub fn to_json(&self) -> Result<String> {
-        crate::json::cbor_to_json(self.as_cbor())
+        crate::value::json::cbor_to_json(self.as_cbor())
             .map_err(|e| crate::error::err!(Format, "attributes: {e}"))
     }
 }

@@ -4,17 +4,17 @@
 //! index. `schema` holds the rules of each object kind; `validate` the structural checks
 //! every model passes before a reader exists.
 
-use crate::cbor::Value;
 use crate::codec::digest;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::value::cbor::Value;
 
 mod attributes;
 mod index;
+pub mod runs;
 pub mod schema;
 mod steps;
 mod text;
-pub mod runs;
 mod validate;
 
 pub use attributes::Attributes;

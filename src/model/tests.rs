@@ -24,7 +24,7 @@ fn digest_regions_found_by_object_and_component() {
 
 #[test]
 fn attributes_shared_or_own_read_and_compare_alike() {
-    let cbor = crate::cbor::to_vec(&Value::Map(vec![(
+    let cbor = crate::value::cbor::to_vec(&Value::Map(vec![(
         Value::Text("k".into()),
         Value::Bytes(vec![0, 1, 0]),
     )]));
@@ -37,7 +37,7 @@ fn attributes_shared_or_own_read_and_compare_alike() {
     assert_eq!(shared.to_json().unwrap(), own.to_json().unwrap());
     assert_eq!(shared.widths(), None);
     // Too long to share a block: its own allocation.
-    let long = crate::cbor::to_vec(&Value::Bytes(vec![7; 20_000]));
+    let long = crate::value::cbor::to_vec(&Value::Bytes(vec![7; 20_000]));
     let a = Attributes::in_arena(&mut arena, &long);
     assert!(matches!(a.form(), AttrRef::Own(_)));
     assert_eq!(std::mem::size_of::<Option<Attributes>>(), 8);

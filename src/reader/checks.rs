@@ -71,7 +71,7 @@ impl Reader<'_> {
     /// its layout, sharding or encodings): `"xxh3:<hex>"` or `"sha256:<hex>"`, computed
     /// from the manifest alone. `Unsupported` for other files and for a v2 file with a
     /// part without a digest (the content digest is then undefined).
-    pub fn content_digest(&self, algorithm: crate::DigestAlgorithm) -> Result<String> {
+    pub fn content_digest(&self, algorithm: crate::codec::DigestAlgorithm) -> Result<String> {
         ztensor_v2::encode::content_digest(&self.model, algorithm)
     }
 

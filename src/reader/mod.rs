@@ -5,7 +5,6 @@
 use std::sync::atomic::AtomicU64;
 
 use crate::buffer::AlignedBuf;
-use crate::cbor::Value;
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail, err};
 use crate::formats::ztensor_v2;
@@ -13,7 +12,8 @@ use crate::limits::Limits;
 use crate::model::{Attributes, Component, Container, Model, Object};
 use crate::sets::Files;
 use crate::source::{Advice, Source};
-use crate::typed::{self, AttrValue, DocCache};
+use crate::value::cbor::Value;
+use crate::value::typed::{self, AttrValue, DocCache};
 
 mod cache;
 mod checks;

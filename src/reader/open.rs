@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::sets::{self, Files, Place, SetOptions};
 use crate::source::{Mapping, RemoteOptions, Source, is_url};
-use crate::typed::DocCache;
+use crate::value::typed::DocCache;
 
 use super::{Caches, OpenOptions, Reader};
 

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use crate::error::{Result, bail};
-use crate::json::index::{metadata_value, parse_index};
 use crate::limits::Limits;
 use crate::model::{Attributes, Model};
 use crate::source::Mapping;
+use crate::value::json::index::{metadata_value, parse_index};
 
 use super::pipeline::{Piped, Run, parse_shard, pipelined};
 use super::{SetOptions, Shards, merge};

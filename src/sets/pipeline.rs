@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Result, err};
-use crate::json::index::{Index, WeightMap};
 use crate::limits::Limits;
 use crate::model::Model;
+use crate::value::json::index::{Index, WeightMap};
 
 use super::{SetOptions, Shard, check_relative, lists_every_object_once};
 
@@ -100,9 +100,9 @@ pub(super) fn pipelined<'t>(
     // their own, as many as requests in flight; local ones on the library's pool.
     let remote = options.place.parallel_opens();
     let metadata = match remote {
-        Some(n) => {
-            crate::pool::io_scope(|spawn| read_while_parsing(&pipe, &mut found, read, (n, n), false, spawn))
-        }
+        Some(n) => crate::pool::io_scope(|spawn| {
+            read_while_parsing(&pipe, &mut found, read, (n, n), false, spawn)
+        }),
         None => crate::pool::scope(|spawn| {
             // While this thread reads the index, up to one fewer than the pool's threads
             // (a thread more would slow the reading that finds the shards), then all.

@@ -1,7 +1,9 @@
 //! Unit tests of `source` (kept beside it so the module itself stays readable).
 
 use super::*;
-use crate::{DType, Reader, WriteOptions, Writer};
+use crate::dtype::DType;
+use crate::reader::Reader;
+use crate::writer::{WriteOptions, Writer};
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("zt-source-{name}-{}", std::process::id()));
@@ -105,7 +107,7 @@ fn urls_are_recognised_by_their_scheme_alone() {
 #[test]
 fn without_the_feature_a_url_is_unsupported() {
     let e = Reader::open("s3://bucket/model.zt").unwrap_err();
-    assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+    assert_eq!(e.kind(), crate::error::ErrorKind::Unsupported);
     assert!(
         e.message()
             .starts_with("s3:// URLs: this build of ztensor has no remote support"),
@@ -119,7 +121,7 @@ fn only_regular_files_are_opened() {
     for mmap in [true, false] {
         let mapping = if mmap { Mapping::Lazy } else { Mapping::None };
         let e = Source::open(&dir, mapping).err().unwrap();
-        assert_eq!(e.kind(), crate::ErrorKind::Io);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Io);
         assert_eq!(
             e.message(),
             format!("{} is a directory, not a tensor file", dir.display())
@@ -131,7 +133,7 @@ fn only_regular_files_are_opened() {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let e = Source::open(&fifo, Mapping::None).err().unwrap();
-    assert_eq!(e.kind(), crate::ErrorKind::Io);
+    assert_eq!(e.kind(), crate::error::ErrorKind::Io);
     assert!(e.message().ends_with("is a FIFO, not a tensor file"), "{e}");
     let e = Source::open(Path::new("/dev/null"), Mapping::Lazy)
         .err()

@@ -6,12 +6,12 @@
 use std::io::Write;
 
 use super::{FileVersion, Writer, foreign, vocabulary};
-use crate::cbor::Value;
 use crate::error::{Result, bail, err};
 use crate::formats::ztensor::manifest;
 use crate::limits::Limits;
 use crate::model::Attributes;
-use crate::typed::TypedValue;
+use crate::value::cbor::Value;
+use crate::value::typed::TypedValue;
 
 /// `map` with `key` set to `value`: the entry replaced where it is, or added last.
 pub(crate) fn with_entry(map: TypedValue, key: &str, value: &TypedValue) -> TypedValue {

@@ -33,7 +33,7 @@ use crate::dtype::{DType, numel};
 use crate::error::{Error, Result, bail, err};
 use crate::model::{Attributes, Encoding, Object};
 use crate::quant::{BLOCK_TYPES, BlockType};
-use crate::typed::{TypedValue, ValueType};
+use crate::value::typed::{TypedValue, ValueType};
 
 /// The container a writer writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -155,7 +155,8 @@ pub fn safetensors_dtype(dtype: DType, logical: Option<&str>) -> Result<&'static
             InvalidArgument,
             "safetensors has no dtype for {d}{} (it holds f64 f32 f16 bf16 i64 i32 i16 i8 \
              u64 u32 u16 u8 bool, fp8, f4/f6 and complex64)",
-            t.map(|t| format!(" of logical type '{t}'")).unwrap_or_default()
+            t.map(|t| format!(" of logical type '{t}'"))
+                .unwrap_or_default()
         ),
     })
 }
@@ -191,9 +192,7 @@ pub fn ggml_block_type(format: &str) -> Option<&'static BlockType> {
     let name = format
         .strip_prefix("ggml_")
         .or_else(|| format.strip_prefix("gguf.")?.strip_suffix("/1"))?;
-    BLOCK_TYPES
-        .iter()
-        .find(|b| &b.logical_type()[5..] == name)
+    BLOCK_TYPES.iter().find(|b| &b.logical_type()[5..] == name)
 }
 
 /// ggml refuses tensor names this long or longer (GGML_MAX_NAME, its NUL included).
@@ -202,7 +201,12 @@ const GGML_MAX_NAME: usize = 64;
 const GGML_MAX_DIMS: usize = 4;
 
 /// Refuses an object `format` can't hold, when it begins: its kind, its name, its shape.
-pub(super) fn check_object(format: OutputFormat, name: &str, kind: &str, shape: &[u64]) -> Result<()> {
+pub(super) fn check_object(
+    format: OutputFormat,
+    name: &str,
+    kind: &str,
+    shape: &[u64],
+) -> Result<()> {
     match format {
         OutputFormat::Safetensors => {
             if kind != "dense" {
@@ -415,9 +419,8 @@ fn metadata_strings(attributes: &Attributes) -> Result<Vec<(String, String)>> {
             match v {
                 TypedValue::String(s) => Ok((
                     key.clone(),
-                    String::from_utf8(s).map_err(|_| {
-                        err!(InvalidArgument, "metadata '{key}' is not UTF-8 text")
-                    })?,
+                    String::from_utf8(s)
+                        .map_err(|_| err!(InvalidArgument, "metadata '{key}' is not UTF-8 text"))?,
                 )),
                 other => bail!(
                     InvalidArgument,
@@ -505,7 +508,10 @@ pub(super) fn layout(
 
 /// The layout of a safetensors file: its header (the 8-byte length first), the tensors
 /// after it in safetensors' order, unpadded.
-fn safetensors_header(tensors: &[TensorInfo<'_>], attributes: Option<&Attributes>) -> Result<Layout> {
+fn safetensors_header(
+    tensors: &[TensorInfo<'_>],
+    attributes: Option<&Attributes>,
+) -> Result<Layout> {
     let order = file_order(OutputFormat::Safetensors, tensors)?;
     let json = |s: &str| serde_json::to_string(s).expect("a string serializes");
     let mut text = String::from("{");
@@ -651,7 +657,10 @@ fn gguf_value(v: &TypedValue, key: &str, out: &mut Vec<u8>) -> Result<()> {
                 );
             };
             let Some(ty) = gguf_type(t) else {
-                bail!(InvalidArgument, "GGUF '{key}': arrays of {t} have no GGUF type");
+                bail!(
+                    InvalidArgument,
+                    "GGUF '{key}': arrays of {t} have no GGUF type"
+                );
             };
             if let Some(other) = items.iter().find(|i| i.value_type() != t) {
                 bail!(
@@ -708,9 +717,8 @@ fn gguf_kvs(attributes: &Attributes, out: &mut Vec<u8>) -> Result<(u64, Option<u
                 ),
             }
         }
-        let ty = gguf_type(v.value_type()).filter(|_| {
-            !matches!(v, TypedValue::Array { .. } | TypedValue::Numbers { .. })
-        });
+        let ty = gguf_type(v.value_type())
+            .filter(|_| !matches!(v, TypedValue::Array { .. } | TypedValue::Numbers { .. }));
         put_string(out, key);
         match ty {
             Some(ty) => out.extend(ty.to_le_bytes()),
@@ -765,7 +773,11 @@ fn gguf_header(
         for (key, ty, bytes) in [
             ("split.no", T_U16, s.no.to_le_bytes().to_vec()),
             ("split.count", T_U16, s.count.to_le_bytes().to_vec()),
-            ("split.tensors.count", T_I32, s.tensors.to_le_bytes().to_vec()),
+            (
+                "split.tensors.count",
+                T_I32,
+                s.tensors.to_le_bytes().to_vec(),
+            ),
         ] {
             put_string(&mut kvs, key.as_bytes());
             kvs.extend(ty.to_le_bytes());
@@ -841,7 +853,8 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
         .open(dest)
         .map_err(|e| Error::io(format_args!("creating {}", dest.display()), e))?;
     let io = |what: &str, e| Error::io(format_args!("{}: {what}", dest.display()), e);
-    file.write_all(&header).map_err(|e| io("writing the header", e))?;
+    file.write_all(&header)
+        .map_err(|e| io("writing the header", e))?;
     // The pieces to copy (spool offset, file offset, length), a run of tensors merged
     // into one piece where the spool holds them as the file will (GGUF spooled with its
     // alignment, safetensors added in its order): one copy, not one per tensor.
@@ -900,8 +913,7 @@ pub(super) fn assemble(s: &Spooled<'_>, dest: &Path, writeback: bool) -> Result<
                 .map_err(|e| io("reading the spool", e))?;
         } else {
             flush(&mut stage, stage_at).map_err(|e| io("writing the tensors", e))?;
-            copy_range(s.spool, src, &file, dst, len)
-                .map_err(|e| io("copying the tensors", e))?;
+            copy_range(s.spool, src, &file, dst, len).map_err(|e| io("copying the tensors", e))?;
         }
         if let Some(wb) = &mut writeback {
             // Staged bytes are not in the file yet: only what precedes them is.
@@ -982,7 +994,10 @@ impl<W: Write> Writer<W> {
             .out
             .flush()
             .map_err(|e| Error::io(format_args!("{label}: flushing"), e))?;
-        let target = self.target.as_mut().expect("safetensors and GGUF write to a path");
+        let target = self
+            .target
+            .as_mut()
+            .expect("safetensors and GGUF write to a path");
         let dest = beside(&target.path);
         let spooled = Spooled {
             format: self.format,
@@ -1023,7 +1038,10 @@ mod tests {
         for name in ST_ORDER {
             assert_eq!(ST_ORDER[st_rank(name)], name);
         }
-        assert_eq!(safetensors_dtype(DType::U8, Some("f8_e8m0")).unwrap(), "F8_E8M0");
+        assert_eq!(
+            safetensors_dtype(DType::U8, Some("f8_e8m0")).unwrap(),
+            "F8_E8M0"
+        );
         assert!(safetensors_dtype(DType::F64, Some("complex128")).is_err());
     }
 

@@ -299,7 +299,9 @@ impl<W: Write> Shards<W> {
         let n = self.spooled.len();
         let ext = self.format.extension();
         let gguf = self.format == OutputFormat::Gguf;
-        let count = u16::try_from(n).ok().filter(|_| !gguf || n <= usize::from(u16::MAX));
+        let count = u16::try_from(n)
+            .ok()
+            .filter(|_| !gguf || n <= usize::from(u16::MAX));
         let tensors: usize = self.spooled.iter().map(|s| s.objects.len()).sum();
         let (Some(count), Ok(tensors)) = (count.or((!gguf).then_some(0)), i32::try_from(tensors))
         else {
@@ -364,7 +366,9 @@ impl<W: Write> Shards<W> {
                 .map(|(name, &k)| (name.clone(), serde_json::Value::String(files[k].2.clone())))
                 .collect();
             let index = self.index_json(None, weight_map)?;
-            let path = self.dir.join(format!("{}.safetensors.index.json", self.stem));
+            let path = self
+                .dir
+                .join(format!("{}.safetensors.index.json", self.stem));
             let temp = foreign::beside(&path);
             let written = (|| {
                 let mut f = File::create(&temp)?;
@@ -399,7 +403,7 @@ impl<W: Write> Shards<W> {
         weight_map: serde_json::Map<String, serde_json::Value>,
     ) -> Result<String> {
         let metadata = attributes
-            .map(|a| crate::json::to_json_value(&a.value()))
+            .map(|a| crate::value::json::to_json_value(&a.value()))
             .transpose()
             .map_err(|e| err!(Internal, "the set's attributes as JSON: {e}"))?;
         let mut metadata = match metadata {

@@ -3,10 +3,10 @@
 //! (`zt.sparse_csr/1`, `gguf.q4_k/1`, `f8_e8m0`) when writing v2, and the other way when
 //! writing v1.2, so that `zt convert` goes both ways and a copy keeps what an object is.
 
-use crate::cbor::{Value, deterministic};
 use crate::error::{Result, bail, err};
 use crate::formats::ztensor_v2::profiles;
 use crate::model::{Attributes, CText, Object};
+use crate::value::cbor::{Value, deterministic};
 
 /// The v2 layout id of an object being written: our kinds under their v2 ids
 /// (`quantized_group` only when it states what `zt.quant_group/1` requires); anything

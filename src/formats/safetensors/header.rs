@@ -4,9 +4,9 @@
 
 use crate::dtype::dense_byte_size;
 use crate::error::{Result, bail, err};
-use crate::json::Item;
 use crate::limits::Limits;
 use crate::model::{Attributes, CText, Component, Components, Object, TextArena, check_name_text};
+use crate::value::json::Item;
 
 use super::dtype_of;
 

@@ -29,9 +29,9 @@ use header::{Names, State};
 use crate::dtype::DType;
 use crate::error::{ErrorKind, Result, bail, err};
 use crate::formats::ReadAt;
-use crate::json;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
 use crate::model::{Container, Model, Object};
+use crate::value::json;
 
 /// The version string a safetensors model reports (the format has none of its own).
 pub(crate) const VERSION: &str = "1";

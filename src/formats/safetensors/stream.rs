@@ -15,9 +15,9 @@ use ciborium_ll::Header;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::header::{Dims, Entry, State};
-use crate::cbor::Writer;
 use crate::error::{Error, err};
-use crate::json::{Item, Key, Level, Skim};
+use crate::value::cbor::Writer;
+use crate::value::json::{Item, Key, Level, Skim};
 
 /// What a value of the header is read as. A kind of value a reader does not take is
 /// walked (its syntax and depth checked, nothing kept) and named by its type in `other`.

@@ -2,10 +2,10 @@
 //! the decoded array (object type, shape, dtype, byte order). The pipeline stages and the
 //! masks it describes are read by `pipeline` and `masks`.
 
-use crate::cbor::Value;
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 use crate::limits::Limits;
+use crate::value::cbor::Value;
 
 /// The element kinds, for NaN/Inf restoration and byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 
 use std::borrow::Cow;
 
-use crate::cbor::{self, Value};
 use crate::error::{Error, Result, bail, err};
 use crate::formats::ReadAt;
 use crate::limits::Limits;
+use crate::value::cbor::{self, Value};
 
 use super::metadata::{self as meta, Items};
 

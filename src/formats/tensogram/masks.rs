@@ -2,8 +2,8 @@
 //! raw, zstd or lz4; run-length; roaring) and the restoring of the canonical NaN, +Inf
 //! or -Inf at every masked position.
 
-use crate::cbor::Value;
 use crate::error::{Result, bail, err};
+use crate::value::cbor::Value;
 
 use super::codecs::{Compression, bit, decompress, to_usize};
 use super::descriptors::{Kind, Layout, text_field, uint_field};

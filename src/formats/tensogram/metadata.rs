@@ -12,10 +12,10 @@
 
 use std::borrow::Cow;
 
-use crate::cbor::{deterministic, item};
 use crate::error::{Result, bail};
+use crate::value::cbor::{deterministic, item};
 
-pub(super) use crate::cbor::item::{Entries, Items, get, text, type_name, unsigned};
+pub(super) use crate::value::cbor::item::{Entries, Items, get, text, type_name, unsigned};
 
 /// Validates `bytes` as exactly one CBOR item nested at most `depth` deep (read from file
 /// offset `at`; `what` names it in errors): the checks a decode makes, without a tree.
@@ -46,7 +46,7 @@ pub(super) fn expect_map(bytes: &[u8], what: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cbor::{self, Value};
+    use crate::value::cbor::{self, Value};
 
     #[test]
     fn frames_are_kept_or_written_again() {

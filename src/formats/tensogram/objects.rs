@@ -7,7 +7,6 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cbor::{self, Value, Writer};
 use crate::error::{Error, Result, err};
 use crate::formats::ReadAt;
 use crate::limits::{Limits, MAX_CBOR_DEPTH};
@@ -15,6 +14,7 @@ use crate::model::{
     Attributes, Blob, CText, Component, Container, DigestRegions, Encoding, Model, NameIndex,
     Object, Step, TextArena, check_name_text,
 };
+use crate::value::cbor::{self, Value, Writer};
 
 use super::descriptors::Layout;
 use super::frames::{DataFrame, Message};

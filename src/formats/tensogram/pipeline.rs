@@ -5,11 +5,11 @@
 
 use std::borrow::Cow;
 
-use crate::cbor::Value;
 use crate::codec::swap_in_place;
 use crate::error::{Error, ErrorKind, Result, bail, err};
 use crate::limits::Limits;
 use crate::model::FormatStep;
+use crate::value::cbor::Value;
 
 use super::codecs::{Compression, bit, buffer, decompress, read_bits, to_usize};
 use super::descriptors::{Kind, Layout, float_field, int_field, text_field, uint_field};

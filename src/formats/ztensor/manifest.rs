@@ -5,8 +5,6 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::cbor::schema::{Keys, Report, Schema};
-use crate::cbor::{DecodeError, Len, Writer};
 use crate::codec::digest;
 use crate::dtype::{DType, check_logical_type, dense_byte_size, parse_v11_dtype};
 use crate::error::{Error, Result, bail, err};
@@ -15,6 +13,8 @@ use crate::model::{
     Attributes, Blob, CText, Component, Components, Container, Encoding, Model, Object, Shape,
     TextArena, check_name_text,
 };
+use crate::value::cbor::schema::{Keys, Report, Schema};
+use crate::value::cbor::{DecodeError, Len, Writer};
 
 use super::TRAITS;
 

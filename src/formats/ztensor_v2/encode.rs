@@ -8,11 +8,11 @@
 
 use std::cmp::Ordering;
 
-use crate::cbor::Writer;
 use crate::codec::DigestAlgorithm;
 use crate::codec::digest::Hasher;
 use crate::error::{Result, bail};
 use crate::model::{Attributes, Encoding, Model, Object, ShardEntry};
+use crate::value::cbor::Writer;
 
 use super::profiles::{ZSTD_SEEKABLE, part_types};
 

@@ -6,14 +6,14 @@
 
 use std::borrow::Cow;
 
-use crate::cbor::schema::{Report, Schema};
-use crate::cbor::{DecodeError, Len};
 use crate::dtype::DType;
 use crate::error::{Error, Result, bail};
 use crate::limits::Limits;
 use crate::model::{
     Attributes, Component, Components, Container, Model, Object, Shape, ShardEntry,
 };
+use crate::value::cbor::schema::{Report, Schema};
+use crate::value::cbor::{DecodeError, Len};
 
 use super::profiles::{self, Part};
 use super::{

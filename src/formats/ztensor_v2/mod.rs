@@ -14,11 +14,11 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::cbor::deterministic::{self, DetRule};
 use crate::codec::digest::Kind;
 use crate::error::{Error, ErrorKind, Result, bail};
 use crate::limits::Limits;
 use crate::model::{Container, Model, Traits};
+use crate::value::cbor::deterministic::{self, DetRule};
 
 use super::ReadAt;
 

@@ -16,10 +16,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::cbor::Value;
 use crate::dtype::DType;
 use crate::error::{Result, bail};
 use crate::model::{Component, Encoding, FormatStep, Step};
+use crate::value::cbor::Value;
 
 use super::{Rule, refuse, reject};
 
@@ -99,7 +99,7 @@ pub(crate) fn check_layout(
 ) -> Result<()> {
     let attrs = || -> Value {
         attributes.map_or(Value::Map(Vec::new()), |a| {
-            crate::cbor::decode(a, crate::limits::MAX_CBOR_DEPTH).unwrap_or(Value::Null)
+            crate::value::cbor::decode(a, crate::limits::MAX_CBOR_DEPTH).unwrap_or(Value::Null)
         })
     };
     match layout {

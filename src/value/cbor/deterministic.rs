@@ -491,7 +491,7 @@ fn describe(key: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cbor::tests::hex;
+    use crate::value::cbor::tests::hex;
 
     fn rule(s: &str) -> Option<DetRule> {
         check(&hex(s), 32).err().map(|e| e.rule)
@@ -641,7 +641,7 @@ mod tests {
             (t("e"), Value::Null),
             (t("f"), Value::Float(0.1)),
         ]);
-        let bytes = crate::cbor::to_vec(&v);
+        let bytes = crate::value::cbor::to_vec(&v);
         assert!(is_canonical(&bytes));
         // Not shortest: an integer in two bytes, a float in eight, indefinite lengths.
         for other in [
@@ -653,7 +653,7 @@ mod tests {
         ] {
             assert!(!is_canonical(other), "{other:x?}");
             let d = transcode(other).unwrap();
-            let again = crate::cbor::to_vec(&crate::cbor::decode(other, 8).unwrap());
+            let again = crate::value::cbor::to_vec(&crate::value::cbor::decode(other, 8).unwrap());
             assert_eq!(d, again);
             assert!(is_canonical(&d));
         }
@@ -662,7 +662,7 @@ mod tests {
             0xbf, 0x7f, 0x61, b'k', 0x60, 0xff, 0x9f, 0x9f, 0xff, 0xbf, 0x01, 0x5f, 0x41, 9, 0x42,
             8, 7, 0xff, 0xff, 0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0xff, 0xff,
         ];
-        let again = crate::cbor::to_vec(&crate::cbor::decode(&nested, 8).unwrap());
+        let again = crate::value::cbor::to_vec(&crate::value::cbor::decode(&nested, 8).unwrap());
         assert_eq!(transcode(&nested).unwrap(), again);
         assert_eq!(
             again,
@@ -675,7 +675,7 @@ mod tests {
             .chain([0x18, 0x18].repeat(300))
             .chain([0xff])
             .collect();
-        let again = crate::cbor::to_vec(&crate::cbor::decode(&many, 8).unwrap());
+        let again = crate::value::cbor::to_vec(&crate::value::cbor::decode(&many, 8).unwrap());
         assert_eq!(transcode(&many).unwrap(), again);
     }
 
@@ -708,11 +708,11 @@ mod tests {
                 let at = next() as usize % b.len();
                 b[at] = next() as u8;
             }
-            let Ok(v) = crate::cbor::decode(&b, 16) else {
+            let Ok(v) = crate::value::cbor::decode(&b, 16) else {
                 continue;
             };
             decoded += 1;
-            let again = crate::cbor::to_vec(&v);
+            let again = crate::value::cbor::to_vec(&v);
             assert_eq!(transcode(&b).unwrap(), again, "{b:x?}");
             assert_eq!(is_canonical(&b), b == again, "{b:x?}");
         }

@@ -105,7 +105,7 @@ pub(crate) fn string_body(bytes: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cbor::{Value, to_vec};
+    use crate::value::cbor::{Value, to_vec};
 
     #[test]
     fn items_are_read_from_their_bytes() {

@@ -83,13 +83,13 @@ impl std::error::Error for DecodeError {}
 impl DecodeError {
     /// The library error for this failure in `what` (whose bytes start at file offset
     /// `base`), positioned in the file: too deep is a `Limit`, anything else `Format`.
-    pub(crate) fn positioned(self, what: &str, base: u64) -> crate::Error {
+    pub(crate) fn positioned(self, what: &str, base: u64) -> crate::error::Error {
         let kind = if self.too_deep {
-            crate::ErrorKind::Limit
+            crate::error::ErrorKind::Limit
         } else {
-            crate::ErrorKind::Format
+            crate::error::ErrorKind::Format
         };
-        crate::Error::new(
+        crate::error::Error::new(
             kind,
             format!(
                 "{what}: CBOR error at file offset {}: {}",

@@ -10,8 +10,8 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::Key;
-use crate::cbor::Value;
 use crate::error::{Result, bail, err};
+use crate::value::cbor::Value;
 
 /// A weight map as read: (tensor name, file) in the index's order, borrowed from the
 /// index's text unless escaped.

@@ -18,7 +18,7 @@ use ciborium_ll::Header;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use crate::cbor::{Cursor, DecodeError, Len, Value};
+use crate::value::cbor::{Cursor, DecodeError, Len, Value};
 
 /// A set's index (`*.index.json`), read in one pass.
 pub(crate) mod index;
@@ -150,7 +150,7 @@ impl Serialize for Json<'_> {
 /// map inside it has a key that is not text (see [`write_json`]).
 fn key_text(key: &Value) -> String {
     if holds_non_text_key(key) {
-        format!("$cbor:{}", Hex(&crate::cbor::to_vec(key)))
+        format!("$cbor:{}", Hex(&crate::value::cbor::to_vec(key)))
     } else {
         to_json(key)
     }
@@ -269,7 +269,7 @@ impl Serialize for Stream<'_, '_> {
             Header::Positive(n) => Json(&Value::Unsigned(n)).serialize(s),
             Header::Negative(n) => Json(&Value::Negative(n)).serialize(s),
             Header::Float(f) => Json(&Value::Float(f)).serialize(s),
-            Header::Simple(n) => Json(&crate::cbor::simple(n)).serialize(s),
+            Header::Simple(n) => Json(&crate::value::cbor::simple(n)).serialize(s),
             Header::Bytes(len) => {
                 let bytes = self.step(|c| c.string(false, len))?;
                 one_entry(s, "$bytes", &Hex(&bytes))

@@ -1,7 +1,7 @@
 //! Unit tests of `json` (kept beside it so the module itself stays readable).
 
 use super::*;
-use crate::cbor::DEFAULT_MAX_DEPTH;
+use crate::value::cbor::DEFAULT_MAX_DEPTH;
 
 fn parse(s: &str) -> Result<Value, JsonError> {
     from_json(s, DEFAULT_MAX_DEPTH)
@@ -75,13 +75,16 @@ fn keys_in_keys_render_as_hex_and_output_stays_linear() {
     assert_eq!(to_json(&nested), r#"{"$cbor:a1a161610101":"v"}"#);
     // Also when the map with the map key is deeper inside the key.
     let deeper = Map(vec![(Array(vec![Tag(7, Box::new(flat.clone()))]), Null)]);
-    let hex = crate::cbor::to_vec(&Array(vec![Tag(7, Box::new(flat.clone()))]))
+    let hex = crate::value::cbor::to_vec(&Array(vec![Tag(7, Box::new(flat.clone()))]))
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect::<String>();
     assert_eq!(to_json(&deeper), format!(r#"{{"$cbor:{hex}":null}}"#));
     for v in [&flat, &nested, &deeper] {
-        assert_eq!(cbor_to_json(&crate::cbor::to_vec(v)).unwrap(), to_json(v));
+        assert_eq!(
+            cbor_to_json(&crate::value::cbor::to_vec(v)).unwrap(),
+            to_json(v)
+        );
     }
     // Keys 40 deep in keys (the fuzzer's 838-byte file rendered to gigabytes).
     let mut key = one();
@@ -89,7 +92,7 @@ fn keys_in_keys_render_as_hex_and_output_stays_linear() {
         key = Map(vec![(key, Unsigned(1))]);
     }
     let deep = Map(vec![(key, text("v"))]);
-    let bytes = crate::cbor::to_vec(&deep);
+    let bytes = crate::value::cbor::to_vec(&deep);
     let json = cbor_to_json(&bytes).unwrap();
     assert_eq!(json, to_json(&deep));
     assert_eq!(json.len(), 2 * (bytes.len() - 3) + 14, "{json}");
@@ -116,7 +119,7 @@ fn cbor_bytes_render_as_their_value_does() {
         Simple(255),
     ];
     for value in values {
-        let bytes = crate::cbor::to_vec(&value);
+        let bytes = crate::value::cbor::to_vec(&value);
         assert_eq!(cbor_to_json(&bytes).unwrap(), to_json(&value), "{value:?}");
     }
     // Indefinite lengths and chunked strings render as their definite forms do.

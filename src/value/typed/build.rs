@@ -11,8 +11,8 @@ use super::desc::Desc;
 use super::{
     BUDGET_BASE, BUDGET_PER_BYTE, Doc, MIXED, Node, OWNED_TEXT, PACKED, Packed, ValueType, unpack,
 };
-use crate::cbor::Cursor;
 use crate::error::{Error, Result, bail, err};
+use crate::value::cbor::Cursor;
 
 /// Builds the tree of `cbor` (one item, validated when the file was opened), with the
 /// format's integer and float widths when it has them: a GGUF parse's stream `widths`,
@@ -155,7 +155,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn decode_err(e: crate::cbor::DecodeError) -> Error {
+    fn decode_err(e: crate::value::cbor::DecodeError) -> Error {
         e.positioned("attributes", 0)
     }
 

@@ -17,7 +17,7 @@
 //! on 0.1, a text where a map is) is ignored, so a damaged or foreign record can't
 //! misstate a value; a type name this version doesn't know is ignored too.
 
-use crate::cbor::Value;
+use crate::value::cbor::Value;
 
 use super::ValueType;
 

@@ -269,7 +269,7 @@ impl Doc {
             .len()
             .saturating_mul(BUDGET_PER_BYTE * 8)
             .saturating_add(BUDGET_BASE);
-        let desc = crate::cbor::decode_within(record, max_depth, budget)
+        let desc = crate::value::cbor::decode_within(record, max_depth, budget)
             .ok()
             .and_then(|(v, _)| Desc::from_value(&v));
         match desc {

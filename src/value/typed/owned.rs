@@ -2,8 +2,8 @@
 //! from a reader's `AttrValue` as it is, and written as plain CBOR plus the width record
 //! (`Desc`) that makes a reader give back the same types.
 
-use crate::cbor::Value;
 use crate::error::{Result, bail};
+use crate::value::cbor::Value;
 
 use super::{AttrValue, Desc, ValueType};
 

@@ -1,8 +1,8 @@
 //! Unit tests of `typed` (kept beside it so the module itself stays readable).
 
 use super::*;
-use crate::ErrorKind;
-use crate::cbor::{Value, to_vec};
+use crate::error::ErrorKind;
+use crate::value::cbor::{Value, to_vec};
 
 fn doc(v: &Value, widths: Option<&[u8]>) -> (Vec<u8>, Doc) {
     let cbor = to_vec(v);
