@@ -125,6 +125,7 @@ fn generate_cffi_declarations() {
     if let Some(path) = std::env::var_os("ZTENSOR_CFFI_OUT").filter(|p| !p.is_empty()) {
         write_if_changed(&root.join(path), &text);
     }
+}
 
 /// The header's version macros, from Cargo.toml's version (the one place it is written):
 /// what cbindgen would write for src/ffi/mod.rs's ZT_VERSION_* constants if it could
