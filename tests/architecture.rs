@@ -268,7 +268,11 @@ fn imports_through_the_root_are_found() {
     );
     assert_eq!(
         through_the_root(&code, &reexports),
-        [(1, "cbor".to_string()), (2, "Error".to_string()), (5, "Result".to_string())]
+        [
+            (1, "cbor".to_string()),
+            (2, "Error".to_string()),
+            (5, "Result".to_string())
+        ]
     );
 }
 

@@ -586,7 +586,10 @@ fn convert_copies_everything_and_applies_the_options() {
     let a = Reader::open(&src).unwrap();
 
     // No options: every component keeps its encoding and digest algorithm.
-    assert_eq!(ok(&dir, &["convert", "--to", "v1.2", "src.zt", "same.zt"]), "");
+    assert_eq!(
+        ok(&dir, &["convert", "--to", "v1.2", "src.zt", "same.zt"]),
+        ""
+    );
     let b = Reader::open(dir.join("same.zt")).unwrap();
     assert_same_content(&a, &b, "default");
     assert_eq!(storage(&a), storage(&b));
@@ -600,7 +603,14 @@ fn convert_copies_everything_and_applies_the_options() {
         ok(
             &dir,
             &[
-                "convert", "--to=v1.2", "src.zt", "z.zt", "--zstd", "5", "--digest", "sha256"
+                "convert",
+                "--to=v1.2",
+                "src.zt",
+                "z.zt",
+                "--zstd",
+                "5",
+                "--digest",
+                "sha256"
             ]
         ),
         ""
@@ -620,7 +630,14 @@ fn convert_copies_everything_and_applies_the_options() {
     assert_eq!(
         ok(
             &dir,
-            &["convert", "--to=v1.2", "--raw", "--digest=none", "z.zt", "raw.zt"]
+            &[
+                "convert",
+                "--to=v1.2",
+                "--raw",
+                "--digest=none",
+                "z.zt",
+                "raw.zt"
+            ]
         ),
         ""
     );
@@ -692,7 +709,10 @@ fn convert_reads_every_reference_vector_legacy_included() {
 fn convert_of_a_legacy_file_is_a_v12_file_with_the_same_values() {
     let dir = dir_with("convert_legacy", &["v01_rust_bigendian.zt"]);
     assert_eq!(
-        ok(&dir, &["convert", "--to=v1.2", "v01_rust_bigendian.zt", "new.zt"]),
+        ok(
+            &dir,
+            &["convert", "--to=v1.2", "v01_rust_bigendian.zt", "new.zt"]
+        ),
         ""
     );
     let info = ok(&dir, &["info", "new.zt"]);
@@ -1559,7 +1579,8 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
     let run = zt(&dir, &["convert", "-q", "tiny.gguf", "tiny.safetensors"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr.contains("object 'token_embd.weight' is ggml_q4_0")
+        run.stderr
+            .contains("object 'token_embd.weight' is ggml_q4_0")
             && run.stderr.contains("--dequantize f32"),
         "{}",
         run.stderr
@@ -1567,7 +1588,17 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
     assert!(!dir.join("tiny.safetensors").exists());
     // Asked to, their values are written as f32; the u32 key/values are said to be left
     // out, the string ones kept.
-    let run = zt(&dir, &["convert", "-q", "--dequantize", "f32", "tiny.gguf", "tiny.safetensors"]);
+    let run = zt(
+        &dir,
+        &[
+            "convert",
+            "-q",
+            "--dequantize",
+            "f32",
+            "tiny.gguf",
+            "tiny.safetensors",
+        ],
+    );
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stderr.contains("note: file attribute 'llama.block_count' is not kept: safetensors' __metadata__ holds strings only: 'llama.block_count' is u32"),
@@ -1577,7 +1608,13 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
     let a = Reader::open(dir.join("tiny.gguf")).unwrap();
     let b = Reader::open(dir.join("tiny.safetensors")).unwrap();
     assert_eq!(b.container().name(), "safetensors");
-    assert_eq!(b.attributes().unwrap().get("general.architecture").and_then(|v| v.as_text()), Some("llama"));
+    assert_eq!(
+        b.attributes()
+            .unwrap()
+            .get("general.architecture")
+            .and_then(|v| v.as_text()),
+        Some("llama")
+    );
     for (i, o) in a.objects().iter().enumerate() {
         let j = b.find(o.name()).unwrap();
         assert_eq!(b.objects()[j].shape(), o.shape(), "{}", o.name());
@@ -1587,26 +1624,49 @@ fn convert_to_safetensors_and_gguf_says_what_it_cannot_keep() {
             true => ztensor::DType::F32,
             false => o.components()[0].dtype(),
         };
-        assert_eq!(b.objects()[j].components()[0].dtype(), dtype, "{}", o.name());
+        assert_eq!(
+            b.objects()[j].components()[0].dtype(),
+            dtype,
+            "{}",
+            o.name()
+        );
         let n = o.shape().iter().product::<u64>() as usize;
         let mut want = vec![0u8; n * dtype.size()];
         a.read_as(i, 0, dtype, &mut want).unwrap();
         assert_eq!(b.read_to_vec(j, 0).unwrap(), want, "{}", o.name());
     }
     // Back to GGUF: f32 tensors, the string key/values.
-    assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "back.gguf"]), "");
+    assert_eq!(
+        ok(&dir, &["convert", "-q", "tiny.safetensors", "back.gguf"]),
+        ""
+    );
     let c = Reader::open(dir.join("back.gguf")).unwrap();
-    assert_eq!((c.container().name(), c.objects().len()), ("gguf", a.objects().len()));
+    assert_eq!(
+        (c.container().name(), c.objects().len()),
+        ("gguf", a.objects().len())
+    );
     // convert declares every tensor first (one pass): the same bytes as a writer that
     // spools them, the GGUF's tensors in their order; safetensors into safetensors is the
     // file itself.
-    assert_eq!(ok(&dir, &["convert", "-q", "tiny.safetensors", "again.safetensors"]), "");
-    let same = |x: &str, y: &str| std::fs::read(dir.join(x)).unwrap() == std::fs::read(dir.join(y)).unwrap();
+    assert_eq!(
+        ok(
+            &dir,
+            &["convert", "-q", "tiny.safetensors", "again.safetensors"]
+        ),
+        ""
+    );
+    let same = |x: &str, y: &str| {
+        std::fs::read(dir.join(x)).unwrap() == std::fs::read(dir.join(y)).unwrap()
+    };
     assert!(same("tiny.safetensors", "again.safetensors"));
     assert_eq!(ok(&dir, &["convert", "-q", "tiny.gguf", "copy.gguf"]), "");
-    let options = ztensor::CreateOptions { durable: false, ..Default::default() };
+    let options = ztensor::CreateOptions {
+        durable: false,
+        ..Default::default()
+    };
     let mut w = ztensor::Writer::create_with(dir.join("spooled.gguf"), &options).unwrap();
-    w.set_file_attributes_from(a.raw_attributes().unwrap()).unwrap();
+    w.set_file_attributes_from(a.raw_attributes().unwrap())
+        .unwrap();
     for i in 0..a.objects().len() {
         w.copy_object(&a, i, &Default::default()).unwrap();
     }

@@ -106,7 +106,11 @@ fn large_conversions_write_every_value_exactly_on_every_path() {
         assert_eq!(first_difference(&out, &want), None, "{dtype} read_as");
         // An element-aligned destination that is not line-aligned.
         r.read_as(object, 0, DType::F32, &mut out[4..]).unwrap();
-        assert_eq!(first_difference(&out[4..], &want), None, "{dtype} read_as +4");
+        assert_eq!(
+            first_difference(&out[4..], &want),
+            None,
+            "{dtype} read_as +4"
+        );
 
         // read_as_range: a middle range, unaligned to anything.
         let (first, count) = (12_345usize, 2_100_001usize);

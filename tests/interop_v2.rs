@@ -729,7 +729,12 @@ fn canonical_files_are_the_references_bytes_and_read_both_ways() {
         // The default placement, 4 KiB: not the reference's bytes, but read by it as they
         // are (every blob on a 4 KiB boundary, the first at 4096).
         let compact = dir.join(format!("{}.compact.zt", case.name));
-        write_ours(&case, &compact, &WriteOptions::default(), Placement::default());
+        write_ours(
+            &case,
+            &compact,
+            &WriteOptions::default(),
+            Placement::default(),
+        );
         let r = Reader::open(&compact).unwrap();
         for o in r.objects() {
             for c in o.components() {

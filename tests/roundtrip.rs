@@ -552,7 +552,10 @@ fn scalars_zero_size_rank_8_and_empty_files() {
     });
 
     // Empty file: header, manifest, size, footer.
-    let empty = Writer::new_with(Vec::new(), &common::v12()).unwrap().finish().unwrap();
+    let empty = Writer::new_with(Vec::new(), &common::v12())
+        .unwrap()
+        .finish()
+        .unwrap();
     assert_eq!(&empty[..8], b"ZTEN1000");
     assert_eq!(&empty[empty.len() - 8..], b"ZTEN1000");
     let msize = u64::from_le_bytes(empty[empty.len() - 16..empty.len() - 8].try_into().unwrap());

@@ -79,8 +79,15 @@ fn write_st(path: &Path, metadata: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
     for (i, (name, dtype, logical, shape)) in st_tensors().into_iter().enumerate() {
         let n = ztensor::dtype::dense_byte_size(&shape, dtype, logical).unwrap() as usize;
         let data = common::data_for(dtype, n / dtype.size(), i as u64 + 1);
-        w.add_typed(name, dtype, logical, &shape, &data, &WriteOptions::default())
-            .unwrap();
+        w.add_typed(
+            name,
+            dtype,
+            logical,
+            &shape,
+            &data,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         written.push((name.to_owned(), data));
     }
     w.finish().unwrap();
@@ -115,7 +122,12 @@ fn safetensors_reads_back_every_dtype() {
         header.starts_with(r#"{"__metadata__":{"format":"pt","note":"ours"},"m.u64":{"dtype":"U64","shape":[2],"data_offsets":[0,16]},"l.i64":{"dtype":"I64","shape":[],"data_offsets":[16,24]}"#),
         "{header}"
     );
-    assert!(header.trim_end().ends_with(r#""a.bool":{"dtype":"BOOL","shape":[7],"data_offsets":[215,222]}}"#), "{header}");
+    assert!(
+        header
+            .trim_end()
+            .ends_with(r#""a.bool":{"dtype":"BOOL","shape":[7],"data_offsets":[215,222]}}"#),
+        "{header}"
+    );
 }
 
 #[test]
@@ -126,14 +138,23 @@ fn safetensors_is_what_safetensors_writes() {
     write_st(&ours, &[("format", "pt")]);
     let theirs = dir.join("theirs.safetensors");
     run_peer(&[&"st-resave", &ours, &theirs]);
-    let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
-    assert!(a == b, "ours ({} bytes) differs from safetensors' ({} bytes)", a.len(), b.len());
+    let (a, b) = (
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&theirs).unwrap(),
+    );
+    assert!(
+        a == b,
+        "ours ({} bytes) differs from safetensors' ({} bytes)",
+        a.len(),
+        b.len()
+    );
     // Added in safetensors' own order, the spool is the data section (copied in one
     // piece): the same bytes.
     let sorted = dir.join("sorted.safetensors");
     let r = Reader::open(&ours).unwrap();
     let mut w = Writer::create_with(&sorted, &quick()).unwrap();
-    w.set_file_attribute("format", &TypedValue::text("pt")).unwrap();
+    w.set_file_attribute("format", &TypedValue::text("pt"))
+        .unwrap();
     for i in 0..r.objects().len() {
         w.copy_object(&r, i, &Default::default()).unwrap();
     }
@@ -169,7 +190,10 @@ fn gguf_kvs(alignment: Option<u32>) -> Vec<(&'static str, TypedValue)> {
             "a.f32s",
             TypedValue::numbers(
                 ValueType::F32,
-                [0.5f32, -1.0].iter().flat_map(|v| v.to_ne_bytes()).collect(),
+                [0.5f32, -1.0]
+                    .iter()
+                    .flat_map(|v| v.to_ne_bytes())
+                    .collect(),
             )
             .unwrap(),
         ),
@@ -223,7 +247,11 @@ fn write_gguf_kvs(path: &Path, alignment: Option<u32>, kvs_last: bool) -> Vec<(S
         let data = if format == "dense" {
             common::data_for(dtype, numel as usize, i as u64 + 7)
         } else {
-            let (block, size) = if format == "ggml_q4_0" { (32, 18) } else { (256, 144) };
+            let (block, size) = if format == "ggml_q4_0" {
+                (32, 18)
+            } else {
+                (256, 144)
+            };
             common::bytes(i as u64 + 7, (numel / block * size) as usize)
         };
         if format == "dense" {
@@ -231,8 +259,14 @@ fn write_gguf_kvs(path: &Path, alignment: Option<u32>, kvs_last: bool) -> Vec<(S
                 .unwrap();
         } else {
             w.begin_object(name, format, &shape).unwrap();
-            w.add_component("data", DType::U8, Some(format), &data, &WriteOptions::default())
-                .unwrap();
+            w.add_component(
+                "data",
+                DType::U8,
+                Some(format),
+                &data,
+                &WriteOptions::default(),
+            )
+            .unwrap();
             w.end_object().unwrap();
         }
         written.push((name.to_owned(), data));
@@ -263,7 +297,9 @@ fn gguf_reads_back_with_types_and_order() {
     assert_eq!(r.objects()[8].format(), "ggml_q4_0");
     assert_eq!(r.objects()[8].shape(), &[2, 64]);
     let typed = TypedValue::from_attr(r.typed_attributes(None).unwrap()).unwrap();
-    let TypedValue::Map(pairs) = typed else { panic!() };
+    let TypedValue::Map(pairs) = typed else {
+        panic!()
+    };
     let want = gguf_kvs(Some(64));
     assert_eq!(pairs.len(), want.len());
     for ((k, v), (wk, wv)) in pairs.iter().zip(&want) {
@@ -280,7 +316,10 @@ fn gguf_is_what_gguf_py_writes() {
         write_gguf(&ours, alignment);
         let theirs = dir.join(format!("theirs{alignment:?}.gguf"));
         run_peer(&[&"gguf-resave", &ours, &theirs]);
-        let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+        let (a, b) = (
+            std::fs::read(&ours).unwrap(),
+            std::fs::read(&theirs).unwrap(),
+        );
         assert!(
             a == b,
             "alignment {alignment:?}: ours ({} bytes) differs from gguf-py's ({} bytes)",
@@ -291,16 +330,20 @@ fn gguf_is_what_gguf_py_writes() {
         // then placed one by one): the same bytes.
         let late = dir.join(format!("late{alignment:?}.gguf"));
         write_gguf_kvs(&late, alignment, true);
-        assert!(std::fs::read(&late).unwrap() == a, "alignment {alignment:?}: set last");
+        assert!(
+            std::fs::read(&late).unwrap() == a,
+            "alignment {alignment:?}: set last"
+        );
     }
 }
 
 #[test]
 fn safetensors_set_with_transformers_index() {
     let dir = common::temp_dir("writers_st_set");
-    let mut w = ztensor::ShardedWriter::create_with(dir.join("model.safetensors"), 100, &quick())
+    let mut w =
+        ztensor::ShardedWriter::create_with(dir.join("model.safetensors"), 100, &quick()).unwrap();
+    w.set_file_attribute("format", &TypedValue::text("pt"))
         .unwrap();
-    w.set_file_attribute("format", &TypedValue::text("pt")).unwrap();
     // 60 + 60 > 100: a new shard; 150 alone; 8 + 8 together.
     for (name, n) in [("b", 15u64), ("a", 15), ("c", 40), ("e", 2), ("d", 2)] {
         let data = common::bytes(n, n as usize * 4);
@@ -339,13 +382,19 @@ fn safetensors_set_with_transformers_index() {
     for name in ["a", "b", "c", "d", "e"] {
         let oi = r.find(name).unwrap();
         let n = r.objects()[oi].shape()[0];
-        assert_eq!(r.read_to_vec(oi, 0).unwrap(), common::bytes(n, n as usize * 4));
+        assert_eq!(
+            r.read_to_vec(oi, 0).unwrap(),
+            common::bytes(n, n as usize * 4)
+        );
     }
     // Every shard is a file of its own that safetensors reads, with the metadata.
     let shard = dir.join("model-00004-of-00004.safetensors");
     let read = run_peer(&[&"st-read", &shard]);
     assert!(read.contains(r#""metadata": {"format": "pt"}"#), "{read}");
-    assert!(read.contains(r#""d": {"dtype": "float32", "sha256""#), "{read}");
+    assert!(
+        read.contains(r#""d": {"dtype": "float32", "sha256""#),
+        "{read}"
+    );
 
     // One shard: the file under the set's name, no index (as save_pretrained writes).
     let one = common::temp_dir("writers_st_set_one");
@@ -363,15 +412,20 @@ fn gguf_split_is_what_gguf_py_writes() {
     let dir = common::temp_dir("writers_gguf_split");
     let ours = dir.join("ours");
     std::fs::create_dir(&ours).unwrap();
-    let mut w =
-        ztensor::ShardedWriter::create_with(ours.join("m.gguf"), 200, &quick()).unwrap();
+    let mut w = ztensor::ShardedWriter::create_with(ours.join("m.gguf"), 200, &quick()).unwrap();
     for (k, v) in gguf_kvs(None) {
         w.set_file_attribute(k, &v).unwrap();
     }
     for (i, n) in [30u64, 20, 50, 10, 10, 5].into_iter().enumerate() {
         let data = common::bytes(i as u64, n as usize * 4);
-        w.add(&format!("t{i}"), DType::F32, &[n], &data, &WriteOptions::default())
-            .unwrap();
+        w.add(
+            &format!("t{i}"),
+            DType::F32,
+            &[n],
+            &data,
+            &WriteOptions::default(),
+        )
+        .unwrap();
     }
     let first = w.finish().unwrap();
     assert_eq!(first, ours.join("m-00001-of-00003.gguf"));
@@ -393,7 +447,12 @@ fn gguf_split_is_what_gguf_py_writes() {
             std::fs::read(ours.join(&name)).unwrap(),
             std::fs::read(theirs.join(&name)).unwrap(),
         );
-        assert!(a == b, "{name}: ours ({} bytes) differs from gguf-py's ({} bytes)", a.len(), b.len());
+        assert!(
+            a == b,
+            "{name}: ours ({} bytes) differs from gguf-py's ({} bytes)",
+            a.len(),
+            b.len()
+        );
     }
 }
 
@@ -417,32 +476,59 @@ fn what_safetensors_cant_hold_is_refused() {
     let path = dir.join("m.safetensors");
     let mut w = Writer::create_with(&path, &quick()).unwrap();
     let raw = WriteOptions::default();
-    w.begin_object("s", "sparse_csr", &[2, 2]).map(drop).expect_err("sparse");
-    refused(w.begin_object("s", "sparse_csr", &[2, 2]), "dense tensors only");
-    refused(w.add("x", DType::F32, &[1], &[0; 4], &WriteOptions::zstd(0)), "raw bytes only");
+    w.begin_object("s", "sparse_csr", &[2, 2])
+        .map(drop)
+        .expect_err("sparse");
     refused(
-        w.add("x", DType::F32, &[1], &[0; 4], &raw.with_digest(ztensor::DigestAlgorithm::Sha256)),
+        w.begin_object("s", "sparse_csr", &[2, 2]),
+        "dense tensors only",
+    );
+    refused(
+        w.add("x", DType::F32, &[1], &[0; 4], &WriteOptions::zstd(0)),
+        "raw bytes only",
+    );
+    refused(
+        w.add(
+            "x",
+            DType::F32,
+            &[1],
+            &[0; 4],
+            &raw.with_digest(ztensor::DigestAlgorithm::Sha256),
+        ),
         "records no digests",
     );
     refused(
         w.add_typed("x", DType::F64, Some("complex128"), &[1], &[0; 16], &raw),
         "safetensors has no dtype",
     );
-    refused(w.add("__metadata__", DType::F32, &[1], &[0; 4], &raw), "'__metadata__'");
+    refused(
+        w.add("__metadata__", DType::F32, &[1], &[0; 4], &raw),
+        "'__metadata__'",
+    );
     refused(w.add("a\0b", DType::F32, &[1], &[0; 4], &raw), "NUL");
-    refused(w.add(&"n".repeat(70_000), DType::F32, &[1], &[0; 4], &raw), "65536");
+    refused(
+        w.add(&"n".repeat(70_000), DType::F32, &[1], &[0; 4], &raw),
+        "65536",
+    );
     refused(
         w.add_typed("f4", DType::U8, Some("f4_e2m1"), &[3], &[0; 2], &raw),
         "odd count of f4",
     );
-    refused(w.add("big", DType::F32, &[u64::MAX, 2], &[], &raw), "more elements than u64");
-    refused(w.set_file_attribute("n", &TypedValue::U32(3)), "strings only: 'n' is u32");
+    refused(
+        w.add("big", DType::F32, &[u64::MAX, 2], &[], &raw),
+        "more elements than u64",
+    );
+    refused(
+        w.set_file_attribute("n", &TypedValue::U32(3)),
+        "strings only: 'n' is u32",
+    );
     w.begin_object("t", "dense", &[1]).unwrap();
     refused(
         w.add_component("scale", DType::F32, None, &[0; 4], &raw),
         "one 'data' component",
     );
-    w.add_component("data", DType::F32, None, &[0; 4], &raw).unwrap();
+    w.add_component("data", DType::F32, None, &[0; 4], &raw)
+        .unwrap();
     refused(
         w.set_object_attribute("t", "k", &TypedValue::text("v")),
         "no per-tensor attributes",
@@ -467,18 +553,36 @@ fn what_gguf_cant_hold_is_refused() {
     let path = dir.join("m.gguf");
     let mut w = Writer::create_with(&path, &quick()).unwrap();
     let raw = WriteOptions::default();
-    refused(w.add("u", DType::U8, &[1], &[0], &raw), "GGUF has no u8 tensors");
+    refused(
+        w.add("u", DType::U8, &[1], &[0], &raw),
+        "GGUF has no u8 tensors",
+    );
     refused(
         w.add_typed("e", DType::U8, Some("f8_e4m3fn"), &[1], &[0], &raw),
         "logical type 'f8_e4m3fn'",
     );
-    refused(w.add(&"n".repeat(64), DType::F32, &[1], &[0; 4], &raw), "64 bytes or more");
+    refused(
+        w.add(&"n".repeat(64), DType::F32, &[1], &[0; 4], &raw),
+        "64 bytes or more",
+    );
     refused(w.add("r", DType::F32, &[1; 5], &[0; 4], &raw), "at most 4");
     refused(w.begin_object("o", "dense", &[1 << 62, 2]), "int64_t");
-    refused(w.begin_object("q", "ggml_q4_k", &[2, 100]), "whole Q4_K blocks");
-    refused(w.begin_object("s", "sparse_coo", &[2]), "dense tensors and ggml block");
-    refused(w.set_file_attribute("n", &TypedValue::Null), "no null values");
-    refused(w.set_file_attribute("b", &TypedValue::Bytes(vec![1])), "no bytes values");
+    refused(
+        w.begin_object("q", "ggml_q4_k", &[2, 100]),
+        "whole Q4_K blocks",
+    );
+    refused(
+        w.begin_object("s", "sparse_coo", &[2]),
+        "dense tensors and ggml block",
+    );
+    refused(
+        w.set_file_attribute("n", &TypedValue::Null),
+        "no null values",
+    );
+    refused(
+        w.set_file_attribute("b", &TypedValue::Bytes(vec![1])),
+        "no bytes values",
+    );
     refused(
         w.set_file_attribute("m", &TypedValue::Map(vec![])),
         "no map values",
@@ -492,7 +596,13 @@ fn what_gguf_cant_hold_is_refused() {
         "must be a u32",
     );
     refused(
-        w.set_file_attribute("e", &TypedValue::Array { elem: None, items: vec![] }),
+        w.set_file_attribute(
+            "e",
+            &TypedValue::Array {
+                elem: None,
+                items: vec![],
+            },
+        ),
         "no element type",
     );
     refused(
@@ -535,7 +645,9 @@ fn crash_child() {
     // SAFETY: descriptor 1 is open for the process's life; never closed here.
     let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
     let mut say = move |what: &str| {
-        stdout.write_all(format!("STEP {what}\n").as_bytes()).unwrap();
+        stdout
+            .write_all(format!("STEP {what}\n").as_bytes())
+            .unwrap();
     };
     let mut step = |what: &str| {
         say(what);
@@ -546,14 +658,21 @@ fn crash_child() {
         // Written in one pass, to the file itself (no spool): the header comes with the
         // first tensor.
         for i in 0..3 {
-            w.declare(&format!("t{i}"), DType::F32, None, &[1 << 20]).unwrap();
+            w.declare(&format!("t{i}"), DType::F32, None, &[1 << 20])
+                .unwrap();
         }
     }
     step("created");
     let big = common::bytes(1, 4 << 20);
     for i in 0..3 {
-        w.add(&format!("t{i}"), DType::F32, &[(1 << 20) as u64], &big, &WriteOptions::default())
-            .unwrap();
+        w.add(
+            &format!("t{i}"),
+            DType::F32,
+            &[(1 << 20) as u64],
+            &big,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         step("tensor");
     }
     step("finishing");
@@ -566,7 +685,12 @@ fn sigkill_mid_write_leaves_no_file() {
     use std::process::Stdio;
     let dir = common::temp_dir("writers_crash");
     // Spooled, and declared (written in one pass).
-    for (ext, declared) in [("safetensors", false), ("gguf", false), ("safetensors", true), ("gguf", true)] {
+    for (ext, declared) in [
+        ("safetensors", false),
+        ("gguf", false),
+        ("safetensors", true),
+        ("gguf", true),
+    ] {
         let declared = |c: &mut Command| {
             if declared {
                 c.env("ZT_CRASH_DECLARED", "1");
@@ -603,7 +727,11 @@ fn sigkill_mid_write_leaves_no_file() {
             }
             child.kill().unwrap();
             child.wait().unwrap();
-            assert!(!path.exists(), "{ext}: killed after step {at}, yet {} exists", path.display());
+            assert!(
+                !path.exists(),
+                "{ext}: killed after step {at}, yet {} exists",
+                path.display()
+            );
             // Only hidden temporary files are left, never a file under the final name.
             for e in std::fs::read_dir(&dir).unwrap() {
                 let name = e.unwrap().file_name().into_string().unwrap();
@@ -627,7 +755,10 @@ fn sigkill_mid_write_leaves_no_file() {
             let mut line = String::new();
             loop {
                 line.clear();
-                assert!(out.read_line(&mut line).unwrap() > 0, "the child stopped early");
+                assert!(
+                    out.read_line(&mut line).unwrap() > 0,
+                    "the child stopped early"
+                );
                 if line.contains("STEP ") {
                     writeln!(input).unwrap();
                 }
@@ -657,7 +788,12 @@ fn sigkill_mid_write_leaves_no_file() {
             .tap(declared)
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(b"\n\n\n\n\n\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"\n\n\n\n\n\n")
+            .unwrap();
         assert!(child.wait().unwrap().success());
         let r = Reader::open(&path).unwrap();
         assert_eq!(r.objects().len(), 3);
@@ -713,11 +849,18 @@ fn round_trips_through_every_pair_of_formats() {
     for from in formats {
         let src = dir.join(format!("src.{from}"));
         let mut w = Writer::create_with(&src, &format_options(from)).unwrap();
-        w.set_file_attribute("note", &TypedValue::text("pairs")).unwrap();
+        w.set_file_attribute("note", &TypedValue::text("pairs"))
+            .unwrap();
         for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
             let n = shape.iter().product::<u64>() as usize;
-            w.add(name, *dtype, shape, &common::data_for(*dtype, n, i as u64), &WriteOptions::default())
-                .unwrap();
+            w.add(
+                name,
+                *dtype,
+                shape,
+                &common::data_for(*dtype, n, i as u64),
+                &WriteOptions::default(),
+            )
+            .unwrap();
         }
         w.finish().unwrap();
         let a = Reader::open(&src).unwrap();
@@ -734,15 +877,25 @@ fn round_trips_through_every_pair_of_formats() {
             w.finish().unwrap();
             let b = Reader::open(&dst).unwrap();
             assert_eq!(b.objects().len(), tensors.len(), "{ctx}");
-            let note = b.attributes().and_then(|v| v.get("note").and_then(|n| n.as_text().map(str::to_owned)));
+            let note = b
+                .attributes()
+                .and_then(|v| v.get("note").and_then(|n| n.as_text().map(str::to_owned)));
             assert_eq!(note.as_deref(), Some("pairs"), "{ctx}");
             for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
                 let oi = b.find(name).unwrap_or_else(|| panic!("{ctx}: no {name}"));
                 let o = &b.objects()[oi];
-                assert_eq!((o.format(), o.shape()), ("dense", &shape[..]), "{ctx}: {name}");
+                assert_eq!(
+                    (o.format(), o.shape()),
+                    ("dense", &shape[..]),
+                    "{ctx}: {name}"
+                );
                 assert_eq!(o.components()[0].dtype(), *dtype, "{ctx}: {name}");
                 let n = shape.iter().product::<u64>() as usize;
-                assert_eq!(b.read_to_vec(oi, 0).unwrap(), common::data_for(*dtype, n, i as u64), "{ctx}: {name}");
+                assert_eq!(
+                    b.read_to_vec(oi, 0).unwrap(),
+                    common::data_for(*dtype, n, i as u64),
+                    "{ctx}: {name}"
+                );
             }
         }
     }
@@ -762,7 +915,10 @@ fn ggml_peer() -> Result<PathBuf, String> {
         return Ok(exe);
     }
     // Built in a directory of this process's own, renamed into place when complete.
-    let (done, dir) = (dir.clone(), dir.with_extension(std::process::id().to_string()));
+    let (done, dir) = (
+        dir.clone(),
+        dir.with_extension(std::process::id().to_string()),
+    );
     let exe = dir.join("gguf_peer");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -774,7 +930,15 @@ fn ggml_peer() -> Result<PathBuf, String> {
         }
     };
     run(Command::new(&python)
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+        ])
         .args(["--no-build-isolation", "ggml-python==0.0.45", "-d"])
         .arg(&dir))?;
     run(Command::new("tar")
@@ -786,7 +950,11 @@ fn ggml_peer() -> Result<PathBuf, String> {
     let (inc, src) = (g.join("include"), g.join("src"));
     let mut objects = Vec::new();
     for (compiler, file, extra) in [
-        ("cc", "ggml.c", &["-DGGML_VERSION=\"0\"", "-DGGML_COMMIT=\"0\""][..]),
+        (
+            "cc",
+            "ggml.c",
+            &["-DGGML_VERSION=\"0\"", "-DGGML_COMMIT=\"0\""][..],
+        ),
         ("cc", "ggml-quants.c", &[][..]),
         ("c++", "gguf.cpp", &["-std=c++17"][..]),
         ("c++", "ggml-threading.cpp", &["-std=c++17"][..]),
@@ -866,15 +1034,23 @@ fn ggml_gguf_h_reads_what_we_write() {
     let ours = dir.join("split");
     std::fs::create_dir(&ours).unwrap();
     let mut w = ztensor::ShardedWriter::create_with(ours.join("m.gguf"), 100, &quick()).unwrap();
-    w.set_file_attribute("general.architecture", &TypedValue::text("llama")).unwrap();
+    w.set_file_attribute("general.architecture", &TypedValue::text("llama"))
+        .unwrap();
     for i in 0..3u64 {
-        w.add(&format!("t{i}"), DType::F32, &[20], &[0; 80], &WriteOptions::default())
-            .unwrap();
+        w.add(
+            &format!("t{i}"),
+            DType::F32,
+            &[20],
+            &[0; 80],
+            &WriteOptions::default(),
+        )
+        .unwrap();
     }
     w.finish().unwrap();
     for k in 1..=3 {
         let path = ours.join(format!("m-{k:05}-of-00003.gguf"));
-        let text = String::from_utf8(Command::new(&exe).arg(&path).output().unwrap().stdout).unwrap();
+        let text =
+            String::from_utf8(Command::new(&exe).arg(&path).output().unwrap().stdout).unwrap();
         let split = "kv split.no 2\nkv split.count 2\nkv split.tensors.count 5\n";
         assert!(text.contains(split), "{}: {text}", path.display());
         assert_eq!(text.contains("kv general.architecture 8"), k == 1, "{text}");
@@ -883,7 +1059,14 @@ fn ggml_gguf_h_reads_what_we_write() {
 
 /// A tensor of the one-pass tests: (name, object format, shape, dtype, logical type,
 /// bytes).
-type Tensor = (String, String, Vec<u64>, DType, Option<&'static str>, Vec<u8>);
+type Tensor = (
+    String,
+    String,
+    Vec<u64>,
+    DType,
+    Option<&'static str>,
+    Vec<u8>,
+);
 
 /// How the one-pass tests add their tensors.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -905,7 +1088,13 @@ enum Adding {
 }
 
 /// Writes `tensors` (file attributes `kvs` set first) as `adding` says.
-fn write_tensors(path: &Path, options: &CreateOptions, kvs: &[(&str, TypedValue)], tensors: &[Tensor], adding: Adding) {
+fn write_tensors(
+    path: &Path,
+    options: &CreateOptions,
+    kvs: &[(&str, TypedValue)],
+    tensors: &[Tensor],
+    adding: Adding,
+) {
     let mut w = Writer::create_with(path, options).unwrap();
     for (k, v) in kvs {
         w.set_file_attribute(k, v).unwrap();
@@ -920,7 +1109,8 @@ fn write_tensors(path: &Path, options: &CreateOptions, kvs: &[(&str, TypedValue)
     }
     if adding != Adding::Spooled {
         for (name, format, shape, dtype, logical, _) in tensors {
-            w.declare_object(name, format, shape, *dtype, *logical).unwrap();
+            w.declare_object(name, format, shape, *dtype, *logical)
+                .unwrap();
         }
         assert_eq!(w.declared_count(), tensors.len());
     }
@@ -938,13 +1128,15 @@ fn write_tensors(path: &Path, options: &CreateOptions, kvs: &[(&str, TypedValue)
         w.begin_object(name, format, shape).unwrap();
         let logical = logical.or((format != "dense").then_some(format.as_str()));
         if adding == Adding::Streamed {
-            w.begin_component("data", *dtype, logical, &WriteOptions::default()).unwrap();
+            w.begin_component("data", *dtype, logical, &WriteOptions::default())
+                .unwrap();
             for piece in data.chunks(1000) {
                 w.write(piece).unwrap();
             }
             w.end_component().unwrap();
         } else {
-            w.add_component("data", *dtype, logical, data, &WriteOptions::default()).unwrap();
+            w.add_component("data", *dtype, logical, data, &WriteOptions::default())
+                .unwrap();
         }
         w.end_object().unwrap();
     }
@@ -957,7 +1149,14 @@ fn st_tensor_data() -> Vec<Tensor> {
         .map(|(i, (name, dtype, logical, shape))| {
             let n = ztensor::dtype::dense_byte_size(&shape, dtype, logical).unwrap() as usize;
             let data = common::data_for(dtype, n / dtype.size(), i as u64 + 1);
-            (name.to_owned(), "dense".to_owned(), shape, dtype, logical, data)
+            (
+                name.to_owned(),
+                "dense".to_owned(),
+                shape,
+                dtype,
+                logical,
+                data,
+            )
         })
         .collect()
 }
@@ -970,7 +1169,11 @@ fn gguf_tensor_data() -> Vec<Tensor> {
             let data = if format == "dense" {
                 common::data_for(dtype, numel as usize, i as u64 + 7)
             } else {
-                let (block, size) = if format == "ggml_q4_0" { (32, 18) } else { (256, 144) };
+                let (block, size) = if format == "ggml_q4_0" {
+                    (32, 18)
+                } else {
+                    (256, 144)
+                };
                 common::bytes(i as u64 + 7, (numel / block * size) as usize)
             };
             (name.to_owned(), format.to_owned(), shape, dtype, None, data)
@@ -988,17 +1191,38 @@ fn many_tensors(gguf: bool) -> Vec<Tensor> {
             let dtype = dtypes[i % 4];
             let n = (1024 + (i * 769) % 3072) / dtype.size();
             let name = format!("t.{i:05}");
-            (name, "dense".into(), vec![n as u64], dtype, None, common::data_for(dtype, n, i as u64))
+            (
+                name,
+                "dense".into(),
+                vec![n as u64],
+                dtype,
+                None,
+                common::data_for(dtype, n, i as u64),
+            )
         })
         .collect();
     for (k, at) in [(0u64, 10usize), (1, 1500), (2, 2999)] {
         let n = (3 << 19) + 8 * k as usize;
-        let t = (format!("big.{k}"), "dense".into(), vec![n as u64], DType::F16, None, common::bytes(k + 99, n * 2));
+        let t = (
+            format!("big.{k}"),
+            "dense".into(),
+            vec![n as u64],
+            DType::F16,
+            None,
+            common::bytes(k + 99, n * 2),
+        );
         out.insert(at, t);
     }
     if gguf {
         // GGUF: i8 tensors of odd sizes leave padding between tensors.
-        out.push(("odd".into(), "dense".into(), vec![7], DType::I8, None, common::bytes(5, 7)));
+        out.push((
+            "odd".into(),
+            "dense".into(),
+            vec![7],
+            DType::I8,
+            None,
+            common::bytes(5, 7),
+        ));
     }
     out
 }
@@ -1018,7 +1242,13 @@ fn declared_tensors_are_written_in_one_pass_with_the_same_bytes() {
         let spooled = dir.join(format!("{k}.spooled.{ext}"));
         write_tensors(&spooled, &quick(), kvs, tensors, Adding::Spooled);
         let want = std::fs::read(&spooled).unwrap();
-        let all = [Adding::Declared, Adding::InFileOrder, Adding::Reversed, Adding::Streamed, Adding::WithData];
+        let all = [
+            Adding::Declared,
+            Adding::InFileOrder,
+            Adding::Reversed,
+            Adding::Streamed,
+            Adding::WithData,
+        ];
         for adding in all {
             for durable in [false, true] {
                 if durable && !matches!(adding, Adding::InFileOrder | Adding::WithData) {
@@ -1045,9 +1275,16 @@ fn declared_tensors_are_written_in_one_pass_with_the_same_bytes() {
             let path = dir.join(format!("{k}.declared.{ext}"));
             write_tensors(&path, &quick(), kvs, tensors, Adding::Reversed);
             let theirs = dir.join(format!("{k}.theirs.{ext}"));
-            let how = if *ext == "gguf" { "gguf-resave" } else { "st-resave" };
+            let how = if *ext == "gguf" {
+                "gguf-resave"
+            } else {
+                "st-resave"
+            };
             run_peer(&[&how, &path, &theirs]);
-            assert!(std::fs::read(&theirs).unwrap() == want, "case {k}: the peer's bytes");
+            assert!(
+                std::fs::read(&theirs).unwrap() == want,
+                "case {k}: the peer's bytes"
+            );
         }
     }
 }
@@ -1060,20 +1297,48 @@ fn declarations_are_kept_or_refused() {
     for ext in ["safetensors", "gguf"] {
         let path = dir.join(format!("m.{ext}"));
         let mut w = Writer::create_with(&path, &quick()).unwrap();
-        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t"))
+            .unwrap();
         // What the format can't hold is refused when declared, as when added.
         refused(w.declare("a\0b", DType::F32, None, &[1]), "NUL");
-        refused(w.declare(&"n".repeat(70_000), DType::F32, None, &[1]), "65536");
-        refused(w.declare("big", DType::F32, None, &[u64::MAX, 2]), "more elements than");
-        refused(w.declare_object("s", "sparse_csr", &[2, 2], DType::F32, None), "sparse_csr");
+        refused(
+            w.declare(&"n".repeat(70_000), DType::F32, None, &[1]),
+            "65536",
+        );
+        refused(
+            w.declare("big", DType::F32, None, &[u64::MAX, 2]),
+            "more elements than",
+        );
+        refused(
+            w.declare_object("s", "sparse_csr", &[2, 2], DType::F32, None),
+            "sparse_csr",
+        );
         if ext == "safetensors" {
-            refused(w.declare("c", DType::F64, Some("complex128"), &[1]), "safetensors has no dtype");
-            refused(w.declare("f4", DType::U8, Some("f4_e2m1"), &[3]), "odd count of f4");
-            refused(w.declare("__metadata__", DType::F32, None, &[1]), "'__metadata__'");
+            refused(
+                w.declare("c", DType::F64, Some("complex128"), &[1]),
+                "safetensors has no dtype",
+            );
+            refused(
+                w.declare("f4", DType::U8, Some("f4_e2m1"), &[3]),
+                "odd count of f4",
+            );
+            refused(
+                w.declare("__metadata__", DType::F32, None, &[1]),
+                "'__metadata__'",
+            );
         } else {
-            refused(w.declare("u", DType::U8, None, &[1]), "GGUF has no u8 tensors");
-            refused(w.declare(&"n".repeat(64), DType::F32, None, &[1]), "64 bytes or more");
-            refused(w.declare_object("q", "ggml_q4_k", &[100], DType::U8, None), "whole Q4_K blocks");
+            refused(
+                w.declare("u", DType::U8, None, &[1]),
+                "GGUF has no u8 tensors",
+            );
+            refused(
+                w.declare(&"n".repeat(64), DType::F32, None, &[1]),
+                "64 bytes or more",
+            );
+            refused(
+                w.declare_object("q", "ggml_q4_k", &[100], DType::U8, None),
+                "whole Q4_K blocks",
+            );
             refused(
                 w.declare_object("q", "ggml_q4_0", &[32], DType::U8, Some("ggml_q8_0")),
                 "logical type 'ggml_q4_0'",
@@ -1084,17 +1349,34 @@ fn declarations_are_kept_or_refused() {
         w.declare("c", DType::F32, None, &[5]).unwrap();
         refused(w.declare("a", DType::F32, None, &[1]), "already declared");
         // Added as declared, or refused with the writer still usable.
-        refused(w.add("x", DType::F32, &[1], &f32s(1), &raw), "'x' was not declared");
-        refused(w.add("a", DType::F32, &[6], &f32s(6), &raw), "declared dense of shape [2, 3]");
-        refused(w.add("a", DType::I32, &[2, 3], &f32s(6), &raw), "declared f32, not i32");
+        refused(
+            w.add("x", DType::F32, &[1], &f32s(1), &raw),
+            "'x' was not declared",
+        );
+        refused(
+            w.add("a", DType::F32, &[6], &f32s(6), &raw),
+            "declared dense of shape [2, 3]",
+        );
+        refused(
+            w.add("a", DType::I32, &[2, 3], &f32s(6), &raw),
+            "declared f32, not i32",
+        );
         // The header is written now: the key/values and the declarations are fixed.
         w.add("b", DType::F32, &[4], &f32s(4), &raw).unwrap();
-        let e = w.set_file_attribute("late", &TypedValue::text("x")).unwrap_err();
+        let e = w
+            .set_file_attribute("late", &TypedValue::text("x"))
+            .unwrap_err();
         assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
-        assert!(e.message().contains("before the first tensor's data"), "{e}");
+        assert!(
+            e.message().contains("before the first tensor's data"),
+            "{e}"
+        );
         let e = w.declare("d", DType::F32, None, &[1]).unwrap_err();
         assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
-        refused(w.add("b", DType::F32, &[4], &f32s(4), &raw), "already added");
+        refused(
+            w.add("b", DType::F32, &[4], &f32s(4), &raw),
+            "already added",
+        );
         // More bytes than declared are refused before they are written (they would
         // reach the next tensor's place), fewer when the component ends; the object is
         // then left out, to be added again.
@@ -1105,21 +1387,33 @@ fn declarations_are_kept_or_refused() {
         refused(w.end_component(), "declared 24 bytes, but 20 were written");
         w.end_object().map(drop).unwrap_err();
         w.begin_object("c", "dense", &[5]).unwrap();
-        refused(w.add_component("data", DType::F32, None, &f32s(4), &raw), "declared 20 bytes");
+        refused(
+            w.add_component("data", DType::F32, None, &f32s(4), &raw),
+            "declared 20 bytes",
+        );
         let _ = w.end_object();
         // finish refuses a file with a declared tensor missing (check_finishable says so
         // first, the writer usable), and leaves no file.
         let e = w.check_finishable().unwrap_err();
         assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
-        assert!(e.message().contains("'a' was declared but not written (1 of 3"), "{e}");
+        assert!(
+            e.message()
+                .contains("'a' was declared but not written (1 of 3"),
+            "{e}"
+        );
         w.add("c", DType::F32, &[5], &f32s(5), &raw).unwrap();
         let e = w.finish().unwrap_err();
         assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
-        assert!(e.message().contains("'a' was declared but not written (2 of 3"), "{e}");
+        assert!(
+            e.message()
+                .contains("'a' was declared but not written (2 of 3"),
+            "{e}"
+        );
         assert!(!path.exists());
         // Written in full after the failures: the file the spool makes.
         let mut w = Writer::create_with(&path, &quick()).unwrap();
-        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t"))
+            .unwrap();
         for (name, n) in [("a", 6u64), ("b", 4), ("c", 5)] {
             let shape = if name == "a" { vec![2, 3] } else { vec![n] };
             w.declare(name, DType::F32, None, &shape).unwrap();
@@ -1136,21 +1430,30 @@ fn declarations_are_kept_or_refused() {
         w.finish().unwrap();
         let spooled = dir.join(format!("spooled.{ext}"));
         let mut w = Writer::create_with(&spooled, &quick()).unwrap();
-        w.set_file_attribute("general.name", &TypedValue::text("t")).unwrap();
+        w.set_file_attribute("general.name", &TypedValue::text("t"))
+            .unwrap();
         w.add("a", DType::F32, &[2, 3], &f32s(6), &raw).unwrap();
         w.add("b", DType::F32, &[4], &f32s(4), &raw).unwrap();
         w.add("c", DType::F32, &[5], &f32s(5), &raw).unwrap();
         w.finish().unwrap();
-        assert!(std::fs::read(&path).unwrap() == std::fs::read(&spooled).unwrap(), "{ext}");
+        assert!(
+            std::fs::read(&path).unwrap() == std::fs::read(&spooled).unwrap(),
+            "{ext}"
+        );
         // Declarations come first, and not for sets.
         let late = dir.join(format!("late.{ext}"));
         let mut w = Writer::create_with(&late, &quick()).unwrap();
         w.add("a", DType::F32, &[1], &f32s(1), &raw).unwrap();
         let e = w.declare("b", DType::F32, None, &[1]).unwrap_err();
         assert!(e.message().contains("before the first one's data"), "{e}");
-        let mut set = ztensor::ShardedWriter::create_with(dir.join(format!("set.{ext}")), 100, &quick()).unwrap();
+        let mut set =
+            ztensor::ShardedWriter::create_with(dir.join(format!("set.{ext}")), 100, &quick())
+                .unwrap();
         let e = set.declare("b", DType::F32, None, &[1]).unwrap_err();
-        assert!(e.message().contains("declarations are for single files"), "{e}");
+        assert!(
+            e.message().contains("declarations are for single files"),
+            "{e}"
+        );
     }
     // No tensors declared: the header alone, as spooled.
     for ext in ["safetensors", "gguf"] {
@@ -1163,7 +1466,10 @@ fn declarations_are_kept_or_refused() {
         let mut w = Writer::create_with(&a, &quick()).unwrap();
         w.add("z", DType::F32, &[0], &[], &raw).unwrap();
         w.finish().unwrap();
-        assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{ext}");
+        assert!(
+            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            "{ext}"
+        );
     }
     // zTensor: declarations checked the same way; v2's order is by name.
     let path = dir.join("m.zt");
@@ -1172,8 +1478,14 @@ fn declarations_are_kept_or_refused() {
         w.declare(name, DType::F32, None, &[1]).unwrap();
     }
     assert_eq!(w.declared_order(), [2, 0, 1]);
-    refused(w.add("x", DType::F32, &[1], &f32s(1), &raw), "'x' was not declared");
-    refused(w.add("a", DType::I32, &[1], &f32s(1), &raw), "declared f32, not i32");
+    refused(
+        w.add("x", DType::F32, &[1], &f32s(1), &raw),
+        "'x' was not declared",
+    );
+    refused(
+        w.add("a", DType::I32, &[1], &f32s(1), &raw),
+        "declared f32, not i32",
+    );
     for name in ["a", "b"] {
         w.add(name, DType::F32, &[1], &f32s(1), &raw).unwrap();
     }
@@ -1191,22 +1503,56 @@ fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
         let mut w = Writer::create_with(&path, &quick()).unwrap();
         // SAFETY (every declare_data below): the bytes outlive `finish` and are unchanged.
         unsafe {
-            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a[..20]), "20 bytes given");
-            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &[a.as_slice(), &[0; 4]].concat()), "needs 24");
-            let bool_refusal = if ext == "gguf" { "GGUF has no bool tensors" } else { "bool byte 2 at index 1" };
-            refused(w.declare_data("t", "dense", &[3], DType::Bool, None, &[0, 2, 1]), bool_refusal);
-            refused(w.declare_data("a\0", "dense", &[2, 3], DType::F32, None, &a), "NUL");
-            w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a).unwrap();
-            refused(w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a), "already declared");
+            refused(
+                w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a[..20]),
+                "20 bytes given",
+            );
+            refused(
+                w.declare_data(
+                    "a",
+                    "dense",
+                    &[2, 3],
+                    DType::F32,
+                    None,
+                    &[a.as_slice(), &[0; 4]].concat(),
+                ),
+                "needs 24",
+            );
+            let bool_refusal = if ext == "gguf" {
+                "GGUF has no bool tensors"
+            } else {
+                "bool byte 2 at index 1"
+            };
+            refused(
+                w.declare_data("t", "dense", &[3], DType::Bool, None, &[0, 2, 1]),
+                bool_refusal,
+            );
+            refused(
+                w.declare_data("a\0", "dense", &[2, 3], DType::F32, None, &a),
+                "NUL",
+            );
+            w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a)
+                .unwrap();
+            refused(
+                w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a),
+                "already declared",
+            );
         }
         w.declare("b", DType::F32, None, &[4]).unwrap();
         // SAFETY: as above.
         unsafe { w.declare_data("c", "dense", &[5], DType::F32, None, &c) }.unwrap();
         // What finish writes is not added again; the ones declared without data are.
-        refused(w.add("a", DType::F32, &[2, 3], &a, &raw), "declared with its data");
+        refused(
+            w.add("a", DType::F32, &[2, 3], &a, &raw),
+            "declared with its data",
+        );
         let e = w.check_finishable().unwrap_err();
         assert_eq!(e.kind(), ztensor::ErrorKind::State, "{e}");
-        assert!(e.message().contains("'b' was declared but not written (2 of 3"), "{e}");
+        assert!(
+            e.message()
+                .contains("'b' was declared but not written (2 of 3"),
+            "{e}"
+        );
         w.add("b", DType::F32, &[4], &b, &raw).unwrap();
         w.finish().unwrap();
         // The file the same tensors added make.
@@ -1216,7 +1562,10 @@ fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
         w.add("b", DType::F32, &[4], &b, &raw).unwrap();
         w.add("c", DType::F32, &[5], &c, &raw).unwrap();
         w.finish().unwrap();
-        assert!(std::fs::read(&path).unwrap() == std::fs::read(&added).unwrap(), "{ext}");
+        assert!(
+            std::fs::read(&path).unwrap() == std::fs::read(&added).unwrap(),
+            "{ext}"
+        );
         // A missing one still leaves no file.
         let gone = dir.join(format!("gone.{ext}"));
         let mut w = Writer::create_with(&gone, &quick()).unwrap();

@@ -50,7 +50,13 @@ struct Item<'a> {
 /// it: equal likes have equal digests, never 0 (0: no like).
 fn item(o: &Object) -> (Item<'_>, u64) {
     let Some(c) = o.single_dense().filter(|c| c.is_plain()) else {
-        return (Item { like: None, offset: 0 }, 0);
+        return (
+            Item {
+                like: None,
+                offset: 0,
+            },
+            0,
+        );
     };
     let like = Like {
         dtype: c.dtype(),
@@ -67,7 +73,13 @@ fn item(o: &Object) -> (Item<'_>, u64) {
     mix(like.file as u64);
     mix(like.shape.len() as u64);
     like.shape.iter().for_each(|&d| mix(d));
-    (Item { like: Some(like), offset: c.offset() }, h | 1)
+    (
+        Item {
+            like: Some(like),
+            offset: c.offset(),
+        },
+        h | 1,
+    )
 }
 
 /// The runs of `objects`, in order, covering every object once: repeats found greedily
@@ -111,14 +123,29 @@ fn search(objects: &[Object], mut budget: usize) -> Vec<Run> {
             repeats += 1;
         }
         if loose < i {
-            out.push(Run { start: loose, period: i - loose, repeats: 1, stride: 0 });
+            out.push(Run {
+                start: loose,
+                period: i - loose,
+                repeats: 1,
+                stride: 0,
+            });
         }
-        out.push(Run { start: i, period, repeats, stride });
+        out.push(Run {
+            start: i,
+            period,
+            repeats,
+            stride,
+        });
         i += period * repeats;
         loose = i;
     }
     if loose < n {
-        out.push(Run { start: loose, period: n - loose, repeats: 1, stride: 0 });
+        out.push(Run {
+            start: loose,
+            period: n - loose,
+            repeats: 1,
+            stride: 0,
+        });
     }
     out
 }
@@ -199,7 +226,12 @@ mod tests {
     }
 
     fn run(start: usize, period: usize, repeats: usize, stride: u64) -> Run {
-        Run { start, period, repeats, stride }
+        Run {
+            start,
+            period,
+            repeats,
+            stride,
+        }
     }
 
     /// `layers` layers of (norm [8], weight [8, 8], weight [4, 8]) f32 after an embedding,
@@ -232,7 +264,11 @@ mod tests {
     fn a_broken_layer_ends_the_run_where_it_breaks() {
         // Layer 3's second weight is f16: layers 0..3 repeat, 3 and 4 not with them.
         let mut objects = layered(5, 0);
-        objects[3 * 3 + 2] = dense(&[8, 8], DType::F16, objects[3 * 3 + 2].components()[0].offset());
+        objects[3 * 3 + 2] = dense(
+            &[8, 8],
+            DType::F16,
+            objects[3 * 3 + 2].components()[0].offset(),
+        );
         assert_eq!(
             runs(&objects),
             [run(0, 1, 1, 0), run(1, 3, 3, 416), run(10, 7, 1, 0)]
@@ -249,13 +285,17 @@ mod tests {
 
     #[test]
     fn equal_tensors_evenly_spaced_repeat_with_period_one() {
-        let objects: Vec<Object> = (0..6).map(|k| dense(&[2, 3], DType::I8, 100 + 8 * k)).collect();
+        let objects: Vec<Object> = (0..6)
+            .map(|k| dense(&[2, 3], DType::I8, 100 + 8 * k))
+            .collect();
         assert_eq!(runs(&objects), [run(0, 1, 6, 8)]);
         // Same bytes for all (zero-size tensors at one offset): stride 0.
         let objects: Vec<Object> = (0..3).map(|_| dense(&[0, 3], DType::F32, 64)).collect();
         assert_eq!(runs(&objects), [run(0, 1, 3, 0)]);
         // Going backwards is no repeat.
-        let objects: Vec<Object> = (0..3).map(|k| dense(&[4], DType::F32, 64 - 16 * k)).collect();
+        let objects: Vec<Object> = (0..3)
+            .map(|k| dense(&[4], DType::F32, 64 - 16 * k))
+            .collect();
         assert_eq!(runs(&objects), [run(0, 3, 1, 0)]);
     }
 
@@ -314,6 +354,9 @@ mod tests {
         let short: Vec<Object> = (0..2 * MAX_PERIOD as u64)
             .map(|k| dense(&[k % MAX_PERIOD as u64 + 1], DType::U8, k * 128))
             .collect();
-        assert_eq!(runs(&short), [run(0, MAX_PERIOD, 2, MAX_PERIOD as u64 * 128)]);
+        assert_eq!(
+            runs(&short),
+            [run(0, MAX_PERIOD, 2, MAX_PERIOD as u64 * 128)]
+        );
     }
 }

@@ -441,8 +441,10 @@ impl<'a> Reader<'a> {
                 dst,
                 crate::pool::threads,
             ),
-            Plan::Dequantize(t) => crate::convert::dequantize(t, src, to, dst, crate::pool::threads)
-                .map_err(self.ctx(obj, c))?,
+            Plan::Dequantize(t) => {
+                crate::convert::dequantize(t, src, to, dst, crate::pool::threads)
+                    .map_err(self.ctx(obj, c))?
+            }
         }
         Ok(())
     }

@@ -301,10 +301,7 @@ impl<W: Write> Writer<W> {
                 format.name()
             );
         }
-        let options = &CreateOptions {
-            format,
-            ..*options
-        };
+        let options = &CreateOptions { format, ..*options };
         let mut w = Writer::new_inner(out, None, options, None);
         w.write_header()?;
         Ok(w)
@@ -358,14 +355,13 @@ impl<W: Write> Writer<W> {
             file_attributes: None,
             target,
             version: options.version,
-            v2: (options.version == FileVersion::V2)
-                .then(|| {
-                    Box::new(v2::State::new(
-                        options.keep_order,
-                        options.placement.alignment(),
-                        handle,
-                    ))
-                }),
+            v2: (options.version == FileVersion::V2).then(|| {
+                Box::new(v2::State::new(
+                    options.keep_order,
+                    options.placement.alignment(),
+                    handle,
+                ))
+            }),
             frames: None,
             placing: None,
             set: None,

@@ -249,7 +249,9 @@ impl<W: Write> Writer<W> {
                         new_offsets[oi][ci] = new;
                         continue;
                     }
-                    by_content.entry(key).or_insert((align_up(cursor, align)?, old.0));
+                    by_content
+                        .entry(key)
+                        .or_insert((align_up(cursor, align)?, old.0));
                 }
                 let new = align_up(cursor, align)?;
                 cursor = new + old.1;
