@@ -3532,6 +3532,8 @@ static const char *const TESTED[] = {
 /* Functions tested in the other C tests, with the file that does. */
 static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_copy_object", /* test_copy.c */
+    "zt_last_os_error",      /* test_copy_on_write.c */
+    "zt_path_is_url",        /* test_copy_on_write.c */
     "zt_writer_declare",         /* test_v2.c */
     "zt_writer_declare_data",    /* test_v2.c */
     "zt_writer_declared_order",  /* test_v2.c */

@@ -1,6 +1,6 @@
 /*
  * What the writer does to make a file durable, observed from outside: this program
- * defines fsync() itself, so the library's calls land here (an executable's symbols come
+ * defines fsync() and fdatasync() itself, so the library's calls land here (an executable's symbols come
  * before libc's), are counted by the kind of file they sync, and are passed on to the
  * kernel. Also: the temporary file of a failed writer is gone at once, and names up to
  * NAME_MAX bytes can be written.
@@ -25,7 +25,7 @@ int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags) {
   return (int)syscall(SYS_sync_file_range, fd, offset, nbytes, flags);
 }
 
-int fsync(int fd) {
+static void count_sync(int fd) {
   struct stat st;
   if (fstat(fd, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
@@ -34,7 +34,18 @@ int fsync(int fd) {
       fsync_files++;
     }
   }
+}
+
+/* fsync and fdatasync count alike: either makes the file's data durable (the writer
+   syncs a file's data with fdatasync, its directory with fsync). */
+int fsync(int fd) {
+  count_sync(fd);
   return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd) {
+  count_sync(fd);
+  return (int)syscall(SYS_fdatasync, fd);
 }
 
 /* Files in the current directory whose names start with '.' and end with ".tmp". */
