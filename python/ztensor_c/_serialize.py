@@ -80,7 +80,7 @@ def serialize_file(tensor_dict, filename, metadata=None):
     with Writer(filename, format="safetensors") as w:
         for name, spec in tensor_dict.items():
             code, logical, shape, data = _parts(spec)
-            w.add_bytes(name, data, code, shape, logical)
+            w.add_bytes_declared(name, data, code, shape, logical)
         if metadata is not None:
             w.set_attributes(metadata)
 
@@ -94,7 +94,7 @@ def serialize(tensor_dict, metadata=None):
         with Writer(path, format="safetensors", sync=False) as w:
             for name, spec in tensor_dict.items():
                 code, logical, shape, data = _parts(spec)
-                w.add_bytes(name, data, code, shape, logical)
+                w.add_bytes_declared(name, data, code, shape, logical)
             if metadata is not None:
                 w.set_attributes(metadata)
         with open(path, "rb") as f:

@@ -127,6 +127,7 @@ class Writer:
         self._w = ffi.gc(out[0], lib.zt_writer_free)
         self._lock = threading.Lock()  # a zt_writer is used by one thread at a time
         self._finished = False
+        self._kept = []  # arrays of add_declared, read at finish
 
     def _writer(self):
         if self._w is None:
@@ -148,6 +149,39 @@ class Writer:
             arr = _little_endian_contiguous(np.asarray(data))
             code, logical = _dtypes.from_numpy(arr.dtype)
         self._add_raw(name, "dense", arr.shape, [("data", code, logical, arr)], options)
+
+    def add_declared(self, name, data):
+        """Adds one dense tensor without copying it (zt_writer_declare_data): the writer
+        keeps a reference and writes its bytes at `finish`, in the file's order, so a
+        safetensors or GGUF file is written in one pass (add() spools those formats and
+        copies every byte into place at finish). For a dict of tensors already in memory,
+        as save_file has; the tensor must not change before `finish` returns."""
+        if type(data).__module__.startswith("torch"):
+            from . import _torch
+
+            arr, code, logical = _torch.raw_of(data)
+        else:
+            arr = _little_endian_contiguous(np.asarray(data))
+            code, logical = _dtypes.from_numpy(arr.dtype)
+        self._declare(name, code, logical, arr.shape, arr)
+
+    def add_bytes_declared(self, name, data, zt_dtype, shape, logical=None):
+        """add_bytes without copying, as add_declared: `data` is kept and written at
+        `finish`."""
+        arr = np.frombuffer(data, np.uint8) if memoryview(data).nbytes else np.empty(0, np.uint8)
+        self._declare(name, zt_dtype, logical, tuple(shape), arr)
+
+    def _declare(self, name, code, logical, shape, arr):
+        name_c = name.encode("utf-8") if isinstance(name, str) else None
+        if name_c is None:
+            raise TypeError(f"tensor names are str, not {type(name).__name__}")
+        shape_c = ffi.new("uint64_t[]", [int(d) for d in shape]) if shape else ffi.NULL
+        data = ffi.from_buffer(arr) if arr.nbytes else ffi.NULL
+        with self._lock:
+            _lib.check(lib.zt_writer_declare_data(
+                self._writer(), name_c, ffi.NULL, code, ffi.NULL if logical is None else logical.encode(),
+                shape_c, len(shape), data, arr.nbytes))
+            self._kept.append(arr)  # the writer reads it at finish
 
     def write_numpy(self, name, data, *, compress=None, checksum="none"):
         """The reference package's name for add()."""
@@ -223,6 +257,7 @@ class Writer:
                 self._w = None
                 ffi.gc(w, None)  # freed here, not again when collected
                 lib.zt_writer_free(w)
+                self._kept = []
 
     def abandon(self):
         """Discards the file: nothing appears at the path."""
@@ -231,6 +266,7 @@ class Writer:
             if w is not None:
                 ffi.gc(w, None)
                 lib.zt_writer_free(w)
+            self._kept = []
 
     def __enter__(self):
         return self

@@ -76,7 +76,10 @@ def save(tensors, metadata=None, *, compress=None, checksum="none"):
 def _write(tensors, path, metadata, compress, checksum, sync=True):
     fmt = "safetensors" if compress in (None, False, 0) and checksum in ("none", None) else "zt"
     with Writer(path, sync=sync, format=fmt) as w:
-        for name, value in tensors.items():
-            w.add(name, value, compress=compress, checksum=checksum)
-        if metadata is not None:
+        if metadata is not None:  # a safetensors header holds it: before any data
             w.set_attributes(metadata)
+        for name, value in tensors.items():
+            if fmt == "safetensors":  # in one pass, written at finish from the tensors
+                w.add_declared(name, value)
+            else:
+                w.add(name, value, compress=compress, checksum=checksum)

@@ -98,11 +98,15 @@ def _output_format(compress, checksum):
 
 
 def _write(tensors, path, metadata, compress, checksum, sync=True):
-    with Writer(path, sync=sync, format=_output_format(compress, checksum)) as w:
-        for name, value in tensors.items():
-            w.add(name, value, compress=compress, checksum=checksum)
-        if metadata is not None:
+    fmt = _output_format(compress, checksum)
+    with Writer(path, sync=sync, format=fmt) as w:
+        if metadata is not None:  # a safetensors header holds it: before any data
             w.set_attributes(metadata)
+        for name, value in tensors.items():
+            if fmt == "safetensors":  # in one pass, written at finish from the tensors
+                w.add_declared(name, value)
+            else:
+                w.add(name, value, compress=compress, checksum=checksum)
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):

@@ -171,6 +171,7 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   use(zt::dtype_size(zt::dtype::bf16) + zt::dtype_name(zt::dtype::f32).size() + zt::encoding_name(zt::encoding::zstd).size());
   use(zt::status_name(ZT_ERR_FORMAT));
   use(zt::library_version());
+  use(zt::last_os_error() + static_cast<int>(zt::path_is_url("s3://b/k")));
   use(zt::library_version_number() + static_cast<unsigned>(zt::dtype_from_name("f32").value_or(zt::dtype::u8)));
   use(zt::has_dtype_v<char> || zt::dtype_v<long long> == zt::dtype::i64);
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -114,6 +115,13 @@ TEST(Errors, LibraryStatusesBecomeTheirExceptions) {
   // io
   m = status_of([] { (void)zt::Reader::open("/nonexistent-zt-dir/missing.zt"); }, ZT_ERR_IO);
   EXPECT_NE(m.find("missing.zt"), std::string::npos) << m;
+  EXPECT_EQ(zt::last_os_error(), ENOENT);  // the system's reason, read right after the failure
+  (void)zt::Reader::open(path);
+  EXPECT_EQ(zt::last_os_error(), 0);  // a success clears it
+  EXPECT_TRUE(zt::path_is_url("s3://bucket/model.safetensors"));
+  EXPECT_TRUE(zt::path_is_url("HTTPS://host/x.gguf"));
+  EXPECT_FALSE(zt::path_is_url("/nonexistent-zt-dir/missing.zt"));
+  EXPECT_FALSE(zt::path_is_url("file.s3://x"));
   // format
   const std::string garbage = zt_test::temp_path("garbage");
   zt_test::spit(garbage, std::vector<unsigned char>(100, 0x5a));

@@ -74,6 +74,15 @@ inline std::string_view library_version() noexcept { return zt_version(); }
 /// The same as MAJOR * 10000 + MINOR * 100 + PATCH, to compare with ZT_VERSION_NUMBER.
 inline unsigned library_version_number() noexcept { return zt_version_number(); }
 
+/// The OS error number (errno: ENOENT, EACCES ...) behind this thread's last failed
+/// library call when the system refused it, else 0 (zt_last_os_error). Read it right
+/// after the failure (a zt::io_error caught, a failed zt::result), before another call.
+inline int last_os_error() noexcept { return zt_last_os_error(); }
+
+/// Whether zt::Reader opens `path` as a remote object by URL (s3://, gs://, https:// ...)
+/// rather than as a local file; decided by the text alone (zt_path_is_url).
+inline bool path_is_url(const std::string& path) noexcept { return zt_path_is_url(path.c_str()); }
+
 /// The dtype a name spells as the format does ("f32", "bf16", "bool" ...; exact, lower
 /// case), or nullopt (zt_dtype_find).
 inline std::optional<dtype> dtype_from_name(std::string_view name) {
