@@ -106,7 +106,11 @@ fn generate_cffi_declarations() {
          (a second\n   cbindgen configuration); do not edit. */"
             .into(),
     );
-    config.after_includes = None;
+    // the version macros as plain integers (cffi takes `#define NAME <integer>`)
+    let [major, minor, patch] = version_parts();
+    config.after_includes = Some(format!(
+        "\n#define ZT_VERSION_MAJOR {major}\n\n#define ZT_VERSION_MINOR {minor}\n\n#define ZT_VERSION_PATCH {patch}\n"
+    ));
     config.include_guard = None;
     config.sys_includes.clear();
     config.includes.clear();
@@ -131,14 +135,7 @@ fn generate_cffi_declarations() {
 /// what cbindgen would write for src/ffi/mod.rs's ZT_VERSION_* constants if it could
 /// evaluate them.
 fn version_macros() -> String {
-    let part = |name: &str| {
-        let text = std::env::var(name).expect("cargo sets it");
-        assert!(
-            !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()),
-            "{name}={text:?}: not a number"
-        );
-        text
-    };
+    let [major, minor, patch] = version_parts();
     format!(
         "
 
@@ -146,21 +143,31 @@ fn version_macros() -> String {
  * Major version of this header. Compare with `zt_version()` at run time to catch a
  * header/library mismatch.
  */
-#define ZT_VERSION_MAJOR {}
+#define ZT_VERSION_MAJOR {major}
 
 /**
  * Minor version of this header.
  */
-#define ZT_VERSION_MINOR {}
+#define ZT_VERSION_MINOR {minor}
 
 /**
  * Patch version of this header.
  */
-#define ZT_VERSION_PATCH {}",
-        part("CARGO_PKG_VERSION_MAJOR"),
-        part("CARGO_PKG_VERSION_MINOR"),
-        part("CARGO_PKG_VERSION_PATCH")
+#define ZT_VERSION_PATCH {patch}"
     )
+}
+
+/// Cargo.toml's version as its three numbers.
+fn version_parts() -> [String; 3] {
+    ["MAJOR", "MINOR", "PATCH"].map(|part| {
+        let name = format!("CARGO_PKG_VERSION_{part}");
+        let text = std::env::var(&name).expect("cargo sets it");
+        assert!(
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()),
+            "{name}={text:?}: not a number"
+        );
+        text
+    })
 }
 
 /// Leaves an identical file untouched, so nothing that depends on it rebuilds.
