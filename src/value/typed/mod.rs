@@ -235,6 +235,8 @@ pub struct Doc {
 // into the attribute CBOR its owner keeps alive and unchanged; nothing is mutated after
 // `build` except through `OnceLock`.
 unsafe impl Send for Doc {}
+// SAFETY: as for Send: shared access only reads, and the lazily made parts go through
+// `OnceLock`, which synchronizes.
 unsafe impl Sync for Doc {}
 
 impl fmt::Debug for Doc {
@@ -398,8 +400,8 @@ impl<'a> AttrValue<'a> {
     /// # Safety
     /// `ptr` came from `as_ptr` of a value whose tree outlives `'a`.
     pub(crate) unsafe fn from_ptr(ptr: *const Node) -> AttrValue<'a> {
-        // SAFETY: per the contract.
         AttrValue {
+            // SAFETY: per the contract, `ptr` is a node of a tree that outlives 'a.
             node: unsafe { &*ptr },
         }
     }
@@ -505,7 +507,6 @@ impl<'a> AttrValue<'a> {
     }
 
     fn children(&self) -> &'a [Node] {
-        // SAFETY: arrays point at n child nodes, maps at 2n.
         let n = self.node.n as usize
             * if self.value_type() == ValueType::Map {
                 2
@@ -515,6 +516,8 @@ impl<'a> AttrValue<'a> {
         if n == 0 {
             return &[];
         }
+        // SAFETY: `x` of a non-empty array or map points at its `n` child
+        // nodes (2n for a map), contiguous in the tree that `'a` borrows.
         unsafe { std::slice::from_raw_parts(self.node.x as *const Node, n) }
     }
 
