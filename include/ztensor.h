@@ -392,18 +392,57 @@ typedef enum zt_status {
  * Storage dtypes; values are stable. Functions take them as `uint32_t`.
  */
 typedef enum zt_dtype {
+  /**
+   * 64-bit IEEE 754 float.
+   */
   ZT_F64 = 0,
+  /**
+   * 32-bit IEEE 754 float.
+   */
   ZT_F32 = 1,
+  /**
+   * 16-bit IEEE 754 float.
+   */
   ZT_F16 = 2,
+  /**
+   * A bfloat16: a float32's upper 16 bits.
+   */
   ZT_BF16 = 3,
+  /**
+   * Signed 64-bit integer.
+   */
   ZT_I64 = 4,
+  /**
+   * Signed 32-bit integer.
+   */
   ZT_I32 = 5,
+  /**
+   * Signed 16-bit integer.
+   */
   ZT_I16 = 6,
+  /**
+   * Signed 8-bit integer.
+   */
   ZT_I8 = 7,
+  /**
+   * Unsigned 64-bit integer.
+   */
   ZT_U64 = 8,
+  /**
+   * Unsigned 32-bit integer.
+   */
   ZT_U32 = 9,
+  /**
+   * Unsigned 16-bit integer.
+   */
   ZT_U16 = 10,
+  /**
+   * Unsigned 8-bit integer.
+   */
   ZT_U8 = 11,
+  /**
+   * A bool, one byte: 0 or 1.
+   */
   ZT_BOOL = 12,
 } zt_dtype;
 
@@ -459,23 +498,65 @@ typedef enum zt_value_type {
    * null (CBOR null or undefined).
    */
   ZT_VALUE_NULL = 0,
+  /**
+   * False or true.
+   */
   ZT_VALUE_BOOL = 1,
+  /**
+   * A signed 8-bit integer.
+   */
   ZT_VALUE_I8 = 2,
+  /**
+   * A signed 16-bit integer.
+   */
   ZT_VALUE_I16 = 3,
+  /**
+   * A signed 32-bit integer.
+   */
   ZT_VALUE_I32 = 4,
+  /**
+   * A signed 64-bit integer; a negative integer of a format without widths.
+   */
   ZT_VALUE_I64 = 5,
+  /**
+   * An unsigned 8-bit integer.
+   */
   ZT_VALUE_U8 = 6,
+  /**
+   * An unsigned 16-bit integer.
+   */
   ZT_VALUE_U16 = 7,
+  /**
+   * An unsigned 32-bit integer.
+   */
   ZT_VALUE_U32 = 8,
+  /**
+   * An unsigned 64-bit integer; a non-negative integer of a format without widths.
+   */
   ZT_VALUE_U64 = 9,
+  /**
+   * A 32-bit float.
+   */
   ZT_VALUE_F32 = 10,
+  /**
+   * A 64-bit float; any float of a format without widths.
+   */
   ZT_VALUE_F64 = 11,
   /**
    * UTF-8 text (a GGUF string that is not UTF-8 keeps its bytes as stored).
    */
   ZT_VALUE_STRING = 12,
+  /**
+   * A byte string.
+   */
   ZT_VALUE_BYTES = 13,
+  /**
+   * An array (`zt_value_get_array_type` gives its elements' type).
+   */
   ZT_VALUE_ARRAY = 14,
+  /**
+   * A map of keys to values, in their stored order.
+   */
   ZT_VALUE_MAP = 15,
   /**
    * No typed equivalent: a CBOR simple value other than false, true, null and
@@ -652,6 +733,9 @@ typedef struct zt_remote_options {
    * `header_count` strings "Name: value", sent with every request.
    */
   const char *const *headers;
+  /**
+   * How many strings `headers` holds.
+   */
   size_t header_count;
   /**
    * `config_count` strings "key=value": settings of the store as object_store names
@@ -659,6 +743,9 @@ typedef struct zt_remote_options {
    * environment's. Unknown keys are ignored.
    */
   const char *const *config;
+  /**
+   * How many strings `config` holds.
+   */
   size_t config_count;
   /**
    * The endpoint of an S3- or Azure-compatible service; NULL for the environment's.
@@ -1311,9 +1398,12 @@ typedef struct zt_loader_request {
  */
 typedef struct zt_loader_stats {
   /**
-   * Staging buffers and the bytes of each (0 without a device).
+   * Staging buffers (0 without a device).
    */
   uint64_t staging_count;
+  /**
+   * The bytes of each staging buffer (0 without a device).
+   */
   uint64_t staging_size;
   /**
    * 1 when the staging buffers are pinned (the device's, or registered with it).
@@ -1332,27 +1422,37 @@ typedef struct zt_loader_stats {
    */
   uint64_t peak_scratch;
   /**
-   * Copies issued (adjacent chunks merged into one), and direct reads.
+   * Copies issued (adjacent chunks merged into one).
    */
   uint64_t copies;
+  /**
+   * Direct reads (into the destination, without staging).
+   */
   uint64_t direct_reads;
   /**
-   * Loads run, and bytes landed in all of them.
+   * Loads run.
    */
   uint64_t loads;
+  /**
+   * Bytes landed in all of them.
+   */
   uint64_t bytes;
   /**
-   * The budget (`max_bytes_in_flight`, the default resolved), and the most bytes held
-   * at once besides destinations over every load (staging, scratch, direct reads'
-   * buffers, components decoded whole): at most the budget.
+   * The budget (`max_bytes_in_flight`, the default resolved).
    */
   uint64_t max_bytes_in_flight;
+  /**
+   * The most bytes held at once besides destinations over every load (staging,
+   * scratch, direct reads' buffers, components decoded whole): at most the budget.
+   */
   uint64_t peak_bytes_in_flight;
   /**
-   * File reads (or range requests) issued for raw bytes (neighbours merged into one),
-   * and how many of them were `O_DIRECT` reads.
+   * File reads (or range requests) issued for raw bytes (neighbours merged into one).
    */
   uint64_t reads;
+  /**
+   * How many of `reads` were `O_DIRECT` reads.
+   */
   uint64_t direct_io_reads;
 } zt_loader_stats;
 

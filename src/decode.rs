@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use xxhash_rust::xxh64::{Xxh64, xxh64};
 
 use crate::buffer::zeroed_vec;
-use crate::codec::index::{self, MAX_INDEX_ENTRIES};
+use crate::codec::frame_index::{self, MAX_INDEX_ENTRIES};
 use crate::codec::stream::{decode_stream, window_log_for};
 use crate::codec::{
     Frame, FrameIndex, FrameSpan, decode_frames, seek_table, swap_in_place, zstd_decode_into,
@@ -137,7 +137,7 @@ pub(crate) fn frame_index(source: &Source<'_>, c: &Component) -> Result<FrameInd
     let (stored, total) = (blob.length, blob.decoded_length);
     match seek_table::read(&mut read, &mut heads, stored, total, MAX_INDEX_ENTRIES)? {
         Some(index) => Ok(index),
-        None => index::walk(&mut read, stored, total, MAX_INDEX_ENTRIES),
+        None => frame_index::walk(&mut read, stored, total, MAX_INDEX_ENTRIES),
     }
 }
 

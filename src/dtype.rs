@@ -12,7 +12,10 @@ macro_rules! dtypes {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u32)]
         pub enum DType {
-            $( $variant = $value, )*
+            $(
+                #[doc = concat!("`", $name, "`: ", $size, " byte(s) an element.")]
+                $variant = $value,
+            )*
         }
 
         /// Every storage dtype, in `zt_dtype` order.

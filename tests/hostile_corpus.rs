@@ -58,6 +58,7 @@ fn add(delta: i64) {
 // SAFETY: forwards to the system allocator; the bookkeeping never allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -65,6 +66,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -72,10 +74,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         unsafe { System.dealloc(ptr, layout) };
         add(-(layout.size() as i64));
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             add(new_size as i64 - layout.size() as i64);
@@ -475,8 +479,8 @@ fn alloc_child_entry() {
         rlim_cur: 2 << 30,
         rlim_max: 2 << 30,
     };
-    // SAFETY: plain system call on a valid struct.
     assert_eq!(
+        // SAFETY: plain system call on a valid struct.
         unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) },
         0,
         "setrlimit"

@@ -35,6 +35,7 @@ fn add(delta: i64) {
 // SAFETY: forwards to the system allocator; the bookkeeping never allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -42,6 +43,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -49,10 +51,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         unsafe { System.dealloc(ptr, layout) };
         add(-(layout.size() as i64));
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: this method's caller upholds System's contract for the same call.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             add(new_size as i64 - layout.size() as i64);

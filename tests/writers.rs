@@ -1501,7 +1501,7 @@ fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
     for ext in ["safetensors", "gguf", "zt"] {
         let path = dir.join(format!("m.{ext}"));
         let mut w = Writer::create_with(&path, &quick()).unwrap();
-        // SAFETY (every declare_data below): the bytes outlive `finish` and are unchanged.
+        // SAFETY: (every declare_data below) the bytes outlive `finish` and are unchanged.
         unsafe {
             refused(
                 w.declare_data("a", "dense", &[2, 3], DType::F32, None, &a[..20]),

@@ -8,7 +8,7 @@
 //! u32 checksum when the descriptor's top bit is set), then the 9-byte footer: frame count
 //! (u32), descriptor (u8), seekable magic `0x8F92EAB1`.
 
-use super::index::{
+use super::frame_index::{
     FrameHead, FrameIndex, IndexBuilder, MAX_FRAME_HEADER, ReadAt, ReadMany, frame_head,
 };
 use crate::error::{Error, Result, bail, err};

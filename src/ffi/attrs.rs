@@ -27,21 +27,35 @@ pub struct zt_value {
 pub enum zt_value_type {
     /// null (CBOR null or undefined).
     ZT_VALUE_NULL = 0,
+    /// False or true.
     ZT_VALUE_BOOL = 1,
+    /// A signed 8-bit integer.
     ZT_VALUE_I8 = 2,
+    /// A signed 16-bit integer.
     ZT_VALUE_I16 = 3,
+    /// A signed 32-bit integer.
     ZT_VALUE_I32 = 4,
+    /// A signed 64-bit integer; a negative integer of a format without widths.
     ZT_VALUE_I64 = 5,
+    /// An unsigned 8-bit integer.
     ZT_VALUE_U8 = 6,
+    /// An unsigned 16-bit integer.
     ZT_VALUE_U16 = 7,
+    /// An unsigned 32-bit integer.
     ZT_VALUE_U32 = 8,
+    /// An unsigned 64-bit integer; a non-negative integer of a format without widths.
     ZT_VALUE_U64 = 9,
+    /// A 32-bit float.
     ZT_VALUE_F32 = 10,
+    /// A 64-bit float; any float of a format without widths.
     ZT_VALUE_F64 = 11,
     /// UTF-8 text (a GGUF string that is not UTF-8 keeps its bytes as stored).
     ZT_VALUE_STRING = 12,
+    /// A byte string.
     ZT_VALUE_BYTES = 13,
+    /// An array (`zt_value_get_array_type` gives its elements' type).
     ZT_VALUE_ARRAY = 14,
+    /// A map of keys to values, in their stored order.
     ZT_VALUE_MAP = 15,
     /// No typed equivalent: a CBOR simple value other than false, true, null and
     /// undefined, or an integer below -2^63 (`zt_file_get_attributes_json` renders it).

@@ -92,16 +92,16 @@ mod tests {
         for d in ALL_DTYPES {
             assert_eq!(name(d as u32), d.name());
             let mut size = 0usize;
-            // SAFETY: valid out-pointer.
             assert_eq!(
+                // SAFETY: a valid out-pointer.
                 unsafe { zt_dtype_get_size(d as u32, &mut size) },
                 zt_status::ZT_OK
             );
             assert_eq!(size, d.size());
             let mut value = u32::MAX;
             let c_name = zt_dtype_name(d as u32);
-            // SAFETY: a static name and a valid out-pointer.
             assert_eq!(
+                // SAFETY: a static name and a valid out-pointer.
                 unsafe { zt_dtype_find(c_name, &mut value) },
                 zt_status::ZT_OK
             );
@@ -110,8 +110,8 @@ mod tests {
         assert_eq!(name(13), "unknown");
         assert_eq!(name(u32::MAX), "unknown");
         let mut value = 7u32;
-        // SAFETY: valid pointers.
         assert_eq!(
+            // SAFETY: a NUL-terminated literal and a valid out-pointer.
             unsafe { zt_dtype_find(c"unknown".as_ptr(), &mut value) },
             zt_status::ZT_ERR_INVALID_ARGUMENT
         );

@@ -11,6 +11,7 @@ use crate::error::{bail, err};
 /// "tensogram", "pytorch", "numpy" or "onnx"; static. "" for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_char {
+    // SAFETY: NULL or a reader from zt_open (the API contract); as_ref checks NULL.
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
         Some(r) => r.reader.container().c_name().as_ptr(),
         None => c"".as_ptr(),
@@ -22,6 +23,7 @@ pub unsafe extern "C" fn zt_file_format(reader: *const zt_reader) -> *const c_ch
 /// GGUF v3); borrowed. "" for NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_file_version(reader: *const zt_reader) -> *const c_char {
+    // SAFETY: NULL or a reader from zt_open (the API contract); as_ref checks NULL.
     guard_value(c"".as_ptr(), || match unsafe { reader.as_ref() } {
         Some(r) => r.reader.model().version.as_ptr(),
         None => c"".as_ptr(),
@@ -102,8 +104,8 @@ pub unsafe extern "C" fn zt_file_get_layout(
 /// NULL. O(1).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_shard_count(reader: *const zt_reader) -> usize {
-    // SAFETY: NULL or a reader from zt_open.
     super::guard_value(0, || {
+        // SAFETY: NULL or a reader from zt_open (the API contract); as_ref checks NULL.
         unsafe { reader.as_ref() }.map_or(0, |r| r.inner().shard_count())
     })
 }

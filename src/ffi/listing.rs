@@ -229,7 +229,7 @@ pub unsafe extern "C" fn zt_file_get_columns(
             if c.is_some_and(|c| c.logical_type().is_some()) {
                 flags |= ZT_OBJECT_TYPED;
             }
-            // SAFETY (each write): a non-NULL column holds `count` elements per the API
+            // SAFETY: each write is in bounds: a non-NULL column holds `count` elements per the API
             // contract, k < count; `dims` holds `dims_count` elements, checked above.
             unsafe {
                 column(cols.offset, k, c.map_or(0, |c| c.offset()));

@@ -149,18 +149,31 @@ pub enum zt_status {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum zt_dtype {
+    /// 64-bit IEEE 754 float.
     ZT_F64 = 0,
+    /// 32-bit IEEE 754 float.
     ZT_F32 = 1,
+    /// 16-bit IEEE 754 float.
     ZT_F16 = 2,
+    /// A bfloat16: a float32's upper 16 bits.
     ZT_BF16 = 3,
+    /// Signed 64-bit integer.
     ZT_I64 = 4,
+    /// Signed 32-bit integer.
     ZT_I32 = 5,
+    /// Signed 16-bit integer.
     ZT_I16 = 6,
+    /// Signed 8-bit integer.
     ZT_I8 = 7,
+    /// Unsigned 64-bit integer.
     ZT_U64 = 8,
+    /// Unsigned 32-bit integer.
     ZT_U32 = 9,
+    /// Unsigned 16-bit integer.
     ZT_U16 = 10,
+    /// Unsigned 8-bit integer.
     ZT_U8 = 11,
+    /// A bool, one byte: 0 or 1.
     ZT_BOOL = 12,
 }
 
@@ -383,13 +396,17 @@ mod tests {
     #[test]
     fn the_last_error_belongs_to_its_thread_until_its_next_call() {
         let last = || {
+            // SAFETY: zt_last_error gives a NUL-terminated string valid until this
+            // thread's next call, and it is copied before one.
             unsafe { CStr::from_ptr(zt_last_error()) }
                 .to_str()
                 .unwrap()
                 .to_owned()
         };
         let mut size = 0usize;
+        // SAFETY: `size` is a valid out-pointer.
         let fail = |size: &mut usize| unsafe { zt_dtype_get_size(13, size) };
+        // SAFETY: `size` is a valid out-pointer.
         let succeed = |size: &mut usize| unsafe { zt_dtype_get_size(DType::F32 as u32, size) };
         assert_eq!(fail(&mut size), zt_status::ZT_ERR_INVALID_ARGUMENT);
         assert_eq!(last(), "unknown dtype value 13");
@@ -468,8 +485,8 @@ mod tests {
             let c = unsafe { CStr::from_ptr(zt_status_name(*value)) };
             assert_eq!(c.to_str().unwrap(), name);
         }
-        // SAFETY: static NUL-terminated strings.
         let name = |v| {
+            // SAFETY: zt_status_name gives static NUL-terminated strings.
             unsafe { CStr::from_ptr(zt_status_name(v)) }
                 .to_str()
                 .unwrap()

@@ -11,8 +11,8 @@ use crate::error::{Result, bail, err};
 /// Number of objects; 0 for NULL. O(1).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn zt_object_count(reader: *const zt_reader) -> usize {
-    // SAFETY: NULL or a reader from zt_open.
     guard_value(0, || {
+        // SAFETY: NULL or a reader from zt_open (the API contract); as_ref checks NULL.
         unsafe { reader.as_ref() }.map_or(0, |r| r.reader.objects().len())
     })
 }

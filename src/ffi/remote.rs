@@ -25,11 +25,13 @@ pub struct zt_remote_options {
     pub bearer_token: *const c_char,
     /// `header_count` strings "Name: value", sent with every request.
     pub headers: *const *const c_char,
+    /// How many strings `headers` holds.
     pub header_count: usize,
     /// `config_count` strings "key=value": settings of the store as object_store names
     /// them ("aws_access_key_id", "aws_region", "aws_skip_signature" ...), over the
     /// environment's. Unknown keys are ignored.
     pub config: *const *const c_char,
+    /// How many strings `config` holds.
     pub config_count: usize,
     /// The endpoint of an S3- or Azure-compatible service; NULL for the environment's.
     pub endpoint: *const c_char,

@@ -194,8 +194,9 @@ pub struct zt_loader_request {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct zt_loader_stats {
-    /// Staging buffers and the bytes of each (0 without a device).
+    /// Staging buffers (0 without a device).
     pub staging_count: u64,
+    /// The bytes of each staging buffer (0 without a device).
     pub staging_size: u64,
     /// 1 when the staging buffers are pinned (the device's, or registered with it).
     pub pinned: u32,
@@ -205,20 +206,22 @@ pub struct zt_loader_stats {
     pub peak_busy: u64,
     /// The most scratch bytes one task held (at most `staging_size`).
     pub peak_scratch: u64,
-    /// Copies issued (adjacent chunks merged into one), and direct reads.
+    /// Copies issued (adjacent chunks merged into one).
     pub copies: u64,
+    /// Direct reads (into the destination, without staging).
     pub direct_reads: u64,
-    /// Loads run, and bytes landed in all of them.
+    /// Loads run.
     pub loads: u64,
+    /// Bytes landed in all of them.
     pub bytes: u64,
-    /// The budget (`max_bytes_in_flight`, the default resolved), and the most bytes held
-    /// at once besides destinations over every load (staging, scratch, direct reads'
-    /// buffers, components decoded whole): at most the budget.
+    /// The budget (`max_bytes_in_flight`, the default resolved).
     pub max_bytes_in_flight: u64,
+    /// The most bytes held at once besides destinations over every load (staging,
+    /// scratch, direct reads' buffers, components decoded whole): at most the budget.
     pub peak_bytes_in_flight: u64,
-    /// File reads (or range requests) issued for raw bytes (neighbours merged into one),
-    /// and how many of them were `O_DIRECT` reads.
+    /// File reads (or range requests) issued for raw bytes (neighbours merged into one).
     pub reads: u64,
+    /// How many of `reads` were `O_DIRECT` reads.
     pub direct_io_reads: u64,
 }
 

@@ -244,8 +244,8 @@ impl Cuda {
     pub fn alloc(&self, size: usize) -> Result<u64> {
         let _c = self.current()?;
         let mut ptr: CuDevicePtr = 0;
-        // SAFETY: a valid out-pointer, the context current.
         self.check(
+            // SAFETY: a valid out-pointer, the context current.
             unsafe { (self.api.cuMemAlloc)(&mut ptr, size.max(1)) },
             "cuMemAlloc",
         )?;
@@ -263,8 +263,8 @@ impl Cuda {
     /// work so far.
     pub fn copy_to_host(&self, dst: &mut [u8], src: u64) -> Result<()> {
         let _c = self.current()?;
-        // SAFETY: the stream is the backend's or the caller's.
         self.check(
+            // SAFETY: the stream is the backend's or the caller's.
             unsafe { (self.api.cuStreamSynchronize)(self.stream) },
             "cuStreamSynchronize",
         )?;

@@ -529,8 +529,9 @@ fn available_memory() -> Option<u64> {
 /// Whether the file's filesystem lives on NVMe storage (the block device, or one under a
 /// device-mapper or md device, is an `nvme` one in sysfs).
 fn on_nvme(fd: i32) -> bool {
-    // SAFETY: fstat on a descriptor we hold, into a zeroed struct.
+    // SAFETY: libc::stat is plain integers, for which all zero bytes are a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor we hold, into a struct we own.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return false;
     }
@@ -567,9 +568,10 @@ pub(crate) fn open_direct(fd: i32) -> Option<OwnedFd> {
     }
     // SAFETY: a descriptor just opened, owned here.
     let direct = unsafe { OwnedFd::from_raw_fd(d) };
-    // SAFETY: fstat into zeroed structs, on descriptors we hold.
+    // SAFETY: libc::stat is plain integers, for which all zero bytes are a valid value.
     let (mut a, mut b): (libc::stat, libc::stat) =
         unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: fstat on descriptors we hold, into structs we own.
     let same = unsafe { libc::fstat(fd, &mut a) == 0 && libc::fstat(d, &mut b) == 0 }
         && a.st_dev == b.st_dev
         && a.st_ino == b.st_ino;

@@ -48,15 +48,30 @@ pub enum Slice {
     /// Rows `[first, first + count)` of the first dimension (for a tensor of shape
     /// `[d0, d1, ...]`, each row is `d1 * ...` values): one contiguous range; with
     /// `[out, in]` weights, a column-parallel layer's shard (q/k/v, gate/up).
-    Rows { first: u64, count: u64 },
+    Rows {
+        /// The first row loaded.
+        first: u64,
+        /// How many rows are loaded.
+        count: u64,
+    },
     /// Columns `[first, first + count)` of the last dimension of every row (a strided
     /// read; with `[out, in]` weights, a row-parallel layer's shard: o, down); the
     /// destination holds them packed, a tensor of shape `[..., count]`.
-    Columns { first: u64, count: u64 },
+    Columns {
+        /// The first column loaded.
+        first: u64,
+        /// How many columns of each row are loaded.
+        count: u64,
+    },
     /// A range of the component in storage order, `[first, first + count)`: decoded bytes
     /// without a conversion (as `Reader::read_range`), values with one (as
     /// `Reader::read_as_range`; ggml blocks: whole blocks).
-    Range { first: u64, count: u64 },
+    Range {
+        /// The first byte (raw) or value (converted) loaded.
+        first: u64,
+        /// How many bytes or values are loaded.
+        count: u64,
+    },
 }
 
 /// Where a request's bytes go.
@@ -66,7 +81,14 @@ pub enum Destination<'d> {
     Host(&'d mut [u8]),
     /// Device memory of `len` bytes at `address` (a device pointer, or a handle the
     /// `Device` understands) from byte `offset` on.
-    Device { address: u64, offset: u64, len: u64 },
+    Device {
+        /// The device pointer or handle.
+        address: u64,
+        /// Where in that memory the bytes begin.
+        offset: u64,
+        /// The bytes available from `offset` on.
+        len: u64,
+    },
 }
 
 /// One request of a load.
@@ -232,8 +254,9 @@ pub const PROGRESS_STEPS: u64 = 64;
 /// What a loader has done and holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoaderStats {
-    /// Staging buffers, and the bytes of each (0 without a device).
+    /// Staging buffers (0 without a device).
     pub staging_count: usize,
+    /// The bytes of each staging buffer (0 without a device).
     pub staging_size: usize,
     /// Whether the staging buffers are pinned (allocated or registered by the device).
     pub pinned: bool,
@@ -244,20 +267,22 @@ pub struct LoaderStats {
     pub peak_scratch: usize,
     /// Reader tasks of the last load.
     pub readers: usize,
-    /// Copies issued (after merging adjacent ones), and direct reads done.
+    /// Copies issued (after merging adjacent ones).
     pub copies: u64,
+    /// Direct reads done (into the destination, without staging).
     pub direct_reads: u64,
-    /// Loads run, and destination bytes landed.
+    /// Loads run.
     pub loads: u64,
+    /// Destination bytes landed, over every load.
     pub bytes: u64,
     /// The budget (`max_bytes_in_flight`, the default resolved).
     pub max_bytes_in_flight: u64,
     /// The most bytes held at once besides destinations (staging, scratch, direct reads'
     /// buffers, components decoded whole), over every load: at most the budget.
     pub peak_bytes_in_flight: u64,
-    /// File reads (or range requests) issued for raw bytes, neighbours merged into one,
-    /// and how many of them were `O_DIRECT` reads.
+    /// File reads (or range requests) issued for raw bytes, neighbours merged into one.
     pub reads: u64,
+    /// How many of `reads` were `O_DIRECT` reads.
     pub direct_io_reads: u64,
 }
 

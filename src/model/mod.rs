@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::value::cbor::Value;
 
 mod attributes;
-mod index;
+mod lookup;
 pub mod runs;
 pub mod schema;
 mod steps;
@@ -18,7 +18,7 @@ mod text;
 mod validate;
 
 pub use attributes::Attributes;
-pub(crate) use index::{DigestRegions, NameIndex};
+pub(crate) use lookup::{DigestRegions, NameIndex};
 pub(crate) use steps::{FormatStep, Step, Steps, check_steps};
 pub use text::CText;
 pub(crate) use text::{CBytes, TextArena};

@@ -111,8 +111,11 @@ macro_rules! dispatch {
                     $kernel(src, dst)
                 }
                 match simd_level() {
-                    // SAFETY: the CPU has the features each version is compiled for.
+                    // SAFETY: simd_level() saw AVX-512F/BW/VL, AVX2 and BMI2 on this CPU,
+                    // the features `avx512` is compiled for.
                     SimdLevel::Avx512 => return unsafe { avx512(src, dst) },
+                    // SAFETY: simd_level() saw AVX2 and BMI2 on this CPU, the features
+                    // `avx2` is compiled for.
                     SimdLevel::Avx2 => return unsafe { avx2(src, dst) },
                     SimdLevel::Baseline => {}
                 }

@@ -1,14 +1,14 @@
 //! Sets of files read as one, and the one place a reader's files are opened from: a
 //! `Place` (local paths, or a remote directory) and what the file named there is. A Hugging
 //! Face style index (`*.index.json`: `weight_map` from tensor name to file, `metadata` for
-//! the whole set; `index.rs`), which serves safetensors, zTensor and PyTorch shards alike;
+//! the whole set; `hf_index.rs`, its JSON read by `hf_index_json.rs`), which serves safetensors, zTensor and PyTorch shards alike;
 //! llama.cpp's GGUF splits (`name-00001-of-00003.gguf`, each file saying where it sits
 //! with `split.no`, `split.count` and `split.tensors.count`; `split.rs`); the files an ONNX
 //! model keeps external data in (`external.rs`); a zTensor v2 root's shard table
 //! (`v2.rs`); or one file alone. `open` decides which.
 //!
 //! Every shard is parsed here, through the format that recognises it, and its model
-//! validated against its own file (in parallel: `pipeline.rs`); the merged model
+//! validated against its own file (in parallel: `parse_shards.rs`); the merged model
 //! (`merge.rs`) lists every shard's objects under their own names, each blob saying which
 //! shard holds it (`Blob::file`). A local set's files are opened beneath the directory of
 //! the file opened (or, through links, beneath the directory that file really is in,
@@ -31,9 +31,10 @@ use crate::source::{Mapping, Source};
 mod dir;
 mod external;
 mod files;
-mod index;
+mod hf_index;
+mod hf_index_json;
 mod merge;
-mod pipeline;
+mod parse_shards;
 mod place;
 mod split;
 mod v2;
@@ -44,7 +45,7 @@ pub(crate) use place::Place;
 
 use crate::formats::check_relative;
 use dir::Dir;
-use index::{is_index, lists_every_object_once};
+use hf_index::{is_index, lists_every_object_once};
 use merge::merge;
 
 /// How a reader's files are opened.
@@ -128,7 +129,7 @@ pub(crate) fn open(
 ) -> Result<(Model, Files<'static>)> {
     let set = |(model, shards)| (model, Files::Set(Box::new(shards)));
     if is_index(path) && !options.one_file {
-        let opened = index::open_index(path, options, limits).map_err(|e| e.context(shown))?;
+        let opened = hf_index::open_index(path, options, limits).map_err(|e| e.context(shown))?;
         return Ok(set(opened));
     }
     let source = options.place.open_named(path, options.mapping)?;

@@ -8,7 +8,7 @@ use crate::limits::Limits;
 use crate::model::Model;
 use crate::source::Source;
 
-use super::pipeline::{parse_listed, parse_shard};
+use super::parse_shards::{parse_listed, parse_shard};
 use super::{Held, SetOptions, Shard, Shards, merge};
 
 /// The parts of a llama.cpp split file name: `<prefix>-<no>-of-<count>.gguf`, with

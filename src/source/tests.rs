@@ -51,6 +51,7 @@ fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
     );
     assert!(dst == data);
     // The same through the mapping, window by window.
+    // SAFETY: a file of this test's own, which nothing changes while it is mapped.
     let map = Map::Shared(unsafe { Mmap::map(&file) }.unwrap());
     dst.fill(0);
     assert!(
@@ -59,6 +60,7 @@ fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
     );
     assert!(dst == data);
     // And from a private (copy-on-write) mapping, whose pages are never dropped.
+    // SAFETY: a file of this test's own, which nothing changes while it is mapped.
     let map = Map::Private(unsafe { MmapOptions::new().map_copy(&file) }.unwrap());
     dst.fill(0);
     assert!(decode_mapped_windows(&map, offset, len, &mut dst).unwrap());
@@ -73,6 +75,7 @@ fn windowed_decode_handles_our_frames_and_declines_foreign_streams() {
     let file = File::open(dir.join("raw.zst")).unwrap();
     let n = single.len() as u64;
     assert!(!decode_windowed(&pread(&file), 0, n, &mut dst).unwrap());
+    // SAFETY: a file of this test's own, which nothing changes while it is mapped.
     let map = Map::Shared(unsafe { Mmap::map(&file) }.unwrap());
     assert!(!decode_mapped_windows(&map, 0, n, &mut dst).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();

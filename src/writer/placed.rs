@@ -72,6 +72,8 @@ struct Deferred {
 // SAFETY: a read-only view of the caller's bytes, which `declare_data`'s contract keeps
 // valid until `finish`; the writer that holds it is used by one thread at a time.
 unsafe impl Send for Deferred {}
+// SAFETY: as for Send: shared access only reads the caller's bytes, which nothing
+// changes until `finish`.
 unsafe impl Sync for Deferred {}
 
 impl Deferred {

@@ -34,6 +34,7 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit status of a usage error.
 pub const EXIT_USAGE: u8 = 2;
 
+/// What a command returns: its value, or the failure that sets the exit status.
 pub type CliResult<T = ()> = Result<T, Failure>;
 
 fn main() -> ExitCode {

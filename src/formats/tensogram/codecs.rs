@@ -1,4 +1,4 @@
-//! The byte-level codecs shared by the pipeline and the masks: zstd and lz4 block
+//! The byte-level codecs shared by the decoder (`decode`) and the masks: zstd and lz4 block
 //! decompression to a known size, bits read most significant first, fallible buffers.
 
 use std::borrow::Cow;

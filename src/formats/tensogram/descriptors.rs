@@ -1,6 +1,6 @@
 //! A data-object frame's CBOR descriptor: its required fields, and what it says about
 //! the decoded array (object type, shape, dtype, byte order). The pipeline stages and the
-//! masks it describes are read by `pipeline` and `masks`.
+//! masks it describes are read by `decode` and `masks`.
 
 use crate::dtype::DType;
 use crate::error::{Result, bail, err};

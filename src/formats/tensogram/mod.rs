@@ -56,18 +56,18 @@
 //! - `codecs`: zstd and lz4 decompression, MSB-first bit reading, fallible buffers.
 //! - `masks`: NaN/Inf masks: the descriptor's entries, rle, roaring and packed bitmaps,
 //!   restoring the non-finite values.
-//! - `pipeline`: the descriptor's encoding, filter and compression stages and the
+//! - `decode`: the descriptor's encoding, filter and compression stages and the
 //!   `TgmPipeline` decoder that runs them.
 //! - `objects`: frames and their metadata into model objects, components, names and
 //!   attributes.
 
 mod codecs;
+mod decode;
 mod descriptors;
 mod frames;
 mod masks;
 mod metadata;
 mod objects;
-mod pipeline;
 
 use crate::codec::digest::Kind as DigestKind;
 use crate::error::Result;

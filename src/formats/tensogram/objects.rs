@@ -16,11 +16,11 @@ use crate::model::{
 };
 use crate::value::cbor::{self, Value, Writer};
 
+use super::decode::{Stages, TgmPipeline};
 use super::descriptors::Layout;
 use super::frames::{DataFrame, Message};
 use super::masks::mask_entries;
 use super::metadata::{self as meta, Entries};
-use super::pipeline::{Stages, TgmPipeline};
 
 /// The objects of a file as its messages are added, with their decoders and the regions
 /// their digests cover.

@@ -20,9 +20,6 @@ use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::value::cbor::{Cursor, DecodeError, Len, Value};
 
-/// A set's index (`*.index.json`), read in one pass.
-pub(crate) mod index;
-
 /// Renders a value as compact JSON (see [`write_json`] for the mapping).
 pub fn to_json(value: &Value) -> String {
     let mut out = String::new();

@@ -40,21 +40,37 @@ pub use owned::TypedValue;
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ValueType {
+    /// No value: CBOR null or undefined, JSON null.
     Null = 0,
+    /// false or true.
     Bool = 1,
+    /// A signed 8-bit integer (a width GGUF records).
     I8 = 2,
+    /// A signed 16-bit integer (a width GGUF records).
     I16 = 3,
+    /// A signed 32-bit integer (a width GGUF records).
     I32 = 4,
+    /// A signed 64-bit integer; a negative integer of a format without widths.
     I64 = 5,
+    /// An unsigned 8-bit integer (a width GGUF records).
     U8 = 6,
+    /// An unsigned 16-bit integer (a width GGUF records).
     U16 = 7,
+    /// An unsigned 32-bit integer (a width GGUF records).
     U32 = 8,
+    /// An unsigned 64-bit integer; a non-negative integer of a format without widths.
     U64 = 9,
+    /// A 32-bit float (a width GGUF records).
     F32 = 10,
+    /// A 64-bit float; any float of a format without widths.
     F64 = 11,
+    /// Text: UTF-8, except a GGUF string that is not (its bytes kept as stored).
     String = 12,
+    /// A byte string.
     Bytes = 13,
+    /// An array: of one numeric type or of bools, contiguous, or of any values.
     Array = 14,
+    /// A map of keys to values, in their stored order.
     Map = 15,
     /// A CBOR simple value other than false/true/null/undefined, or an integer below
     /// -2^63: no typed equivalent (`zt_file_get_attributes_json` renders it).
@@ -235,6 +251,8 @@ pub struct Doc {
 // into the attribute CBOR its owner keeps alive and unchanged; nothing is mutated after
 // `build` except through `OnceLock`.
 unsafe impl Send for Doc {}
+// SAFETY: as for Send: shared access only reads, and the lazily made parts go through
+// `OnceLock`, which synchronizes.
 unsafe impl Sync for Doc {}
 
 impl fmt::Debug for Doc {
@@ -398,8 +416,8 @@ impl<'a> AttrValue<'a> {
     /// # Safety
     /// `ptr` came from `as_ptr` of a value whose tree outlives `'a`.
     pub(crate) unsafe fn from_ptr(ptr: *const Node) -> AttrValue<'a> {
-        // SAFETY: per the contract.
         AttrValue {
+            // SAFETY: per the contract, `ptr` is a node of a tree that outlives 'a.
             node: unsafe { &*ptr },
         }
     }
@@ -505,7 +523,6 @@ impl<'a> AttrValue<'a> {
     }
 
     fn children(&self) -> &'a [Node] {
-        // SAFETY: arrays point at n child nodes, maps at 2n.
         let n = self.node.n as usize
             * if self.value_type() == ValueType::Map {
                 2
@@ -515,6 +532,8 @@ impl<'a> AttrValue<'a> {
         if n == 0 {
             return &[];
         }
+        // SAFETY: `x` of a non-empty array or map points at its `n` child
+        // nodes (2n for a map), contiguous in the tree that `'a` borrows.
         unsafe { std::slice::from_raw_parts(self.node.x as *const Node, n) }
     }
 

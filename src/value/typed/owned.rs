@@ -12,33 +12,50 @@ use super::{AttrValue, Desc, ValueType};
 /// key/values hold and more.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypedValue {
+    /// No value (null).
     Null,
+    /// false or true.
     Bool(bool),
+    /// A signed 8-bit integer.
     I8(i8),
+    /// A signed 16-bit integer.
     I16(i16),
+    /// A signed 32-bit integer.
     I32(i32),
+    /// A signed 64-bit integer.
     I64(i64),
+    /// An unsigned 8-bit integer.
     U8(u8),
+    /// An unsigned 16-bit integer.
     U16(u16),
+    /// An unsigned 32-bit integer.
     U32(u32),
+    /// An unsigned 64-bit integer.
     U64(u64),
+    /// A 32-bit float.
     F32(f32),
+    /// A 64-bit float.
     F64(f64),
     /// A string's bytes: UTF-8, except where a format allowed otherwise (GGUF); either
     /// way it reads back as a string.
     String(Vec<u8>),
+    /// A byte string.
     Bytes(Vec<u8>),
     /// An array of one numeric type or of bools, contiguous: `data` holds the elements
     /// in this machine's byte order (bools as bytes 0 and 1). Empty, it still declares
     /// its element type.
     Numbers {
+        /// The element type: a numeric type or `Bool`.
         elem: ValueType,
+        /// The elements' bytes, back to back.
         data: Vec<u8>,
     },
     /// An array of any values. `elem` is the element type it declares when empty (GGUF
     /// declares one for every array); None otherwise.
     Array {
+        /// The element type an empty array declares; None otherwise.
         elem: Option<ValueType>,
+        /// The elements, in order.
         items: Vec<TypedValue>,
     },
     /// Entries in order; keys are text in every format but CBOR allows others.

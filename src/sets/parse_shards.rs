@@ -11,8 +11,8 @@ use std::sync::{Mutex, OnceLock};
 use crate::error::{Result, err};
 use crate::limits::Limits;
 use crate::model::Model;
-use crate::value::json::index::{Index, WeightMap};
 
+use super::hf_index_json::{Index, WeightMap};
 use super::{SetOptions, Shard, check_relative, lists_every_object_once};
 
 /// Work handed to a thread.

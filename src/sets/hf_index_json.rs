@@ -9,9 +9,9 @@ use std::borrow::Cow;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::Key;
 use crate::error::{Result, bail, err};
 use crate::value::cbor::Value;
+use crate::value::json::{Key, from_json};
 
 /// A weight map as read: (tensor name, file) in the index's order, borrowed from the
 /// index's text unless escaped.
@@ -54,7 +54,7 @@ pub(crate) fn parse_index<'t>(text: &'t str, entry: Entry<'_>) -> Result<Index<'
 pub(crate) fn metadata_value(metadata: Option<&str>, max_depth: usize) -> Result<Option<Value>> {
     Ok(match metadata {
         None | Some("null") => None,
-        Some(text) => match super::from_json(text, max_depth) {
+        Some(text) => match from_json(text, max_depth) {
             Ok(value @ Value::Map(_)) => Some(value),
             Ok(_) => bail!(Format, "the index's metadata is not a JSON object"),
             Err(e) => bail!(Format, "the index's metadata: {e}"),

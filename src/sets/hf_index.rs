@@ -9,9 +9,9 @@ use crate::error::{Result, bail};
 use crate::limits::Limits;
 use crate::model::{Attributes, Model};
 use crate::source::Mapping;
-use crate::value::json::index::{metadata_value, parse_index};
 
-use super::pipeline::{Piped, Run, parse_shard, pipelined};
+use super::hf_index_json::{metadata_value, parse_index};
+use super::parse_shards::{Piped, Run, parse_shard, pipelined};
 use super::{SetOptions, Shards, merge};
 
 /// True for a path that names a set's index: a file name ending in `.index.json`.
