@@ -36,7 +36,7 @@ static int fail(const char *what, zt_status s) {
 static int hparam_u32(const zt_reader *r, const char *key, uint32_t *out) {
   const zt_value *v = NULL;
   uint32_t type = 0;
-  zt_status s = zt_file_get_attribute(r, key, &v);
+  zt_status s = zt_file_find_attribute(r, key, &v);
   if (s != ZT_OK) {
     return fail(key, s);
   }
@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
   errors += hparam_u32(r, "llama.context_length", &n_ctx);
   errors += hparam_u32(r, "llama.embedding_length", &n_embd);
   errors += hparam_u32(r, "llama.attention.head_count", &n_head);
-  if ((s = zt_file_get_attribute(r, "llama.attention.layer_norm_rms_epsilon", &eps_value)) != ZT_OK ||
+  if ((s = zt_file_find_attribute(r, "llama.attention.layer_norm_rms_epsilon", &eps_value)) != ZT_OK ||
       (s = zt_value_get_f32(eps_value, &eps)) != ZT_OK) {
     errors += fail("llama.attention.layer_norm_rms_epsilon", s);
   }
@@ -109,16 +109,16 @@ int main(int argc, char **argv) {
          (double)eps);
 
   /* 2. The vocabulary: strings by index, scores and types as contiguous arrays. */
-  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.tokens", &tokens)) != ZT_OK ||
+  if ((s = zt_file_find_attribute(r, "tokenizer.ggml.tokens", &tokens)) != ZT_OK ||
       (s = zt_value_get_count(tokens, &n_vocab)) != ZT_OK) {
     errors += fail("tokenizer.ggml.tokens", s);
   }
-  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.scores", &scores)) != ZT_OK ||
+  if ((s = zt_file_find_attribute(r, "tokenizer.ggml.scores", &scores)) != ZT_OK ||
       (s = zt_value_get_array_type(scores, &elem)) != ZT_OK || elem != ZT_VALUE_F32 ||
       (s = zt_value_get_array_data(scores, &score_data, &n_scores)) != ZT_OK) {
     errors += fail("tokenizer.ggml.scores (f32 array)", s);
   }
-  if ((s = zt_file_get_attribute(r, "tokenizer.ggml.token_type", &types)) != ZT_OK ||
+  if ((s = zt_file_find_attribute(r, "tokenizer.ggml.token_type", &types)) != ZT_OK ||
       (s = zt_value_get_array_type(types, &elem)) != ZT_OK || elem != ZT_VALUE_I32 ||
       (s = zt_value_get_array_data(types, &type_data, &n_types)) != ZT_OK) {
     errors += fail("tokenizer.ggml.token_type (i32 array)", s);

@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
              " \"block_count\": %d, \"attention.head_count\": %d, \"context_length\": 256,"
              " \"rope.freq_base\": 10000.0, \"attention.layer_norm_rms_epsilon\": 1e-5}}",
              VOCAB, DIM, FFN, LAYERS, HEADS);
-    check(zt_writer_set_attributes_json(g_writer, NULL, json), "file attributes");
+    check(zt_writer_set_file_attributes_json(g_writer, json), "file attributes");
   }
 
   /* Manifest, footer, fsync, atomic rename. After this the writer only accepts free. */

@@ -40,7 +40,7 @@ set(_ztensor_label_rules
   "^(install_consumer|cli_installed)$" install
   "^gpu_"                         gpu
   "^workdirs_reset$"              fixture
-  "^(header_|deprecated_warns_|c_test_|cpp_test_|examples?_|cli_built$|cpp_abi_|cpp_wrapper_covers_c_api$|cpp_header_alone_|cpp_examples$|release_)" quick)
+  "^(header_|c_test_|cpp_test_|examples?_|cli_built$|cpp_abi_|cpp_wrapper_covers_c_api$|cpp_header_alone_|cpp_examples$|release_)" quick)
 
 get_property(_ztensor_all_tests DIRECTORY PROPERTY TESTS)
 set(_ztensor_unlabelled "")

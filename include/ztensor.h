@@ -2002,7 +2002,7 @@ ZT_API enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t 
  * touching them again reads the pages back from the file. Decoded copies the reader
  * owns are not affected. Thread-safe.
  */
-ZT_API enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
+ZT_API enum zt_status zt_object_evict(const struct zt_reader *reader, size_t object);
 
 /**
  * Carries out `count` reads at once: a host load of the staged loader's engine
@@ -2058,14 +2058,14 @@ ZT_API enum zt_status zt_cuda_get_device(const struct zt_cuda *cuda, struct zt_d
 
 /**
  * `size` bytes of device memory (`cuMemAlloc`) into `*out`, for programs without the
- * CUDA headers (the docs' walkthrough, tests). Free with `zt_cuda_dealloc`.
+ * CUDA headers (the docs' walkthrough, tests). Free with `zt_cuda_free_memory`.
  */
-ZT_API enum zt_status zt_cuda_alloc(const struct zt_cuda *cuda, size_t size, void **out);
+ZT_API enum zt_status zt_cuda_alloc_memory(const struct zt_cuda *cuda, size_t size, void **out);
 
 /**
- * Frees device memory of `zt_cuda_alloc`. NULL is fine.
+ * Frees device memory of `zt_cuda_alloc_memory`. NULL is fine.
  */
-ZT_API enum zt_status zt_cuda_dealloc(const struct zt_cuda *cuda, void *ptr);
+ZT_API enum zt_status zt_cuda_free_memory(const struct zt_cuda *cuda, void *ptr);
 
 /**
  * Copies `size` bytes of device memory at `src` into host memory `dst`, after the work
@@ -2200,7 +2200,7 @@ enum zt_status zt_object_get_attributes(const struct zt_reader *reader,
  * attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
  */
 ZT_API
-enum zt_status zt_file_get_attribute(const struct zt_reader *reader,
+enum zt_status zt_file_find_attribute(const struct zt_reader *reader,
                                      const char *key,
                                      const struct zt_value **out);
 
@@ -2209,7 +2209,7 @@ enum zt_status zt_file_get_attribute(const struct zt_reader *reader,
  * for an object index out of range. Thread-safe.
  */
 ZT_API
-enum zt_status zt_object_get_attribute(const struct zt_reader *reader,
+enum zt_status zt_object_find_attribute(const struct zt_reader *reader,
                                        size_t object,
                                        const char *key,
                                        const struct zt_value **out);
@@ -3027,19 +3027,19 @@ enum zt_status zt_attributes(const struct zt_reader *reader,
                              const struct zt_value **out);
 
 /**
- * Deprecated: the old name of `zt_file_get_attribute`, which it calls.
+ * Deprecated: the old name of `zt_file_find_attribute`, which it calls.
  */
 ZT_API
-ZT_DEPRECATED("renamed zt_file_get_attribute")
+ZT_DEPRECATED("renamed zt_file_find_attribute")
 enum zt_status zt_file_attribute(const struct zt_reader *reader,
                                  const char *key,
                                  const struct zt_value **out);
 
 /**
- * Deprecated: the old name of `zt_object_get_attribute`, which it calls.
+ * Deprecated: the old name of `zt_object_find_attribute`, which it calls.
  */
 ZT_API
-ZT_DEPRECATED("renamed zt_object_get_attribute")
+ZT_DEPRECATED("renamed zt_object_find_attribute")
 enum zt_status zt_object_attribute(const struct zt_reader *reader,
                                    size_t object,
                                    const char *key,

@@ -124,7 +124,9 @@ static inline zt_status ztgo_writer_add(zt_writer *w, const char *name, uint32_t
 
 static inline zt_status ztgo_writer_set_attributes(zt_writer *w, const char *object, const char *json,
                                                    char **msg) {
-  return ztgo_status(zt_writer_set_attributes_json(w, object, json), msg);
+  return ztgo_status(object == NULL ? zt_writer_set_file_attributes_json(w, json)
+                                    : zt_writer_set_object_attributes_json(w, object, json),
+                     msg);
 }
 
 static inline zt_status ztgo_writer_finish(zt_writer *w, char **msg) {

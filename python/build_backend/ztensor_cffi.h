@@ -546,7 +546,7 @@ enum zt_status zt_object_validate(const struct zt_reader *reader, size_t object)
 
 enum zt_status zt_object_prefetch(const struct zt_reader *reader, size_t object);
 
-enum zt_status zt_object_release(const struct zt_reader *reader, size_t object);
+enum zt_status zt_object_evict(const struct zt_reader *reader, size_t object);
 
 enum zt_status zt_batch_load(const struct zt_reader *reader,
                              struct zt_load_request *requests,
@@ -561,9 +561,9 @@ void zt_cuda_free(struct zt_cuda *cuda);
 
 enum zt_status zt_cuda_get_device(const struct zt_cuda *cuda, struct zt_device *out);
 
-enum zt_status zt_cuda_alloc(const struct zt_cuda *cuda, size_t size, void **out);
+enum zt_status zt_cuda_alloc_memory(const struct zt_cuda *cuda, size_t size, void **out);
 
-enum zt_status zt_cuda_dealloc(const struct zt_cuda *cuda, void *ptr);
+enum zt_status zt_cuda_free_memory(const struct zt_cuda *cuda, void *ptr);
 
 enum zt_status zt_cuda_copy_to_host(const struct zt_cuda *cuda,
                                     void *dst,
@@ -605,11 +605,11 @@ enum zt_status zt_object_get_attributes(const struct zt_reader *reader,
                                         size_t object,
                                         const struct zt_value **out);
 
-enum zt_status zt_file_get_attribute(const struct zt_reader *reader,
+enum zt_status zt_file_find_attribute(const struct zt_reader *reader,
                                      const char *key,
                                      const struct zt_value **out);
 
-enum zt_status zt_object_get_attribute(const struct zt_reader *reader,
+enum zt_status zt_object_find_attribute(const struct zt_reader *reader,
                                        size_t object,
                                        const char *key,
                                        const struct zt_value **out);

@@ -243,8 +243,10 @@ class Writer:
         values (bytes become CBOR byte strings)."""
         text = json.dumps(_jsonable(dict(attributes)), allow_nan=False).encode()
         with self._lock:
-            _lib.check(lib.zt_writer_set_attributes_json(
-                self._writer(), ffi.NULL if name is None else name.encode(), text))
+            if name is None:
+                _lib.check(lib.zt_writer_set_file_attributes_json(self._writer(), text))
+            else:
+                _lib.check(lib.zt_writer_set_object_attributes_json(self._writer(), name.encode(), text))
 
     def finish(self):
         """Writes the manifest, syncs and renames the file into place."""

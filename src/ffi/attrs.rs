@@ -172,7 +172,7 @@ pub(super) fn attributes(
 /// key/values), a safetensors `__metadata__` entry, a zTensor or Tensogram file
 /// attribute. `ZT_ERR_NOT_FOUND` naming the key when absent. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_file_get_attribute(
+pub unsafe extern "C" fn zt_file_find_attribute(
     reader: *const super::zt_reader,
     key: *const c_char,
     out: *mut *const zt_value,
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn zt_file_get_attribute(
 /// One attribute of an object by key. `ZT_ERR_NOT_FOUND` naming the key when absent, or
 /// for an object index out of range. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_get_attribute(
+pub unsafe extern "C" fn zt_object_find_attribute(
     reader: *const super::zt_reader,
     object: usize,
     key: *const c_char,

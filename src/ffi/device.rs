@@ -535,9 +535,9 @@ fn cuda_callbacks(context: *mut c_void) -> zt_device {
 }
 
 /// `size` bytes of device memory (`cuMemAlloc`) into `*out`, for programs without the
-/// CUDA headers (the docs' walkthrough, tests). Free with `zt_cuda_dealloc`.
+/// CUDA headers (the docs' walkthrough, tests). Free with `zt_cuda_free_memory`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_cuda_alloc(
+pub unsafe extern "C" fn zt_cuda_alloc_memory(
     cuda: *const zt_cuda,
     size: usize,
     out: *mut *mut c_void,
@@ -550,9 +550,9 @@ pub unsafe extern "C" fn zt_cuda_alloc(
     })
 }
 
-/// Frees device memory of `zt_cuda_alloc`. NULL is fine.
+/// Frees device memory of `zt_cuda_alloc_memory`. NULL is fine.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_cuda_dealloc(cuda: *const zt_cuda, ptr: *mut c_void) -> zt_status {
+pub unsafe extern "C" fn zt_cuda_free_memory(cuda: *const zt_cuda, ptr: *mut c_void) -> zt_status {
     guard(|| {
         let c = cuda_of(cuda)?;
         if ptr.is_null() {

@@ -23,7 +23,7 @@ pub unsafe extern "C" fn zt_object_prefetch(reader: *const zt_reader, object: us
 /// touching them again reads the pages back from the file. Decoded copies the reader
 /// owns are not affected. Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_object_release(reader: *const zt_reader, object: usize) -> zt_status {
+pub unsafe extern "C" fn zt_object_evict(reader: *const zt_reader, object: usize) -> zt_status {
     guard(|| self::reader(reader)?.inner().release(object))
 }
 

@@ -534,30 +534,45 @@ pub unsafe extern "C" fn zt_writer_end_component(w: *mut zt_writer) -> zt_status
     guard(|| writer(w)?.end_component())
 }
 
-/// Sets attributes from JSON text, which must be an object ({"$bytes":"<hex>"} becomes a
-/// CBOR byte string). `object` NULL: the file's attributes; otherwise the name of an
-/// object already begun (open or ended). Any time before finish; a second call replaces.
-/// Attributes nested deeper than a reader with the default limits accepts (127 levels
-/// for the file's, 125 for an object's, the attribute object itself counted) are
-/// `ZT_ERR_INVALID_ARGUMENT`, as is malformed JSON.
+/// Sets the file's attributes from JSON text, which must be an object
+/// ({"$bytes":"<hex>"} becomes a CBOR byte string). Any time before finish; a second
+/// call replaces. Attributes nested deeper than a reader with the default limits accepts
+/// (127 levels, the attribute object itself counted) are `ZT_ERR_INVALID_ARGUMENT`, as is
+/// malformed JSON.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn zt_writer_set_attributes_json(
+pub unsafe extern "C" fn zt_writer_set_file_attributes_json(
+    w: *mut zt_writer,
+    json: *const c_char,
+) -> zt_status {
+    guard(|| {
+        let w = writer(w)?;
+        let value = attributes_json(json)?;
+        w.set_file_attributes(value)
+    })
+}
+
+/// `zt_writer_set_file_attributes_json` for object `object` (its name), already begun
+/// (open or ended); NULL is `ZT_ERR_INVALID_ARGUMENT`. An object's attributes may nest
+/// 125 levels (the attribute object itself counted).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn zt_writer_set_object_attributes_json(
     w: *mut zt_writer,
     object: *const c_char,
     json: *const c_char,
 ) -> zt_status {
     guard(|| {
         let w = writer(w)?;
-        let object = optional_str(object, "object")?;
-        let text = need_str(json, "json")?;
-        let value =
-            crate::value::json::from_json(text, crate::limits::Limits::default().max_cbor_depth)
-                .map_err(|e| err!(InvalidArgument, "attributes: {e}"))?;
-        match object {
-            None => w.set_file_attributes(value),
-            Some(name) => w.set_object_attributes(name, value),
-        }
+        let name = need_str(object, "object")?;
+        let value = attributes_json(json)?;
+        w.set_object_attributes(name, value)
     })
+}
+
+/// The attribute object of a `_json` setter, parsed to the reader's default depth.
+fn attributes_json(json: *const c_char) -> Result<crate::value::cbor::Value> {
+    let text = need_str(json, "json")?;
+    crate::value::json::from_json(text, crate::limits::Limits::default().max_cbor_depth)
+        .map_err(|e| err!(InvalidArgument, "attributes: {e}"))
 }
 
 /// Sets one file attribute: `key` (NUL-terminated UTF-8) to `value`, a reader's value

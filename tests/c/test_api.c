@@ -612,18 +612,18 @@ static void write_all(const char *path) {
     CHECK_OK(zt_writer_end_object(w));
 
     CHECK_OK(zt_writer_begin_object(w, "csr", "sparse_csr", shape34, 2));
-    CHECK_OK(zt_writer_set_attributes_json(w, "csr", "{\"replaced\": true}")); /* while open */
+    CHECK_OK(zt_writer_set_object_attributes_json(w, "csr", "{\"replaced\": true}")); /* while open */
     CHECK_OK(zt_writer_add_component(w, "values", ZT_F32, NULL, CSR_VALUES, sizeof CSR_VALUES, &raw_sha));
     CHECK_OK(zt_writer_add_component(w, "indices", ZT_U64, NULL, CSR_INDICES, sizeof CSR_INDICES, NULL));
     CHECK_OK(zt_writer_add_component(w, "indptr", ZT_U64, NULL, CSR_INDPTR, sizeof CSR_INDPTR, &raw_crc));
     CHECK_OK(zt_writer_end_object(w));
-    CHECK_OK(zt_writer_set_attributes_json(w, "csr", CSR_ATTRS)); /* after end; replaces */
+    CHECK_OK(zt_writer_set_object_attributes_json(w, "csr", CSR_ATTRS)); /* after end; replaces */
 
     CHECK_OK(zt_writer_begin_object(w, "quant", "quantized_group", shape_q, 2));
     CHECK_OK(zt_writer_add_component(w, "packed_weight", ZT_I32, NULL, Q_PACKED, sizeof Q_PACKED, &zstd_crc));
     CHECK_OK(zt_writer_add_component(w, "scales", ZT_F16, NULL, Q_SCALES, sizeof Q_SCALES, NULL));
     CHECK_OK(zt_writer_add_component(w, "zeros", ZT_F16, NULL, Q_ZEROS, sizeof Q_ZEROS, NULL));
-    CHECK_OK(zt_writer_set_attributes_json(w, "quant", QUANT_ATTRS));
+    CHECK_OK(zt_writer_set_object_attributes_json(w, "quant", QUANT_ATTRS));
     CHECK_OK(zt_writer_end_object(w));
   }
   {
@@ -646,10 +646,10 @@ static void write_all(const char *path) {
     const uint64_t shape5[1] = {5};
     CHECK_OK(zt_writer_add(w, "bools", ZT_BOOL, shape5, 1, BOOLS, sizeof BOOLS, NULL));
   }
-  CHECK_OK(zt_writer_set_attributes_json(w, NULL, "{\"first\": 1}"));
-  CHECK_OK(zt_writer_set_attributes_json(w, NULL, FILE_ATTRS_IN)); /* a second call replaces */
-  CHECK_OK(zt_writer_set_attributes_json(w, "dtype_f32", "{\"unit\":\"m/s\",\"scale\":-1.25e-3}"));
-  CHECK_OK(zt_writer_set_attributes_json(w, "dtype_f64", F64_ATTRS_IN));
+  CHECK_OK(zt_writer_set_file_attributes_json(w, "{\"first\": 1}"));
+  CHECK_OK(zt_writer_set_file_attributes_json(w, FILE_ATTRS_IN)); /* a second call replaces */
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "dtype_f32", "{\"unit\":\"m/s\",\"scale\":-1.25e-3}"));
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "dtype_f64", F64_ATTRS_IN));
   CHECK(!exists(path));
   CHECK_OK(zt_writer_finish(w));
   CHECK(exists(path));
@@ -2045,25 +2045,25 @@ static void test_writer_errors(void) {
     memset(&o, 0, sizeof o);
   }
 
-  /* zt_writer_set_attributes_json */
+  /* zt_writer_set_file_attributes_json / zt_writer_set_object_attributes_json */
   {
     char deep[512];
     int i;
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(NULL, NULL, "{}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, NULL));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "[1, 2]"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "42"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "\"text\""));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"bytes\":{\"$bytes\":\"00\"}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"$bytes\":\"0011\"}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(NULL, "{}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, NULL));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "[1, 2]"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "42"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "\"text\""));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"bytes\":{\"$bytes\":\"00\"}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"$bytes\":\"0011\"}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{"));
     CHECK_ERROR_MENTIONS("JSON");
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"a\":1,\"a\":2}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{} {}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{'a': 1}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"a\":\"\xff\"}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"a\":NaN}"));
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, "{\"a\":\"\\ud800\"}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"a\":1,\"a\":2}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{} {}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{'a': 1}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"a\":\"\xff\"}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"a\":NaN}"));
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, "{\"a\":\"\\ud800\"}"));
     for (i = 0; i < 200; i++) {
       deep[i] = '[';
     }
@@ -2075,16 +2075,18 @@ static void test_writer_errors(void) {
         strcat(doc, "]");
       }
       strcat(doc, "}");
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, doc));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, doc));
     }
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_attributes_json(w, "nope", "{}"));
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_object_attributes_json(w, "nope", "{}"));
     CHECK_ERROR_MENTIONS("nope");
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_attributes_json(w, "csr_u32", "{}")); /* refused object */
-    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, "a\xff", "{}"));
-    CHECK_OK(zt_writer_set_attributes_json(w, "a", "{}"));
-    CHECK_OK(zt_writer_set_attributes_json(w, "st", "{\"big\":18446744073709551615,\"small\":-9223372036854775808,"
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_object_attributes_json(w, NULL, "{}"));
+    CHECK_ERROR_MENTIONS("object is NULL");
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_writer_set_object_attributes_json(w, "csr_u32", "{}")); /* refused object */
+    CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_object_attributes_json(w, "a\xff", "{}"));
+    CHECK_OK(zt_writer_set_object_attributes_json(w, "a", "{}"));
+    CHECK_OK(zt_writer_set_object_attributes_json(w, "st", "{\"big\":18446744073709551615,\"small\":-9223372036854775808,"
                                                     "\"e\":1e3,\"x\":{\"$bytes\":\"\"}}"));
-    CHECK_OK(zt_writer_set_attributes_json(w, NULL, "  {\"file\" : \"errors\"}  "));
+    CHECK_OK(zt_writer_set_file_attributes_json(w, "  {\"file\" : \"errors\"}  "));
   }
 
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_finish(NULL));
@@ -2103,7 +2105,7 @@ static void test_writer_errors(void) {
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_begin_component(w, "data", ZT_F32, NULL, NULL));
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_write(w, &one, 4));
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_end_component(w));
-    CHECK_STATUS(ZT_ERR_STATE, zt_writer_set_attributes_json(w, NULL, "{}"));
+    CHECK_STATUS(ZT_ERR_STATE, zt_writer_set_file_attributes_json(w, "{}"));
     CHECK_STATUS(ZT_ERR_STATE, zt_writer_finish(w));
   }
   zt_writer_free(w);
@@ -3526,7 +3528,7 @@ static const char *const TESTED[] = {
     "zt_file_verify", "zt_object_validate", "zt_file_get_attributes_json", "zt_object_get_attributes_json",
     "zt_writer_create", "zt_writer_add",
     "zt_writer_begin_object", "zt_writer_add_component", "zt_writer_end_object", "zt_writer_begin_component",
-    "zt_writer_write", "zt_writer_end_component", "zt_writer_set_attributes_json", "zt_writer_finish",
+    "zt_writer_write", "zt_writer_end_component", "zt_writer_set_file_attributes_json", "zt_writer_set_object_attributes_json", "zt_writer_finish",
     "zt_writer_free", "zt_dtype_get_size", "zt_dtype_name", "zt_dtype_find", "zt_version_number"};
 
 /* Functions tested in the other C tests, with the file that does. */
@@ -3545,7 +3547,7 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_file_get_remote_stats",       /* test_remote.c */
     "zt_open_fd_with",            /* test_loader.c */
     "zt_object_prefetch",    /* test_loader.c */
-    "zt_object_release",     /* test_loader.c */
+    "zt_object_evict",     /* test_loader.c */
     "zt_batch_load",         /* test_loader.c */
     "zt_writer_create_with", /* test_durability.c */
     "zt_file_get_content_digest", /* test_v2.c */
@@ -3557,8 +3559,8 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_component_get_frame",   /* test_frames.c */
     "zt_file_get_attributes", /* test_attributes_typed.c */
     "zt_object_get_attributes", /* test_attributes_typed.c */
-    "zt_file_get_attribute", /* test_attributes_typed.c */
-    "zt_object_get_attribute", /* test_attributes_typed.c */
+    "zt_file_find_attribute", /* test_attributes_typed.c */
+    "zt_object_find_attribute", /* test_attributes_typed.c */
     "zt_value_get_type", /* test_attributes_typed.c */
     "zt_value_type_name", /* test_attributes_typed.c */
     "zt_value_get_bool", /* test_attributes_typed.c */
@@ -3587,8 +3589,8 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_cuda_create_with", /* test_device_load.c */
     "zt_cuda_free", /* test_device_load.c */
     "zt_cuda_get_device", /* test_device_load.c */
-    "zt_cuda_alloc", /* test_device_load.c */
-    "zt_cuda_dealloc", /* test_device_load.c */
+    "zt_cuda_alloc_memory", /* test_device_load.c */
+    "zt_cuda_free_memory", /* test_device_load.c */
     "zt_cuda_copy_to_host", /* test_device_load.c */
     "zt_cuda_synchronize", /* test_device_load.c */
     "zt_loader_create", /* test_device_load.c */
@@ -3627,38 +3629,6 @@ static const char *const TESTED_ELSEWHERE[] = {
     "zt_writer_set_object_attribute", /* test_attributes_write.c */
     "zt_writer_set_file_attributes", /* test_attributes_write.c */
     "zt_writer_set_object_attributes", /* test_attributes_write.c */
-    /* the deprecated old names of renamed functions, each called once: */
-    "zt_open_fd", /* test_deprecated_names.c */
-    "zt_open_url", /* test_deprecated_names.c */
-    "zt_file_layout_get", /* test_deprecated_names.c */
-    "zt_remote_stats", /* test_deprecated_names.c */
-    "zt_shard_path", /* test_deprecated_names.c */
-    "zt_shard_mapping", /* test_deprecated_names.c */
-    "zt_mapping", /* test_deprecated_names.c */
-    "zt_object_info_get", /* test_deprecated_names.c */
-    "zt_object_quant_info_get", /* test_deprecated_names.c */
-    "zt_component_info_get", /* test_deprecated_names.c */
-    "zt_component_location", /* test_deprecated_names.c */
-    "zt_component_frame_count", /* test_deprecated_names.c */
-    "zt_component_frame_get", /* test_deprecated_names.c */
-    "zt_load_batch", /* test_deprecated_names.c */
-    "zt_verify", /* test_deprecated_names.c */
-    "zt_attributes_json", /* test_deprecated_names.c */
-    "zt_attributes", /* test_deprecated_names.c */
-    "zt_file_attribute", /* test_deprecated_names.c */
-    "zt_object_attribute", /* test_deprecated_names.c */
-    "zt_value_string", /* test_deprecated_names.c */
-    "zt_value_bytes", /* test_deprecated_names.c */
-    "zt_value_count", /* test_deprecated_names.c */
-    "zt_value_array_type", /* test_deprecated_names.c */
-    "zt_value_array_data", /* test_deprecated_names.c */
-    "zt_value_array_get", /* test_deprecated_names.c */
-    "zt_value_array_string", /* test_deprecated_names.c */
-    "zt_value_map_entry", /* test_deprecated_names.c */
-    "zt_value_map_find", /* test_deprecated_names.c */
-    "zt_writer_create_sharded", /* test_deprecated_names.c */
-    "zt_dtype_size", /* test_deprecated_names.c */
-    "zt_dtype_from_name", /* test_deprecated_names.c */
 };
 
 /* Reads <repo>/include/ztensor.h and checks each declared zt_ function is in TESTED. */

@@ -8,7 +8,7 @@
  * attribute map sits inside the manifest map, so it may nest 127 levels (itself counted);
  * an object's sits inside the manifest, its objects map and the object's map: 125. At the
  * limit the writer accepts, the default reader opens the file and gives the JSON back;
- * one level more and zt_writer_set_attributes_json is ZT_ERR_INVALID_ARGUMENT naming the
+ * one level more and zt_writer_set_{file,object}_attributes_json is ZT_ERR_INVALID_ARGUMENT naming the
  * depth, and the attributes set before stay in place. A reader whose limit is one less
  * than the default refuses the file written at the limit: the boundary is the reader's.
  */
@@ -47,14 +47,14 @@ static void write_file(const char *path, int file_levels, zt_status file_status,
     return;
   }
   CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, &one, sizeof one, NULL));
-  CHECK_OK(zt_writer_set_attributes_json(w, NULL, "{\"kept\":true}"));
-  CHECK_OK(zt_writer_set_attributes_json(w, "x", "{\"kept\":true}"));
-  if (CHECK_STATUS(file_status, zt_writer_set_attributes_json(w, NULL, file_json)) &&
+  CHECK_OK(zt_writer_set_file_attributes_json(w, "{\"kept\":true}"));
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "x", "{\"kept\":true}"));
+  if (CHECK_STATUS(file_status, zt_writer_set_file_attributes_json(w, file_json)) &&
       file_status != ZT_OK) {
     CHECK_ERROR_MENTIONS("the file's attributes nest deeper than 127 levels");
     CHECK_ERROR_MENTIONS("max_cbor_depth of 128");
   }
-  if (CHECK_STATUS(object_status, zt_writer_set_attributes_json(w, "x", object_json)) &&
+  if (CHECK_STATUS(object_status, zt_writer_set_object_attributes_json(w, "x", object_json)) &&
       object_status != ZT_OK) {
     CHECK_ERROR_MENTIONS("an object's attributes nest deeper than 125 levels");
   }
@@ -100,7 +100,7 @@ int main(void) {
     zt_writer *w = NULL;
     char *deep = nested(200);
     if (CHECK(deep != NULL) && CHECK_OK(zt_test_create_v12("deep.zt", &w))) {
-      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_attributes_json(w, NULL, deep));
+      CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_set_file_attributes_json(w, deep));
       CHECK_ERROR_MENTIONS("nesting deeper than 128 levels");
       zt_writer_free(w);
     }

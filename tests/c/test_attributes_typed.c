@@ -1,6 +1,6 @@
 /*
  * Typed attribute values through the C API (zt_file_get_attributes,
- * zt_object_get_attributes, zt_file_get_attribute, zt_object_get_attribute, zt_value_*),
+ * zt_object_get_attributes, zt_file_find_attribute, zt_object_find_attribute, zt_value_*),
  * in every format: GGUF key/values keep the width the
  * file declared (tests/vectors/gguf/plain_v3.gguf has every GGUF type), zTensor v1.2 and
  * v0.1 CBOR attributes, safetensors __metadata__ strings, Tensogram metadata. Exact
@@ -35,7 +35,7 @@ static uint32_t type_of(const zt_value *v) {
 
 static const zt_value *file_attr(const zt_reader *r, const char *key) {
   const zt_value *v = NULL;
-  if (!CHECK_OK(zt_file_get_attribute(r, key, &v))) {
+  if (!CHECK_OK(zt_file_find_attribute(r, key, &v))) {
     fprintf(stderr, "  (key %s: %s)\n", key, zt_last_error());
   }
   return v;
@@ -325,12 +325,12 @@ static void test_gguf(void) {
 
   /* Absent keys and objects. */
   v = (const zt_value *)&n;
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_get_attribute(r, "llama.block_count", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_find_attribute(r, "llama.block_count", &v));
   CHECK_STR(zt_last_error(), "the file has no attribute 'llama.block_count'");
   CHECK(v == (const zt_value *)&n); /* untouched */
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attribute(r, 0, "ggml_type", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find_attribute(r, 0, "ggml_type", &v));
   CHECK_STR(zt_last_error(), "object 'f32' has no attribute 'ggml_type'");
-  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attribute(r, 9, "x", &v));
+  CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_find_attribute(r, 9, "x", &v));
   CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_object_get_attributes(r, 9, &v));
   /* A dense GGUF tensor has no attributes: an empty map. */
   if (CHECK_OK(zt_object_get_attributes(r, 0, &v))) {
@@ -343,10 +343,10 @@ static void test_gguf(void) {
   /* Object attributes of quantized tensors; general.alignment is u32. */
   r = open_vector("gguf/quant_v3.gguf");
   if (r != NULL) {
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "ggml_type", &v))) {
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "ggml_type", &v))) {
       check_string(v, "Q4_0", 4);
     }
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "type_size", &v))) {
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "type_size", &v))) {
       CHECK_OK(zt_value_get_u32(v, &u32));
       CHECK_U64(u32, 18);
     }
@@ -438,11 +438,11 @@ static void test_ztensor(void) {
   r = open_vector("reference/v01_rust_custom_fields.zt");
   if (r != NULL) {
     const char *s = NULL;
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "count", &v))) {
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "count", &v))) {
       CHECK_OK(zt_value_get_u64(v, &u64));
       CHECK_U64(u64, 42);
     }
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "list", &v))) { /* [1, "two", 3.0] */
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "list", &v))) { /* [1, "two", 3.0] */
       CHECK_OK(zt_value_get_element_string(v, 1, &s, &n));
       CHECK_U64(n, 3);
       if (CHECK_OK(zt_value_get_element(v, 2, &inner))) {
@@ -481,20 +481,20 @@ static void test_safetensors_and_tensogram(void) {
       CHECK_OK(zt_value_get_count(all, &n));
       CHECK_U64(n, 0);
     }
-    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_get_attribute(r, "format", &v));
+    CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_file_find_attribute(r, "format", &v));
     zt_close(r);
   }
 
   r = open_vector("tensogram/raw_dtypes.tgm");
   if (r != NULL) {
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "units", &v))) {
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "units", &v))) {
       check_string(v, "K", 1);
     }
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "_tensogram_message", &v))) {
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "_tensogram_message", &v))) {
       CHECK_OK(zt_value_get_u64(v, &u64));
       CHECK_U64(u64, 0);
     }
-    if (CHECK_OK(zt_object_get_attribute(r, 0, "_tensogram_descriptor", &v)) &&
+    if (CHECK_OK(zt_object_find_attribute(r, 0, "_tensogram_descriptor", &v)) &&
         CHECK_OK(zt_value_find(v, "shape", &inner))) {
       const void *data = NULL;
       if (CHECK_OK(zt_value_get_array_data(inner, &data, &n)) && CHECK_U64(n, 2)) {
@@ -521,15 +521,15 @@ static void test_arguments(void) {
   if (r == NULL) {
     return;
   }
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(NULL, "test.u8", &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_find_attribute(NULL, "test.u8", &v));
   CHECK_STR(zt_last_error(), "reader is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, NULL, &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_find_attribute(r, NULL, &v));
   CHECK_STR(zt_last_error(), "key is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, "test.u8", NULL));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_find_attribute(r, "test.u8", NULL));
   CHECK_STR(zt_last_error(), "out is NULL");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attribute(r, "\xff", &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_find_attribute(r, "\xff", &v));
   CHECK_STR(zt_last_error(), "key is not valid UTF-8");
-  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_get_attribute(r, 0, NULL, &v));
+  CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_object_find_attribute(r, 0, NULL, &v));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_file_get_attributes(r, NULL));
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_value_get_type(NULL, &u32));
   CHECK_STR(zt_last_error(), "value is NULL");
@@ -644,16 +644,16 @@ static void test_large_and_hostile(void) {
       }
       strcpy(json + at - 1, "]}");
       CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, &one, sizeof one, NULL));
-      CHECK_OK(zt_writer_set_attributes_json(w, NULL, json));
-      CHECK_OK(zt_writer_set_attributes_json(w, "x", "{\"k\":1}"));
+      CHECK_OK(zt_writer_set_file_attributes_json(w, json));
+      CHECK_OK(zt_writer_set_object_attributes_json(w, "x", "{\"k\":1}"));
       CHECK_OK(zt_writer_finish(w));
       zt_writer_free(w);
       if (CHECK_OK(zt_open("wide.zt", &r))) {
         const char *text = NULL;
-        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_get_attribute(r, "a", &v));
+        CHECK_STATUS(ZT_ERR_LIMIT, zt_file_find_attribute(r, "a", &v));
         CHECK_ERROR_MENTIONS("attributes: their typed values would take more than 3448640 bytes (8 per byte of their 300008-byte encoding, plus 1048576)");
         CHECK_STATUS(ZT_ERR_LIMIT, zt_file_get_attributes(r, &v));
-        if (CHECK_OK(zt_object_get_attribute(r, 0, "k", &v))) {
+        if (CHECK_OK(zt_object_find_attribute(r, 0, "k", &v))) {
           uint64_t k = 0;
           CHECK_OK(zt_value_get_u64(v, &k));
           CHECK_U64(k, 1);
@@ -677,7 +677,7 @@ static void test_large_and_hostile(void) {
       memset(json + at + 126, ']', 126);
       strcpy(json + at + 252, "}");
       CHECK_OK(zt_writer_add(w, "x", ZT_F32, shape, 1, &one, sizeof one, NULL));
-      CHECK_OK(zt_writer_set_attributes_json(w, NULL, json));
+      CHECK_OK(zt_writer_set_file_attributes_json(w, json));
       CHECK_OK(zt_writer_finish(w));
       zt_writer_free(w);
       if (CHECK_OK(zt_open("deep.zt", &r))) {
@@ -716,8 +716,8 @@ static void *run_job(void *arg) {
   job *j = (job *)arg;
   const char *s = NULL;
   size_t n = 0;
-  j->ok = zt_file_get_attribute(j->r, "tokenizer.ggml.tokens", &j->tokens) == ZT_OK &&
-          zt_object_get_attribute(j->r, 0, "ggml_type", &j->object) == ZT_OK &&
+  j->ok = zt_file_find_attribute(j->r, "tokenizer.ggml.tokens", &j->tokens) == ZT_OK &&
+          zt_object_find_attribute(j->r, 0, "ggml_type", &j->object) == ZT_OK &&
           zt_value_get_element_string(j->tokens, 99, &s, &n) == ZT_OK && n == 5 && memcmp(s, "tok99", 5) == 0;
   return NULL;
 }

@@ -275,7 +275,7 @@ static void test_errors(const char *vectors) {
     const zt_value *u32v = NULL;
     CHECK_OK(zt_file_get_attributes(r, &reader_map));
     zt_value_free((zt_value *)reader_map);
-    CHECK_OK(zt_file_get_attribute(r, "test.u32", &u32v));
+    CHECK_OK(zt_file_find_attribute(r, "test.u32", &u32v));
     CHECK_OK(zt_value_get_u32(u32v, &got));
     CHECK_U64(got, 4000000000u);
     zt_close(r);
@@ -336,7 +336,7 @@ static void test_gguf_to_zt(const char *vectors) {
     CHECK_OK(zt_object_get_attributes(z, o, &attrs));
     CHECK_OK(zt_value_get_count(attrs, &n));
     CHECK_U64(n, 1);
-    CHECK_OK(zt_object_get_attribute(z, o, "u16", &got));
+    CHECK_OK(zt_object_find_attribute(z, o, "u16", &got));
     CHECK_OK(zt_value_get_type(got, &t));
     CHECK_U64(t, ZT_VALUE_U16);
     zt_close(z);

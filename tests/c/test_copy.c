@@ -25,7 +25,7 @@ static void write_source(const char *path) {
   CHECK_OK(zt_test_create_v12(path, &w));
   CHECK_OK(zt_writer_add(w, "raw", ZT_F32, shape, 1, values, sizeof values, &raw));
   CHECK_OK(zt_writer_add(w, "packed", ZT_F32, shape, 1, values, sizeof values, &zstd));
-  CHECK_OK(zt_writer_set_attributes_json(w, "packed", "{\"scale\":2,\"tag\":\"x\"}"));
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "packed", "{\"scale\":2,\"tag\":\"x\"}"));
   CHECK_OK(zt_writer_begin_object(w, "csr", "sparse_csr", csr_shape, 2));
   CHECK_OK(zt_writer_add_component(w, "values", ZT_F32, NULL, csr_values, sizeof csr_values, NULL));
   CHECK_OK(zt_writer_add_component(w, "indices", ZT_U64, NULL, indices, sizeof indices, NULL));

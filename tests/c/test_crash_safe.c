@@ -359,9 +359,9 @@ static int write_model(const char *path, int v, control *c) {
   ZT_STEP(zt_writer_add_component(w, "indices", ZT_U64, NULL, m->csr_indices, sizeof m->csr_indices, NULL));
   ZT_STEP(zt_writer_add_component(w, "indptr", ZT_U64, NULL, m->csr_indptr, sizeof m->csr_indptr, NULL));
   ZT_STEP(zt_writer_end_object(w));
-  ZT_STEP(zt_writer_set_attributes_json(w, "csr", v ? "{\"note\":\"new\"}" : "{\"note\":\"old\"}"));
+  ZT_STEP(zt_writer_set_object_attributes_json(w, "csr", v ? "{\"note\":\"new\"}" : "{\"note\":\"old\"}"));
   /* right before finish: the file is complete except for manifest, footer and rename */
-  ZT_STEP(zt_writer_set_attributes_json(w, NULL, v ? "{\"model\":\"new\",\"objects\":5}" : "{\"model\":\"old\"}"));
+  ZT_STEP(zt_writer_set_file_attributes_json(w, v ? "{\"model\":\"new\",\"objects\":5}" : "{\"model\":\"old\"}"));
   t0 = now_seconds();
   if (zt_writer_finish(w) != ZT_OK) {
     goto fail;

@@ -962,7 +962,7 @@ static void the_cuda_backend(zt_reader *rd) {
     co.device = 0;
     if (!CHECK_OK(zt_cuda_create_with(&co, &cuda))) return;
     CHECK_OK(zt_cuda_get_device(cuda, &dev));
-    CHECK_OK(zt_cuda_alloc(cuda, 16 << 20, &mem));
+    CHECK_OK(zt_cuda_alloc_memory(cuda, 16 << 20, &mem));
     run_reset(&r);
     o = options_for(&r, 3, 4);
     CHECK_OK(zt_loader_create_with(&dev, &o, &l));
@@ -983,7 +983,7 @@ static void the_cuda_backend(zt_reader *rd) {
     CHECK(st.pinned == 1);
     zt_loader_free(l);
     CHECK_OK(zt_cuda_synchronize(cuda));
-    CHECK_OK(zt_cuda_dealloc(cuda, mem));
+    CHECK_OK(zt_cuda_free_memory(cuda, mem));
     zt_cuda_free(cuda);
     counts(after);
     CHECK(after[0] - before[0] == 1 && after[1] - before[1] == 1); /* context retained, released */

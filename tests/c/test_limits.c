@@ -267,7 +267,7 @@ static int write_small(const char *path, const char *attrs) {
   uint64_t shape[1] = {16};
   int ok = CHECK_OK(zt_test_create_v12(path, &w)) && CHECK_OK(zt_writer_add(w, "w", ZT_U8, shape, 1, data, 16, NULL));
   if (ok && attrs != NULL) {
-    ok = CHECK_OK(zt_writer_set_attributes_json(w, NULL, attrs));
+    ok = CHECK_OK(zt_writer_set_file_attributes_json(w, attrs));
   }
   ok = ok && CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);

@@ -215,7 +215,7 @@ static void test_mapping(const char *path) {
     CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_mapping(r, 0, &base, &size));
     CHECK_ERROR_MENTIONS("ZT_OPEN_NO_MMAP");
     CHECK_OK(zt_object_prefetch(r, 0)); /* a hint in pread mode too */
-    CHECK_OK(zt_object_release(r, 0));
+    CHECK_OK(zt_object_evict(r, 0));
   }
   zt_close(r);
   if (CHECK_OK(zt_open_memory(bytes, bytes_n, &r))) {
@@ -293,7 +293,7 @@ static void test_resident(void) {
     CHECK_U64(sum, per / 4096); /* every byte at a multiple of 4096 is 1 */
     touched = rss_file_kib();
     CHECK(touched - base >= per_kib * 9 / 10);
-    CHECK_OK(zt_object_release(r, 0));
+    CHECK_OK(zt_object_evict(r, 0));
     released = rss_file_kib();
     CHECK(released - base < per_kib / 10);
     CHECK(((const unsigned char *)v.data)[per - 1] == (unsigned char)((per - 1) * 13 + 1));

@@ -144,7 +144,7 @@ static void test_safetensors_index(void) {
       CHECK_STATUS(ZT_ERR_NOT_FOUND, zt_shard_get_mapping(r, 3, &base, &size));
     }
     CHECK_OK(zt_object_prefetch(r, 0));
-    CHECK_OK(zt_object_release(r, 4));
+    CHECK_OK(zt_object_evict(r, 4));
     CHECK_OK(zt_file_verify(r));
     CHECK_OK(zt_file_get_attributes_json(r, &json));
     CHECK_STR(json, "{\"total_size\":124}");
@@ -333,7 +333,7 @@ static void test_sharded_writer(void) {
     CHECK_OK(zt_writer_add(w, name, ZT_F32, shape, 1, data[i], sizeof data[i], NULL));
   }
   CHECK_STATUS(ZT_ERR_INVALID_ARGUMENT, zt_writer_add(w, "w0", ZT_F32, shape, 1, data[0], sizeof data[0], NULL));
-  CHECK_OK(zt_writer_set_attributes_json(w, NULL, "{\"model\":\"tiny\"}"));
+  CHECK_OK(zt_writer_set_file_attributes_json(w, "{\"model\":\"tiny\"}"));
   CHECK(access("set.zt.index.json", F_OK) != 0);
   CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);

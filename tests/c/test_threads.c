@@ -102,9 +102,9 @@ static int write_file(const char *path) {
     opt.encoding = o->encoding;
     opt.digest = i % 2 ? ZT_DIGEST_CRC32C : ZT_DIGEST_SHA256; /* a digest on every object */
     ok &= CHECK_OK(zt_writer_add(w, o->name, o->dtype, o->shape, 2, o->data, o->numel * SIZES[o->dtype], &opt));
-    ok &= CHECK_OK(zt_writer_set_attributes_json(w, o->name, o->attrs));
+    ok &= CHECK_OK(zt_writer_set_object_attributes_json(w, o->name, o->attrs));
   }
-  ok &= CHECK_OK(zt_writer_set_attributes_json(w, NULL, "{\"threads\":8}"));
+  ok &= CHECK_OK(zt_writer_set_file_attributes_json(w, "{\"threads\":8}"));
   ok &= CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
   return ok;

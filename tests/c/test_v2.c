@@ -37,10 +37,10 @@ static void write_model(const char *path, uint32_t flags) {
   CHECK_OK(zt_writer_add(w, "packed", ZT_F32, shape, 1, weights, sizeof weights, &zstd));
   CHECK_OK(zt_writer_begin_object(w, "blk.0.q8", "gguf.q8_0/1", qshape, 2));
   CHECK_OK(zt_writer_add_component(w, "data", ZT_U8, NULL, blocks, sizeof blocks, NULL));
-  CHECK_OK(zt_writer_set_attributes_json(w, "blk.0.q8", "{\"elems_per_block\":32,\"block_bytes\":34}"));
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "blk.0.q8", "{\"elems_per_block\":32,\"block_bytes\":34}"));
   CHECK_OK(zt_writer_end_object(w));
-  CHECK_OK(zt_writer_set_attributes_json(w, "tok.weight", "{\"tied\":true}"));
-  CHECK_OK(zt_writer_set_attributes_json(w, NULL, "{\"model\":\"tiny\",\"layers\":1}"));
+  CHECK_OK(zt_writer_set_object_attributes_json(w, "tok.weight", "{\"tied\":true}"));
+  CHECK_OK(zt_writer_set_file_attributes_json(w, "{\"model\":\"tiny\",\"layers\":1}"));
   CHECK_OK(zt_writer_finish(w));
   zt_writer_free(w);
 }

@@ -327,7 +327,7 @@ void zt_instantiate_all(const char* path, const void* bytes, std::size_t size) {
   zt::Reader fd = get(zt::Reader::open_fd(3, oo));
   use(fd.shard_count() + get(r.shard_path(0)).size() + get(r.shard_mapping(0)).size() + get(r.mapping()).size());
   get(r.prefetch(0));
-  get(r.release(0));
+  get(r.evict(0));
   use(get(c.location()).offset);
 
   // writing

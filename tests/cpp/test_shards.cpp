@@ -77,7 +77,7 @@ TEST(Shards, AWrittenSetOpensAsOneReader) {
     ASSERT_EQ(map.size(), bytes.size());
     EXPECT_EQ(std::memcmp(map.data(), bytes.data(), bytes.size()), 0);
     r.prefetch(o.index());
-    r.release(o.index());
+    r.evict(o.index());
   }
   EXPECT_THROW(r.shard_path(4), zt::not_found);
   EXPECT_THROW(r.shard_mapping(4), zt::not_found);

@@ -180,7 +180,7 @@ static int load_and_compare(zt_cuda *cuda, zt_reader *r, int eighth) {
   int rc = 1;
   double t;
   if (q == NULL || (n > 0 && total == 0)) goto out;
-  if (zt_cuda_alloc(cuda, (size_t)total, &gpu) != ZT_OK) { fail("allocating device memory"); goto out; }
+  if (zt_cuda_alloc_memory(cuda, (size_t)total, &gpu) != ZT_OK) { fail("allocating device memory"); goto out; }
   requests_for(r, q, eighth, (char *)gpu, 0);
   if (zt_cuda_get_device(cuda, &device) != ZT_OK || (l = make_loader(&device)) == NULL) goto out;
   t = now();
@@ -214,7 +214,7 @@ static int load_and_compare(zt_cuda *cuda, zt_reader *r, int eighth) {
   rc = 0;
 out:
   zt_loader_free(l);
-  if (gpu != NULL) zt_cuda_dealloc(cuda, gpu);
+  if (gpu != NULL) zt_cuda_free_memory(cuda, gpu);
   free(q);
   free(all);
   free(want);
@@ -343,7 +343,7 @@ static int bench(const char *path, const char *mode, const char *slice, int repe
   q = calloc(n ? n : 1, sizeof *q);
   total = requests_for(r, q, eighth, NULL, 0);
   zt_close(r);
-  if (zt_cuda_alloc(cuda, (size_t)total, &gpu) != ZT_OK) return fail("allocating device memory");
+  if (zt_cuda_alloc_memory(cuda, (size_t)total, &gpu) != ZT_OK) return fail("allocating device memory");
   t0 = now();
   if (zt_cuda_get_device(cuda, &device) != ZT_OK || (l = make_loader(&device)) == NULL) return 1;
   created = now() - t0;
@@ -373,7 +373,7 @@ static int bench(const char *path, const char *mode, const char *slice, int repe
            st.staging_size, st.pinned, st.copies);
   }
   zt_loader_free(l);
-  zt_cuda_dealloc(cuda, gpu);
+  zt_cuda_free_memory(cuda, gpu);
   zt_cuda_free(cuda);
   free(q);
   return 0;

@@ -1,5 +1,5 @@
 //! (10) typed attributes: reading a 152,000-token vocabulary (`tokenizer.ggml.tokens`) of a
-//! GGUF file through the C API, typed (`zt_file_get_attribute`, `zt_value_get_element_string`)
+//! GGUF file through the C API, typed (`zt_file_find_attribute`, `zt_value_get_element_string`)
 //! against JSON (`zt_file_get_attributes_json`, and JSON parsed with serde_json as a C caller would
 //! with its own parser), and gguf-py's `GGUFReader` when a Python with gguf is at hand.
 //! Measured in CPU seconds of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): every case
@@ -143,8 +143,8 @@ fn typed_tokens(r: *const zt_reader) -> Res<usize> {
     // SAFETY: a valid reader, a NUL-terminated key, out-pointers to locals.
     unsafe {
         check(
-            ffi::zt_file_get_attribute(r, c"tokenizer.ggml.tokens".as_ptr(), &mut v),
-            "zt_file_get_attribute",
+            ffi::zt_file_find_attribute(r, c"tokenizer.ggml.tokens".as_ptr(), &mut v),
+            "zt_file_find_attribute",
         )?;
         let mut n = 0usize;
         check(ffi::zt_value_get_count(v, &mut n), "zt_value_get_count")?;

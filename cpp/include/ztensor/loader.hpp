@@ -226,11 +226,11 @@ class Cuda {
   /// Device memory, for programs without CUDA headers.
   ret<void*> alloc(std::size_t size) const {
     void* p = nullptr;
-    zt_status st = zt_cuda_alloc(h_.get(), size, &p);
+    zt_status st = zt_cuda_alloc_memory(h_.get(), size, &p);
     if (st != ZT_OK) return detail::unwrap(result<void*>(detail::last_failure(st)));
     return detail::unwrap(result<void*>(p));
   }
-  ret<void> dealloc(void* p) const { return detail::unwrap(detail::check(zt_cuda_dealloc(h_.get(), p))); }
+  ret<void> dealloc(void* p) const { return detail::unwrap(detail::check(zt_cuda_free_memory(h_.get(), p))); }
   ret<void> copy_to_host(void* dst, const void* src, std::size_t size) const {
     return detail::unwrap(detail::check(zt_cuda_copy_to_host(h_.get(), dst, src, size)));
   }

@@ -49,7 +49,7 @@ inline result<value> typed_attributes(const zt_reader* r, std::optional<std::siz
 inline result<value> typed_attribute(const zt_reader* r, std::optional<std::size_t> object, const string_arg& key) {
   if (result<void> c = check_text(key, "key"); !c.ok()) return c.as_failure();
   const zt_value* v = nullptr;
-  zt_status st = object ? zt_object_get_attribute(r, *object, key.c_str(), &v) : zt_file_get_attribute(r, key.c_str(), &v);
+  zt_status st = object ? zt_object_find_attribute(r, *object, key.c_str(), &v) : zt_file_find_attribute(r, key.c_str(), &v);
   if (st != ZT_OK) return last_failure(st);
   return result<value>(value(v));
 }
@@ -515,7 +515,7 @@ class Object {
   /// The object's attributes as a typed map (empty when none), without JSON:
   /// attributes()["ggml_type"].as<std::string_view>().
   ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(reader_, index_)); }
-  /// One of the object's attributes by key (zt_object_get_attribute): not_found naming
+  /// One of the object's attributes by key (zt_object_find_attribute): not_found naming
   /// the key when absent.
   ret<value> attribute(const string_arg& key) const { return detail::unwrap(detail::typed_attribute(reader_, index_, key)); }
 
@@ -740,9 +740,9 @@ class Reader {
     return detail::unwrap(detail::check(zt_object_prefetch(handle_.get(), object)));
   }
   /// Drops object `object`'s stored bytes from the process, e.g. once uploaded
-  /// (zt_object_release). Views stay valid.
-  ret<void> release(std::size_t object) const {
-    return detail::unwrap(detail::check(zt_object_release(handle_.get(), object)));
+  /// (zt_object_evict). Views stay valid.
+  ret<void> evict(std::size_t object) const {
+    return detail::unwrap(detail::check(zt_object_evict(handle_.get(), object)));
   }
   /// The whole file as mapped (zt_shard_get_mapping of file 0): a component's stored
   /// bytes are at `offset()` in it. not_found without a mapping (no_mmap, a remote
@@ -883,7 +883,7 @@ class Reader {
   /// The file's attributes as a typed map (empty when none), without JSON; built once,
   /// then every call is a lookup: attributes()["llama.block_count"].as<std::uint32_t>().
   ret<value> attributes() const { return detail::unwrap(detail::typed_attributes(handle_.get(), std::nullopt)); }
-  /// One file attribute by key (zt_file_get_attribute), e.g. attribute("general.alignment"):
+  /// One file attribute by key (zt_file_find_attribute), e.g. attribute("general.alignment"):
   /// not_found naming the key when absent.
   ret<value> attribute(const string_arg& key) const {
     return detail::unwrap(detail::typed_attribute(handle_.get(), std::nullopt, key));

@@ -175,7 +175,7 @@ class object_builder {
   ret<void> set_attributes_json(const string_arg& json) {
     if (!is_open()) return detail::unwrap(detail::builder_not_open("object"));
     if (result<void> r = detail::check_text(json, "json"); !r.ok()) return detail::unwrap(std::move(r));
-    return detail::unwrap(detail::check(zt_writer_set_attributes_json(state_->handle, name_.c_str(), json.c_str())));
+    return detail::unwrap(detail::check(zt_writer_set_object_attributes_json(state_->handle, name_.c_str(), json.c_str())));
   }
 
   /// Sets one attribute of this object, with its type (zt_writer_set_object_attribute):
@@ -495,7 +495,7 @@ class Writer {
   result<void> try_attributes(const string_arg& object, const string_arg& json) {
     if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
     if (result<void> r = detail::check_text(json, "json"); !r.ok()) return r;
-    return detail::check(zt_writer_set_attributes_json(handle(), object.c_str(), json.c_str()));
+    return detail::check(zt_writer_set_object_attributes_json(handle(), object.c_str(), json.c_str()));
   }
 
   detail::shared_writer state_;

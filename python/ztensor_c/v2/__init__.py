@@ -539,7 +539,7 @@ class Writer:
                                                ffi.from_buffer(view), view.nbytes, options))
         if attributes:
             text = json.dumps(attributes).encode()
-            _check(lib.zt_writer_set_attributes_json(w, name.encode(), text))
+            _check(lib.zt_writer_set_object_attributes_json(w, name.encode(), text))
         _check(lib.zt_writer_end_object(w))
 
     def stream(self, name, shape, parts, *, layout="dense"):

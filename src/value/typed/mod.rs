@@ -719,7 +719,7 @@ impl Packed {
                     "attributes: the element values of an array of {} {} would take more \
                      than the typed values of these attributes may ({BUDGET_PER_BYTE} bytes \
                      per byte of their encoding, plus {BUDGET_BASE}): read its numbers \
-                     contiguously (zt_value_array_data, AttrValue::array_data)",
+                     contiguously (zt_value_get_array_data, AttrValue::array_data)",
                     self.count,
                     self.elem
                 )
