@@ -606,13 +606,13 @@ enum zt_status zt_object_get_attributes(const struct zt_reader *reader,
                                         const struct zt_value **out);
 
 enum zt_status zt_file_find_attribute(const struct zt_reader *reader,
-                                     const char *key,
-                                     const struct zt_value **out);
+                                      const char *key,
+                                      const struct zt_value **out);
 
 enum zt_status zt_object_find_attribute(const struct zt_reader *reader,
-                                       size_t object,
-                                       const char *key,
-                                       const struct zt_value **out);
+                                        size_t object,
+                                        const char *key,
+                                        const struct zt_value **out);
 
 enum zt_status zt_value_get_type(const struct zt_value *v, uint32_t *out_type);
 
@@ -792,9 +792,11 @@ enum zt_status zt_writer_write(struct zt_writer *w, const void *data, size_t siz
 
 enum zt_status zt_writer_end_component(struct zt_writer *w);
 
-enum zt_status zt_writer_set_attributes_json(struct zt_writer *w,
-                                             const char *object,
-                                             const char *json);
+enum zt_status zt_writer_set_file_attributes_json(struct zt_writer *w, const char *json);
+
+enum zt_status zt_writer_set_object_attributes_json(struct zt_writer *w,
+                                                    const char *object,
+                                                    const char *json);
 
 enum zt_status zt_writer_set_file_attribute(struct zt_writer *w,
                                             const char *key,
@@ -841,117 +843,3 @@ unsigned int zt_version_number(void);
 enum zt_status zt_pool_set_threads(size_t threads);
 
 size_t zt_pool_thread_count(void);
-
-enum zt_status zt_open_fd(int32_t fd,
-                          const struct zt_open_options *options,
-                          struct zt_reader **out);
-
-enum zt_status zt_open_url(const char *url,
-                           const struct zt_open_options *options,
-                           const struct zt_remote_options *remote,
-                           struct zt_reader **out);
-
-enum zt_status zt_file_layout_get(const struct zt_reader *reader, struct zt_file_layout *out);
-
-enum zt_status zt_remote_stats(const struct zt_reader *reader, uint64_t *requests, uint64_t *bytes);
-
-enum zt_status zt_shard_path(const struct zt_reader *reader, size_t index, const char **path);
-
-enum zt_status zt_shard_mapping(const struct zt_reader *reader,
-                                size_t index,
-                                const void **base,
-                                uint64_t *size);
-
-enum zt_status zt_mapping(const struct zt_reader *reader, const void **base, uint64_t *size);
-
-enum zt_status zt_object_info_get(const struct zt_reader *reader,
-                                  size_t index,
-                                  struct zt_object_info *out);
-
-enum zt_status zt_object_quant_info_get(const struct zt_reader *reader,
-                                        size_t object,
-                                        struct zt_quant_info *out);
-
-enum zt_status zt_component_info_get(const struct zt_reader *reader,
-                                     size_t object,
-                                     size_t component,
-                                     struct zt_component_info *out);
-
-enum zt_status zt_component_location(const struct zt_reader *reader,
-                                     size_t object,
-                                     size_t component,
-                                     struct zt_location *out);
-
-enum zt_status zt_component_frame_count(const struct zt_reader *reader,
-                                        size_t object,
-                                        const char *role,
-                                        size_t *out_count);
-
-enum zt_status zt_component_frame_get(const struct zt_reader *reader,
-                                      size_t object,
-                                      const char *role,
-                                      size_t frame,
-                                      struct zt_frame_info *out);
-
-enum zt_status zt_load_batch(const struct zt_reader *reader,
-                             struct zt_load_request *requests,
-                             size_t count,
-                             const struct zt_batch_options *options);
-
-enum zt_status zt_verify(const struct zt_reader *reader);
-
-enum zt_status zt_attributes_json(const struct zt_reader *reader,
-                                  size_t object,
-                                  const char **out_json);
-
-enum zt_status zt_attributes(const struct zt_reader *reader,
-                             size_t object,
-                             const struct zt_value **out);
-
-enum zt_status zt_file_attribute(const struct zt_reader *reader,
-                                 const char *key,
-                                 const struct zt_value **out);
-
-enum zt_status zt_object_attribute(const struct zt_reader *reader,
-                                   size_t object,
-                                   const char *key,
-                                   const struct zt_value **out);
-
-enum zt_status zt_value_string(const struct zt_value *v, const char **out_data, size_t *out_len);
-
-enum zt_status zt_value_bytes(const struct zt_value *v, const uint8_t **out_data, size_t *out_len);
-
-enum zt_status zt_value_count(const struct zt_value *v, size_t *out_count);
-
-enum zt_status zt_value_array_type(const struct zt_value *v, uint32_t *out_type);
-
-enum zt_status zt_value_array_data(const struct zt_value *v,
-                                   const void **out_data,
-                                   size_t *out_count);
-
-enum zt_status zt_value_array_get(const struct zt_value *v,
-                                  size_t index,
-                                  const struct zt_value **out);
-
-enum zt_status zt_value_array_string(const struct zt_value *v,
-                                     size_t index,
-                                     const char **out_data,
-                                     size_t *out_len);
-
-enum zt_status zt_value_map_entry(const struct zt_value *v,
-                                  size_t index,
-                                  const struct zt_value **out_key,
-                                  const struct zt_value **out_value);
-
-enum zt_status zt_value_map_find(const struct zt_value *v,
-                                 const char *key,
-                                 const struct zt_value **out);
-
-enum zt_status zt_writer_create_sharded(const char *base,
-                                        uint64_t max_shard_bytes,
-                                        const struct zt_writer_options *options,
-                                        struct zt_writer **out);
-
-enum zt_status zt_dtype_size(uint32_t dtype, size_t *out_size);
-
-enum zt_status zt_dtype_from_name(const char *name, uint32_t *out);
