@@ -206,6 +206,36 @@ def compare(title, cases, runs, check):
     return rows
 
 
+def save_rows(directory, wid, specs, runs):
+    """save_file of one dict of tensors: ours (safetensors, one pass through
+    zt_writer_declare_data) without fsync as safetensors writes, and durable as our
+    save_file is by default, against safetensors' save_file; NumPy, and torch where it
+    imports. Every file's bytes are checked against safetensors' own."""
+    data = arrays(specs)
+    paths = {k: os.path.join(directory, f"save-{wid.lower()}-{k}.safetensors") for k in ("ours", "theirs")}
+
+    def same_bytes(_label, _out):
+        with open(paths["ours"], "rb") as f, open(paths["theirs"], "rb") as g:
+            assert f.read() == g.read(), "save_file wrote other bytes than safetensors"
+
+    st_numpy.save_file(data, paths["theirs"])
+    cases = [("ztensor_c, no fsync", lambda: zt_numpy._write(data, paths["ours"], None, None, "none", sync=False)),
+             ("safetensors", lambda: st_numpy.save_file(data, paths["theirs"])),
+             ("ztensor_c, durable (save_file)", lambda: zt_numpy.save_file(data, paths["ours"]))]
+    rows = compare(f"numpy.save_file {wid}", cases, runs, same_bytes)
+    if torch is not None:
+        tensors = {k: torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16)
+                   if v.dtype == DTYPES["bf16"] else torch.from_numpy(v) for k, v in data.items()}
+        st_torch.save_file(tensors, paths["theirs"])
+        cases = [("ztensor_c, no fsync", lambda: zt_torch._write(tensors, paths["ours"], None, None, "none", sync=False)),
+                 ("safetensors", lambda: st_torch.save_file(tensors, paths["theirs"])),
+                 ("ztensor_c, durable (save_file)", lambda: zt_torch.save_file(tensors, paths["ours"]))]
+        rows += compare(f"torch.save_file {wid}", cases, runs, same_bytes)
+    for path in paths.values():
+        os.unlink(path)
+    return rows
+
+
 def checker(specs, torch_values=False):
     """Checks what a case returned: every name, and the dtype, shape and bytes of three
     of them."""
@@ -285,7 +315,7 @@ def main():
     p.add_argument("--dir", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                  "data", "python"))
     p.add_argument("--out")
-    p.add_argument("--only", help="comma-separated: load,torch,keys,get")
+    p.add_argument("--only", help="comma-separated: load,torch,keys,get,save (save: not by default)")
     p.add_argument("--warm", action="store_true",
                    help="no garbage collection before each timed call (caches stay warm)")
     p.add_argument("--rss", nargs=3, metavar=("METRIC", "WHO", "WID"), help=argparse.SUPPRESS)
@@ -341,6 +371,8 @@ def main():
                          ("safetensors safe_open", lambda fw=fw: _get(safetensors.safe_open(paths["st"], fw), names))]
                 rows += compare(f"safe_open + get_tensor of every name ({fw}) {wid}", cases, runs,
                                 checker(specs, torch_values=fw == "pt"))
+        if "save" in only:
+            rows += save_rows(a.dir, wid, specs, runs)
         if "keys" in only and wid == "W2":
             cases = [("ztensor_c safe_open", lambda: _keys(ztensor_c.safe_open(paths["ours"], "np"))),
                      ("safetensors safe_open", lambda: _keys(safetensors.safe_open(paths["st"], "np"))),

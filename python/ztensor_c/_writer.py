@@ -283,3 +283,18 @@ class Writer:
 
     def __repr__(self):
         return f"<ztensor_c.Writer ({'open' if self._w is not None else 'finished' if self._finished else 'discarded'})>"
+
+
+def write_dict(tensors, path, metadata, compress, checksum, sync=True):
+    """What numpy's and torch's save_file write: safetensors, in one pass (each tensor
+    declared with its bytes, written at finish), unless `compress` or `checksum` asks
+    for what only zTensor holds; `metadata` first (a safetensors header holds it)."""
+    plain = compress in (None, False, 0) and checksum in ("none", None)
+    with Writer(path, sync=sync, format="safetensors" if plain else "zt") as w:
+        if metadata is not None:
+            w.set_attributes(metadata)
+        for name, value in tensors.items():
+            if plain:
+                w.add_declared(name, value)
+            else:
+                w.add(name, value, compress=compress, checksum=checksum)

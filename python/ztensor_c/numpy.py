@@ -22,7 +22,8 @@ from ._handle import Handle
 from ._lib import SafetensorError  # noqa: F401  (the names safetensors.numpy has too)
 from ._safe_open import safe_open  # noqa: F401
 from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
-from ._writer import Writer, check_metadata
+from ._writer import Writer, check_metadata  # noqa: F401  (Writer: the reference's name)
+from ._writer import write_dict as _write
 
 __all__ = ["load_file", "save_file", "load", "save"]
 
@@ -71,15 +72,3 @@ def save(tensors, metadata=None, *, compress=None, checksum="none"):
             return f.read()
     finally:
         os.unlink(path)
-
-
-def _write(tensors, path, metadata, compress, checksum, sync=True):
-    fmt = "safetensors" if compress in (None, False, 0) and checksum in ("none", None) else "zt"
-    with Writer(path, sync=sync, format=fmt) as w:
-        if metadata is not None:  # a safetensors header holds it: before any data
-            w.set_attributes(metadata)
-        for name, value in tensors.items():
-            if fmt == "safetensors":  # in one pass, written at finish from the tensors
-                w.add_declared(name, value)
-            else:
-                w.add(name, value, compress=compress, checksum=checksum)

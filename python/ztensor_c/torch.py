@@ -22,7 +22,8 @@ from ._handle import Handle
 from ._lib import SafetensorError  # noqa: F401  (safetensors.torch has it too)
 from ._safe_open import safe_open  # noqa: F401  (as safetensors.torch has it)
 from ._serialize import TensorSpec, deserialize, serialize, serialize_file  # noqa: F401
-from ._writer import Writer, check_metadata
+from ._writer import Writer, check_metadata  # noqa: F401  (Writer: the reference's name)
+from ._writer import write_dict as _write
 
 __all__ = ["load_file", "save_file", "load", "save", "load_model", "save_model", "storage_ptr",
            "storage_size", "serialize", "serialize_file", "deserialize", "TensorSpec", "SafetensorError"]
@@ -87,26 +88,6 @@ def _check(tensors, shared_error=RuntimeError):
             raise ValueError(
                 f"tensor `{name}` is not contiguous: save a contiguous copy "
                 "(`.contiguous()`), or the full tensor it is a view of")
-
-
-def _output_format(compress, checksum):
-    """safetensors, as safetensors.torch writes, unless a zTensor option (compress,
-    checksum) was asked for: then zTensor (v2), which holds them."""
-    if compress in (None, False, 0) and checksum in ("none", None):
-        return "safetensors"
-    return "zt"
-
-
-def _write(tensors, path, metadata, compress, checksum, sync=True):
-    fmt = _output_format(compress, checksum)
-    with Writer(path, sync=sync, format=fmt) as w:
-        if metadata is not None:  # a safetensors header holds it: before any data
-            w.set_attributes(metadata)
-        for name, value in tensors.items():
-            if fmt == "safetensors":  # in one pass, written at finish from the tensors
-                w.add_declared(name, value)
-            else:
-                w.add(name, value, compress=compress, checksum=checksum)
 
 
 def save_file(tensors, filename, metadata=None, *, compress=None, checksum="none"):
