@@ -361,7 +361,7 @@ class Writer {
   }
 
   /// Sets the file's attributes from a JSON object text; a second call replaces them.
-  ret<void> set_attributes_json(const string_arg& json) { return detail::unwrap(try_attributes(string_arg(), json)); }
+  ret<void> set_attributes_json(const string_arg& json) { return detail::unwrap(try_file_attributes(json)); }
   /// Sets the attributes of an object already begun (open or ended).
   ret<void> set_attributes_json(const string_arg& object, const string_arg& json) {
     return detail::unwrap(try_attributes(object, json));
@@ -491,6 +491,10 @@ class Writer {
     if (st != ZT_OK) return detail::last_failure(st);
     state_->object = ++state_->last_id;
     return result<object_builder>(object_builder(state_, state_->object, std::move(owned_name)));
+  }
+  result<void> try_file_attributes(const string_arg& json) {
+    if (result<void> r = detail::check_text(json, "json"); !r.ok()) return r;
+    return detail::check(zt_writer_set_file_attributes_json(handle(), json.c_str()));
   }
   result<void> try_attributes(const string_arg& object, const string_arg& json) {
     if (result<void> r = detail::check_text(object, "object"); !r.ok()) return r;
