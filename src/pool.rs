@@ -21,7 +21,7 @@
 //! returns; what that work computes in parallel still runs on the pool.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use rayon_core::{ThreadPool, ThreadPoolBuilder};
 
@@ -128,8 +128,16 @@ pub fn threads() -> usize {
 fn build(threads: usize) -> Result<Pool> {
     let handles = Arc::new(Mutex::new(Vec::with_capacity(threads)));
     let kept = handles.clone();
+    // Threads that have started running (see below).
+    let started = Arc::new((Mutex::new(0usize), Condvar::new()));
+    let starting = started.clone();
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
+        .start_handler(move |_| {
+            let (count, cv) = &*starting;
+            *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            cv.notify_all();
+        })
         .spawn_handler(move |t| {
             let h = std::thread::Builder::new()
                 .name(format!("ztensor-{}", t.index()))
@@ -142,6 +150,16 @@ fn build(threads: usize) -> Result<Pool> {
         .panic_handler(|_| {})
         .build()
         .map_err(|e| err!(Io, "starting {threads} threads: {e}"))?;
+    // Every thread running before the pool is handed out: until a thread starts, its
+    // start-up state is owned by a thread that doesn't run yet, so a fork in that window
+    // (a resize, then at once a fork, as tests/c/test_pool.c does) leaves the child
+    // holding memory no one can free.
+    let (count, cv) = &*started;
+    let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+    while *n < threads {
+        n = cv.wait(n).unwrap_or_else(|p| p.into_inner());
+    }
+    drop(n);
     Ok(Pool {
         pool: Some(pool),
         pid: std::process::id(),
