@@ -121,9 +121,21 @@ def numpy_dtype(dtype, logical=None):
         raise ValueError(f"unknown dtype value {dtype}") from None
 
 
+# from_numpy's answers by dtype (a save_file of 50,000 tensors asks for each): only
+# answers found are kept, since one refused now may be known once ml_dtypes is imported.
+_FROM_NUMPY = {}
+
+
 def from_numpy(dt):
     """(zt dtype, logical type or None) of a NumPy dtype, for writing."""
     dt = np.dtype(dt)
+    found = _FROM_NUMPY.get(dt)
+    if found is None:
+        found = _FROM_NUMPY[dt] = _from_numpy(dt)
+    return found
+
+
+def _from_numpy(dt):
     if dt.names is not None and len(dt.names) == 1:
         # one of our own structured raw dtypes: written back as the type it names
         name = dt.names[0]
