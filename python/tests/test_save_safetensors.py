@@ -36,9 +36,7 @@ NUMPY = {
 }
 
 METADATA = [None, {"format": "np"}, {"format": "pt", "note": "x" * 100, "é": "ü"},
-            pytest.param({}, marks=pytest.mark.xfail(strict=True, reason=(
-                "safetensors writes an empty metadata dict as \"__metadata__\":{}; the library's "
-                "writer leaves an empty one out (src/writer/foreign.rs)")))]
+            {}]  # an empty dict: "__metadata__":{}, as safetensors writes it
 
 
 def header(data):

@@ -516,7 +516,8 @@ fn safetensors_header(
     let json = |s: &str| serde_json::to_string(s).expect("a string serializes");
     let mut text = String::from("{");
     let metadata = attributes.map(metadata_strings).transpose()?;
-    if let Some(pairs) = metadata.filter(|p| !p.is_empty()) {
+    // set, even empty, as safetensors writes a metadata dict it was given (`{}` too)
+    if let Some(pairs) = metadata {
         text.push_str("\"__metadata__\":{");
         for (i, (k, v)) in pairs.iter().enumerate() {
             if i > 0 {
