@@ -102,6 +102,26 @@ def test_eight_threads_safe_open_and_slices(model):
     assert all(run_threads(read))
 
 
+def test_one_storage_per_file_when_threads_slice_one_safe_open(tmp_path):
+    """transformers materializes get_slice(name)[...] of one safe_open on a thread pool;
+    every tensor of a file comes out of the file's one storage (as safetensors'), which
+    save_pretrained groups tensors by: two threads mapping the file at once gave two."""
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch case needs it")
+    import ztensor_c.torch as zt_torch
+
+    path = tmp_path / "shard.safetensors"
+    zt_torch.save_file({f"w.{i}": torch.full((16, 16), float(i)) for i in range(THREADS * 4)}, path)
+    for _ in range(5):
+        with ztensor_c.safe_open(path, framework="pt") as f:
+            def read(k):
+                return [f.get_slice(f"w.{i}")[...] for i in range(k, THREADS * 4, THREADS)]
+
+            tensors = [t for part in run_threads(read) for t in part]
+        assert len({t.untyped_storage().data_ptr() for t in tensors}) == 1
+        assert all(torch.equal(t, torch.full((16, 16), float(int(n)))) for t, n in zip(
+            tensors, [i for k in range(THREADS) for i in range(k, THREADS * 4, THREADS)]))
+
+
 def test_gil_is_released_while_the_library_waits(model, tmp_path):
     """The file is served over HTTP by a thread of this very process. Opening its URL and
     reading its tensors succeed only if every library call lets that thread run: were

@@ -14,6 +14,7 @@ decoded straight into tensors of their own, in one parallel batch.
 import functools
 import operator
 import os
+import threading
 
 import numpy as np
 import torch
@@ -79,8 +80,16 @@ class _Storages:
 
     def __init__(self):
         self._by_path = {}
+        # transformers materializes get_slice()[...] of one safe_open on a thread pool: two
+        # threads mapping one file at once would give its tensors two storages (and
+        # save_pretrained, which groups tensors by storage, other shards than safetensors')
+        self._lock = threading.Lock()
 
     def flat(self, path, dtype, only=False):
+        with self._lock:
+            return self._flat(path, dtype, only)
+
+    def _flat(self, path, dtype, only):
         entry = self._by_path.get(path)
         if entry is None:
             size = os.path.getsize(path)
