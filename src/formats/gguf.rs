@@ -49,20 +49,20 @@ const DEFAULT_ALIGNMENT: u64 = 32;
 /// Bytes read at a time when the file is not in memory.
 const CHUNK: u64 = 64 << 10;
 
-/// GGUF metadata value types.
-const T_U8: u32 = 0;
-const T_I8: u32 = 1;
-const T_U16: u32 = 2;
-const T_I16: u32 = 3;
-const T_U32: u32 = 4;
-const T_I32: u32 = 5;
-const T_F32: u32 = 6;
-const T_BOOL: u32 = 7;
-const T_STRING: u32 = 8;
-const T_ARRAY: u32 = 9;
-const T_U64: u32 = 10;
-const T_I64: u32 = 11;
-const T_F64: u32 = 12;
+/// GGUF metadata value types (the writer's too).
+pub(crate) const T_U8: u32 = 0;
+pub(crate) const T_I8: u32 = 1;
+pub(crate) const T_U16: u32 = 2;
+pub(crate) const T_I16: u32 = 3;
+pub(crate) const T_U32: u32 = 4;
+pub(crate) const T_I32: u32 = 5;
+pub(crate) const T_F32: u32 = 6;
+pub(crate) const T_BOOL: u32 = 7;
+pub(crate) const T_STRING: u32 = 8;
+pub(crate) const T_ARRAY: u32 = 9;
+pub(crate) const T_U64: u32 = 10;
+pub(crate) const T_I64: u32 = 11;
+pub(crate) const T_F64: u32 = 12;
 
 /// The fewest bytes a value of this type takes (for bounding declared counts); Format for
 /// an unknown type.

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-mod gguf;
+pub(crate) mod gguf;
 mod npy;
 mod onnx;
 mod pickle;

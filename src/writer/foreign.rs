@@ -31,6 +31,9 @@ use super::Writer;
 use super::output::{Writeback, temp_name};
 use crate::dtype::{DType, numel};
 use crate::error::{Error, Result, bail, err};
+use crate::formats::gguf::{
+    T_ARRAY, T_BOOL, T_F32, T_F64, T_I8, T_I16, T_I32, T_I64, T_STRING, T_U8, T_U16, T_U32, T_U64,
+};
 use crate::model::{Attributes, Encoding, Object};
 use crate::quant::{BLOCK_TYPES, BlockType};
 use crate::value::typed::{TypedValue, ValueType};
@@ -578,21 +581,6 @@ fn safetensors_header(
         end,
     })
 }
-
-/// GGUF value types.
-const T_U8: u32 = 0;
-const T_I8: u32 = 1;
-const T_U16: u32 = 2;
-const T_I16: u32 = 3;
-const T_U32: u32 = 4;
-const T_I32: u32 = 5;
-const T_F32: u32 = 6;
-const T_BOOL: u32 = 7;
-const T_STRING: u32 = 8;
-const T_ARRAY: u32 = 9;
-const T_U64: u32 = 10;
-const T_I64: u32 = 11;
-const T_F64: u32 = 12;
 
 /// GGUF's value type of a typed value's type.
 fn gguf_type(t: ValueType) -> Option<u32> {
