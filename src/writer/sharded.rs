@@ -268,18 +268,7 @@ impl<W: Write> Shards<W> {
         let index = self.index_json(attributes.as_ref(), weight_map)?;
         let path = self.index_path();
         let temp = self.dir.join(temp_name(path.file_name().expect("a name")));
-        let written = (|| {
-            let mut f = File::create(&temp)?;
-            f.write_all(index.as_bytes())?;
-            if self.options.durable {
-                f.sync_all()?;
-            }
-            std::fs::rename(&temp, &path)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(Error::io(format_args!("writing {}", path.display()), e));
-        }
+        publish_index(&temp, &path, &index, self.options.durable)?;
         if self.options.durable
             && let Ok(d) = File::open(&self.dir)
         {
@@ -369,19 +358,7 @@ impl<W: Write> Shards<W> {
             let path = self
                 .dir
                 .join(format!("{}.safetensors.index.json", self.stem));
-            let temp = foreign::beside(&path);
-            let written = (|| {
-                let mut f = File::create(&temp)?;
-                f.write_all(index.as_bytes())?;
-                if self.options.durable {
-                    f.sync_all()?;
-                }
-                std::fs::rename(&temp, &path)
-            })();
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&temp);
-                return Err(Error::io(format_args!("writing {}", path.display()), e));
-            }
+            publish_index(&foreign::beside(&path), &path, &index, self.options.durable)?;
             path
         } else {
             files[0].1.clone()
@@ -485,4 +462,21 @@ impl DerefMut for ShardedWriter {
     fn deref_mut(&mut self) -> &mut Writer {
         &mut self.0
     }
+}
+
+/// Writes a set's index (`text`) to `temp`, synced when `durable`, and renames it to
+/// `path`; on failure the temporary file is removed and nothing is at `path`.
+fn publish_index(temp: &Path, path: &Path, text: &str, durable: bool) -> Result<()> {
+    let written = (|| {
+        let mut f = File::create(temp)?;
+        f.write_all(text.as_bytes())?;
+        if durable {
+            f.sync_all()?;
+        }
+        std::fs::rename(temp, path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(temp);
+        Error::io(format_args!("writing {}", path.display()), e)
+    })
 }
