@@ -27,17 +27,6 @@ const ROWS: u64 = 8192;
 const COLS: u64 = 16384;
 const TENSOR_BYTES: u64 = ROWS * COLS * 2;
 
-/// A line of /proc/self/status in KiB.
-fn status_kib(key: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The marked bf16 values of tensor `t`: (row, column, bits).
 fn marks(t: u64) -> Vec<(u64, u64, u16)> {
     let mut out = Vec::new();
@@ -188,7 +177,7 @@ fn child() {
     };
     // The peak from here on: the staging buffers count too.
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
-    let before = status_kib("VmRSS:");
+    let before = common::status_kib("VmRSS:");
     let loader = Loader::new(Some(checker.clone()), &options).unwrap();
     let mut requests: Vec<Request<'_>> = (0..TENSORS as usize)
         .map(|t| {
@@ -210,7 +199,7 @@ fn child() {
         })
         .collect();
     let results = loader.load(&r, &mut requests, &NoEvents);
-    let peak = status_kib("VmHWM:");
+    let peak = common::status_kib("VmHWM:");
     for (i, (result, _)) in results.iter().enumerate() {
         assert!(result.is_ok(), "request {i}: {result:?}");
     }

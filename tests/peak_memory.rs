@@ -20,17 +20,6 @@ use ztensor::{OpenOptions, Reader};
 
 const CHILD: &str = "ZT_PEAK_MEMORY_CHILD";
 
-/// A line of /proc/self/status in KiB ("VmSize:", "VmRSS:", "VmHWM:").
-fn status_kib(key: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The child's side: `ZT_PEAK_MEMORY_CHILD` is "<path>\t<mode>" (mode: "open", "json"
 /// to render the file attributes too, or "pread" to open without mapping the file, so the
 /// header's pages are read in pieces and never held). Prints "ZT_RESULT <status> <before KiB> <peak KiB>
@@ -43,26 +32,26 @@ fn child() {
     let (path, mode) = spec.split_once('\t').unwrap();
     let size = std::fs::metadata(path).unwrap().len();
     // Room for the file's mapping and the 3x it may cost, plus 1 GiB.
-    let limit = status_kib("VmSize:") * 1024 + 4 * size + (1 << 30);
+    let limit = common::status_kib("VmSize:") * 1024 + 4 * size + (1 << 30);
     let rl = libc::rlimit {
         rlim_cur: limit,
         rlim_max: limit,
     };
     // SAFETY: a plain system call on a local struct.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
-    let before = status_kib("VmRSS:");
+    let before = common::status_kib("VmRSS:");
     let options = OpenOptions {
         use_mmap: mode != "pread",
         ..OpenOptions::default()
     };
     let opened = Reader::open_with(path, &options);
-    let open_peak = status_kib("VmHWM:");
+    let open_peak = common::status_kib("VmHWM:");
     let mut rendered = 0;
-    let mut opened_rss = status_kib("VmRSS:");
+    let mut opened_rss = common::status_kib("VmRSS:");
     let status = match &opened {
         Ok(r) => {
             if mode == "json" {
-                opened_rss = status_kib("VmRSS:");
+                opened_rss = common::status_kib("VmRSS:");
                 match r.raw_attributes().map(|a| a.to_json()) {
                     Some(Ok(json)) => rendered = json.len(),
                     Some(Err(e)) => println!("ZT_ERROR {e}"),
@@ -76,7 +65,7 @@ fn child() {
             format!("{:?}", e.kind())
         }
     };
-    let peak = status_kib("VmHWM:");
+    let peak = common::status_kib("VmHWM:");
     println!("ZT_RESULT {status} {before} {open_peak} {rendered} {opened_rss} {peak}");
 }
 
@@ -720,7 +709,7 @@ fn array_child() {
         return; // Run directly: nothing to do.
     };
     let size = std::fs::metadata(&path).unwrap().len();
-    let limit = status_kib("VmSize:") * 1024 + 3 * size + (256 << 20);
+    let limit = common::status_kib("VmSize:") * 1024 + 3 * size + (256 << 20);
     let rl = libc::rlimit {
         rlim_cur: limit,
         rlim_max: limit,

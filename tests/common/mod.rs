@@ -231,3 +231,14 @@ pub fn v12() -> ztensor::CreateOptions {
         ..ztensor::CreateOptions::default()
     }
 }
+
+/// A line of /proc/self/status in KiB ("VmSize:", "VmRSS:", "VmHWM:"); 0 when absent.
+pub fn status_kib(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
