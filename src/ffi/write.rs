@@ -7,6 +7,7 @@ use std::path::Path;
 use super::handles::{self, Boxed, Handle, zt_reader};
 use super::{guard, need_bytes, need_dtype, need_out, need_str, put, zt_status};
 use crate::codec::DigestAlgorithm;
+use crate::dtype::DType;
 use crate::error::{Result, bail, err};
 use crate::model::Encoding;
 use crate::writer::{
@@ -295,6 +296,22 @@ pub unsafe extern "C" fn zt_writer_create_sharded_with(
     })
 }
 
+/// The arguments `zt_writer_declare` and `zt_writer_declare_data` share, checked: the
+/// name, the object format ("dense" for NULL), the storage dtype and the logical type.
+fn declared<'p>(
+    name: *const c_char,
+    format: *const c_char,
+    dtype: u32,
+    r#type: *const c_char,
+) -> Result<(&'p str, &'p str, DType, Option<&'p str>)> {
+    Ok((
+        need_str(name, "name")?,
+        optional_str(format, "format")?.unwrap_or("dense"),
+        need_dtype(dtype)?,
+        optional_str(r#type, "type")?,
+    ))
+}
+
 /// Declares a tensor before any data, so that a safetensors or GGUF file is written in
 /// one pass: its header when the first tensor's data comes, then each tensor's bytes
 /// straight to their place in the file (without declarations those formats are spooled
@@ -336,10 +353,7 @@ pub unsafe extern "C" fn zt_writer_declare(
 ) -> zt_status {
     guard(|| {
         let w = writer(w)?;
-        let name = need_str(name, "name")?;
-        let format = optional_str(format, "format")?.unwrap_or("dense");
-        let dtype = need_dtype(dtype)?;
-        let logical = optional_str(r#type, "type")?;
+        let (name, format, dtype, logical) = declared(name, format, dtype, r#type)?;
         w.declare_object(name, format, self::shape(shape, ndim)?, dtype, logical)
     })
 }
@@ -369,10 +383,7 @@ pub unsafe extern "C" fn zt_writer_declare_data(
 ) -> zt_status {
     guard(|| {
         let w = writer(w)?;
-        let name = need_str(name, "name")?;
-        let format = optional_str(format, "format")?.unwrap_or("dense");
-        let dtype = need_dtype(dtype)?;
-        let logical = optional_str(r#type, "type")?;
+        let (name, format, dtype, logical) = declared(name, format, dtype, r#type)?;
         let data = need_bytes(data, size, "data")?;
         // SAFETY: the caller keeps `data` valid and unchanged until zt_writer_finish
         // returns or the writer is freed, per the API contract above.
