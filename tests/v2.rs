@@ -821,6 +821,26 @@ fn refusals_name_what_v2_requires() {
         .set_file_attributes(Value::Map(vec![(t("d"), deep)]))
         .unwrap_err();
     assert!(e.message().contains("nest deeper"), "{e}");
+    // Attribute keys are text under the name rules (§3.1, §3.5), for the file and for
+    // each object, plain and typed: the reader refuses anything else.
+    let bad_keys = [
+        (t(""), "an attribute name is empty"),
+        (t("a\0b"), "holds a NUL at byte 1"),
+        (t(&"k".repeat(1025)), "longer than 1024"),
+        (Value::Unsigned(7), "keys are text, not"),
+    ];
+    for (key, says) in bad_keys {
+        let map = Value::Map(vec![(key.clone(), Value::Unsigned(1))]);
+        let e = w.set_file_attributes(map.clone()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains(says), "{e}");
+        let e = w.set_object_attributes("q", map).unwrap_err();
+        assert!(e.message().contains(says), "{e}");
+    }
+    let e = w
+        .set_file_attribute("", &ztensor::TypedValue::U32(1))
+        .unwrap_err();
+    assert!(e.message().contains("name is empty"), "{e}");
     // An odd count of fp4 values keeps its unused nibble zero.
     let e = w
         .add_typed(

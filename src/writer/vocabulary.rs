@@ -81,6 +81,20 @@ pub(super) fn gguf_attributes(obj: &Object) -> Result<Option<Attributes>> {
 /// Attributes as v2 stores them: deterministic CBOR of a map (no tags, no undefined or
 /// other simple values, no repeated key).
 pub(super) fn deterministic_attributes(value: &Value) -> Result<Attributes> {
+    // §3.1: the keys of an attributes map are text that obeys the name rules (§3.5).
+    if let Value::Map(pairs) = value {
+        for (key, _) in pairs {
+            let Some(key) = key.as_text() else {
+                bail!(
+                    InvalidArgument,
+                    "zTensor v2 attribute keys are text, not {}",
+                    key.type_name()
+                );
+            };
+            crate::formats::ztensor_v2::check_name("an attribute", key)
+                .map_err(|e| err!(InvalidArgument, "{}", e.message()))?;
+        }
+    }
     let bytes = deterministic::encode(value)
         .map_err(|e| err!(InvalidArgument, "attributes as zTensor v2 stores them: {e}"))?;
     Ok(Attributes::from_vec(bytes))

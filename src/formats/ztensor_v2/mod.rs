@@ -24,6 +24,7 @@ use super::ReadAt;
 
 pub(crate) mod encode;
 mod manifest;
+pub(crate) use manifest::check_name;
 pub(crate) mod profiles;
 pub(crate) mod shards;
 
