@@ -6,8 +6,8 @@
 //! `add` or `end_object` drops the object, a refused `end_component` its component ...).
 //! After `finish`, the file must open with the default limits and read back exactly that
 //! account: objects in order, formats, shapes, components (role, dtype, logical type,
-//! encoding, bytes), attributes byte for byte; every digest verifies, then the walk of
-//! `ztensor_fuzz::walk` runs. The writer must never write what its reader refuses.
+//! encoding, bytes), attributes byte for byte (in v2's deterministic form); every digest
+//! verifies, then the walk of `ztensor_fuzz::walk` runs. The writer must never write what its reader refuses.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result as AResult, Unstructured};
@@ -286,7 +286,7 @@ impl Run {
             7 => {
                 let v = attributes(u)?;
                 if self.w.set_file_attributes(v.clone()).is_ok() {
-                    self.file_attributes = Some(ztensor::cbor::to_vec(&v));
+                    self.file_attributes = Some(stored(&v));
                 }
             }
             _ => {
@@ -294,12 +294,31 @@ impl Run {
                 if self.w.set_object_attributes(&name, v.clone()).is_ok() {
                     let obj = self.objects.iter_mut().find(|o| o.name == name);
                     obj.expect("attributes set on an object never added")
-                        .attributes = Some(ztensor::cbor::to_vec(&v));
+                        .attributes = Some(stored(&v));
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The bytes a zTensor v2 writer (the default) stores for attributes it accepted: the
+/// deterministic encoding, which is `cbor::to_vec`'s (shortest heads and floats, one NaN)
+/// with every map's entries in the bytewise order of their keys' encodings.
+fn stored(v: &Value) -> Vec<u8> {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            Value::Map(pairs) => {
+                let mut pairs: Vec<(Value, Value)> =
+                    pairs.iter().map(|(k, v)| (sorted(k), sorted(v))).collect();
+                pairs.sort_by_cached_key(|(k, _)| ztensor::cbor::to_vec(k));
+                Value::Map(pairs)
+            }
+            other => other.clone(),
+        }
+    }
+    ztensor::cbor::to_vec(&sorted(v))
 }
 
 fn check(file: &[u8], objects: &[Expected], file_attributes: Option<&[u8]>) {
