@@ -117,6 +117,8 @@ if [ "$target" = writer ]; then
   printf '\x07\xba\x02\x03\x61\xff\xff\xff\x0a\x20\xff\xff\xff\x01' > "$out/empty-key"
   # File attributes whose keys v2 stores sorted ("b" given before "a").
   printf '\x07\xba\x02\x03\x61\xff\x03\xff\xff\x0a\x20\xff\xff\xff\x01' > "$out/unsorted-keys"
-  n=5
+  # Objects added out of name order ("layer.0" before "a"): v2 reads them back sorted.
+  printf '\x6c\xff\xff\xff\xff\xff\xff\xff\x6c\x67\x6c\x67\x00\xba\x00\x00\x02' > "$out/name-order"
+  n=6
 fi
 echo "seeds.sh: $n seeds for $target in $out" >&2
