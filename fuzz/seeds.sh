@@ -119,6 +119,8 @@ if [ "$target" = writer ]; then
   printf '\x07\xba\x02\x03\x61\xff\x03\xff\xff\x0a\x20\xff\xff\xff\x01' > "$out/unsorted-keys"
   # Objects added out of name order ("layer.0" before "a"): v2 reads them back sorted.
   printf '\x6c\xff\xff\xff\xff\xff\xff\xff\x6c\x67\x6c\x67\x00\xba\x00\x00\x02' > "$out/name-order"
-  n=6
+  # "xé" and "layer.0": bytewise name order, not the order of their CBOR encodings.
+  printf '\x00\xff\xff\xba\x07\xba\xff\x0a\xdc\x61\x61\x61\x00\xff\x11\x20\x67' > "$out/name-bytes"
+  n=7
 fi
 echo "seeds.sh: $n seeds for $target in $out" >&2
