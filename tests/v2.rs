@@ -841,6 +841,19 @@ fn refusals_name_what_v2_requires() {
         .set_file_attribute("", &ztensor::TypedValue::U32(1))
         .unwrap_err();
     assert!(e.message().contains("name is empty"), "{e}");
+    // A shape whose product overflows as it is accumulated, though a later dimension is
+    // 0: the reader refuses it (§3.3), so the writer does.
+    let e = w
+        .add(
+            "z",
+            DType::U8,
+            &[1 << 40, 1 << 40, 0],
+            &[],
+            &WriteOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("overflows u64"), "{e}");
     // An odd count of fp4 values keeps its unused nibble zero.
     let e = w
         .add_typed(

@@ -395,13 +395,7 @@ fn parse_shape(p: &mut P<'_>, max_rank: usize) -> Result<Shape> {
         *d = p.uint("a shape dimension")?;
     }
     let dims = &dims[..n as usize];
-    if dims
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .is_none()
-    {
-        refuse!(Shape, "the product of shape {dims:?} overflows u64");
-    }
+    profiles::check_shape_product(dims)?;
     Ok(Shape::from(dims))
 }
 

@@ -83,10 +83,23 @@ pub(crate) fn size_of(logical: Option<&str>, dtype: DType, n: u64) -> Option<Opt
     })
 }
 
-/// The element count of a shape as v2 computes it (the product; the caller checked it
-/// doesn't overflow).
+/// The element count of a shape as v2 computes it (the product; `check_layout` checked
+/// that it doesn't overflow).
 fn elements(shape: &[u64]) -> u64 {
     shape.iter().product()
+}
+
+/// §3.3: the product of the dimensions doesn't overflow as it is accumulated (so a shape
+/// like [2^40, 2^40, 0] is refused, as the reference reader refuses it).
+pub(crate) fn check_shape_product(shape: &[u64]) -> Result<()> {
+    if shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_none()
+    {
+        refuse!(Shape, "the product of shape {shape:?} overflows u64");
+    }
+    Ok(())
 }
 
 /// Checks an object's parts and attributes against its layout profile, for the layouts
@@ -97,6 +110,8 @@ pub(crate) fn check_layout(
     attributes: Option<&[u8]>,
     parts: &[Part<'_>],
 ) -> Result<()> {
+    // The reader checked the shape as it parsed it; a writer's object is checked here.
+    check_shape_product(shape)?;
     let attrs = || -> Value {
         attributes.map_or(Value::Map(Vec::new()), |a| {
             crate::value::cbor::decode(a, crate::limits::MAX_CBOR_DEPTH).unwrap_or(Value::Null)
