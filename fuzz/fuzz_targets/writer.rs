@@ -4,16 +4,21 @@
 //! the depth a default reader accepts, calls out of order). The target keeps its own
 //! account of what each call that succeeded added, as the writer documents it (a refused
 //! `add` or `end_object` drops the object, a refused `end_component` its component ...).
+//! The first input byte picks the version: v1.2 (odd) or v2 (even, the default).
 //! After `finish`, the file must open with the default limits and read back exactly that
-//! account: objects in name order (v2's), formats, shapes, components (role, dtype, logical type,
-//! encoding, bytes), attributes byte for byte (in v2's deterministic form); every digest
-//! verifies, then the walk of `ztensor_fuzz::walk` runs. The writer must never write what its reader refuses.
+//! account: for v1.2, objects in order, formats, shapes, components (role, dtype, logical
+//! type, encoding, bytes) and attributes byte for byte; for v2 (`check_v2`), objects in
+//! name order, names, shapes, every part's bytes, attributes in deterministic form, and
+//! what v2 names as we do. Every digest verifies, then the walk of `ztensor_fuzz::walk`
+//! runs. The writer must never write what its reader refuses.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result as AResult, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use ztensor::cbor::Value;
-use ztensor::{DType, DigestAlgorithm, Encoding, Reader, WriteOptions, Writer};
+use ztensor::{
+    CreateOptions, DType, DigestAlgorithm, Encoding, FileVersion, Reader, WriteOptions, Writer,
+};
 
 const NAMES: [&str; 6] = ["a", "b", "w", "layer.0", "", "x\u{e9}"];
 const FORMATS: [&str; 6] = [
@@ -170,6 +175,8 @@ fn attributes(u: &mut Unstructured<'_>) -> AResult<Value> {
 /// `open`), the component being streamed.
 struct Run {
     w: Writer<Vec<u8>>,
+    /// The file is zTensor v2 (else v1.2).
+    v2: bool,
     objects: Vec<Expected>,
     open: bool,
     stream: Option<(String, DType, Option<String>, Encoding, Vec<u8>)>,
@@ -286,7 +293,7 @@ impl Run {
             7 => {
                 let v = attributes(u)?;
                 if self.w.set_file_attributes(v.clone()).is_ok() {
-                    self.file_attributes = Some(stored(&v));
+                    self.file_attributes = Some(stored(&v, self.v2));
                 }
             }
             _ => {
@@ -294,7 +301,7 @@ impl Run {
                 if self.w.set_object_attributes(&name, v.clone()).is_ok() {
                     let obj = self.objects.iter_mut().find(|o| o.name == name);
                     obj.expect("attributes set on an object never added")
-                        .attributes = Some(stored(&v));
+                        .attributes = Some(stored(&v, self.v2));
                 }
             }
         }
@@ -302,10 +309,10 @@ impl Run {
     }
 }
 
-/// The bytes a zTensor v2 writer (the default) stores for attributes it accepted: the
+/// The bytes a writer stores for attributes it accepted: v1.2 as given; v2 the
 /// deterministic encoding, which is `cbor::to_vec`'s (shortest heads and floats, one NaN)
 /// with every map's entries in the bytewise order of their keys' encodings.
-fn stored(v: &Value) -> Vec<u8> {
+fn stored(v: &Value, v2: bool) -> Vec<u8> {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
@@ -318,23 +325,72 @@ fn stored(v: &Value) -> Vec<u8> {
             other => other.clone(),
         }
     }
-    ztensor::cbor::to_vec(&sorted(v))
+    if v2 {
+        ztensor::cbor::to_vec(&sorted(v))
+    } else {
+        ztensor::cbor::to_vec(v)
+    }
 }
 
-fn check(file: &[u8], objects: &mut [Expected], file_attributes: Option<&[u8]>) {
+/// A v2 file says what an object is in v2's vocabulary (layout ids, parts sorted by name,
+/// a part's dtype and logical type in v2's names, GGUF and group attributes as v2 states
+/// them): for v2, the target checks names, shapes, every part's bytes and encoding, and
+/// the format, types and attributes of objects whose names are the same in both.
+fn check_v2(r: &Reader<'_>, objects: &[Expected]) {
+    for (i, (got, want)) in r.objects().iter().zip(objects).enumerate() {
+        assert_eq!(got.name(), want.name, "name of object {i}");
+        assert_eq!(got.shape(), &want.shape[..], "shape of '{}'", want.name);
+        assert_eq!(got.components().len(), want.components.len());
+        let same_vocabulary = want.format == "dense";
+        if same_vocabulary {
+            assert_eq!(got.format(), want.format, "format of '{}'", want.name);
+            assert_eq!(
+                got.raw_attributes().map(|a| a.as_cbor()),
+                want.attributes.as_deref(),
+                "attributes of '{}'",
+                want.name
+            );
+        }
+        for (role, dt, lt, enc, bytes) in &want.components {
+            let role = if role == "packed_weight" { "data" } else { role };
+            let c = (0..got.components().len())
+                .find(|&c| got.components()[c].role() == role)
+                .unwrap_or_else(|| panic!("'{}' has no part '{role}'", want.name));
+            let comp = &got.components()[c];
+            assert_eq!(comp.encoding(), *enc);
+            assert_eq!(comp.decoded_length(), bytes.len() as u64);
+            if same_vocabulary && *dt != DType::Bool && lt.is_none() {
+                assert_eq!(comp.dtype(), *dt);
+                assert_eq!(comp.logical_type(), None);
+            }
+            let back = r.read_to_vec(i, c).expect("a written part reads back");
+            assert!(back == *bytes, "bytes of '{}' part '{role}'", want.name);
+        }
+    }
+}
+
+fn check(file: &[u8], objects: &mut [Expected], file_attributes: Option<&[u8]>, v2: bool) {
     let r = match Reader::from_slice(file) {
         Ok(r) => r,
         Err(e) => panic!("the reader refuses what the writer wrote: {e}"),
     };
-    // v2's manifest is a map of objects by name: a reader lists them in name order
-    // (bytewise), whatever order they were added in.
-    objects.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
     assert_eq!(r.objects().len(), objects.len(), "object count");
     assert_eq!(
         r.raw_attributes().map(|a| a.as_cbor()),
         file_attributes,
         "file attributes"
     );
+    if v2 {
+        // v2's manifest is a map of objects by name: a reader lists them in name order
+        // (bytewise), whatever order they were added in.
+        objects.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        check_v2(&r, objects);
+        if let Err(e) = r.verify() {
+            panic!("a file just written does not verify: {e}");
+        }
+        ztensor_fuzz::walk(&r);
+        return;
+    }
     for (i, (got, want)) in r.objects().iter().zip(objects).enumerate() {
         assert_eq!(got.name(), want.name, "name of object {i}");
         assert_eq!(got.format(), want.format, "format of '{}'", want.name);
@@ -375,8 +431,19 @@ fn check(file: &[u8], objects: &mut [Expected], file_attributes: Option<&[u8]>) 
 
 fuzz_target!(|input: &[u8]| {
     let mut u = Unstructured::new(input);
+    // The first byte: zTensor v2 (the default) when even, else v1.2.
+    let v2 = input.first().is_none_or(|b| b & 1 == 0);
+    let version = if v2 { FileVersion::V2 } else { FileVersion::V1_2 };
+    if !input.is_empty() {
+        let _ = u.bytes(1);
+    }
+    let options = CreateOptions {
+        version,
+        ..CreateOptions::default()
+    };
     let mut run = Run {
-        w: Writer::new(Vec::new()).expect("a writer into memory"),
+        w: Writer::new_with(Vec::new(), &options).expect("a writer into memory"),
+        v2,
         objects: Vec::new(),
         open: false,
         stream: None,
@@ -391,7 +458,7 @@ fuzz_target!(|input: &[u8]| {
     match run.w.finish() {
         Ok(file) => {
             assert!(!run.open, "finish succeeded with an object open");
-            check(&file, &mut run.objects, run.file_attributes.as_deref());
+            check(&file, &mut run.objects, run.file_attributes.as_deref(), run.v2);
         }
         Err(e) => assert!(!clean, "finish refused a writer with nothing open: {e}"),
     }
