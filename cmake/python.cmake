@@ -11,6 +11,8 @@
 #                  installed into venv-python with --no-deps
 #   python_tests   pytest python/tests in venv-python, on the installed wheel
 #   python_sdist   the sdist (python -m build --sdist), a wheel built from it, the same files
+#   python_wheel_musl  the musllinux_1_2 wheel (maturin + zig), its tag and its library's
+#                  needs checked; skipped, saying so, without Rust's musl target
 #   python_free_threaded  the suite on a free-threaded CPython (3.14t) with the same wheel,
 #                  the GIL checked off; skipped, saying so, where none is given
 #
@@ -64,7 +66,15 @@ _ztensor_add_test(python_sdist "${CMAKE_COMMAND}" -E env ${_py_cargo_env} "CARGO
   "${_py_python}" "${_py_dir}/tests/wheel.py" sdist "${_py_dist}" "${_py_build}/bin/python")
 set_tests_properties(python_sdist PROPERTIES TIMEOUT 1800)
 
-set_property(TEST python_wheel python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_venv)
+# python_wheel_musl: the musllinux wheel, built with its own cargo target directory (the
+# musl target shares nothing with the CMake build's); skipped where Rust's musl target is
+# not installed (.ci/run installs it).
+_ztensor_add_test(python_wheel_musl "${CMAKE_COMMAND}" -E env
+  "CARGO_TARGET_DIR=${PROJECT_BINARY_DIR}/cargo-musl" "CARGO=${CARGO_EXECUTABLE}"
+  "${_py_python}" "${_py_dir}/tests/wheel.py" musl "${_py_dist}")
+set_tests_properties(python_wheel_musl PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+
+set_property(TEST python_wheel python_tests python_sdist python_wheel_musl APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_venv)
 set_property(TEST python_tests python_sdist APPEND PROPERTY FIXTURES_REQUIRED ztensor_python_wheel)
 
 # python_free_threaded: the same suite on a free-threaded CPython (python/tests/

@@ -3,6 +3,7 @@
 
     python wheel.py build DIST          # pip wheel ./python, then install it here
     python wheel.py sdist DIST BUILDPY  # BUILDPY -m build --sdist, then a wheel from it
+    python wheel.py musl DIST           # the musllinux wheel (built and checked, not installed)
 
 `build` runs `python -m pip wheel <repo>/python --no-deps -w DIST` with this
 interpreter's pip (pip makes its own isolated build environment with the pinned maturin
@@ -11,6 +12,12 @@ this interpreter's venv, which holds no build tools (this checks it). The enviro
 passes through: CMake sets CARGO_TARGET_DIR to its own cargo directory, so maturin's
 cargo run reuses the dependencies the CMake build compiled and compiles only the library
 itself, with the same profile settings.
+
+`musl` builds the musllinux_1_2 wheel of the same package (maturin and zig cross-link it
+against musl; Rust's x86_64-unknown-linux-musl target must be installed, else it exits
+77, a skip), and checks its tag and that its library needs nothing but musl's libc (no
+glibc symbol version): what auditwheel checks, which can't run on a glibc machine. It is
+not installed here (this interpreter is glibc's).
 
 `sdist` builds the sdist with pypa/build (the interpreter BUILDPY has it), checks it
 holds what a build needs, builds a wheel from it with pip, and checks that the wheel
@@ -90,6 +97,45 @@ def audit(wheel, tag):
         sys.exit(f"auditwheel does not find {wheel} consistent with {platform}")
 
 
+MUSL_TARGET = "x86_64-unknown-linux-musl"
+
+
+def musl(dist):
+    rustc = os.environ.get("RUSTC", "rustc")
+    sysroot = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isdir(os.path.join(sysroot, "lib", "rustlib", MUSL_TARGET)):
+        print(f"SKIP: Rust's {MUSL_TARGET} target is not installed (rustup target add {MUSL_TARGET})")
+        sys.exit(77)
+    out = os.path.join(dist, "musl")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = dict(os.environ)
+    env["MATURIN_PEP517_ARGS"] = f"--target {MUSL_TARGET} --compatibility musllinux_1_2 --zig"
+    start = time.monotonic()
+    run(sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-input",
+        "--no-deps", "-w", out, PACKAGE, env=env)
+    print(f"pip wheel ./python (musl): {time.monotonic() - start:.0f} s")
+    wheel = one(os.path.join(out, "ztensor_c-*.whl"))
+    tag = os.path.basename(wheel)[:-4].split("-", 2)[2]
+    if tag != "py3-none-musllinux_1_2_x86_64":
+        sys.exit(f"{wheel}: the tag is {tag}, not py3-none-musllinux_1_2_x86_64")
+    with zipfile.ZipFile(wheel) as z:
+        libs = [n for n in z.namelist() if n.endswith(".so")]
+        if len(libs) != 1:
+            sys.exit(f"{wheel}: expected one library, found {libs}")
+        lib = os.path.join(out, "lib.so")
+        with open(lib, "wb") as f:
+            f.write(z.read(libs[0]))
+    dynamic = subprocess.run(["readelf", "-d", "-W", lib], capture_output=True, text=True, check=True).stdout
+    needed = sorted(line.split("[", 1)[1].split("]", 1)[0] for line in dynamic.splitlines() if "(NEEDED)" in line)
+    if needed != ["libc.so"]:
+        sys.exit(f"{libs[0]} needs {needed}, not only musl's libc.so")
+    versions = subprocess.run(["readelf", "-V", "-W", lib], capture_output=True, text=True, check=True).stdout
+    if "GLIBC_" in versions:
+        sys.exit(f"{libs[0]} asks for glibc symbol versions:\n{versions}")
+    print(f"{os.path.basename(wheel)}: {libs[0]} needs only {needed}, no glibc symbol version")
+
+
 def sdist(dist, build_python):
     out = os.path.join(dist, "sdist")
     shutil.rmtree(out, ignore_errors=True)
@@ -119,6 +165,8 @@ def sdist(dist, build_python):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "build":
         build(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "musl":
+        musl(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "sdist":
         sdist(sys.argv[2], sys.argv[3])
     else:
