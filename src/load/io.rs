@@ -10,6 +10,9 @@
 //! load's tasks, and the kernel's split of each read) at the device's speed, without
 //! filling the page cache with a model that is about to live on a GPU. A filesystem that
 //! refuses `O_DIRECT` (tmpfs, some FUSE filesystems) is read through the cache instead.
+//! Either way, a load whose reads wait on storage (`Way::waits_on_storage`) keeps
+//! several in flight: its tasks run on the I/O helper's threads, at least 8 of them
+//! (`run.rs`), not one per core.
 //!
 //! Reads of neighbouring pieces of a file (adjacent requests, chunks packed together) are
 //! one read: `preadv` into every destination, one `O_DIRECT` read of the range they
@@ -51,6 +54,8 @@ pub(crate) enum Way<'r> {
         map: Option<&'r [u8]>,
         fd: i32,
         force: Option<ReadMode>,
+        /// Most of the file is not in the page cache (`ReadMode::Auto` looked).
+        cold: bool,
     },
     /// `O_DIRECT` reads on a descriptor of our own for the same file (`pread` on the
     /// reader's `fd` once the filesystem refused one).
@@ -63,6 +68,19 @@ pub(crate) enum Way<'r> {
     Memory(&'r [u8]),
     /// Anything else (a remote object): through the source.
     Source(&'r Source<'r>),
+}
+
+impl Way<'_> {
+    /// Whether reads of this way wait on storage: `O_DIRECT`, or through the cache of a
+    /// file that is mostly not there. Such reads reach the storage's speed only with
+    /// several in flight.
+    pub(crate) fn waits_on_storage(&self) -> bool {
+        match self {
+            Way::Direct { refused, .. } => !refused.load(Ordering::Relaxed),
+            Way::Buffered { cold, .. } => *cold,
+            Way::Memory(_) | Way::Source(_) => false,
+        }
+    }
 }
 
 /// The ways of the files of one load, each chosen on first use, and what was read.
@@ -107,7 +125,7 @@ impl<'r> Io<'r> {
         }
         match way {
             Way::Memory(all) => copy_from(all, offset, outs),
-            Way::Buffered { map, fd, force } => {
+            Way::Buffered { map, fd, force, .. } => {
                 let from_map = match (force, map) {
                     (Some(ReadMode::Pread), _) | (_, None) => None,
                     (Some(ReadMode::Mmap), Some(m)) => Some(*m),
@@ -434,14 +452,22 @@ fn choose<'r>(source: &'r Source<'r>, mode: ReadMode) -> Way<'r> {
         };
     };
     let map = source.bytes();
-    let buffered = |force| Way::Buffered { map, fd, force };
-    let direct = match mode {
-        ReadMode::Mmap | ReadMode::Pread => return buffered(Some(mode)),
-        ReadMode::Direct => true,
-        ReadMode::Auto => prefers_direct(fd, source.size()),
+    let buffered = |force, cold| Way::Buffered {
+        map,
+        fd,
+        force,
+        cold,
+    };
+    let (direct, cold) = match mode {
+        ReadMode::Mmap | ReadMode::Pread => return buffered(Some(mode), false),
+        ReadMode::Direct => (true, true),
+        ReadMode::Auto => {
+            let cold = is_cold(fd, source.size());
+            (cold && prefers_direct(fd, source.size()), cold)
+        }
     };
     if !direct {
-        return buffered(None);
+        return buffered(None, cold);
     }
     match open_direct(fd) {
         Some(d) => Way::Direct {
@@ -449,21 +475,21 @@ fn choose<'r>(source: &'r Source<'r>, mode: ReadMode) -> Way<'r> {
             fd,
             refused: AtomicBool::new(false),
         },
-        None => buffered(None),
+        None => buffered(None, cold),
     }
 }
 
-/// `ReadMode::Auto`'s choice for a file of `size` bytes on `fd`: `O_DIRECT` when the file
-/// is cold (under half of a sample of its pages in the page cache) and either larger than
-/// the memory available or on NVMe storage. Anything it can't tell is read buffered.
+/// Whether a file of `size` bytes on `fd` is cold: large enough to matter (64 MiB; the
+/// page cache costs a small file nothing worth avoiding) and under half of a sample of
+/// its pages in the page cache.
+fn is_cold(fd: i32, size: u64) -> bool {
+    size >= 64 << 20 && resident_fraction(fd, size).is_some_and(|f| f < 0.5)
+}
+
+/// `ReadMode::Auto`'s choice for a cold file of `size` bytes on `fd`: `O_DIRECT` when it
+/// is larger than the memory available or on NVMe storage. Anything it can't tell is
+/// read buffered.
 fn prefers_direct(fd: i32, size: u64) -> bool {
-    if size < 64 << 20 {
-        // Small files: the page cache costs nothing worth avoiding.
-        return false;
-    }
-    if resident_fraction(fd, size).is_none_or(|f| f >= 0.5) {
-        return false;
-    }
     available_memory().is_some_and(|free| size > free) || on_nvme(fd)
 }
 

@@ -85,6 +85,10 @@ fn canceled() -> Error {
     )
 }
 
+/// Reads in flight from a file that waits on storage (cold, or read with `O_DIRECT`): a
+/// depth at which NVMe and virtual disks alike give their speed.
+const STORAGE_READS: usize = 8;
+
 /// The smallest chunk of a remote object's raw bytes: a request's worth.
 const REMOTE_CHUNK: u64 = 8 << 20;
 
@@ -208,8 +212,20 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
                 .min(self.loader.ring.usable().saturating_sub(1))
                 .max(1);
         }
-        let remote = self.reader.parallel_reads();
-        if let Some(n) = remote {
+        // Reads that wait on storage (a cold local file, O_DIRECT) reach its speed only
+        // with several in flight, more than the pool has threads: like a remote object's,
+        // they run on the I/O helper's threads.
+        let waiting = self.reader.parallel_reads().or_else(|| {
+            let waits = self.jobs.iter().flatten().any(|j| {
+                j.raw.is_some_and(|(file, _, source)| {
+                    self.io
+                        .way(file, source)
+                        .is_some_and(|w| w.waits_on_storage())
+                })
+            });
+            waits.then_some(STORAGE_READS)
+        });
+        if let Some(n) = waiting {
             tasks = tasks.max(n.min(self.loader.options.readers.max(n)));
             if device_work {
                 tasks = tasks
@@ -220,8 +236,8 @@ impl<'l, 'r, 'a> Run<'l, 'r, 'a> {
         tasks = tasks.min(self.items.len()).max(1);
         if !self.items.is_empty() {
             let work = |_: usize| self.task();
-            match remote {
-                // A remote object's reads wait on the network: the I/O helper's threads.
+            match waiting {
+                // Reads that wait on the network or on storage: the I/O helper's threads.
                 Some(_) => {
                     crate::pool::io_map((0..tasks).collect(), tasks, work);
                 }
