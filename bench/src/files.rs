@@ -6,7 +6,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::formats::{write_gguf, write_ours, write_ours_v2, write_ref, write_safetensors};
+use crate::formats::{
+    v1_2, write_gguf, write_ours_v2, write_ours_with, write_ref, write_safetensors,
+};
 use crate::workloads::Workload;
 use crate::{MIB, Res};
 
@@ -133,7 +135,7 @@ pub fn files_for(w: &Workload, d: &Path, quick: bool) -> Res<Files> {
         ztensor_ref::Compression::Raw
     };
     let ours = ensure(w, quick, d.join(format!("{id}.zt")), true, |p| {
-        write_ours(w, p, &ours_opts, true)
+        write_ours_with(w, p, &ours_opts, &v1_2())
     })?;
     let reference = ensure(w, quick, d.join(format!("{id}.ref.zt")), false, |p| {
         write_ref(w, p, ref_comp)
@@ -166,7 +168,7 @@ pub fn files_for(w: &Workload, d: &Path, quick: bool) -> Res<Files> {
             quick,
             d.join(format!("{id}.sha256.zt")),
             true,
-            |p| write_ours(w, p, &opts, true),
+            |p| write_ours_with(w, p, &opts, &v1_2()),
         )?)
     } else {
         None

@@ -24,7 +24,27 @@ pub fn write_ours(
         durable,
         ..Default::default()
     };
-    let mut wr = ztensor::Writer::create_with(path, &options)?;
+    write_ours_with(w, path, opts, &options)
+}
+
+/// zTensor v1.2, durable: our data files (the reference 1.2.3's peers, objects in the
+/// workload's order; v2 lists them by name and pads W2's 50,000 small tensors to 4 KiB
+/// each) and the write rows' v1.2 case.
+pub fn v1_2() -> ztensor::CreateOptions {
+    ztensor::CreateOptions {
+        version: ztensor::FileVersion::V1_2,
+        ..Default::default()
+    }
+}
+
+/// `write_ours` with every option of the file given.
+pub fn write_ours_with(
+    w: &Workload,
+    path: &Path,
+    opts: &ztensor::WriteOptions,
+    options: &ztensor::CreateOptions,
+) -> Res<()> {
+    let mut wr = ztensor::Writer::create_with(path, options)?;
     for (i, t) in w.tensors.iter().enumerate() {
         wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), opts)?;
     }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use super::{Ctx, Runs, Section};
 use crate::Res;
 use crate::files::Files;
-use crate::formats::{write_ours, write_ref, write_safetensors, zstd_compress_all};
+use crate::formats::{
+    v1_2, write_ours, write_ours_with, write_ref, write_safetensors, zstd_compress_all,
+};
 use crate::harness::{Case, case, measure, names_of, parallel_note, row_from};
 use crate::report::Row;
 use crate::workloads::Workload;
@@ -212,16 +214,7 @@ fn raw_write_cases<'a>(w: &'a Workload, p: &'a Outputs) -> Vec<Case<'a>> {
         })
         .setup(setup),
         case("ours durable, v1.2", move || {
-            let options = ztensor::CreateOptions {
-                version: ztensor::FileVersion::V1_2,
-                ..Default::default()
-            };
-            let mut wr = ztensor::Writer::create_with(&p.ours, &options)?;
-            for (i, t) in w.tensors.iter().enumerate() {
-                wr.add(&t.name, t.dt.ours(), &t.shape, w.bytes(i), &raw)?;
-            }
-            wr.finish()?;
-            Ok(())
+            write_ours_with(w, &p.ours, &raw, &v1_2())
         })
         .setup(setup),
         case("ours durable, safetensors", move || {
