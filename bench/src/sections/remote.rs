@@ -164,9 +164,10 @@ fn make_set(f: &Files, dir: &Path) -> Res<(PathBuf, Vec<PathBuf>)> {
     }
     let r = ztensor::Reader::open(&f.ours)?;
     let size = std::fs::metadata(&f.ours)?.len();
+    // v1.2 shards, as the single file they are cut from.
     let options = ztensor::CreateOptions {
         durable: false,
-        ..Default::default()
+        ..crate::formats::v1_2()
     };
     let mut w = ztensor::ShardedWriter::create_with(&base, size / SHARDS + 1, &options)?;
     for o in 0..r.objects().len() {

@@ -33,9 +33,10 @@ fn make_set(f: &Files, dir: &Path) -> Res<(PathBuf, Vec<PathBuf>)> {
         matches!((a.modified(), b.modified()), (Ok(x), Ok(y)) if x >= y)
     };
     if !(fresh(&index) && shards.iter().all(|s| fresh(s))) {
+        // v1.2 shards, as the single file they are cut from (v2 pads each tensor to 4 KiB).
         let options = ztensor::CreateOptions {
             durable: false,
-            ..Default::default()
+            ..crate::formats::v1_2()
         };
         let mut w = ztensor::ShardedWriter::create_with(&base, size / 4 + 1, &options)?;
         for o in 0..r.objects().len() {
