@@ -280,19 +280,21 @@
 #define ZT_WRITER_NO_SYNC 1
 
 /**
- * `zt_writer_options.flags`, zTensor v2: keep the blobs in the order they were written.
- * By default a v2 writer whose objects were added out of ascending name order (or
- * components out of ascending role order) copies the blobs into canonical order at
- * `zt_writer_finish` (one more read and write of the data, in bounded memory), so that
- * the file is canonical: byte for byte what any canonical writer makes of the same
- * tensors. With this flag the file stays as written, valid but canonical only if it was
- * written in that order.
+ * `zt_writer_options.flags`, zTensor v2 with `ZT_WRITER_CANONICAL`: keep the blobs in
+ * the order they were written. By default a canonical writer whose objects were added
+ * out of ascending name order (or components out of ascending role order) copies the
+ * blobs into canonical order at `zt_writer_finish` (one more read and write of the data,
+ * in bounded memory), so that the file is canonical: byte for byte what any canonical
+ * writer makes of the same tensors. With this flag the file stays as written, valid but
+ * canonical only if it was written in that order. A compact file (4 KiB placement, the
+ * default) is never canonical and always keeps the written order: one pass.
  */
 #define ZT_WRITER_KEEP_ORDER 2
 
 /**
- * `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs in
- * name order, at 4 KiB boundaries unless `ZT_WRITER_CANONICAL` asks for 64 KiB), what
+ * `zt_writer_options.flags`: write zTensor v2 (an xxh3 digest of every part, blobs at
+ * 4 KiB boundaries in the order written, or with `ZT_WRITER_CANONICAL` at 64 KiB in name
+ * order), what
  * `ztensor` 2.x reads. Without it or `ZT_WRITER_V1_2`
  * the library's default is written: zTensor v2 since this release (v1.2.0 before).
  */

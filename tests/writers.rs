@@ -1555,12 +1555,19 @@ fn tensors_declared_with_their_data_are_checked_and_written_at_finish() {
         );
         w.add("b", DType::F32, &[4], &b, &raw).unwrap();
         w.finish().unwrap();
-        // The file the same tensors added make.
+        // The file the same tensors added make: safetensors and GGUF in declared order;
+        // a compact zTensor v2 file keeps the order blobs were written in, and finish
+        // wrote a and c after b.
         let added = dir.join(format!("added.{ext}"));
         let mut w = Writer::create_with(&added, &quick()).unwrap();
-        w.add("a", DType::F32, &[2, 3], &a, &raw).unwrap();
-        w.add("b", DType::F32, &[4], &b, &raw).unwrap();
-        w.add("c", DType::F32, &[5], &c, &raw).unwrap();
+        let order: [(&str, &[u64], &Vec<u8>); 3] = if ext == "zt" {
+            [("b", &[4], &b), ("a", &[2, 3], &a), ("c", &[5], &c)]
+        } else {
+            [("a", &[2, 3], &a), ("b", &[4], &b), ("c", &[5], &c)]
+        };
+        for (name, shape, data) in order {
+            w.add(name, DType::F32, shape, data, &raw).unwrap();
+        }
         w.finish().unwrap();
         assert!(
             std::fs::read(&path).unwrap() == std::fs::read(&added).unwrap(),

@@ -175,10 +175,12 @@ pub struct CreateOptions {
     pub durable: bool,
     /// The zTensor version to write (`FileVersion::default()` unless set).
     pub version: FileVersion,
-    /// zTensor v2: keep the blobs in the order they were written, instead of copying
-    /// them into canonical order at `finish` when they were added out of it (objects not
-    /// in ascending name order, or components not in ascending role order). The file is
-    /// then canonical only if they were added in that order.
+    /// zTensor v2 with `Placement::Canonical`: keep the blobs in the order they were
+    /// written, instead of copying them into canonical order at `finish` when they were
+    /// added out of it (objects not in ascending name order, or components not in
+    /// ascending role order). The file is then canonical only if they were added in that
+    /// order. `Placement::Compact` (the default) always keeps the written order: its
+    /// files are not canonical whatever the order, so nothing is copied.
     pub keep_order: bool,
     /// zTensor v2: where blobs start (`Placement`).
     pub placement: Placement,
@@ -356,8 +358,11 @@ impl<W: Write> Writer<W> {
             target,
             version: options.version,
             v2: (options.version == FileVersion::V2).then(|| {
+                // Only canonical placement needs the blobs in name order: a compact
+                // file (4 KiB, not canonical whatever its order) keeps the written
+                // order, one pass over the data instead of a copy at `finish`.
                 Box::new(v2::State::new(
-                    options.keep_order,
+                    options.keep_order || options.placement != Placement::Canonical,
                     options.placement.alignment(),
                     handle,
                 ))

@@ -7,11 +7,13 @@
 //! - A raw part whose bytes equal an earlier part's shares its blob. Found by xxh3-128
 //!   and length, confirmed byte for byte by reading the earlier blob back; a duplicate
 //!   already written is taken back (the file is cut back to where it began).
-//! - Blobs are placed in the order of (object name, part name), bytewise. Objects added
-//!   in that order are written in place; otherwise `finish` copies the blobs into a new
-//!   temporary file in canonical order (one more read and write of the data, memory
-//!   bounded by one 4 MiB piece) before it is renamed into place, unless the caller asked
-//!   to keep the written order (`CreateOptions::keep_order`).
+//! - With `Placement::Canonical`, blobs are placed in the order of (object name, part
+//!   name), bytewise. Objects added in that order are written in place; otherwise
+//!   `finish` copies the blobs into a new temporary file in canonical order (one more
+//!   read and write of the data, memory bounded by one 4 MiB piece) before it is renamed
+//!   into place, unless the caller asked to keep the written order
+//!   (`CreateOptions::keep_order`). A compact file (the default placement, never
+//!   canonical) keeps the written order: one pass.
 //!
 //! Same tensors and attributes in, the same bytes out as `ztensor` 2.1.2's canonical
 //! writer. Padding between blobs is zeros; in a file it is left as a hole (no disk
