@@ -242,15 +242,13 @@ impl<W: Write> Writer<W> {
         while done < length {
             let n = (length - done).min(buf.len() as u64) as usize;
             reader.read_stored(object, ci, done, &mut buf[..n])?;
-            stream.hasher.update(&buf[..n]);
-            if let Some(content) = &mut stream.content {
-                content.update(&buf[..n]);
-            }
+            stream.hash(&buf[..n]);
             self.emit_data(&buf[..n])?;
             let reported = proportion(c.decoded_length(), done, length);
             done += n as u64;
             progress(proportion(c.decoded_length(), done, length) - reported);
         }
+        let content = stream.content_hash();
         let written = std::mem::replace(&mut stream.hasher, Hasher::None).finish();
         if !decoded_digest
             && let (Some(new), Some(old)) = (&written, c.digest())
@@ -279,8 +277,8 @@ impl<W: Write> Writer<W> {
             digest: written.map(|d| CText::new(&d)).transpose()?,
             steps: Default::default(),
         };
-        if let Some(content) = stream.content {
-            self.v2_share(&mut component, content.digest128())?;
+        if let Some(content) = content {
+            self.v2_share(&mut component, content)?;
         }
         self.objects
             .last_mut()

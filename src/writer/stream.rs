@@ -30,9 +30,41 @@ pub(super) struct Stream {
     /// zTensor v2: the digest covers the decoded bytes (`hasher` is fed those), and a raw
     /// component's xxh3-128 finds an identical blob to share.
     pub(super) decoded_digest: bool,
-    pub(super) content: Option<Box<xxhash_rust::xxh3::Xxh3>>,
+    /// A raw v2 component's xxh3-128: `Share::Own` when its digest is not xxh3 (sha256),
+    /// else `Share::Digest`, read off the digest's own xxh3 state (one pass over the
+    /// bytes for both).
+    pub(super) share: Share,
     /// The last byte written (the unused nibble of an odd count of packed fp4 values).
     pub(super) last: Option<u8>,
+}
+
+impl Stream {
+    /// Feeds raw bytes to the digest and the share hash.
+    pub(super) fn hash(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        if let Share::Own(c) = &mut self.share {
+            c.update(bytes);
+        }
+    }
+
+    /// The xxh3-128 of the bytes hashed, for a component that may share a blob.
+    pub(super) fn content_hash(&self) -> Option<u128> {
+        match (&self.share, &self.hasher) {
+            (Share::Own(c), _) => Some(c.digest128()),
+            (Share::Digest, Hasher::Xxh3(h)) => Some(h.digest128()),
+            _ => None,
+        }
+    }
+}
+
+/// How a component's xxh3-128 (to find an identical blob to share) is computed.
+pub(super) enum Share {
+    /// Not shared (v1.2, or zstd).
+    No,
+    /// From the xxh3 state of the component's digest.
+    Digest,
+    /// A state of its own (the digest is sha256).
+    Own(Box<xxhash_rust::xxh3::Xxh3>),
 }
 
 /// What the compression pipeline carries between frames: where a zstd component begins
@@ -186,7 +218,11 @@ impl<W: Write> Writer<W> {
             hasher,
             zstd,
             decoded_digest: v2,
-            content: (v2 && zstd.is_none()).then(Box::default),
+            share: match (v2 && zstd.is_none(), digest) {
+                (false, _) => Share::No,
+                (true, DigestAlgorithm::Xxh3) => Share::Digest,
+                (true, _) => Share::Own(Box::default()),
+            },
             last: None,
         });
         Ok(())
@@ -264,10 +300,7 @@ impl<W: Write> Writer<W> {
                 })
             }
             _ => {
-                s.hasher.update(data);
-                if let Some(c) = &mut s.content {
-                    c.update(data);
-                }
+                s.hash(data);
                 self.emit_data(data)
             }
         };
@@ -347,6 +380,8 @@ impl<W: Write> Writer<W> {
             self.discard_frames();
             return Err(e);
         }
+        let content = s.content_hash();
+        let digest = s.hasher.finish().map(|d| CText::new(&d)).transpose()?;
         let mut component = Component {
             role: s.role,
             dtype: s.dtype,
@@ -363,11 +398,11 @@ impl<W: Write> Writer<W> {
                 decoded_length: s.decoded,
             },
             decoded_length: s.decoded,
-            digest: s.hasher.finish().map(|d| CText::new(&d)).transpose()?,
+            digest,
             steps: Default::default(),
         };
-        if let Some(content) = s.content {
-            self.v2_share(&mut component, content.digest128())?;
+        if let Some(content) = content {
+            self.v2_share(&mut component, content)?;
         }
         let object = self.objects.len() - 1;
         let components = &mut self.objects[object].components;
