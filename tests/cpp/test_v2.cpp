@@ -65,6 +65,7 @@ TEST(V2, WrittenThroughTheWrapperWithOneContentDigest) {
   zt::writer_options v2;
   v2.durable = false;
   v2.version = zt::writer_options::file_version::v2;
+  v2.placement = zt::writer_options::blob_placement::canonical;
   zt::writer_options keep = v2;
   keep.keep_order = true;
   const std::vector<float> other = {4.0f, 3.25f, -2.0f, 1.5f};  // not k_weights: its own blob
@@ -94,8 +95,23 @@ TEST(V2, WrittenThroughTheWrapperWithOneContentDigest) {
   // The first tensor's blob comes first in the canonical file, not in the kept one.
   EXPECT_LT(ra["a"].component("data").info().offset, ra["z"].component("data").info().offset);
   EXPECT_GT(rb["a"].component("data").info().offset, rb["z"].component("data").info().offset);
+  const std::string digest(da);  // da points into ra, closed next
   ra.close();
   rb.close();
+  // A compact file (the default placement) is never canonical: it keeps the written order.
+  {
+    zt::writer_options compact;
+    compact.durable = false;
+    zt::Writer w = zt::Writer::create(a, compact);
+    w.add("z", k_weights, {4});
+    w.add("a", other, {2, 2});
+    w.finish();
+  }
+  zt::Reader rc = zt::Reader::open(a);
+  EXPECT_EQ(rc.version(), "2");
+  EXPECT_GT(rc["a"].component("data").info().offset, rc["z"].component("data").info().offset);
+  EXPECT_EQ(rc.content_digest(), digest);  // the same model
+  rc.close();
   // v1.2 explicitly: no content digest.
   zt::writer_options v12;
   v12.durable = false;

@@ -129,7 +129,8 @@ struct writer_options {
   /// (ZT_WRITER_V2) or v1.2.0 whatever the default (ZT_WRITER_V1_2).
   enum class file_version { library_default, v1_2, v2 };
   file_version version = file_version::library_default;
-  /// v2: keep the blobs in the order written instead of canonical order (ZT_WRITER_KEEP_ORDER).
+  /// v2 with canonical placement: keep the blobs in the order written instead of name order
+  /// (ZT_WRITER_KEEP_ORDER). A compact file (the default placement) always keeps it.
   bool keep_order = false;
   /// The container to write (zt_writer_format): by the path's extension (auto:
   /// .safetensors, .gguf, else zTensor), zTensor, safetensors or GGUF.
