@@ -212,9 +212,11 @@ impl LoadEvents for NoEvents {}
 /// How a loader stages and reads.
 #[derive(Clone, Debug, Default)]
 pub struct LoaderOptions {
-    /// Reader tasks at once (0: the pool's size, `pool::threads`). With a device, at most
-    /// one fewer than the staging buffers, so a task never waits for another task's
-    /// buffer, only for the device.
+    /// Reader tasks at once (0: the pool's size, `pool::threads`); on threads of their own
+    /// and at least 8 when the load's reads wait on storage (a cold file, `O_DIRECT`; a
+    /// remote object's: its concurrency). With a device, at most one fewer than the
+    /// staging buffers, so a task never waits for another task's buffer, only for the
+    /// device.
     pub readers: usize,
     /// Staging buffers (0: readers + 2, at least 3). Only with a device.
     pub staging_count: usize,
