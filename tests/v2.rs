@@ -158,6 +158,63 @@ fn tied_weights_are_one_blob_viewed_twice_zero_copy() {
     }
 }
 
+/// Identical raw parts share one blob whatever digest they carry: xxh3 (the share hash read
+/// off the digest's own state) and sha256 (a hash state of its own), written part by part
+/// or copied from another file, in a compact (default) file.
+#[test]
+fn identical_parts_share_a_blob_whatever_their_digest() {
+    let dir = common::temp_dir("v2_share_digests");
+    let data = common::bytes(3, 4096 + 17);
+    let other = common::bytes(4, data.len());
+    let sha = WriteOptions::default().with_digest(DigestAlgorithm::Sha256);
+    let xxh3 = WriteOptions::default();
+    let quick = CreateOptions {
+        durable: false,
+        ..CreateOptions::default()
+    };
+    let path = dir.join("shared.zt");
+    let mut w = Writer::create_with(&path, &quick).unwrap();
+    for (name, bytes, opts) in [
+        ("s1", &data, &sha),
+        ("s2", &data, &sha),
+        ("s3", &other, &sha),
+        ("x1", &other, &xxh3),
+        ("x2", &other, &xxh3),
+    ] {
+        w.add(name, DType::U8, &[data.len() as u64], bytes, opts)
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let offsets = |r: &Reader| -> Vec<u64> {
+        ["s1", "s2", "s3", "x1", "x2"]
+            .iter()
+            .map(|n| r.objects()[r.find(n).unwrap()].components()[0].offset())
+            .collect()
+    };
+    let r = Reader::open(&path).unwrap();
+    let o = offsets(&r);
+    assert_eq!(
+        o[0], o[1],
+        "sha256-digested equal parts share a blob: {o:?}"
+    );
+    assert_ne!(o[0], o[2], "{o:?}");
+    // Equal bytes under another digest are the same blob too (one copy in the file).
+    assert_eq!(o[2], o[3], "{o:?}");
+    assert_eq!(o[3], o[4], "xxh3-digested equal parts share a blob: {o:?}");
+    r.verify().unwrap();
+    assert!(common::read(&r, "s2", "data") == data && common::read(&r, "x2", "data") == other);
+    // Copied into another file: shared again.
+    let copy = dir.join("copy.zt");
+    let mut w = Writer::create_with(&copy, &quick).unwrap();
+    for i in 0..r.objects().len() {
+        w.copy_object(&r, i, &CopyOptions::default()).unwrap();
+    }
+    w.finish().unwrap();
+    let rc = Reader::open(&copy).unwrap();
+    assert_eq!(offsets(&rc), o);
+    rc.verify().unwrap();
+}
+
 #[test]
 fn zstd_seekable_parts_read_by_range_through_their_seek_table() {
     let dir = common::temp_dir("v2_zstd");
