@@ -1086,3 +1086,59 @@ fn a_small_model_moves_a_progress_bar() {
         dev.shutdown();
     }
 }
+
+/// Reads that wait on storage (`O_DIRECT`, or a cold file through the cache) keep at least
+/// 8 in flight, on threads of their own, whatever the pool's size; reads of a file in the
+/// page cache run one task per reader (the pool's size by default). Same bytes either way.
+#[test]
+fn reads_that_wait_on_storage_keep_eight_in_flight() {
+    let dir = common::temp_dir("load_storage_reads");
+    let path = dir.join("m.zt");
+    let tensors: Vec<Vec<u8>> = (0..16).map(|i| common::bytes(i, 1 << 20)).collect();
+    let mut w = Writer::create(&path).unwrap();
+    for (i, t) in tensors.iter().enumerate() {
+        w.add(
+            &format!("t{i:02}"),
+            DType::U8,
+            &[t.len() as u64],
+            t,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let r = Reader::open(&path).unwrap();
+    let readers = |io: ztensor::ReadMode| {
+        let loader = Loader::new(
+            None,
+            &LoaderOptions {
+                io,
+                ..LoaderOptions::default()
+            },
+        )
+        .unwrap();
+        let mut bufs: Vec<Vec<u8>> = tensors.iter().map(|t| vec![0; t.len()]).collect();
+        let mut q: Vec<Request<'_>> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, dst)| Request::host(r.find(&format!("t{i:02}")).unwrap(), 0, dst))
+            .collect();
+        for (result, _) in loader.load(&r, &mut q, &ztensor::load::NoEvents) {
+            result.unwrap();
+        }
+        drop(q);
+        assert!(bufs == tensors, "{io:?}: wrong bytes");
+        loader.stats().readers
+    };
+    // O_DIRECT (or, where the filesystem refuses it, its fallback): at least 8 tasks (the
+    // pool's size where that is more), at most one per request.
+    assert_eq!(
+        readers(ztensor::ReadMode::Direct),
+        ztensor::pool::threads().max(8).min(16)
+    );
+    // Through the page cache, forced: the pool's size.
+    assert_eq!(
+        readers(ztensor::ReadMode::Pread),
+        ztensor::pool::threads().min(16)
+    );
+}
