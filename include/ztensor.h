@@ -638,8 +638,8 @@ typedef enum zt_slice {
 typedef enum zt_io_mode {
   /**
    * Chosen per file: through the page cache when the file is mostly in it (`mincore` on
-   * a sample) or on storage where buffered reads win; `O_DIRECT` when it is cold and on
-   * NVMe, or larger than the memory available.
+   * a sample) or under 64 MiB; `O_DIRECT` when it is cold, which leaves it out of the
+   * page cache (the next load of it is cold again: `ZT_IO_PREAD` keeps it cached).
    */
   ZT_IO_AUTO = 0,
   /**

@@ -1142,3 +1142,126 @@ fn reads_that_wait_on_storage_keep_eight_in_flight() {
         ztensor::pool::threads().min(16)
     );
 }
+
+/// The share of a file's pages in the page cache (by `mincore`).
+fn resident(path: &std::path::Path) -> f64 {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let pages = len.div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: a mapping of a descriptor we hold, only asked about (never read), unmapped
+    // before returning; `vec` has a byte per page.
+    unsafe {
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(map, libc::MAP_FAILED);
+        assert_eq!(libc::mincore(map, len, vec.as_mut_ptr()), 0);
+        libc::munmap(map, len);
+    }
+    vec.iter().filter(|&&b| b & 1 != 0).count() as f64 / pages as f64
+}
+
+/// Drops a file's pages from the page cache (`fdatasync`, then `POSIX_FADV_DONTNEED`) and
+/// returns the share still resident.
+fn drop_pages(path: &std::path::Path) -> f64 {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    // SAFETY: calls on a descriptor we hold.
+    unsafe {
+        libc::fdatasync(f.as_raw_fd());
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+    resident(path)
+}
+
+/// Whether the filesystem of `path` takes `O_DIRECT` reads (tmpfs refuses them).
+fn direct_io_works(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    else {
+        return false;
+    };
+    let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a non-zero size; freed below with the same layout.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!ptr.is_null());
+    // SAFETY: 4096 bytes of ours.
+    let ok = f
+        .read_at(unsafe { std::slice::from_raw_parts_mut(ptr, 4096) }, 0)
+        .is_ok();
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(ptr, layout) };
+    ok
+}
+
+#[test]
+fn auto_reads_a_cold_file_with_o_direct_and_a_cached_one_through_the_cache() {
+    let dir = common::temp_dir("load_auto_cold");
+    let path = dir.join("m.zt");
+    // 80 MiB (Auto leaves files under 64 MiB to the cache), in 20 tensors of 4 MiB.
+    let tensors: Vec<Vec<u8>> = (0..20).map(|i| common::bytes(i, 4 << 20)).collect();
+    let mut w = Writer::create(&path).unwrap();
+    for (i, t) in tensors.iter().enumerate() {
+        w.add(
+            &format!("t{i:02}"),
+            DType::U8,
+            &[t.len() as u64],
+            t,
+            &WriteOptions::default(),
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let left = drop_pages(&path);
+    if left > 0.01 {
+        eprintln!(
+            "skipped: {:.0}% of the file stayed in the page cache after POSIX_FADV_DONTNEED \
+             (tmpfs?): no cold file to read here",
+            left * 100.0
+        );
+        return;
+    }
+    let load = || {
+        let r = Reader::open(&path).unwrap();
+        let loader = Loader::new(None, &LoaderOptions::default()).unwrap();
+        let mut bufs: Vec<Vec<u8>> = tensors.iter().map(|t| vec![0; t.len()]).collect();
+        let mut q: Vec<Request<'_>> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, dst)| Request::host(r.find(&format!("t{i:02}")).unwrap(), 0, dst))
+            .collect();
+        for (result, _) in loader.load(&r, &mut q, &ztensor::load::NoEvents) {
+            result.unwrap();
+        }
+        drop(q);
+        assert!(bufs == tensors, "wrong bytes");
+        loader.stats()
+    };
+    let cold = load();
+    let direct_ok = direct_io_works(&path);
+    if direct_ok {
+        // Every byte with O_DIRECT, in reads of at most 1 MiB: at least 80 of them.
+        assert!(cold.direct_io_reads >= 80, "{cold:?}");
+        assert_eq!(cold.direct_io_reads, cold.reads, "{cold:?}");
+        assert!(cold.readers >= 8, "{cold:?}");
+        // The price, documented: the file is still out of the cache.
+        assert!(resident(&path) < 0.05, "{}", resident(&path));
+    } else {
+        assert_eq!(cold.direct_io_reads, 0, "{cold:?}");
+    }
+    // Read once through the cache, the same file is cached: no O_DIRECT.
+    std::fs::read(&path).unwrap();
+    let warm = load();
+    assert_eq!(warm.direct_io_reads, 0, "{warm:?}");
+    assert!(warm.reads > 0, "{warm:?}");
+}

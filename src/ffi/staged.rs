@@ -72,8 +72,8 @@ pub const ZT_LOADER_NO_QUEUE: u32 = 4;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum zt_io_mode {
     /// Chosen per file: through the page cache when the file is mostly in it (`mincore` on
-    /// a sample) or on storage where buffered reads win; `O_DIRECT` when it is cold and on
-    /// NVMe, or larger than the memory available.
+    /// a sample) or under 64 MiB; `O_DIRECT` when it is cold, which leaves it out of the
+    /// page cache (the next load of it is cold again: `ZT_IO_PREAD` keeps it cached).
     ZT_IO_AUTO = 0,
     /// Copied from the reader's mapping (`pread` when the reader has none).
     ZT_IO_MMAP = 1,

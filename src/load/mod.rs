@@ -175,9 +175,9 @@ impl<'d> Request<'d> {
 /// How a load reads raw bytes from a local file (see `LoaderOptions::io`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReadMode {
-    /// Chosen per file: through the page cache when the file is mostly in it, or on
-    /// storage where buffered reads win; `O_DIRECT` when it is cold and on NVMe, or
-    /// larger than the memory available.
+    /// Chosen per file: through the page cache when the file is mostly in it (or under
+    /// 64 MiB); `O_DIRECT` when it is cold, which leaves it out of the cache (the next
+    /// load of it is cold again: `Pread` keeps it).
     #[default]
     Auto,
     /// Copied from the reader's mapping (`pread` where the reader has none).

@@ -246,7 +246,7 @@ class Cuda {
 
 /// How a load reads raw bytes from local files (zt_io_mode).
 enum class io_mode : std::uint32_t {
-  automatic = ZT_IO_AUTO,  // per file: cached or buffered-friendly storage: pread; cold on NVMe: O_DIRECT
+  automatic = ZT_IO_AUTO,  // per file: cached or under 64 MiB: pread; cold: O_DIRECT
   mmap = ZT_IO_MMAP,       // copied from the reader's mapping
   pread = ZT_IO_PREAD,     // pread through the page cache
   direct = ZT_IO_DIRECT,   // O_DIRECT into aligned buffers (pread where refused)
