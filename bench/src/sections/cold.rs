@@ -5,8 +5,9 @@
 //! if more than 1% stays). Ours (whatever path the library picks by default: `load_batch`
 //! with the open, and the loader's host path) against safetensors (mmap + copy of every
 //! tensor) and the raw reads of the same file into one aligned buffer: `O_DIRECT` with 1, 4
-//! and 16 reads in flight (threads, 4 MiB each), buffered `pread` on one thread and on
-//! several. The row's limit is the best raw read of the run.
+//! and 16 reads in flight (threads, 4 MiB each) and with 8 of 1 MiB (the library's own
+//! shape), buffered `pread` on one thread and on several. The row's limit is the best raw
+//! read of the run.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -31,6 +32,9 @@ pub const SECTION: Section = Section {
 
 /// Bytes per raw read.
 const PIECE: usize = 4 << 20;
+
+/// Bytes per raw read in the row that reads as the library does.
+const SMALL_PIECE: usize = 1 << 20;
 
 /// Drops the page-cache pages of `path` and returns the share still resident.
 pub fn drop_pages(path: &Path) -> Res<f64> {
@@ -104,9 +108,9 @@ impl Drop for Aligned {
 }
 
 /// Reads all of `path` into `dst` (at least the file's size rounded up to 4096) with
-/// `threads` threads taking 4 MiB pieces in turn, each with `pread`; through `O_DIRECT`
-/// when `direct`.
-fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool) -> Res<()> {
+/// `threads` threads taking pieces of `piece` bytes in turn, each with `pread`; through
+/// `O_DIRECT` when `direct`.
+fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool, piece: usize) -> Res<()> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true);
     if direct {
@@ -115,7 +119,7 @@ fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool) -> Res<()
     let f = o.open(path)?;
     let len = f.metadata()?.len() as usize;
     let pieces: Vec<&mut [u8]> = dst[..len.next_multiple_of(4096)]
-        .chunks_mut(PIECE)
+        .chunks_mut(piece)
         .collect();
     let pieces: Vec<std::sync::Mutex<Option<&mut [u8]>>> = pieces
         .into_iter()
@@ -130,8 +134,8 @@ fn raw_read(path: &Path, dst: &mut [u8], threads: usize, direct: bool) -> Res<()
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(slot) = pieces.get(i) else { break };
                     let buf = slot.lock().unwrap().take().expect("each piece once");
-                    let at = (i * PIECE) as u64;
-                    let want = (len - i * PIECE).min(buf.len());
+                    let at = (i * piece) as u64;
+                    let want = (len - i * piece).min(buf.len());
                     let mut done = 0;
                     while done < want {
                         // O_DIRECT wants whole blocks: read the rounded length, which
@@ -208,10 +212,10 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         }
     };
     let parallel = ctx.cores.max(4);
-    let raw = |threads: usize, direct: bool| {
+    let raw = |threads: usize, direct: bool, piece: usize| {
         let whole = &whole;
         let path = f.ours.clone();
-        move || raw_read(&path, whole.borrow_mut().slice(), threads, direct)
+        move || raw_read(&path, whole.borrow_mut().slice(), threads, direct, piece)
     };
     let direct_ok = direct_works(&f.ours);
     let mut cases: Vec<Case<'_>> = vec![
@@ -250,13 +254,18 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         })
         .setup(cold("st"))
         .check(check("safetensors")),
-        case("raw: buffered pread, 1 thread", raw(1, false)).setup(cold("ours")),
-        case("raw: buffered pread, parallel", raw(parallel, false)).setup(cold("ours")),
+        case("raw: buffered pread, 1 thread", raw(1, false, PIECE)).setup(cold("ours")),
+        case("raw: buffered pread, parallel", raw(parallel, false, PIECE)).setup(cold("ours")),
     ];
     if direct_ok {
-        cases.push(case("raw: O_DIRECT, 1 in flight", raw(1, true)).setup(cold("ours")));
-        cases.push(case("raw: O_DIRECT, 4 in flight", raw(4, true)).setup(cold("ours")));
-        cases.push(case("raw: O_DIRECT, 16 in flight", raw(16, true)).setup(cold("ours")));
+        cases.push(case("raw: O_DIRECT, 1 in flight", raw(1, true, PIECE)).setup(cold("ours")));
+        cases.push(case("raw: O_DIRECT, 4 in flight", raw(4, true, PIECE)).setup(cold("ours")));
+        cases.push(case("raw: O_DIRECT, 16 in flight", raw(16, true, PIECE)).setup(cold("ours")));
+        // The library's own shape of O_DIRECT reads (1 MiB at 8 in flight), raw.
+        cases.push(
+            case("raw: O_DIRECT, 8 in flight of 1 MiB", raw(8, true, SMALL_PIECE))
+                .setup(cold("ours")),
+        );
     } else {
         eprintln!("cold: O_DIRECT is refused on this filesystem: no O_DIRECT rows");
     }
