@@ -1087,15 +1087,11 @@ fn a_small_model_moves_a_progress_bar() {
     }
 }
 
-/// Reads that wait on storage (`O_DIRECT`, or a cold file through the cache) keep at least
-/// 8 in flight, on threads of their own, whatever the pool's size; reads of a file in the
-/// page cache run one task per reader (the pool's size by default). Same bytes either way.
-#[test]
-fn reads_that_wait_on_storage_keep_eight_in_flight() {
-    let dir = common::temp_dir("load_storage_reads");
-    let path = dir.join("m.zt");
-    let tensors: Vec<Vec<u8>> = (0..16).map(|i| common::bytes(i, 1 << 20)).collect();
-    let mut w = Writer::create(&path).unwrap();
+/// Writes `count` raw u8 tensors `t00`, `t01`, ... of `size` bytes each to `path` and
+/// returns their bytes.
+fn write_tensors(path: &std::path::Path, count: usize, size: usize) -> Vec<Vec<u8>> {
+    let tensors: Vec<Vec<u8>> = (0..count as u64).map(|i| common::bytes(i, size)).collect();
+    let mut w = Writer::create(path).unwrap();
     for (i, t) in tensors.iter().enumerate() {
         w.add(
             &format!("t{i:02}"),
@@ -1107,29 +1103,48 @@ fn reads_that_wait_on_storage_keep_eight_in_flight() {
         .unwrap();
     }
     w.finish().unwrap();
+    tensors
+}
+
+/// Loads every tensor `write_tensors` wrote into host buffers with a fresh loader of
+/// read mode `io`, checks the bytes, and returns the loader's stats.
+fn load_tensors(
+    r: &Reader<'_>,
+    tensors: &[Vec<u8>],
+    io: ztensor::ReadMode,
+) -> ztensor::load::LoaderStats {
+    let loader = Loader::new(
+        None,
+        &LoaderOptions {
+            io,
+            ..LoaderOptions::default()
+        },
+    )
+    .unwrap();
+    let mut bufs: Vec<Vec<u8>> = tensors.iter().map(|t| vec![0; t.len()]).collect();
+    let mut q: Vec<Request<'_>> = bufs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, dst)| Request::host(r.find(&format!("t{i:02}")).unwrap(), 0, dst))
+        .collect();
+    for (result, _) in loader.load(r, &mut q, &ztensor::load::NoEvents) {
+        result.unwrap();
+    }
+    drop(q);
+    assert!(bufs == tensors, "{io:?}: wrong bytes");
+    loader.stats()
+}
+
+/// Reads that wait on storage (`O_DIRECT`, or a cold file through the cache) keep at least
+/// 8 in flight, on threads of their own, whatever the pool's size; reads of a file in the
+/// page cache run one task per reader (the pool's size by default). Same bytes either way.
+#[test]
+fn reads_that_wait_on_storage_keep_eight_in_flight() {
+    let dir = common::temp_dir("load_storage_reads");
+    let path = dir.join("m.zt");
+    let tensors = write_tensors(&path, 16, 1 << 20);
     let r = Reader::open(&path).unwrap();
-    let readers = |io: ztensor::ReadMode| {
-        let loader = Loader::new(
-            None,
-            &LoaderOptions {
-                io,
-                ..LoaderOptions::default()
-            },
-        )
-        .unwrap();
-        let mut bufs: Vec<Vec<u8>> = tensors.iter().map(|t| vec![0; t.len()]).collect();
-        let mut q: Vec<Request<'_>> = bufs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, dst)| Request::host(r.find(&format!("t{i:02}")).unwrap(), 0, dst))
-            .collect();
-        for (result, _) in loader.load(&r, &mut q, &ztensor::load::NoEvents) {
-            result.unwrap();
-        }
-        drop(q);
-        assert!(bufs == tensors, "{io:?}: wrong bytes");
-        loader.stats().readers
-    };
+    let readers = |io: ztensor::ReadMode| load_tensors(&r, &tensors, io).readers;
     // O_DIRECT (or, where the filesystem refuses it, its fallback): at least 8 tasks (the
     // pool's size where that is more), at most one per request.
     assert_eq!(
@@ -1204,24 +1219,14 @@ fn direct_io_works(path: &std::path::Path) -> bool {
     ok
 }
 
+/// `ReadMode::Auto` reads a cold file with `O_DIRECT` (1 MiB at a time, at least 8 tasks)
+/// and leaves it out of the page cache; a file in the cache is read through it.
 #[test]
 fn auto_reads_a_cold_file_with_o_direct_and_a_cached_one_through_the_cache() {
     let dir = common::temp_dir("load_auto_cold");
     let path = dir.join("m.zt");
     // 80 MiB (Auto leaves files under 64 MiB to the cache), in 20 tensors of 4 MiB.
-    let tensors: Vec<Vec<u8>> = (0..20).map(|i| common::bytes(i, 4 << 20)).collect();
-    let mut w = Writer::create(&path).unwrap();
-    for (i, t) in tensors.iter().enumerate() {
-        w.add(
-            &format!("t{i:02}"),
-            DType::U8,
-            &[t.len() as u64],
-            t,
-            &WriteOptions::default(),
-        )
-        .unwrap();
-    }
-    w.finish().unwrap();
+    let tensors = write_tensors(&path, 20, 4 << 20);
     let left = drop_pages(&path);
     if left > 0.01 {
         eprintln!(
@@ -1233,19 +1238,7 @@ fn auto_reads_a_cold_file_with_o_direct_and_a_cached_one_through_the_cache() {
     }
     let load = || {
         let r = Reader::open(&path).unwrap();
-        let loader = Loader::new(None, &LoaderOptions::default()).unwrap();
-        let mut bufs: Vec<Vec<u8>> = tensors.iter().map(|t| vec![0; t.len()]).collect();
-        let mut q: Vec<Request<'_>> = bufs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, dst)| Request::host(r.find(&format!("t{i:02}")).unwrap(), 0, dst))
-            .collect();
-        for (result, _) in loader.load(&r, &mut q, &ztensor::load::NoEvents) {
-            result.unwrap();
-        }
-        drop(q);
-        assert!(bufs == tensors, "wrong bytes");
-        loader.stats()
+        load_tensors(&r, &tensors, ztensor::ReadMode::Auto)
     };
     let cold = load();
     let direct_ok = direct_io_works(&path);
