@@ -6,7 +6,7 @@
 //! mostly in the page cache (`mincore` on a sample), or under 64 MiB, is read through the
 //! cache; a cold one with `O_DIRECT`: 1 MiB reads, several in flight (the load's tasks),
 //! at the storage's speed and without the page cache's work (on 2 cores that work is what
-//! held buffered reads of a cold file to 0.73x–0.87x of raw `O_DIRECT`, where ours reach
+//! held buffered reads of a cold file to 0.70x–0.91x of raw `O_DIRECT`, where ours reach
 //! 0.92x–1.09x: the benchmark's `cold` section), and without filling the cache with a
 //! model that is about to live on a GPU. The price: a file read that way stays out of the
 //! cache, so the next load of it is cold again (`ReadMode::Pread` keeps it). A filesystem
@@ -45,9 +45,10 @@ const IOV_MAX: usize = 1024;
 
 /// The most bytes one `O_DIRECT` read asks for: a read of more is several, each copied
 /// out of the task's aligned buffer before the next is issued. Measured on the cold
-/// section of the benchmark (W1, 8 tasks, a virtual disk): 1 MiB pieces reached the raw
-/// `O_DIRECT` rate (0.98x–1.09x of it), 4 MiB and 16 MiB pieces 0.71x–0.79x, since a
-/// task's copy then waits for a whole large read and its buffer outgrows the caches.
+/// section of the benchmark (W1, 8 tasks, a virtual disk): with 1 MiB pieces ours reached
+/// 0.92x–1.09x of the best raw read, with 4 MiB and 16 MiB pieces 0.71x–0.79x (likely
+/// because a task's copy then waits for a whole large read, and its buffer outgrows the
+/// caches).
 const DIRECT_PIECE: usize = 1 << 20;
 
 /// Gaps up to this fraction of a piece are fetched with it when pieces of a remote
