@@ -12,7 +12,7 @@
 //! cache, so the next load of it is cold again (`ReadMode::Pread` keeps it). A filesystem
 //! that refuses `O_DIRECT` (tmpfs, some FUSE filesystems) is read through the cache
 //! instead.
-//! Either way, a load whose reads wait on storage (`Way::waits_on_storage`) keeps
+//! Whichever the way, a load whose reads wait on storage (`Way::waits_on_storage`) keeps
 //! several in flight: its tasks run on the I/O helper's threads, at least 8 of them
 //! (`run.rs`), not one per core.
 //!
