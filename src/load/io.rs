@@ -43,12 +43,13 @@ const PREAD_FROM: usize = 1 << 20;
 /// The most pieces one `preadv` takes (Linux's `IOV_MAX`).
 const IOV_MAX: usize = 1024;
 
-/// The most bytes one `O_DIRECT` read asks for: a read of more is several, each copied
-/// out of the task's aligned buffer before the next is issued. Measured on the cold
-/// section of the benchmark (W1, 8 tasks, a virtual disk): with 1 MiB pieces ours reached
-/// 0.92x–1.09x of the best raw read, with 4 MiB and 16 MiB pieces 0.71x–0.79x (likely
-/// because a task's copy then waits for a whole large read, and its buffer outgrows the
-/// caches).
+/// The most bytes one `O_DIRECT` read into destinations asks for (`Io::read`): a read of
+/// more is several, each copied out of the task's aligned buffer before the next is
+/// issued. Measured on the cold section of the benchmark (W1, 8 tasks, a virtual disk):
+/// with 1 MiB pieces ours reached 0.92x–1.09x of the best raw read; with this constant
+/// set to 4 MiB or 16 MiB, 0.71x–0.79x (likely because a task's copy then waits for a
+/// whole large read, and its buffer outgrows the caches). A chunk to convert or gather
+/// (`Io::span`) is read whole: its converter needs all of it in the buffer.
 const DIRECT_PIECE: usize = 1 << 20;
 
 /// Gaps up to this fraction of a piece are fetched with it when pieces of a remote
