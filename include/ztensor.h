@@ -1292,7 +1292,7 @@ typedef struct zt_loader_options {
   uint32_t flags;
   /**
    * Reader tasks at once (0: the library pool's size, `zt_pool_thread_count`); on
-   * threads of their own and at least 8 when the load reads a cold file or with
+   * threads of their own and at least 16 when the load reads a cold file or with
    * `O_DIRECT` (a remote object's: its concurrency); with a device, at most
    * `staging_count - 1`.
    */

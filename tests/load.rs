@@ -1136,25 +1136,25 @@ fn load_tensors(
 }
 
 /// Reads that wait on storage (`O_DIRECT`, or a cold file through the cache) keep at least
-/// 8 in flight, on threads of their own, whatever the pool's size; reads of a file in the
+/// 16 in flight, on threads of their own, whatever the pool's size; reads of a file in the
 /// page cache run one task per reader (the pool's size by default). Same bytes either way.
 #[test]
-fn reads_that_wait_on_storage_keep_eight_in_flight() {
+fn reads_that_wait_on_storage_keep_sixteen_in_flight() {
     let dir = common::temp_dir("load_storage_reads");
     let path = dir.join("m.zt");
-    let tensors = write_tensors(&path, 16, 1 << 20);
+    let tensors = write_tensors(&path, 24, 1 << 20);
     let r = Reader::open(&path).unwrap();
     let readers = |io: ztensor::ReadMode| load_tensors(&r, &tensors, io).readers;
-    // O_DIRECT (or, where the filesystem refuses it, its fallback): at least 8 tasks (the
+    // O_DIRECT (or, where the filesystem refuses it, its fallback): at least 16 tasks (the
     // pool's size where that is more), at most one per request.
     assert_eq!(
         readers(ztensor::ReadMode::Direct),
-        ztensor::pool::threads().max(8).min(16)
+        ztensor::pool::threads().max(16).min(24)
     );
     // Through the page cache, forced: the pool's size.
     assert_eq!(
         readers(ztensor::ReadMode::Pread),
-        ztensor::pool::threads().min(16)
+        ztensor::pool::threads().min(24)
     );
 }
 
@@ -1219,7 +1219,7 @@ fn direct_io_works(path: &std::path::Path) -> bool {
     ok
 }
 
-/// `ReadMode::Auto` reads a cold file with `O_DIRECT` (1 MiB at a time, at least 8 tasks)
+/// `ReadMode::Auto` reads a cold file with `O_DIRECT` (1 MiB at a time, at least 16 tasks)
 /// and leaves it out of the page cache; a file in the cache is read through it.
 #[test]
 fn auto_reads_a_cold_file_with_o_direct_and_a_cached_one_through_the_cache() {
@@ -1246,7 +1246,7 @@ fn auto_reads_a_cold_file_with_o_direct_and_a_cached_one_through_the_cache() {
         // Every byte with O_DIRECT, in reads of at most 1 MiB: at least 80 of them.
         assert!(cold.direct_io_reads >= 80, "{cold:?}");
         assert_eq!(cold.direct_io_reads, cold.reads, "{cold:?}");
-        assert!(cold.readers >= 8, "{cold:?}");
+        assert!(cold.readers >= 16, "{cold:?}");
         // The price, documented: the file is still out of the cache.
         assert!(resident(&path) < 0.05, "{}", resident(&path));
     } else {

@@ -93,7 +93,7 @@ pub struct zt_loader_options {
     /// `ZT_LOADER_*` flags, or-ed.
     pub flags: u32,
     /// Reader tasks at once (0: the library pool's size, `zt_pool_thread_count`); on
-    /// threads of their own and at least 8 when the load reads a cold file or with
+    /// threads of their own and at least 16 when the load reads a cold file or with
     /// `O_DIRECT` (a remote object's: its concurrency); with a device, at most
     /// `staging_count - 1`.
     pub readers: u32,

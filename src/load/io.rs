@@ -13,7 +13,7 @@
 //! that refuses `O_DIRECT` (tmpfs, some FUSE filesystems) is read through the cache
 //! instead.
 //! Whichever the way, a load whose reads wait on storage (`Way::waits_on_storage`) keeps
-//! several in flight: its tasks run on the I/O helper's threads, at least 8 of them
+//! several in flight: its tasks run on the I/O helper's threads, at least 16 of them
 //! (`run.rs`), not one per core.
 //!
 //! Reads of neighbouring pieces of a file (adjacent requests, chunks packed together) are

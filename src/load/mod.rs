@@ -213,7 +213,7 @@ impl LoadEvents for NoEvents {}
 #[derive(Clone, Debug, Default)]
 pub struct LoaderOptions {
     /// Reader tasks at once (0: the pool's size, `pool::threads`); on threads of their own
-    /// and at least 8 when the load's reads wait on storage (a cold file, `O_DIRECT`; a
+    /// and at least 16 when the load's reads wait on storage (a cold file, `O_DIRECT`; a
     /// remote object's: its concurrency). With a device, at most one fewer than the
     /// staging buffers, so a task never waits for another task's buffer, only for the
     /// device.

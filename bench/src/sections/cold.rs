@@ -5,7 +5,7 @@
 //! if more than 1% stays). Ours (whatever path the library picks by default: `load_batch`
 //! with the open, and the loader's host path) against safetensors (mmap + copy of every
 //! tensor) and the raw reads of the same file into one aligned buffer: `O_DIRECT` with 1, 4
-//! and 16 reads in flight (threads, 4 MiB each) and with 8 of 1 MiB (the library's own
+//! and 16 reads in flight (threads, 4 MiB each) and with 16 of 1 MiB (the library's own
 //! shape), buffered `pread` on one thread and on several. The row's limit is the best raw
 //! read of the run.
 
@@ -261,9 +261,9 @@ fn run(ctx: &Ctx, w: &Workload, f: &Files, rows: &mut Vec<Row>) -> Res<()> {
         cases.push(case("raw: O_DIRECT, 1 in flight", raw(1, true, PIECE)).setup(cold("ours")));
         cases.push(case("raw: O_DIRECT, 4 in flight", raw(4, true, PIECE)).setup(cold("ours")));
         cases.push(case("raw: O_DIRECT, 16 in flight", raw(16, true, PIECE)).setup(cold("ours")));
-        // The library's own shape of O_DIRECT reads (1 MiB at 8 in flight), raw.
+        // The library's own shape of O_DIRECT reads (1 MiB at 16 in flight), raw.
         cases.push(
-            case("raw: O_DIRECT, 8 in flight of 1 MiB", raw(8, true, SMALL_PIECE))
+            case("raw: O_DIRECT, 16 in flight of 1 MiB", raw(16, true, SMALL_PIECE))
                 .setup(cold("ours")),
         );
     } else {
