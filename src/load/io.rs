@@ -7,7 +7,8 @@
 //! cache; a cold one with `O_DIRECT`: 1 MiB reads, several in flight (the load's tasks),
 //! at the storage's speed and without the page cache's work (on 2 cores that work is what
 //! held buffered reads of a cold file to 0.70x–0.91x of raw `O_DIRECT`, where ours reach
-//! 0.92x–1.09x: the benchmark's `cold` section), and without filling the cache with a
+//! 0.92x–1.11x in the benchmark's `cold` section run alone; bench/README gives the full
+//! runs too), and without filling the cache with a
 //! model that is about to live on a GPU. The price: a file read that way stays out of the
 //! cache, so the next load of it is cold again (`ReadMode::Pread` keeps it). A filesystem
 //! that refuses `O_DIRECT` (tmpfs, some FUSE filesystems) is read through the cache
@@ -45,9 +46,9 @@ const IOV_MAX: usize = 1024;
 
 /// The most bytes one `O_DIRECT` read into destinations asks for (`Io::read`): a read of
 /// more is several, each copied out of the task's aligned buffer before the next is
-/// issued. Measured on the cold section of the benchmark (W1, 8 tasks, a virtual disk):
-/// with 1 MiB pieces ours reached 0.92x–1.09x of the best raw read; with this constant
-/// set to 4 MiB or 16 MiB, 0.71x–0.79x (likely because a task's copy then waits for a
+/// issued. Measured on the cold section of the benchmark (W1, 8 tasks then, a virtual
+/// disk): with 1 MiB pieces ours reached 0.87x–1.09x of the best raw read; with this
+/// constant set to 4 MiB or 16 MiB, 0.71x–0.79x (likely because a task's copy then waits for a
 /// whole large read, and its buffer outgrows the caches). A chunk to convert or gather
 /// (`Io::span`) is read whole: its converter needs all of it in the buffer.
 const DIRECT_PIECE: usize = 1 << 20;
